@@ -1,0 +1,25 @@
+package deps
+
+import (
+	_ "github.com/go-logr/zapr"
+	_ "github.com/google/uuid"
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/spf13/pflag"
+	_ "go.uber.org/goleak"
+	_ "go.uber.org/zap"
+	_ "k8s.io/api/core/v1"
+	_ "k8s.io/apimachinery/pkg/apis/meta/v1"
+	_ "k8s.io/client-go/kubernetes"
+	_ "k8s.io/client-go/metadata/fake"
+	_ "k8s.io/client-go/tools/leaderelection"
+	_ "k8s.io/client-go/tools/clientcmd"
+	_ "k8s.io/client-go/informers"
+	_ "k8s.io/client-go/metadata/metadatainformer"
+	_ "k8s.io/client-go/kubernetes/fake"
+	_ "k8s.io/client-go/restmapper"
+	_ "k8s.io/client-go/tools/record"
+	_ "k8s.io/klog/v2"
+	_ "sigs.k8s.io/yaml"
+	_ "k8s.io/utils/clock/testing"
+	_ "k8s.io/component-base/featuregate"
+)
