@@ -1,0 +1,59 @@
+package descriptor
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	kinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/ctrlhost/ctrlhost/informers"
+)
+
+// Context is what an InitFunc receives: everything a controller needs from
+// its host for one term. The logger travels in the context.Context passed
+// beside it (logr.FromContextOrDiscard), named after the controller.
+type Context struct {
+	// Name is the controller's canonical name.
+	Name string
+	// ClientBuilder hands out clients whose user agent names the controller.
+	ClientBuilder ClientBuilder
+	// InformerFactory is the term's typed shared informer factory.
+	InformerFactory kinformers.SharedInformerFactory
+	// MetadataInformerFactory is the term's metadata-only factory.
+	MetadataInformerFactory metadatainformer.SharedInformerFactory
+	// ObjectOrMetadataInformerFactory answers typed informers where client-go
+	// has them and metadata informers otherwise.
+	ObjectOrMetadataInformerFactory informers.ObjectOrMetadataFactory
+	// InformersStarted is closed once every InitFunc of the term has returned
+	// and the informers have been started.
+	InformersStarted <-chan struct{}
+	// ResyncPeriod returns a fresh jittered period in [min, 2·min) where min
+	// is --min-resync-period, for controllers that build their own informers.
+	ResyncPeriod func() time.Duration
+	// FeatureGate is the host's feature gate (never nil).
+	FeatureGate featuregate.FeatureGate
+	// RESTMapper is a discovery-backed mapper; the host resets it
+	// periodically so that new API groups are found.
+	RESTMapper meta.ResettableRESTMapper
+	// EventRecorder records events whose source component is the
+	// controller's name.
+	EventRecorder record.EventRecorder
+}
+
+// ClientBuilder hands out API clients for one controller.
+type ClientBuilder interface {
+	// Config returns a copy of the REST config for the named controller, its
+	// user agent ending in "/<name>". It fails when the host was built over
+	// ready-made clients (for example fake clientsets) and has no config.
+	Config(name string) (*rest.Config, error)
+	// Client returns a typed clientset for the named controller.
+	Client(name string) (kubernetes.Interface, error)
+	// MetadataClient returns a metadata-only client for the named controller.
+	MetadataClient(name string) (metadata.Interface, error)
+}

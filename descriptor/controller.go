@@ -1,0 +1,45 @@
+package descriptor
+
+import (
+	"context"
+	"net/http"
+)
+
+// InitFunc builds one controller. It is called once per term, after the
+// StartFirst controllers run and before the informers start, so it may request
+// informers from cc but must not wait for their caches.
+//
+// Returning (nil, nil) means the controller chose not to start (for example
+// because an API it needs is not served); the host logs that and carries on.
+// Returning an error stops the term.
+type InitFunc func(ctx context.Context, cc Context) (Controller, error)
+
+// Controller is a built controller.
+type Controller interface {
+	// Run blocks until ctx is done and every goroutine the controller started
+	// has ended. A non-nil error before ctx is done is a failure of the
+	// controller; the error returned after ctx is done is reported but not
+	// treated as a failure.
+	Run(ctx context.Context) error
+}
+
+// ControllerFunc adapts a function to Controller.
+type ControllerFunc func(ctx context.Context) error
+
+// Run calls f(ctx).
+func (f ControllerFunc) Run(ctx context.Context) error { return f(ctx) }
+
+// HealthChecker is implemented by controllers that can tell whether they are
+// healthy. The host calls HealthCheck for the controller's named check on
+// /healthz, /livez and /readyz; a nil error is healthy. It must be safe for
+// concurrent use.
+type HealthChecker interface {
+	HealthCheck(req *http.Request) error
+}
+
+// Debuggable is implemented by controllers that serve debugging pages. The
+// host mounts the handler at /debug/controllers/<name>/ with that prefix
+// stripped.
+type Debuggable interface {
+	DebuggingHandler() http.Handler
+}

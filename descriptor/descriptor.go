@@ -1,0 +1,94 @@
+package descriptor
+
+import (
+	"slices"
+
+	"k8s.io/component-base/featuregate"
+)
+
+// Descriptor describes one controller. Build it with New and the With…
+// methods; the zero Descriptor is invalid (it has no name).
+type Descriptor struct {
+	name              string
+	init              InitFunc
+	aliases           []string
+	featureGates      []featuregate.Feature
+	cloud             bool
+	disabledByDefault bool
+	startFirst        bool
+	noLeaderElection  bool
+}
+
+// New returns a descriptor for the controller with the given canonical name.
+// Names are validated by NewSet, not here, so that every problem of a registry
+// is reported at once.
+func New(name string, init InitFunc) Descriptor {
+	return Descriptor{name: name, init: init}
+}
+
+// WithAliases returns a copy that also answers to the given names in
+// --controllers and in leader-migration configuration.
+func (d Descriptor) WithAliases(aliases ...string) Descriptor {
+	d.aliases = append(slices.Clone(d.aliases), aliases...)
+	return d
+}
+
+// WithFeatureGates returns a copy that is skipped unless every given feature
+// gate is enabled.
+func (d Descriptor) WithFeatureGates(gates ...featuregate.Feature) Descriptor {
+	d.featureGates = append(slices.Clone(d.featureGates), gates...)
+	return d
+}
+
+// CloudProvider returns a copy marked as a cloud-provider loop: it is skipped
+// unless the host includes cloud loops.
+func (d Descriptor) CloudProvider() Descriptor {
+	d.cloud = true
+	return d
+}
+
+// DisabledByDefault returns a copy that "*" in --controllers does not enable;
+// it runs only when named explicitly.
+func (d Descriptor) DisabledByDefault() Descriptor {
+	d.disabledByDefault = true
+	return d
+}
+
+// StartFirst returns a copy that is built and running before any other
+// InitFunc of the term is called (KCM does this for the service-account token
+// controller, whose tokens the others need).
+func (d Descriptor) StartFirst() Descriptor {
+	d.startFirst = true
+	return d
+}
+
+// WithoutLeaderElection returns a copy that runs on every replica, outside the
+// leader-elected terms, for as long as the manager runs.
+func (d Descriptor) WithoutLeaderElection() Descriptor {
+	d.noLeaderElection = true
+	return d
+}
+
+// Name returns the canonical name.
+func (d Descriptor) Name() string { return d.name }
+
+// Init returns the InitFunc.
+func (d Descriptor) Init() InitFunc { return d.init }
+
+// Aliases returns a copy of the aliases.
+func (d Descriptor) Aliases() []string { return slices.Clone(d.aliases) }
+
+// FeatureGates returns a copy of the required feature gates.
+func (d Descriptor) FeatureGates() []featuregate.Feature { return slices.Clone(d.featureGates) }
+
+// IsCloudProvider reports whether the controller is a cloud-provider loop.
+func (d Descriptor) IsCloudProvider() bool { return d.cloud }
+
+// IsDisabledByDefault reports whether "*" leaves the controller off.
+func (d Descriptor) IsDisabledByDefault() bool { return d.disabledByDefault }
+
+// IsStartFirst reports whether the controller starts before all others.
+func (d Descriptor) IsStartFirst() bool { return d.startFirst }
+
+// NeedsLeaderElection reports whether the controller runs only on the leader.
+func (d Descriptor) NeedsLeaderElection() bool { return !d.noLeaderElection }

@@ -1,0 +1,152 @@
+package informers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// ObjectOrMetadataFactory hands out a typed informer for a resource client-go
+// knows, and a metadata-only informer for any other.
+type ObjectOrMetadataFactory interface {
+	ForResource(gvr schema.GroupVersionResource) (kinformers.GenericInformer, error)
+	Start(stop <-chan struct{})
+}
+
+// Options configures a Set. The zero value is usable.
+type Options struct {
+	// Resync is the default resync period of every informer. Zero disables
+	// periodic resync. Default: 0 (the manager passes a jittered value based
+	// on --min-resync-period, as KCM does).
+	Resync time.Duration
+	// KeepManagedFields keeps metadata.managedFields in cached objects.
+	// Default: false (they are stripped).
+	KeepManagedFields bool
+}
+
+// Set is the informer set of one term.
+type Set struct {
+	typed    kinformers.SharedInformerFactory
+	metadata metadatainformer.SharedInformerFactory
+
+	startOnce sync.Once
+	started   chan struct{}
+}
+
+// New returns a Set over the given clients. It starts nothing.
+func New(client kubernetes.Interface, metadataClient metadata.Interface, opts Options) *Set {
+	var typedOpts []kinformers.SharedInformerOption
+	var metaOpts []metadatainformer.SharedInformerOption
+	if !opts.KeepManagedFields {
+		typedOpts = append(typedOpts, kinformers.WithTransform(StripManagedFields))
+		metaOpts = append(metaOpts, metadatainformer.WithTransform(StripManagedFields))
+	}
+	return &Set{
+		typed:    kinformers.NewSharedInformerFactoryWithOptions(client, opts.Resync, typedOpts...),
+		metadata: metadatainformer.NewSharedInformerFactoryWithOptions(metadataClient, opts.Resync, metaOpts...),
+		started:  make(chan struct{}),
+	}
+}
+
+// Typed returns the typed shared informer factory.
+func (s *Set) Typed() kinformers.SharedInformerFactory { return s.typed }
+
+// Metadata returns the metadata-only shared informer factory.
+func (s *Set) Metadata() metadatainformer.SharedInformerFactory { return s.metadata }
+
+// ObjectOrMetadata returns the Set as an ObjectOrMetadataFactory.
+func (s *Set) ObjectOrMetadata() ObjectOrMetadataFactory { return s }
+
+// ForResource returns the typed informer for gvr if client-go has one, and a
+// metadata-only informer otherwise.
+func (s *Set) ForResource(gvr schema.GroupVersionResource) (kinformers.GenericInformer, error) {
+	if inf, err := s.typed.ForResource(gvr); err == nil {
+		return inf, nil
+	}
+	return s.metadata.ForResource(gvr), nil
+}
+
+// Start starts every informer requested so far, in both factories, and closes
+// Started the first time. Informers requested later start at the next Start.
+func (s *Set) Start(stop <-chan struct{}) {
+	s.typed.Start(stop)
+	s.metadata.Start(stop)
+	s.startOnce.Do(func() { close(s.started) })
+}
+
+// Started is closed once Start has been called.
+func (s *Set) Started() <-chan struct{} { return s.started }
+
+// WaitForCacheSync blocks until every started informer has synced or ctx is
+// done; the error names the informers that had not synced.
+func (s *Set) WaitForCacheSync(ctx context.Context) error {
+	pending := s.pending(ctx.Done())
+	if len(pending) == 0 {
+		return nil
+	}
+	return fmt.Errorf("informer caches not synced: %v: %w", pending, context.Cause(ctx))
+}
+
+// Synced reports, without blocking, whether Start was called and every
+// started informer has synced; the error names those that have not.
+func (s *Set) Synced() error {
+	select {
+	case <-s.started:
+	default:
+		return errors.New("informers not started yet")
+	}
+	closed := make(chan struct{})
+	close(closed)
+	if pending := s.pending(closed); len(pending) > 0 {
+		return fmt.Errorf("informer caches not synced: %v", pending)
+	}
+	return nil
+}
+
+func (s *Set) pending(stop <-chan struct{}) []string {
+	var out []string
+	for t, ok := range s.typed.WaitForCacheSync(stop) {
+		if !ok {
+			out = append(out, t.String())
+		}
+	}
+	for gvr, ok := range s.metadata.WaitForCacheSync(stop) {
+		if !ok {
+			out = append(out, "metadata "+gvr.String())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Shutdown stops every informer of the Set and waits until their goroutines
+// have ended. The stop channel passed to Start must be closed first (or be
+// closed concurrently), as with client-go's factories.
+func (s *Set) Shutdown() {
+	s.typed.Shutdown()
+	s.metadata.Shutdown()
+}
+
+// StripManagedFields is a cache.TransformFunc that drops
+// metadata.managedFields. Objects it cannot read metadata from, such as
+// tombstones, pass through unchanged.
+func StripManagedFields(obj any) (any, error) {
+	if _, tomb := obj.(cache.DeletedFinalStateUnknown); tomb {
+		return obj, nil
+	}
+	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}

@@ -1,0 +1,207 @@
+package leader
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/utils/clock"
+)
+
+// ResourceLockLeases is the only lock type: a coordination.k8s.io/v1 Lease.
+// client-go removed the endpoints, configmaps, endpointsleases and
+// configmapsleases locks that older KCM releases accepted.
+const ResourceLockLeases = "leases"
+
+// Defaults applied by Config.WithDefaults; they are KCM's.
+const (
+	DefaultNamespace     = "kube-system"
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// MinStopBudget is the floor of Config.StopBudget.
+const MinStopBudget = 100 * time.Millisecond
+
+// KCM flag names, used in error messages so that users of a
+// KCM-compatible command line see which flag to fix.
+const (
+	flagResourceLock      = "--leader-elect-resource-lock"
+	flagResourceName      = "--leader-elect-resource-name"
+	flagResourceNamespace = "--leader-elect-resource-namespace"
+	flagLeaseDuration     = "--leader-elect-lease-duration"
+	flagRenewDeadline     = "--leader-elect-renew-deadline"
+	flagRetryPeriod       = "--leader-elect-retry-period"
+)
+
+// Config configures one leader election lock. The zero value plus
+// WithDefaults is KCM's configuration.
+type Config struct {
+	// ResourceLock is the lock type. Default "leases", the only accepted value.
+	ResourceLock string
+	// Namespace of the Lease. Default "kube-system".
+	Namespace string
+	// Name of the Lease. Default: the component name given to WithDefaults.
+	Name string
+	// Identity written into the Lease by this replica. Default:
+	// "<hostname>_<random uuid>", as KCM does, so that two processes on one
+	// host never share an identity.
+	Identity string
+
+	// LeaseDuration is how long followers wait, after they last saw the
+	// Lease change, before they may take it over. Default 15s. The Lease
+	// stores it in whole seconds, so it must be at least 1s; any fraction of
+	// a second is dropped when it is written.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader keeps retrying a failing renewal
+	// before it gives the lease up. Default 10s.
+	RenewDeadline time.Duration
+	// RetryPeriod is the interval between renewals and between acquisition
+	// attempts. Default 2s.
+	RetryPeriod time.Duration
+
+	// KeepLeaseOnCancel keeps the lease when Run's context is cancelled, so
+	// that another replica can only take over once it expired. Default
+	// false: the lease is released as soon as the term has returned.
+	KeepLeaseOnCancel bool
+
+	// Clock drives this package's own time keeping (watchdog, expiry
+	// timers, timestamps written on release). Default: the real clock.
+	// client-go's LeaderElector cannot be given a clock; it always uses the
+	// real one for renewals and acquisition.
+	Clock clock.Clock
+}
+
+// WithDefaults returns a copy of c with every unset field defaulted;
+// component is the default Lease name. It never modifies c.
+func (c Config) WithDefaults(component string) Config {
+	if c.ResourceLock == "" {
+		c.ResourceLock = ResourceLockLeases
+	}
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.Name == "" {
+		c.Name = component
+	}
+	if c.Identity == "" {
+		c.Identity = defaultIdentity()
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = DefaultRenewDeadline
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = DefaultRetryPeriod
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	return c
+}
+
+// defaultIdentity is KCM's identity: host name, underscore, random UUID.
+// Without a host name the UUID alone is still unique.
+func defaultIdentity() string {
+	id := uuid.NewString()
+	if host, err := os.Hostname(); err == nil && host != "" {
+		return host + "_" + id
+	}
+	return id
+}
+
+// Validate reports every problem in c at once, each naming the field and
+// the KCM flag that sets it. It checks what client-go's NewLeaderElector
+// checks, plus the lock type, the names, and the whole-second Lease duration.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("leader: "+format, args...))
+	}
+
+	if c.ResourceLock != ResourceLockLeases {
+		hint := ""
+		switch strings.ToLower(c.ResourceLock) {
+		case "endpoints", "configmaps", "endpointsleases", "configmapsleases":
+			hint = " (client-go removed that lock type; migrate to leases)"
+		}
+		add("ResourceLock (%s) must be %q, got %q%s", flagResourceLock, ResourceLockLeases, c.ResourceLock, hint)
+	}
+	if c.Namespace == "" {
+		add("Namespace (%s) must not be empty", flagResourceNamespace)
+	} else if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+		add("Namespace (%s) %q is not a valid namespace: %s", flagResourceNamespace, c.Namespace, strings.Join(msgs, "; "))
+	}
+	if c.Name == "" {
+		add("Name (%s) must not be empty", flagResourceName)
+	} else if msgs := validation.IsDNS1123Subdomain(c.Name); len(msgs) > 0 {
+		add("Name (%s) %q is not a valid Lease name: %s", flagResourceName, c.Name, strings.Join(msgs, "; "))
+	}
+	if c.Identity == "" {
+		add("Identity (no KCM flag; default <hostname>_<uuid>) must not be empty")
+	}
+
+	positive := true
+	for _, d := range []struct {
+		field, flag string
+		v           time.Duration
+	}{
+		{"LeaseDuration", flagLeaseDuration, c.LeaseDuration},
+		{"RenewDeadline", flagRenewDeadline, c.RenewDeadline},
+		{"RetryPeriod", flagRetryPeriod, c.RetryPeriod},
+	} {
+		if d.v <= 0 {
+			add("%s (%s) must be greater than zero, got %s", d.field, d.flag, d.v)
+			positive = false
+		}
+	}
+	if c.LeaseDuration > 0 && c.LeaseDuration < time.Second {
+		add("LeaseDuration (%s) must be at least 1s because the Lease stores whole seconds, got %s", flagLeaseDuration, c.LeaseDuration)
+	}
+	if positive {
+		stored := c.LeaseDuration.Truncate(time.Second)
+		if stored <= c.RenewDeadline {
+			note := ""
+			if stored != c.LeaseDuration {
+				note = fmt.Sprintf(" (the Lease stores %s, whole seconds)", stored)
+			}
+			add("LeaseDuration (%s) must be greater than RenewDeadline (%s): %s <= %s%s",
+				flagLeaseDuration, flagRenewDeadline, c.LeaseDuration, c.RenewDeadline, note)
+		}
+		if minRenew := time.Duration(leaderelection.JitterFactor * float64(c.RetryPeriod)); c.RenewDeadline <= minRenew {
+			add("RenewDeadline (%s) must be greater than RetryPeriod (%s) × %g (client-go's JitterFactor): %s <= %s",
+				flagRenewDeadline, flagRetryPeriod, leaderelection.JitterFactor, c.RenewDeadline, minRenew)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StopBudget is how long a term may take to stop after this replica noticed
+// that it lost the lease, before another replica could have taken it over.
+//
+// client-go renews every RetryPeriod. When a renewal round starts failing it
+// keeps retrying for RenewDeadline, so the loss is noticed up to
+// RetryPeriod+RenewDeadline after the last successful renewal. Another replica
+// may take over once LeaseDuration (as stored: whole seconds) has passed since
+// it saw that renewal, which is no earlier than the renewal itself. So the
+// time left is LeaseDuration - RenewDeadline - RetryPeriod. Request latency
+// and clocks running at different rates eat into it, which is why it is a
+// budget and not a promise. It is never less than MinStopBudget, so a caller
+// always gets a usable, if unsafe, deadline for invalid or tight settings.
+func (c Config) StopBudget() time.Duration {
+	b := c.LeaseDuration.Truncate(time.Second) - c.RenewDeadline - c.RetryPeriod
+	return max(b, MinStopBudget)
+}
+
+// describe is "<namespace>/<name>", how the lock is named in logs and errors.
+func (c Config) describe() string {
+	return c.Namespace + "/" + c.Name
+}

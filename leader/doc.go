@@ -1,0 +1,38 @@
+// Package leader elects one leader among the replicas of a controller host
+// on a coordination.k8s.io/v1 Lease, with client-go's tools/leaderelection
+// doing the election, and runs a term (one leadership period) while this
+// replica leads. It also reads, defaults, validates and applies KCM's
+// LeaderMigrationConfiguration files (see MigrationConfig).
+//
+// An Elector adds to client-go:
+//
+//   - The lease is released when Run's context is cancelled, but only after
+//     the term has returned; until then it keeps being renewed.
+//   - Followers watch the Lease and try to acquire it at once when it is
+//     released, deleted or expired, instead of at their next RetryPeriod, so a
+//     graceful handoff takes milliseconds. Without list/watch permission on the
+//     Lease they still try at once when it expires by client-go's reckoning.
+//   - Losing the lease is an error returned by Run (policy Exit), or the
+//     replica campaigns again once the term has stopped (policy Recampaign).
+//     Nothing here exits the process.
+//   - Watchdog fails a liveness check when a term outlives its lease.
+//
+// # Guarantees
+//
+//   - A term has returned before its lease is released, and before Run
+//     campaigns again: the lease is never released while a term runs.
+//   - One Elector runs at most one term at a time.
+//   - Every goroutine Run starts has ended when Run returns.
+//
+// # Non-guarantees
+//
+// Like client-go's leaderelection, this package does not fence: the holder
+// only believes it holds the lease. A process that is paused (GC, VM
+// suspension, overloaded node) can still act after its lease expired and
+// another replica took over. After a lost lease the term's context is
+// cancelled at once, and Config.StopBudget is the time the term has before
+// another replica could take over; that guarantee is only as good as the
+// term's honouring of its context, and it assumes clocks that run at similar
+// rates. Timestamps in the Lease are not trusted: like client-go, followers
+// time the expiry from when they saw the Lease change.
+package leader

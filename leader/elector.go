@@ -1,0 +1,495 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// LostLeasePolicy says what Run does after the lease was lost and the term
+// has returned.
+type LostLeasePolicy string
+
+const (
+	// Exit makes Run return an error wrapping ErrLeaseLost. The caller
+	// decides whether the process exits.
+	Exit LostLeasePolicy = "exit"
+	// Recampaign makes Run campaign again as a follower.
+	Recampaign LostLeasePolicy = "recampaign"
+)
+
+// ErrLeaseLost is wrapped by the error Run returns under the Exit policy when
+// this replica stopped leading because it could not renew the lease.
+var ErrLeaseLost = errors.New("leader election lost")
+
+// WatchdogGrace is how long past LeaseDuration without a renewal Watchdog
+// tolerates while a term is still running; KCM uses the same 20s.
+const WatchdogGrace = 20 * time.Second
+
+// expirySlack delays a follower's early attempt after the lease expired, so
+// that client-go, which times the expiry from its own observation a moment
+// later than ours, agrees that it has.
+const expirySlack = 10 * time.Millisecond
+
+// Elector runs leader election on one Lease with client-go's LeaderElector
+// and runs a term while it leads. Create it with NewElector.
+type Elector struct {
+	cfg    Config
+	client kubernetes.Interface
+	policy LostLeasePolicy
+	log    logr.Logger
+	clock  clock.Clock
+	desc   string
+
+	running     atomic.Bool
+	elected     chan struct{}
+	electedOnce sync.Once
+	// changed is signalled (never blocking) when the observed lease changed.
+	changed chan struct{}
+
+	mu          sync.Mutex
+	leading     bool      // holds the lease and has not noticed losing it
+	termRunning bool      // a term has started and not yet returned
+	lastRenew   time.Time // last successful write of the lease naming us
+	lease       leaseState
+	pokedGen    uint64 // lease.gen for which an early attempt was made
+}
+
+// NewElector validates cfg and policy and returns an Elector. It starts
+// nothing. An empty policy means Exit. cfg is used as given: call
+// WithDefaults first.
+func NewElector(cfg Config, client kubernetes.Interface, policy LostLeasePolicy, log logr.Logger) (*Elector, error) {
+	var errs []error
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if client == nil {
+		errs = append(errs, errors.New("leader: client must not be nil"))
+	}
+	switch policy {
+	case "":
+		policy = Exit
+	case Exit, Recampaign:
+	default:
+		errs = append(errs, fmt.Errorf("leader: lost-lease policy %q is unknown; use %q or %q", policy, Exit, Recampaign))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	desc := cfg.describe()
+	return &Elector{
+		cfg:     cfg,
+		client:  client,
+		policy:  policy,
+		log:     log.WithValues("lock", desc),
+		clock:   cfg.Clock,
+		desc:    desc,
+		elected: make(chan struct{}),
+		changed: make(chan struct{}, 1),
+	}, nil
+}
+
+// Identity is the identity this replica writes into the Lease.
+func (e *Elector) Identity() string { return e.cfg.Identity }
+
+// Elected is closed the first time this replica leads.
+func (e *Elector) Elected() <-chan struct{} { return e.elected }
+
+// IsLeader reports whether this replica holds the lease: from the moment it
+// acquired it until it noticed losing it or its term returned. While a term
+// stops because Run's context was cancelled, the lease is still renewed and
+// IsLeader stays true.
+func (e *Elector) IsLeader() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leading
+}
+
+// Leader is the holder identity last observed in the Lease, "" if none was
+// observed yet or the lease is free.
+func (e *Elector) Leader() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lease.holder()
+}
+
+// Run campaigns for the lease until ctx is done, and calls term each time
+// this replica leads. It waits for term to return before it releases the
+// lease or campaigns again; term's context is cancelled when the lease is
+// lost or ctx is done. While term stops because ctx was cancelled the lease
+// keeps being renewed, and it is released only after term returned (unless
+// KeepLeaseOnCancel).
+//
+// Run returns nil when ctx was cancelled (or term's error, if term returned
+// one that is not context.Canceled). When the lease was lost it returns an
+// error wrapping ErrLeaseLost under Exit, and campaigns again under
+// Recampaign. When term returns on its own while leading, Run releases the
+// lease and returns term's result. Every goroutine Run starts has ended when
+// it returns. Run must not be called concurrently on one Elector.
+func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error) error {
+	if term == nil {
+		return errors.New("leader: term must not be nil")
+	}
+	if !e.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("leader: Run is already running for lock %s", e.desc)
+	}
+	defer e.running.Store(false)
+
+	// Sessions of client-go's elector outlive ctx (the lease is renewed until
+	// term returned), so they get ctx's values but not its cancellation.
+	// client-go logs through the logger it finds in the context, one level
+	// quieter than ours: we log the role changes ourselves.
+	base := klog.NewContext(context.WithoutCancel(ctx), e.log.V(1))
+
+	stopWatch := e.watch(base)
+	defer stopWatch()
+
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		c, err := e.newCampaign()
+		if err != nil {
+			return err
+		}
+		s, lctx := e.campaign(ctx, base, c)
+		if s == nil {
+			return nil
+		}
+		lost, termErr := e.lead(ctx, s, lctx, term)
+		switch {
+		case ctx.Err() != nil:
+			if e.cfg.KeepLeaseOnCancel {
+				e.log.Info("Term stopped; keeping the lease until it expires (KeepLeaseOnCancel)")
+			} else {
+				e.release(base, c)
+			}
+			if errors.Is(termErr, context.Canceled) || errors.Is(termErr, ctx.Err()) {
+				return nil
+			}
+			return termErr
+		case lost:
+			// The term has returned, so giving the lease back (if the API
+			// server still names us) cannot make two terms overlap.
+			e.release(base, c)
+			lostErr := fmt.Errorf("leader: lock %s: identity %s: %w", e.desc, e.cfg.Identity, ErrLeaseLost)
+			if termErr != nil && !errors.Is(termErr, context.Canceled) {
+				e.log.Error(termErr, "Term failed after the lease was lost")
+			} else {
+				termErr = nil
+			}
+			if e.policy == Exit {
+				return errors.Join(lostErr, termErr)
+			}
+			e.log.Info("Lease lost and term stopped; campaigning again")
+		default:
+			e.release(base, c)
+			if termErr != nil {
+				e.log.Error(termErr, "Term failed; lease released")
+			} else {
+				e.log.Info("Term returned; lease released")
+			}
+			return termErr
+		}
+	}
+}
+
+// campaign is one period of following: a client-go LeaderElector and its
+// lock. It is replaced after every term so that a new period starts from a
+// fresh observation, as a newly started replica would.
+type campaign struct {
+	le   *leaderelection.LeaderElector
+	lock *resourcelock.LeaseLock
+
+	// client-go's own view of the lease, mirrored so that an early attempt
+	// on expiry is timed as client-go will judge it. Guarded by Elector.mu.
+	lastGet   *coordinationv1.LeaseSpec // last spec a Get returned
+	view      coordinationv1.LeaseSpec  // spec client-go last timed
+	viewAt    time.Time                 // when it did
+	viewKnown bool
+}
+
+func (e *Elector) newCampaign() (*campaign, error) {
+	c := &campaign{}
+	c.lock = &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: e.cfg.Namespace, Name: e.cfg.Name},
+		Client:     leasesGetter{e: e, c: c},
+		LockConfig: resourcelock.ResourceLockConfig{Identity: e.cfg.Identity},
+	}
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:          c.lock,
+		LeaseDuration: e.cfg.LeaseDuration,
+		RenewDeadline: e.cfg.RenewDeadline,
+		RetryPeriod:   e.cfg.RetryPeriod,
+		Callbacks: leaderelection.LeaderCallbacks{
+			// client-go calls this on a goroutine of its own. It only hands
+			// the leadership context to the session that acquired it.
+			OnStartedLeading: func(lctx context.Context) {
+				if s := sessionFrom(lctx); s != nil {
+					s.started <- lctx
+				}
+			},
+			OnStoppedLeading: func() {},
+		},
+		// The release is ours, after the term returned: client-go would
+		// also release when renewal failed, while the term still runs.
+		ReleaseOnCancel: false,
+		Name:            e.cfg.Name,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("leader: lock %s: %w", e.desc, err)
+	}
+	c.le = le
+	return c, nil
+}
+
+// session is one call of client-go's LeaderElector.Run. A follower restarts
+// it, because its first acquisition attempt is immediate; a leader's session
+// lasts until its term returned.
+type session struct {
+	cancel   context.CancelFunc
+	done     chan struct{}        // closed when LeaderElector.Run returned
+	started  chan context.Context // OnStartedLeading's context; buffered
+	acquired atomic.Bool          // a write naming us succeeded in this session
+	lctx     context.Context      // received from started, if it was
+}
+
+type sessionKey struct{}
+
+func sessionFrom(ctx context.Context) *session {
+	s, _ := ctx.Value(sessionKey{}).(*session)
+	return s
+}
+
+func (e *Elector) startSession(base context.Context, c *campaign) *session {
+	s := &session{done: make(chan struct{}), started: make(chan context.Context, 1)}
+	ctx, cancel := context.WithCancel(context.WithValue(base, sessionKey{}, s))
+	s.cancel = cancel
+	e.mu.Lock()
+	e.pokedGen = e.lease.gen // the first attempt is immediate anyway
+	e.mu.Unlock()
+	go func() {
+		defer close(s.done)
+		c.le.Run(ctx)
+	}()
+	return s
+}
+
+// stop ends the session and waits for it, including client-go's goroutine
+// that calls OnStartedLeading, which exists exactly when the session
+// acquired the lease. It reports whether it did.
+func (s *session) stop() bool {
+	s.cancel()
+	<-s.done
+	if !s.acquired.Load() {
+		return false
+	}
+	if s.lctx == nil {
+		s.lctx = <-s.started
+	}
+	return true
+}
+
+// campaign follows until this replica leads, and returns the leading
+// session and its leadership context, or nil when ctx is done. Whenever the
+// lease becomes free (released, deleted, or expired by client-go's
+// reckoning), it restarts the session so that client-go tries at once
+// instead of at its next RetryPeriod tick.
+func (e *Elector) campaign(ctx, base context.Context, c *campaign) (*session, context.Context) {
+	e.log.Info("Campaigning for the lease", "identity", e.cfg.Identity)
+	s := e.startSession(base, c)
+	for {
+		wait, reason, due := e.nextAttempt(c)
+		var timer clock.Timer
+		var fire <-chan time.Time
+		if due {
+			if wait <= 0 {
+				e.retryNow(base, c, &s, reason)
+				continue
+			}
+			timer = e.clock.NewTimer(wait)
+			fire = timer.C()
+		}
+		select {
+		case lctx := <-s.started:
+			stopTimer(timer)
+			s.lctx = lctx
+			return s, lctx
+		case <-ctx.Done():
+			stopTimer(timer)
+			if s.stop() {
+				// Acquired just as ctx ended; no term ran.
+				if e.cfg.KeepLeaseOnCancel {
+					e.log.Info("Acquired the lease while stopping; keeping it (KeepLeaseOnCancel)")
+				} else {
+					e.release(base, c)
+				}
+			}
+			return nil, nil
+		case <-e.changed:
+			stopTimer(timer)
+		case <-fire:
+			e.retryNow(base, c, &s, reason)
+		case <-s.done:
+			// LeaderElector.Run returns on its own only when its context
+			// ends; be robust anyway.
+			stopTimer(timer)
+			e.retryNow(base, c, &s, "session ended")
+		}
+	}
+}
+
+func stopTimer(t clock.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
+// retryNow restarts the session, whose first attempt is immediate.
+func (e *Elector) retryNow(base context.Context, c *campaign, s **session, reason string) {
+	e.log.V(1).Info("Lease may be free; attempting to acquire it now", "reason", reason)
+	(*s).stop() // if it acquired meanwhile, the next session renews at once
+	*s = e.startSession(base, c)
+}
+
+// nextAttempt says whether an early attempt is due for the current
+// observation of the lease, in how long, and why.
+func (e *Elector) nextAttempt(c *campaign) (time.Duration, string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := &e.lease
+	if !st.known || e.pokedGen == st.gen {
+		return 0, "", false
+	}
+	if !st.exists {
+		return 0, "lease deleted", true
+	}
+	if st.holder() == "" {
+		return 0, "lease released", true
+	}
+	seen := st.seenAt
+	if c.viewKnown && c.viewAt.After(seen) && specEqual(&c.view, &st.spec) {
+		seen = c.viewAt
+	}
+	var secs int32
+	if st.spec.LeaseDurationSeconds != nil {
+		secs = *st.spec.LeaseDurationSeconds
+	}
+	expiry := seen.Add(time.Duration(secs)*time.Second + expirySlack)
+	return expiry.Sub(e.clock.Now()), "lease expired", true
+}
+
+// lead runs term while this replica leads and returns once term returned
+// and the session ended; lost reports that the lease was lost before term
+// returned.
+func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context, term func(context.Context) error) (lost bool, err error) {
+	termCtx, cancelTerm := context.WithCancel(lctx)
+	if l, lerr := logr.FromContext(ctx); lerr == nil {
+		termCtx = logr.NewContext(termCtx, l)
+	} else {
+		termCtx = logr.NewContext(termCtx, e.log)
+	}
+
+	e.mu.Lock()
+	e.leading, e.termRunning = true, true
+	e.mu.Unlock()
+	e.electedOnce.Do(func() { close(e.elected) })
+	e.log.Info("Became leader; starting term", "identity", e.cfg.Identity)
+	start := e.clock.Now()
+
+	termDone := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { e.watchTerm(ctx, lctx, termDone, cancelTerm) })
+	defer func() {
+		close(termDone)
+		cancelTerm()
+		wg.Wait()
+		// The session is still running, so lctx ended only if renewal failed.
+		lost = lctx.Err() != nil
+		s.stop()
+		e.mu.Lock()
+		e.leading, e.termRunning = false, false
+		e.mu.Unlock()
+		e.log.Info("Stopped leading", "termDuration", e.clock.Since(start), "leaseLost", lost)
+	}()
+	return false, term(termCtx)
+}
+
+// watchTerm cancels the term's context when ctx is done or the lease is lost.
+func (e *Elector) watchTerm(ctx, lctx context.Context, termDone <-chan struct{}, cancelTerm context.CancelFunc) {
+	ctxDone := ctx.Done()
+	for {
+		select {
+		case <-termDone:
+			return
+		case <-ctxDone:
+			ctxDone = nil
+			e.log.Info("Stopping term; the lease is renewed until it returns")
+			cancelTerm()
+		case <-lctx.Done():
+			e.mu.Lock()
+			e.leading = false
+			e.mu.Unlock()
+			e.log.Info("Lost the lease; stopping term", "stopBudget", e.cfg.StopBudget())
+			cancelTerm()
+			<-termDone
+			return
+		}
+	}
+}
+
+// release gives the lease back if the API server still names this replica
+// as its holder. Only called after the term returned and the session ended.
+// The write is conditional on the resourceVersion just read, so it never
+// clears another replica's lease.
+func (e *Elector) release(base context.Context, c *campaign) {
+	ctx, cancel := context.WithTimeout(base, e.cfg.RenewDeadline)
+	defer cancel()
+	for {
+		rec, _, err := c.lock.Get(ctx)
+		if err != nil {
+			if !apierrors.IsNotFound(err) {
+				e.log.Error(err, "Cannot release the lease: reading it failed")
+			}
+			return
+		}
+		if rec.HolderIdentity != e.cfg.Identity {
+			return
+		}
+		now := metav1.NewTime(e.clock.Now())
+		err = c.lock.Update(ctx, resourcelock.LeaderElectionRecord{
+			LeaseDurationSeconds: 1,
+			AcquireTime:          now,
+			RenewTime:            now,
+			LeaderTransitions:    rec.LeaderTransitions,
+			Strategy:             rec.Strategy,
+			PreferredHolder:      rec.PreferredHolder,
+		})
+		switch {
+		case err == nil:
+			e.log.Info("Released the lease")
+			return
+		case apierrors.IsConflict(err) && ctx.Err() == nil:
+			continue
+		default:
+			e.log.Error(err, "Cannot release the lease")
+			return
+		}
+	}
+}

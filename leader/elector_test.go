@@ -1,0 +1,625 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/ctrlhost/ctrlhost/leader/leadertest"
+)
+
+const (
+	testNamespace = "kube-system"
+	testName      = "ctrl"
+	// generous: only a broken implementation gets near it
+	deadline = 10 * time.Second
+)
+
+func testConfig(id string) Config {
+	return Config{
+		Identity:      id,
+		LeaseDuration: time.Second,
+		RenewDeadline: 600 * time.Millisecond,
+		RetryPeriod:   200 * time.Millisecond,
+	}.WithDefaults(testName)
+}
+
+func newClientset() *fake.Clientset {
+	cs := fake.NewClientset()
+	leadertest.EnforceResourceVersion(cs)
+	return cs
+}
+
+func newElector(t *testing.T, cs *fake.Clientset, cfg Config, policy LostLeasePolicy) *Elector {
+	t.Helper()
+	e, err := NewElector(cfg, cs, policy, testr.NewWithOptions(t, testr.Options{LogTimestamp: true}).WithName(cfg.Identity))
+	if err != nil {
+		t.Fatalf("NewElector: %v", err)
+	}
+	return e
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	limit := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(limit) {
+			t.Fatalf("timed out after %s waiting until %s", deadline, what)
+		}
+		<-tick.C
+	}
+}
+
+// runner runs one Elector in the background.
+type runner struct {
+	e      *Elector
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+func start(t *testing.T, e *Elector, term func(context.Context) error) *runner {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &runner{e: e, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.err = e.Run(ctx, term)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+// wait waits for Run to return and gives its error.
+func (r *runner) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case <-r.done:
+		return r.err
+	case <-time.After(deadline):
+		t.Fatalf("%s: Run did not return within %s", r.e.Identity(), deadline)
+		return nil
+	}
+}
+
+func (r *runner) returned() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// recorder records every term: who ran it and when, and how many ran at once.
+type recorder struct {
+	mu        sync.Mutex
+	active    int
+	maxActive int
+	terms     []termRecord
+}
+
+type termRecord struct {
+	id         string
+	start, end time.Time
+}
+
+// wrap turns body into a term that records itself.
+func (r *recorder) wrap(id string, body func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		r.mu.Lock()
+		r.active++
+		r.maxActive = max(r.maxActive, r.active)
+		i := len(r.terms)
+		r.terms = append(r.terms, termRecord{id: id, start: time.Now()})
+		r.mu.Unlock()
+		err := body(ctx)
+		r.mu.Lock()
+		r.active--
+		r.terms[i].end = time.Now()
+		r.mu.Unlock()
+		return err
+	}
+}
+
+func (r *recorder) snapshot() []termRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.terms)
+}
+
+// checkNoOverlap asserts that terms never ran at the same time.
+func (r *recorder) checkNoOverlap(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.maxActive > 1 {
+		t.Errorf("%d terms ran at the same time", r.maxActive)
+	}
+	for i := 1; i < len(r.terms); i++ {
+		prev, cur := r.terms[i-1], r.terms[i]
+		if prev.end.IsZero() || cur.start.Before(prev.end) {
+			t.Errorf("term %d (%s) started at %s before term %d (%s) ended at %s",
+				i, cur.id, cur.start.Format(time.StampMicro), i-1, prev.id, prev.end.Format(time.StampMicro))
+		}
+	}
+}
+
+func untilDone(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func getLease(t *testing.T, cs *fake.Clientset) *coordinationv1.Lease {
+	t.Helper()
+	l, err := cs.CoordinationV1().Leases(testNamespace).Get(context.Background(), testName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get lease: %v", err)
+	}
+	return l
+}
+
+func holderOf(l *coordinationv1.Lease) string {
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+func leaderOf(runners []*runner) *runner {
+	for _, r := range runners {
+		if r.e.IsLeader() && !r.returned() {
+			return r
+		}
+	}
+	return nil
+}
+
+// Three replicas share one API server. The leader is stopped twice; each
+// time its term returns, the lease is released and another replica leads
+// quickly. Terms never overlap.
+func TestHandoffOnCancel(t *testing.T) {
+	cs := newClientset()
+	rec := &recorder{}
+	var runners []*runner
+	for i := range 3 {
+		id := fmt.Sprintf("replica-%d", i)
+		e := newElector(t, cs, testConfig(id), Exit)
+		runners = append(runners, start(t, e, rec.wrap(id, untilDone)))
+	}
+
+	var latencies []time.Duration
+	for round := range 2 {
+		var l *runner
+		eventually(t, "a replica leads", func() bool { l = leaderOf(runners); return l != nil })
+		eventually(t, "every replica is ready", func() bool {
+			for _, r := range runners {
+				if !r.returned() && r.e.Ready(nil) != nil {
+					return false
+				}
+			}
+			return true
+		})
+		for _, r := range runners {
+			if r.returned() {
+				continue
+			}
+			if got := r.e.Leader(); got != l.e.Identity() {
+				t.Errorf("%s: Leader() = %q, want %q", r.e.Identity(), got, l.e.Identity())
+			}
+		}
+		select {
+		case <-l.e.Elected():
+		default:
+			t.Errorf("%s leads but Elected() is not closed", l.e.Identity())
+		}
+
+		before := len(rec.snapshot())
+		l.cancel()
+		if err := l.wait(t); err != nil {
+			t.Fatalf("round %d: Run returned %v after cancel, want nil", round, err)
+		}
+		if h := holderOf(getLease(t, cs)); h == l.e.Identity() {
+			t.Errorf("round %d: lease still held by %s after its Run returned", round, h)
+		}
+		eventually(t, "another replica's term starts", func() bool { return len(rec.snapshot()) > before })
+		terms := rec.snapshot()
+		prev, next := terms[before-1], terms[before]
+		if next.id == l.e.Identity() {
+			t.Fatalf("round %d: the stopped replica led again", round)
+		}
+		latencies = append(latencies, next.start.Sub(prev.end))
+	}
+	for _, r := range runners {
+		r.cancel()
+		if err := r.wait(t); err != nil {
+			t.Errorf("%s: Run returned %v, want nil", r.e.Identity(), err)
+		}
+	}
+	rec.checkNoOverlap(t)
+	t.Logf("handoff latency (term end to next term start): %v", latencies)
+}
+
+// While the leader's term is stopping after cancel, the lease keeps being
+// renewed and the follower does not take over, even past LeaseDuration.
+func TestLeaseRenewedWhileTermStops(t *testing.T) {
+	cs := newClientset()
+	rec := &recorder{}
+	a := newElector(t, cs, testConfig("a"), Exit)
+	b := newElector(t, cs, testConfig("b"), Exit)
+
+	stopping := make(chan struct{})
+	ra := start(t, a, rec.wrap("a", func(ctx context.Context) error {
+		<-ctx.Done()
+		close(stopping)
+		// Keep stopping until the lease has been renewed for longer than
+		// LeaseDuration.
+		first := getLease(t, cs).Spec.RenewTime.Time
+		eventually(t, "the lease is renewed past LeaseDuration", func() bool {
+			return getLease(t, cs).Spec.RenewTime.Time.Sub(first) > a.cfg.LeaseDuration
+		})
+		return ctx.Err()
+	}))
+	eventually(t, "a leads", a.IsLeader)
+	rb := start(t, b, rec.wrap("b", untilDone))
+	eventually(t, "b follows a", func() bool { return b.Leader() == "a" })
+
+	ra.cancel()
+	<-stopping
+	if err := ra.wait(t); err != nil {
+		t.Fatalf("a: Run returned %v", err)
+	}
+	eventually(t, "b leads", b.IsLeader)
+	rb.cancel()
+	if err := rb.wait(t); err != nil {
+		t.Fatalf("b: Run returned %v", err)
+	}
+	rec.checkNoOverlap(t)
+	if terms := rec.snapshot(); len(terms) != 2 || terms[0].id != "a" || terms[1].id != "b" {
+		t.Errorf("terms = %+v, want a then b", terms)
+	}
+}
+
+// A replica that stops without releasing (KeepLeaseOnCancel, like a crash)
+// is replaced once the lease expired; the follower tries at once then.
+func TestTakeoverAfterExpiry(t *testing.T) {
+	cs := newClientset()
+	rec := &recorder{}
+	cfgA := testConfig("a")
+	cfgA.KeepLeaseOnCancel = true
+	a := newElector(t, cs, cfgA, Exit)
+	b := newElector(t, cs, testConfig("b"), Exit)
+
+	ra := start(t, a, rec.wrap("a", untilDone))
+	eventually(t, "a leads", a.IsLeader)
+	rb := start(t, b, rec.wrap("b", untilDone))
+	eventually(t, "b follows a", func() bool { return b.Leader() == "a" })
+
+	ra.cancel()
+	if err := ra.wait(t); err != nil {
+		t.Fatalf("a: Run returned %v", err)
+	}
+	lease := getLease(t, cs)
+	if h := holderOf(lease); h != "a" {
+		t.Fatalf("holder after a stopped with KeepLeaseOnCancel = %q, want a", h)
+	}
+	lastRenew := lease.Spec.RenewTime.Time
+	eventually(t, "b leads", b.IsLeader)
+	terms := rec.snapshot()
+	t.Logf("takeover %v after a's last renewal (LeaseDuration %v)", terms[1].start.Sub(lastRenew), cfgA.LeaseDuration)
+	rb.cancel()
+	if err := rb.wait(t); err != nil {
+		t.Fatalf("b: Run returned %v", err)
+	}
+	rec.checkNoOverlap(t)
+}
+
+// failUpdates makes every update of the lease fail while on is set.
+func failUpdates(cs *fake.Clientset, on *atomic.Bool) {
+	cs.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if on.Load() {
+			return true, nil, errors.New("injected update failure")
+		}
+		return false, nil, nil
+	})
+}
+
+func TestLostLease(t *testing.T) {
+	t.Run("exit", func(t *testing.T) {
+		cs := newClientset()
+		var failing atomic.Bool
+		failUpdates(cs, &failing)
+		e := newElector(t, cs, testConfig("a"), Exit)
+		termCancelled := make(chan struct{})
+		r := start(t, e, func(ctx context.Context) error {
+			<-ctx.Done()
+			close(termCancelled)
+			return ctx.Err()
+		})
+		eventually(t, "a leads", e.IsLeader)
+		failing.Store(true)
+		lostAt := time.Now()
+		err := r.wait(t)
+		t.Logf("Run returned %v after updates started failing", time.Since(lostAt))
+		select {
+		case <-termCancelled:
+		default:
+			t.Error("term's context was not cancelled")
+		}
+		if !errors.Is(err, ErrLeaseLost) {
+			t.Fatalf("Run returned %v, want ErrLeaseLost", err)
+		}
+		if want := testNamespace + "/" + testName; !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name the lock %s", err, want)
+		}
+		if e.IsLeader() {
+			t.Error("IsLeader after losing the lease")
+		}
+	})
+
+	t.Run("recampaign", func(t *testing.T) {
+		cs := newClientset()
+		var failing atomic.Bool
+		failUpdates(cs, &failing)
+		e := newElector(t, cs, testConfig("a"), Recampaign)
+		var terms atomic.Int32
+		var running atomic.Bool
+		r := start(t, e, func(ctx context.Context) error {
+			terms.Add(1)
+			running.Store(true)
+			defer running.Store(false)
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		eventually(t, "a leads", func() bool { return terms.Load() == 1 && e.IsLeader() })
+		failing.Store(true)
+		eventually(t, "the term stopped and a follows", func() bool { return !running.Load() && !e.IsLeader() })
+		if r.returned() {
+			t.Fatalf("Run returned %v under Recampaign", r.err)
+		}
+		if n := terms.Load(); n != 1 {
+			t.Fatalf("%d terms while updates fail, want 1", n)
+		}
+		failing.Store(false)
+		eventually(t, "a leads again", func() bool { return terms.Load() == 2 && e.IsLeader() })
+		r.cancel()
+		if err := r.wait(t); err != nil {
+			t.Fatalf("Run returned %v after cancel, want nil", err)
+		}
+		if h := holderOf(getLease(t, cs)); h != "" {
+			t.Errorf("lease held by %q after Run returned, want released", h)
+		}
+	})
+}
+
+// When term returns on its own, Run releases the lease and returns term's
+// result; after cancel, the lease is released unless KeepLeaseOnCancel.
+func TestTermEndAndRelease(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name       string
+		keep       bool
+		term       func(context.Context) error
+		cancel     bool // cancel Run's context once leading
+		wantErr    error
+		wantHolder string
+	}{
+		{name: "term error", term: func(context.Context) error { return boom }, wantErr: boom},
+		{name: "term done", term: func(context.Context) error { return nil }},
+		{name: "cancel releases", term: untilDone, cancel: true},
+		{name: "cancel keeps", keep: true, term: untilDone, cancel: true, wantHolder: "a"},
+		{name: "term error on cancel", term: func(ctx context.Context) error { <-ctx.Done(); return boom }, cancel: true, wantErr: boom},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := newClientset()
+			cfg := testConfig("a")
+			cfg.KeepLeaseOnCancel = tc.keep
+			e := newElector(t, cs, cfg, Exit)
+			r := start(t, e, tc.term)
+			if tc.cancel {
+				eventually(t, "a leads", e.IsLeader)
+				r.cancel()
+			}
+			if err := r.wait(t); !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
+				t.Fatalf("Run returned %v, want %v", err, tc.wantErr)
+			}
+			if h := holderOf(getLease(t, cs)); h != tc.wantHolder {
+				t.Errorf("holder after Run returned = %q, want %q", h, tc.wantHolder)
+			}
+			select {
+			case <-e.Elected():
+			default:
+				t.Error("Elected() not closed")
+			}
+		})
+	}
+}
+
+func TestRunMisuse(t *testing.T) {
+	cs := newClientset()
+	e := newElector(t, cs, testConfig("a"), Exit)
+	if err := e.Run(context.Background(), nil); err == nil {
+		t.Error("Run(nil term) succeeded")
+	}
+	r := start(t, e, untilDone)
+	eventually(t, "a leads", e.IsLeader)
+	if err := e.Run(context.Background(), untilDone); err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Errorf("second concurrent Run returned %v, want already running", err)
+	}
+	r.cancel()
+	if err := r.wait(t); err != nil {
+		t.Fatal(err)
+	}
+	// A cancelled context returns at once, without leading.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := e.Run(ctx, func(context.Context) error { t.Error("term ran"); return nil }); err != nil {
+		t.Errorf("Run with cancelled ctx returned %v", err)
+	}
+}
+
+func TestNewElectorErrors(t *testing.T) {
+	cs := newClientset()
+	for _, tc := range []struct {
+		name   string
+		cfg    Config
+		client bool
+		policy LostLeasePolicy
+		want   []string
+	}{
+		{name: "ok", cfg: testConfig("a"), client: true, policy: Recampaign},
+		{name: "empty policy is Exit", cfg: testConfig("a"), client: true},
+		{name: "everything wrong", cfg: Config{}, policy: "sometimes",
+			want: []string{"client must not be nil", `policy "sometimes"`, "--leader-elect-resource-name", "--leader-elect-lease-duration"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var client *fake.Clientset
+			if tc.client {
+				client = cs
+			}
+			var err error
+			if client != nil {
+				_, err = NewElector(tc.cfg, client, tc.policy, testr.New(t))
+			} else {
+				_, err = NewElector(tc.cfg, nil, tc.policy, testr.New(t))
+			}
+			checkErr(t, err, tc.want)
+		})
+	}
+}
+
+// checkErr asserts that err is nil when want is empty, else that it
+// contains every string in want.
+func checkErr(t *testing.T, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Errorf("unexpected error: %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("no error, want one containing %q", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err, w)
+		}
+	}
+}
+
+// A term that ignores its context after the lease was lost makes Watchdog
+// fail once the lease is LeaseDuration+WatchdogGrace old.
+func TestWatchdogWedgedTerm(t *testing.T) {
+	cs := newClientset()
+	var failing atomic.Bool
+	failUpdates(cs, &failing)
+	fc := clocktesting.NewFakeClock(time.Now())
+	cfg := testConfig("a")
+	cfg.Clock = fc
+	e := newElector(t, cs, cfg, Exit)
+	unblock := make(chan struct{})
+	r := start(t, e, func(context.Context) error {
+		<-unblock // ignores its context
+		return nil
+	})
+	eventually(t, "a leads", e.IsLeader)
+	if err := e.Watchdog(nil); err != nil {
+		t.Fatalf("Watchdog while leading: %v", err)
+	}
+	failing.Store(true)
+	eventually(t, "a notices losing the lease", func() bool { return !e.IsLeader() })
+	if err := e.Watchdog(nil); err != nil {
+		t.Errorf("Watchdog before the grace passed: %v", err)
+	}
+	fc.Step(cfg.LeaseDuration + WatchdogGrace + time.Second)
+	if err := e.Watchdog(nil); err == nil {
+		t.Error("Watchdog passes with a wedged term")
+	}
+	close(unblock)
+	if err := r.wait(t); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("Run returned %v, want ErrLeaseLost", err)
+	}
+	if err := e.Watchdog(nil); err != nil {
+		t.Errorf("Watchdog after the term returned: %v", err)
+	}
+}
+
+func TestHealthChecks(t *testing.T) {
+	cs := newClientset()
+	holder := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		name        string
+		leading     bool
+		termRunning bool
+		renewedAgo  time.Duration
+		lease       *coordinationv1.LeaseSpec // nil: not observed
+		deleted     bool
+		wantDog     bool
+		wantReady   bool
+	}{
+		{name: "nothing observed", wantReady: true},
+		{name: "leading, fresh", leading: true, termRunning: true, lease: &coordinationv1.LeaseSpec{HolderIdentity: holder("a")}},
+		{name: "leading, renewal just within limit", leading: true, termRunning: true, renewedAgo: time.Second + WatchdogGrace,
+			lease: &coordinationv1.LeaseSpec{HolderIdentity: holder("a")}},
+		{name: "leading, stale", leading: true, termRunning: true, renewedAgo: time.Second + WatchdogGrace + time.Millisecond,
+			lease: &coordinationv1.LeaseSpec{HolderIdentity: holder("a")}, wantDog: true},
+		{name: "lost, term still running", termRunning: true, renewedAgo: time.Hour,
+			lease: &coordinationv1.LeaseSpec{HolderIdentity: holder("b")}, wantDog: true},
+		{name: "following", renewedAgo: time.Hour, lease: &coordinationv1.LeaseSpec{HolderIdentity: holder("b")}},
+		{name: "lease free", lease: &coordinationv1.LeaseSpec{HolderIdentity: holder("")}, wantReady: true},
+		{name: "lease without holder", lease: &coordinationv1.LeaseSpec{}, wantReady: true},
+		{name: "lease deleted", deleted: true, wantReady: true},
+		{name: "lease names us but not leading", lease: &coordinationv1.LeaseSpec{HolderIdentity: holder("a")}, wantReady: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := clocktesting.NewFakeClock(time.Now())
+			cfg := testConfig("a")
+			cfg.Clock = fc
+			e := newElector(t, cs, cfg, Exit)
+			e.mu.Lock()
+			e.leading, e.termRunning, e.lastRenew = tc.leading, tc.termRunning, fc.Now()
+			e.mu.Unlock()
+			switch {
+			case tc.lease != nil:
+				e.observe(nil, &coordinationv1.Lease{Spec: *tc.lease}, fromWatch)
+			case tc.deleted:
+				e.observe(nil, nil, fromWatch)
+			}
+			fc.Step(tc.renewedAgo)
+			if err := e.Watchdog(nil); (err != nil) != tc.wantDog {
+				t.Errorf("Watchdog = %v, want error: %v", err, tc.wantDog)
+			}
+			if err := e.Ready(nil); (err != nil) != tc.wantReady {
+				t.Errorf("Ready = %v, want error: %v", err, tc.wantReady)
+			}
+		})
+	}
+	var nilElector *Elector
+	if err := nilElector.Watchdog(nil); err != nil {
+		t.Errorf("nil Elector Watchdog = %v", err)
+	}
+}
+
+var _ clock.Clock = clocktesting.NewFakeClock(time.Time{})

@@ -1,0 +1,346 @@
+package leader
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+)
+
+// Leader migration moves controllers between components (typically from
+// kube-controller-manager to cloud-controller-manager) without two replicas
+// ever running one controller at once. Every participating component holds
+// its own main lock, and, for the controllers listed in the configuration, a
+// second lock shared by all of them: the migration lock, a Lease named
+// LeaderName in the main lock's namespace. As in KCM, the migration lock
+// should only be sought once the main lock is held and the StartFirst
+// controllers run, so that one replica never holds only the migration lock
+// while another holds the main one.
+
+// MigrationGroup and MigrationKind identify KCM's LeaderMigrationConfiguration.
+const (
+	MigrationGroup = "controllermanager.config.k8s.io"
+	MigrationKind  = "LeaderMigrationConfiguration"
+)
+
+// MigrationAPIVersions lists the accepted apiVersions, oldest first.
+var MigrationAPIVersions = []string{
+	MigrationGroup + "/v1alpha1",
+	MigrationGroup + "/v1beta1",
+	MigrationGroup + "/v1",
+}
+
+// ComponentWildcard as a ControllerLeader's Component means any component
+// taking part in the migration may run the controller.
+const ComponentWildcard = "*"
+
+const flagMigrationConfig = "--leader-migration-config"
+
+// MigrationConfig is KCM's LeaderMigrationConfiguration, independent of its
+// apiVersion.
+type MigrationConfig struct {
+	// LeaderName is the name of the migration Lease.
+	LeaderName string
+	// ResourceLock is the lock type of the migration lock; must be "leases".
+	// The v1 API has no such field and always means "leases".
+	ResourceLock string
+	// ControllerLeaders lists the migrated controllers.
+	ControllerLeaders []ControllerLeader
+}
+
+// ControllerLeader says in which component a migrated controller runs.
+type ControllerLeader struct {
+	// Name of the controller, as the configuration spells it.
+	Name string
+	// Component that runs it under the migration lock, or "*" for any.
+	Component string
+}
+
+// Assignment says under which lock a component runs a controller.
+type Assignment int
+
+const (
+	// NonMigrated controllers are not in the migration and run under the
+	// main lock.
+	NonMigrated Assignment = iota
+	// Migrated controllers run under the migration lock in this component.
+	Migrated
+	// Unowned controllers are migrated and run by another component; this
+	// one must not start them.
+	Unowned
+)
+
+func (a Assignment) String() string {
+	switch a {
+	case NonMigrated:
+		return "NonMigrated"
+	case Migrated:
+		return "Migrated"
+	case Unowned:
+		return "Unowned"
+	}
+	return fmt.Sprintf("Assignment(%d)", int(a))
+}
+
+// DefaultMigrationConfig is the configuration KCM (and CCM) use when
+// --enable-leader-migration is set without --leader-migration-config: Lease
+// "cloud-provider-extraction-migration", and route-controller,
+// service-controller and cloud-node-lifecycle-controller runnable by any
+// component ("*"). The value is the same for every component; component is
+// accepted for symmetry with Config.WithDefaults.
+func DefaultMigrationConfig(component string) *MigrationConfig {
+	return &MigrationConfig{
+		LeaderName:   "cloud-provider-extraction-migration",
+		ResourceLock: ResourceLockLeases,
+		ControllerLeaders: []ControllerLeader{
+			{Name: "route-controller", Component: ComponentWildcard},
+			{Name: "service-controller", Component: ComponentWildcard},
+			{Name: "cloud-node-lifecycle-controller", Component: ComponentWildcard},
+		},
+	}
+}
+
+// ReadMigrationConfig reads and parses the file at path; errors name the
+// path and the flag. It does not validate.
+func ReadMigrationConfig(path string) (*MigrationConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("leader: reading leader migration configuration %q (%s): %w", path, flagMigrationConfig, err)
+	}
+	c, err := ParseMigrationConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("leader: leader migration configuration %q (%s): %w", path, flagMigrationConfig, err)
+	}
+	return c, nil
+}
+
+// migrationFile is the wire form shared by all versions; which fields a
+// version allows is checked separately, since encoding/json matches field
+// names case-insensitively.
+type migrationFile struct {
+	APIVersion        string `json:"apiVersion"`
+	Kind              string `json:"kind"`
+	LeaderName        string `json:"leaderName"`
+	ResourceLock      string `json:"resourceLock"`
+	ControllerLeaders []struct {
+		Name      string `json:"name"`
+		Component string `json:"component"`
+	} `json:"controllerLeaders"`
+}
+
+// ParseMigrationConfig parses a LeaderMigrationConfiguration in YAML or JSON,
+// strictly, as KCM does: an unknown apiVersion, kind or field is an error
+// that names it and the accepted values. It does not validate.
+func ParseMigrationConfig(data []byte) (*MigrationConfig, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("leader migration configuration is empty")
+	}
+	raw, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("leader migration configuration is neither YAML nor JSON: %w", err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
+		return nil, errors.New("leader migration configuration must be an object with apiVersion and kind")
+	}
+
+	var errs []error
+	var apiVersion, kind string
+	if err := stringField(top, "apiVersion", &apiVersion); err != nil {
+		errs = append(errs, err)
+	}
+	if err := stringField(top, "kind", &kind); err != nil {
+		errs = append(errs, err)
+	}
+	if !slices.Contains(MigrationAPIVersions, apiVersion) {
+		errs = append(errs, fmt.Errorf("apiVersion %q is not accepted; use one of %s", apiVersion, strings.Join(MigrationAPIVersions, ", ")))
+	}
+	if kind != MigrationKind {
+		errs = append(errs, fmt.Errorf("kind %q is not accepted; use %s", kind, MigrationKind))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	v1 := apiVersion == MigrationGroup+"/v1"
+	if err := unknownFields(top, v1, apiVersion); err != nil {
+		return nil, err
+	}
+	var f migrationFile
+	if err := yaml.UnmarshalStrict(data, &f); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", apiVersion, err)
+	}
+	c := &MigrationConfig{LeaderName: f.LeaderName, ResourceLock: f.ResourceLock}
+	if v1 {
+		c.ResourceLock = ResourceLockLeases
+	}
+	for _, l := range f.ControllerLeaders {
+		c.ControllerLeaders = append(c.ControllerLeaders, ControllerLeader{Name: l.Name, Component: l.Component})
+	}
+	return c, nil
+}
+
+func stringField(obj map[string]json.RawMessage, name string, out *string) error {
+	v, ok := obj[name]
+	if !ok {
+		return fmt.Errorf("%s is missing", name)
+	}
+	if err := json.Unmarshal(v, out); err != nil {
+		return fmt.Errorf("%s must be a string", name)
+	}
+	return nil
+}
+
+// unknownFields lists every field the version does not define.
+func unknownFields(top map[string]json.RawMessage, v1 bool, apiVersion string) error {
+	fields := []string{"apiVersion", "kind", "leaderName", "resourceLock", "controllerLeaders"}
+	if v1 {
+		fields = slices.DeleteFunc(fields, func(f string) bool { return f == "resourceLock" })
+	}
+	leaderFields := []string{"name", "component"}
+
+	var unknown []string
+	for k := range top {
+		if !slices.Contains(fields, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if v, ok := top["controllerLeaders"]; ok {
+		var leaders []map[string]json.RawMessage
+		if err := json.Unmarshal(v, &leaders); err == nil {
+			for i, l := range leaders {
+				for k := range l {
+					if !slices.Contains(leaderFields, k) {
+						unknown = append(unknown, fmt.Sprintf("controllerLeaders[%d].%s", i, k))
+					}
+				}
+			}
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	note := ""
+	if v1 && slices.Contains(unknown, "resourceLock") {
+		note = " (v1 has no resourceLock: the lock is always leases)"
+	}
+	return fmt.Errorf("unknown field(s) %s in %s%s; accepted fields: %s, and controllerLeaders[].{%s}",
+		strings.Join(unknown, ", "), apiVersion, note, strings.Join(fields, ", "), strings.Join(leaderFields, ","))
+}
+
+// Validate reports every problem at once: a missing or invalid leaderName,
+// a resourceLock other than "leases", entries without name or component,
+// and duplicate names. KCM also accepts resourceLock "endpoints", but
+// client-go no longer has that lock, so it could not be used; and KCM lets
+// a duplicate silently override the earlier entry.
+func (c *MigrationConfig) Validate() error {
+	if c == nil {
+		return errors.New("leader: leader migration configuration is nil")
+	}
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("leader migration configuration: "+format, args...))
+	}
+	if c.LeaderName == "" {
+		add("leaderName is required")
+	} else if msgs := validation.IsDNS1123Subdomain(c.LeaderName); len(msgs) > 0 {
+		add("leaderName %q is not a valid Lease name: %s", c.LeaderName, strings.Join(msgs, "; "))
+	}
+	if c.ResourceLock != ResourceLockLeases {
+		hint := ""
+		if c.ResourceLock == "endpoints" {
+			hint = " (client-go removed the endpoints lock)"
+		}
+		add("resourceLock must be %q, got %q%s", ResourceLockLeases, c.ResourceLock, hint)
+	}
+	first := map[string]int{}
+	for i, l := range c.ControllerLeaders {
+		if l.Name == "" {
+			add("controllerLeaders[%d].name is required", i)
+		} else if j, dup := first[l.Name]; dup {
+			add("controllerLeaders[%d].name %q duplicates controllerLeaders[%d]", i, l.Name, j)
+		} else {
+			first[l.Name] = i
+		}
+		if l.Component == "" {
+			add("controllerLeaders[%d].component is required (a component name, or %q for any)", i, ComponentWildcard)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Assign says under which lock component runs the controller with canonical
+// name name and the given aliases. An entry matches if it names the
+// controller or one of its aliases (KCM matches canonical names only); the
+// canonical name wins, then aliases in order; among duplicate entries the
+// last wins, as in KCM. A matched entry whose component is this one or "*"
+// gives Migrated, any other Unowned; no match gives NonMigrated. A nil
+// configuration (no migration) gives NonMigrated.
+func (c *MigrationConfig) Assign(component, name string, aliases ...string) Assignment {
+	if c == nil {
+		return NonMigrated
+	}
+	l, ok := c.find(name)
+	for _, a := range aliases {
+		if ok {
+			break
+		}
+		l, ok = c.find(a)
+	}
+	switch {
+	case !ok:
+		return NonMigrated
+	case l.Component == component || l.Component == ComponentWildcard:
+		return Migrated
+	default:
+		return Unowned
+	}
+}
+
+func (c *MigrationConfig) find(name string) (ControllerLeader, bool) {
+	for i := len(c.ControllerLeaders) - 1; i >= 0; i-- {
+		if c.ControllerLeaders[i].Name == name {
+			return c.ControllerLeaders[i], true
+		}
+	}
+	return ControllerLeader{}, false
+}
+
+// UnknownControllers reports the entries whose name known rejects; known
+// should accept every canonical name and alias of the component's
+// controllers. Such an entry is likely a typo or an outdated name, and
+// silently does nothing.
+func (c *MigrationConfig) UnknownControllers(known func(name string) bool) error {
+	if c == nil {
+		return nil
+	}
+	if known == nil {
+		return errors.New("leader: UnknownControllers needs a known function")
+	}
+	var unknown []string
+	for i, l := range c.ControllerLeaders {
+		if !known(l.Name) {
+			unknown = append(unknown, fmt.Sprintf("%q (controllerLeaders[%d])", l.Name, i))
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	return fmt.Errorf("leader migration configuration names unknown controllers: %s", strings.Join(unknown, ", "))
+}
+
+// ElectorConfig is the configuration of the migration lock: main's, with the
+// Lease named LeaderName. Namespace, durations and identity stay the main
+// lock's, as in KCM.
+func (c *MigrationConfig) ElectorConfig(main Config) Config {
+	main.Name = c.LeaderName
+	main.ResourceLock = c.ResourceLock
+	return main
+}

@@ -1,0 +1,261 @@
+package leader
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// leaseState is the newest state of the Lease this replica has seen, from
+// the watch or from client-go's own requests.
+type leaseState struct {
+	known  bool // observed at least once
+	exists bool
+	spec   coordinationv1.LeaseSpec
+	rv     int64 // resourceVersion, when it parses as an integer
+	hasRV  bool
+	seenAt time.Time // when spec was first seen
+	gen    uint64    // bumped whenever spec or existence changes
+}
+
+func (st *leaseState) holder() string {
+	if !st.exists || st.spec.HolderIdentity == nil {
+		return ""
+	}
+	return *st.spec.HolderIdentity
+}
+
+type source int
+
+const (
+	fromWatch source = iota
+	fromGet          // a Get by client-go's LeaderElector or by release
+	fromWrite        // a successful Create or Update
+)
+
+func specEqual(a, b *coordinationv1.LeaseSpec) bool {
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// observe records a state of the Lease; lease is nil when it does not exist.
+// Responses can arrive out of order (a watch event after a newer Get), so
+// states with an older resourceVersion are ignored: resourceVersions are
+// opaque in general, but the API server's, and the fake's under
+// leadertest.EnforceResourceVersion, are increasing integers. Without them
+// every state is taken as it comes.
+func (e *Elector) observe(c *campaign, lease *coordinationv1.Lease, src source) {
+	now := e.clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	defer e.notifyChanged()
+
+	if c != nil {
+		c.see(lease, src, now)
+	}
+
+	st := &e.lease
+	var rv int64
+	hasRV := false
+	if lease != nil {
+		if v, err := strconv.ParseInt(lease.ResourceVersion, 10, 64); err == nil {
+			rv, hasRV = v, true
+		}
+	}
+	if hasRV && st.hasRV && rv < st.rv {
+		return
+	}
+	prevKnown, prevHolder := st.known, st.holder()
+	switch {
+	case lease == nil:
+		if st.exists || !st.known {
+			st.exists, st.spec, st.seenAt = false, coordinationv1.LeaseSpec{}, now
+			st.gen++
+		}
+	default:
+		if hasRV {
+			st.rv, st.hasRV = rv, true
+		}
+		if !st.exists || !st.known || !specEqual(&st.spec, &lease.Spec) {
+			st.exists, st.spec, st.seenAt = true, *lease.Spec.DeepCopy(), now
+			st.gen++
+		}
+	}
+	st.known = true
+
+	if h := st.holder(); !prevKnown {
+		e.log.Info("Observed the lease", "holder", h)
+	} else if h != prevHolder {
+		e.log.Info("Leader changed", "from", prevHolder, "to", h)
+	}
+}
+
+func (e *Elector) notifyChanged() {
+	select {
+	case e.changed <- struct{}{}:
+	default:
+	}
+}
+
+// see mirrors how client-go's LeaderElector times the lease: it restarts
+// its expiry clock when a Get returns a record different from the previous
+// Get's, and when its own write succeeds.
+func (c *campaign) see(lease *coordinationv1.Lease, src source, now time.Time) {
+	switch src {
+	case fromGet:
+		if lease == nil {
+			return
+		}
+		if c.lastGet == nil || !specEqual(c.lastGet, &lease.Spec) {
+			spec := lease.Spec.DeepCopy()
+			c.lastGet = spec
+			c.view, c.viewAt, c.viewKnown = *spec, now, true
+		}
+	case fromWrite:
+		if lease != nil {
+			c.view, c.viewAt, c.viewKnown = *lease.Spec.DeepCopy(), now, true
+		}
+	}
+}
+
+// leasesGetter hands client-go's LeaseLock a Lease client that reports what
+// it reads and writes, and bounds each request by RenewDeadline as KCM does
+// with its lock client's timeout.
+type leasesGetter struct {
+	e *Elector
+	c *campaign
+}
+
+func (g leasesGetter) Leases(namespace string) coordinationv1client.LeaseInterface {
+	return leaseClient{LeaseInterface: g.e.client.CoordinationV1().Leases(namespace), e: g.e, c: g.c}
+}
+
+type leaseClient struct {
+	coordinationv1client.LeaseInterface
+	e *Elector
+	c *campaign
+}
+
+func (l leaseClient) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.e.cfg.RenewDeadline)
+	defer cancel()
+	lease, err := l.LeaseInterface.Get(ctx, name, opts)
+	switch {
+	case err == nil:
+		l.e.observe(l.c, lease, fromGet)
+	case apierrors.IsNotFound(err):
+		l.e.observe(l.c, nil, fromGet)
+	}
+	return lease, err
+}
+
+func (l leaseClient) Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.e.cfg.RenewDeadline)
+	defer cancel()
+	out, err := l.LeaseInterface.Create(ctx, lease, opts)
+	if err == nil {
+		l.wrote(ctx, out)
+	}
+	return out, err
+}
+
+func (l leaseClient) Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.e.cfg.RenewDeadline)
+	defer cancel()
+	out, err := l.LeaseInterface.Update(ctx, lease, opts)
+	if err == nil {
+		l.wrote(ctx, out)
+	}
+	return out, err
+}
+
+func (l leaseClient) wrote(ctx context.Context, lease *coordinationv1.Lease) {
+	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == l.e.cfg.Identity {
+		l.e.mu.Lock()
+		l.e.lastRenew = l.e.clock.Now()
+		l.e.mu.Unlock()
+		// client-go's acquire returns true, and so starts OnStartedLeading,
+		// exactly when such a write succeeded in its session.
+		if s := sessionFrom(ctx); s != nil {
+			s.acquired.Store(true)
+		}
+	}
+	l.e.observe(l.c, lease, fromWrite)
+}
+
+// watch follows the Lease with an informer on that one object and returns a
+// function that stops it and waits until it stopped. When the API server
+// forbids the list or watch (KCM's RBAC role only grants get and update on
+// its Lease), the watch stops and followers rely on client-go's polling
+// every RetryPeriod and on the expiry timer.
+func (e *Elector) watch(base context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(base)
+	leases := e.client.CoordinationV1().Leases(e.cfg.Namespace)
+	selector := fields.OneTermEqualSelector("metadata.name", e.cfg.Name).String()
+	giveUp := func(err error) {
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			e.log.Info("Cannot watch the lease; handoff falls back to polling every RetryPeriod. Grant list and watch on this Lease for fast handoff", "err", err.Error())
+			cancel()
+		}
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = selector
+			list, err := leases.List(ctx, opts)
+			if err != nil {
+				giveUp(err)
+			}
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = selector
+			w, err := leases.Watch(ctx, opts)
+			if err != nil {
+				giveUp(err)
+			}
+			return w, err
+		},
+	}
+	handle := func(obj any) {
+		if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Name == e.cfg.Name && lease.Namespace == e.cfg.Namespace {
+			e.observe(nil, lease, fromWatch)
+		}
+	}
+	logger := klog.FromContext(base).WithName("lease-watch")
+	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
+		Logger:        &logger,
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, e.client),
+		ObjectType:    &coordinationv1.Lease{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    handle,
+			UpdateFunc: func(_, obj any) { handle(obj) },
+			DeleteFunc: func(obj any) {
+				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj
+				}
+				if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Name == e.cfg.Name && lease.Namespace == e.cfg.Namespace {
+					e.observe(nil, nil, fromWatch)
+				}
+			},
+		},
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		informer.RunWithContext(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}

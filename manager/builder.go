@@ -1,0 +1,239 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/healthz"
+)
+
+// Builder collects what a Manager is made of. Its methods record and return
+// the Builder; nothing is checked until Build, which reports every problem at
+// once. A Builder is not safe for concurrent use.
+type Builder struct {
+	component   string
+	descriptors []descriptor.Descriptor
+	opts        Options
+	restConfig  *rest.Config
+	client      kubernetes.Interface
+	metaClient  metadata.Interface
+	clientSet   bool
+	featureGate featuregate.FeatureGate
+	logger      *logr.Logger
+	checks      []extraCheck
+}
+
+type extraCheck struct {
+	check healthz.Check
+	eps   []healthz.Endpoint
+}
+
+// NewBuilder starts a Manager for the named component. The component names
+// the leader-election lease, prefixes client user agents and names metrics.
+func NewBuilder(component string) *Builder {
+	return &Builder{component: component}
+}
+
+// Register adds controller descriptors, in the order they should be built.
+func (b *Builder) Register(ds ...descriptor.Descriptor) *Builder {
+	b.descriptors = append(b.descriptors, ds...)
+	return b
+}
+
+// WithOptions sets the options; zero fields take their defaults. Without
+// it, NewOptions() is used.
+func (b *Builder) WithOptions(o Options) *Builder {
+	b.opts = o
+	return b
+}
+
+// WithRESTConfig sets the API server configuration clients are made from.
+// Zero QPS, Burst and ContentType in it are filled from Options. Without it
+// (and without WithClient) Build loads --kubeconfig / --master, or the
+// in-cluster configuration.
+func (b *Builder) WithRESTConfig(c *rest.Config) *Builder {
+	b.restConfig = c
+	return b
+}
+
+// WithClient makes every controller and informer use the given clients,
+// for example fake clientsets in unit tests. A nil metadata client is
+// replaced by an empty metadata fake. ClientBuilder.Config then fails, since
+// there is no REST config to hand out.
+func (b *Builder) WithClient(client kubernetes.Interface, meta metadata.Interface) *Builder {
+	b.client, b.metaClient, b.clientSet = client, meta, true
+	return b
+}
+
+// WithFeatureGate sets the gate that descriptors' WithFeatureGates are
+// checked against and that controllers receive. Default: an empty gate, in
+// which any required feature is reported by Build as unregistered.
+func (b *Builder) WithFeatureGate(fg featuregate.FeatureGate) *Builder {
+	b.featureGate = fg
+	return b
+}
+
+// WithLogger sets the logger. Default: zap in production configuration,
+// writing text to stderr.
+func (b *Builder) WithLogger(l logr.Logger) *Builder {
+	b.logger = &l
+	return b
+}
+
+// WithHealthCheck adds a check of the caller's own to the given endpoints
+// (all three when none are given).
+func (b *Builder) WithHealthCheck(name string, c healthz.Checker, eps ...healthz.Endpoint) *Builder {
+	if len(eps) == 0 {
+		eps = []healthz.Endpoint{healthz.Healthz, healthz.Livez, healthz.Readyz}
+	}
+	b.checks = append(b.checks, extraCheck{healthz.Check{Name: name, Checker: c}, eps})
+	return b
+}
+
+// Build validates everything recorded and returns a Manager. The error joins
+// every problem: invalid component, descriptor registry problems, unknown
+// --controllers entries, invalid options, unloadable kubeconfig, duplicate
+// health checks. Build starts no goroutine and makes no API call.
+func (b *Builder) Build() (*Manager, error) {
+	var errs []error
+	if b.component == "" {
+		errs = append(errs, errors.New("component: must not be empty; pass a name such as \"my-controller-manager\" to NewBuilder"))
+	} else if msgs := validation.IsDNS1123Subdomain(b.component); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("component %q: must be a lowercase DNS-1123 name (it names the lease): %s", b.component, strings.Join(msgs, "; ")))
+	}
+	opts := b.opts.WithDefaults()
+	errs = append(errs, opts.validate()...)
+
+	set, err := descriptor.NewSet(b.descriptors...)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	fg := b.featureGate
+	if fg == nil {
+		fg = featuregate.NewFeatureGate()
+	}
+
+	m := &Manager{
+		component:   b.component,
+		opts:        opts,
+		featureGate: fg,
+		states:      map[string]*state{},
+	}
+	if set != nil {
+		controllers, cerrs := canonicalControllers(set, opts.Controllers)
+		errs = append(errs, cerrs...)
+		cloud := includesCloudLoops(opts.CloudProvider)
+		for _, d := range set.All() {
+			st := newState(d, PhaseWaiting, "")
+			switch {
+			case !enabled(d, controllers):
+				st = newState(d, PhaseDisabled, "not selected by --controllers")
+			default:
+				reason, err := skipReason(d, fg, cloud)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if reason != "" {
+					st = newState(d, PhaseSkipped, reason)
+				} else {
+					m.selected = append(m.selected, st)
+				}
+			}
+			m.states[d.Name()] = st
+			m.order = append(m.order, st)
+		}
+	}
+
+	if err := b.clients(m, opts); err != nil {
+		errs = append(errs, err)
+	}
+	if b.logger != nil {
+		m.log = *b.logger
+	} else if l, err := defaultLogger(); err != nil {
+		errs = append(errs, fmt.Errorf("logger: %w; pass one with WithLogger", err))
+	} else {
+		m.log = l
+	}
+
+	reg := m.healthChecks()
+	for _, c := range b.checks {
+		reg.Add(c.check, c.eps...)
+	}
+	h, err := reg.Handler()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("manager %q: invalid configuration:\n%w", b.component, errors.Join(errs...))
+	}
+	m.health = h
+	m.handler = m.newMux()
+	return m, nil
+}
+
+// clients resolves the REST config and root clients.
+func (b *Builder) clients(m *Manager, opts Options) error {
+	if b.clientSet {
+		if b.client == nil {
+			return errors.New("WithClient: the typed client must not be nil")
+		}
+		m.client, m.metaClient = b.client, b.metaClient
+		if m.metaClient == nil {
+			scheme := runtime.NewScheme()
+			m.metaClient = metadatafake.NewSimpleMetadataClient(scheme)
+		}
+		return nil
+	}
+	cfg := b.restConfig
+	if cfg == nil {
+		var err error
+		cfg, err = clientcmd.BuildConfigFromFlags(opts.Master, opts.Kubeconfig)
+		if err != nil {
+			return fmt.Errorf("--kubeconfig %q / --master %q: cannot load a client configuration: %w", opts.Kubeconfig, opts.Master, err)
+		}
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS = opts.KubeAPIQPS
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = int(opts.KubeAPIBurst)
+	}
+	if cfg.ContentType == "" {
+		cfg.ContentType = opts.KubeAPIContentType
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = b.component
+	}
+	m.restConfig = cfg
+	root, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("REST config: %w", err)
+	}
+	if m.client, err = kubernetes.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"), root); err != nil {
+		return fmt.Errorf("REST config: %w", err)
+	}
+	if m.metaClient, err = metadata.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"), root); err != nil {
+		return fmt.Errorf("REST config: %w", err)
+	}
+	return nil
+}
+
+// withUserAgent returns a copy of cfg whose user agent ends in "/name".
+func withUserAgent(cfg *rest.Config, name string) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.UserAgent = cfg.UserAgent + "/" + name
+	return c
+}

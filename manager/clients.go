@@ -1,0 +1,44 @@
+package manager
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+)
+
+// clientBuilder implements descriptor.ClientBuilder: per-controller user
+// agents over the manager's REST config, or the injected clients as they are.
+type clientBuilder struct{ m *Manager }
+
+func (c clientBuilder) Config(name string) (*rest.Config, error) {
+	if c.m.restConfig == nil {
+		return nil, fmt.Errorf("controller %q: no REST config: the manager was built WithClient", name)
+	}
+	return withUserAgent(c.m.restConfig, name), nil
+}
+
+func (c clientBuilder) Client(name string) (kubernetes.Interface, error) {
+	if c.m.restConfig == nil {
+		return c.m.client, nil
+	}
+	cfg, _ := c.Config(name)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("controller %q: client: %w", name, err)
+	}
+	return cs, nil
+}
+
+func (c clientBuilder) MetadataClient(name string) (metadata.Interface, error) {
+	if c.m.restConfig == nil {
+		return c.m.metaClient, nil
+	}
+	cfg, _ := c.Config(name)
+	mc, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("controller %q: metadata client: %w", name, err)
+	}
+	return mc, nil
+}

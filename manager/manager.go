@@ -1,0 +1,182 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/ctrlhost/ctrlhost/healthz"
+)
+
+// Manager hosts controllers: it selects them, builds them over shared
+// informers, runs them, serves their health, and stops them within a bound.
+// Build one with NewBuilder.
+type Manager struct {
+	component   string
+	opts        Options
+	featureGate featuregate.FeatureGate
+	log         logr.Logger
+
+	restConfig *rest.Config // nil when built WithClient
+	client     kubernetes.Interface
+	metaClient metadata.Interface
+
+	order    []*state          // every registered controller, registration order
+	selected []*state          // enabled and not skipped, registration order
+	states   map[string]*state // by canonical name
+
+	health  *healthz.Handler
+	handler http.Handler
+
+	ran      atomic.Bool
+	terms    sync.Mutex
+	current  *term // the running term, nil between terms
+	events   record.EventBroadcaster
+	addrMu   sync.Mutex
+	addr     net.Addr
+	servedCh chan struct{}
+}
+
+// Component returns the component name given to NewBuilder.
+func (m *Manager) Component() string { return m.component }
+
+// Options returns the defaulted options the Manager runs with.
+func (m *Manager) Options() Options { return m.opts }
+
+// Handler serves /healthz, /livez, /readyz (with sub-paths) and
+// /debug/controllers/<name>/, for mounting on a server of the caller's own.
+// It is usable before Run and after it returns.
+func (m *Manager) Handler() http.Handler { return m.handler }
+
+// Controllers returns the status of every registered controller, in
+// registration order.
+func (m *Manager) Controllers() []ControllerStatus {
+	out := make([]ControllerStatus, 0, len(m.order))
+	for _, s := range m.order {
+		st, _ := s.snapshot()
+		out = append(out, st)
+	}
+	return out
+}
+
+// Status returns the status of one controller, by canonical name.
+func (m *Manager) Status(name string) (ControllerStatus, bool) {
+	s, ok := m.states[name]
+	if !ok {
+		return ControllerStatus{}, false
+	}
+	st, _ := s.snapshot()
+	return st, true
+}
+
+// ServingAddr returns the address the endpoints are served on, once Run
+// has bound it; nil before that and when serving is disabled.
+func (m *Manager) ServingAddr() net.Addr {
+	m.addrMu.Lock()
+	defer m.addrMu.Unlock()
+	return m.addr
+}
+
+// Run serves the endpoints, runs one term of the selected controllers until
+// ctx is done, stops them within ControllerShutdownTimeout, and returns. The
+// error joins every failure: a serving error, an InitFunc error or panic, a
+// controller whose Run failed or panicked, controllers that did not stop in
+// time. Run may be called once.
+func (m *Manager) Run(ctx context.Context) (err error) {
+	if !m.ran.CompareAndSwap(false, true) {
+		return errors.New("manager: Run called twice; build a new Manager")
+	}
+	log := m.log.WithValues("component", m.component)
+	ctx = logr.NewContext(ctx, log)
+	m.logSelection(log)
+
+	stopServing, err := m.serve(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stopServing()) }()
+
+	m.events = record.NewBroadcaster(record.WithContext(ctx))
+	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.client.CoreV1().Events("")})
+	defer m.events.Shutdown()
+
+	return m.runTerm(ctx, "main", m.selected)
+}
+
+// logSelection logs one line per controller that will not run, with why.
+func (m *Manager) logSelection(log logr.Logger) {
+	for _, s := range m.order {
+		st, _ := s.snapshot()
+		switch st.Phase {
+		case PhaseDisabled:
+			log.Info("Controller is disabled", "controller", st.Name, "reason", st.Reason)
+		case PhaseSkipped:
+			log.Info("Skipping controller", "controller", st.Name, "reason", st.Reason)
+		}
+	}
+}
+
+// serve binds the endpoints unless disabled; the returned func stops
+// serving and reports any serving error.
+func (m *Manager) serve(ctx context.Context, log logr.Logger) (stop func() error, err error) {
+	if m.opts.SecurePort < 0 {
+		return func() error { return nil }, nil
+	}
+	addr := net.JoinHostPort(m.opts.BindAddress, strconv.Itoa(m.opts.SecurePort))
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--bind-address/--secure-port: cannot listen on %s: %w", addr, err)
+	}
+	m.addrMu.Lock()
+	m.addr = ln.Addr()
+	m.addrMu.Unlock()
+	srv := &http.Server{
+		Handler:           m.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          nil,
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	log.Info("Serving health endpoints", "address", ln.Addr().String())
+	return func() error {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		shutErr := srv.Shutdown(sctx)
+		if shutErr != nil {
+			shutErr = errors.Join(shutErr, srv.Close())
+		}
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+		}
+		return shutErr
+	}, nil
+}
+
+func defaultLogger() (logr.Logger, error) {
+	cfg := zap.NewProductionConfig()
+	cfg.Encoding = "console"
+	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	z, err := cfg.Build()
+	if err != nil {
+		return logr.Discard(), err
+	}
+	return zapr.NewLogger(z), nil
+}
+

@@ -1,0 +1,67 @@
+//go:build integration
+
+// Package integration runs ctrlhost against a real kube-apiserver and etcd
+// from package testenv. Build the binaries first with "make testbin"; these
+// tests fail, rather than skip, when they are missing.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/ctrlhost/ctrlhost/testenv"
+)
+
+// Users known to the shared Env.
+const (
+	// rbacUser has no bindings until a test grants it some.
+	rbacUser = "rbac-user"
+	// nobody never gets any bindings.
+	nobody = "nobody"
+)
+
+// shared is one Env for the tests that do not need their own; it is started
+// by the first test that asks for it and stopped by TestMain.
+var shared struct {
+	once sync.Once
+	env  *testenv.Env
+	err  error
+}
+
+func sharedEnv(t *testing.T) *testenv.Env {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.env, shared.err = testenv.Start(context.Background(), testenv.Options{
+			Users: []testenv.User{
+				{Name: rbacUser, Groups: []string{"testers"}, UID: "uid-rbac"},
+				{Name: nobody},
+			},
+		})
+	})
+	if shared.err != nil {
+		t.Fatalf("starting the shared test environment: %v", shared.err)
+	}
+	return shared.env
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.env != nil {
+		if err := shared.env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the shared test environment: %v\n", err)
+			code = 1
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutines leaked: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

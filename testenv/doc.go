@@ -1,0 +1,44 @@
+// Package testenv runs a real etcd and kube-apiserver for tests.
+//
+// Start launches both from binaries that are already on the machine (built by
+// "make testbin" from the Go module proxy, or any directory named by
+// CTRLHOST_TESTBIN or KUBEBUILDER_ASSETS), waits until the API server is
+// ready, and returns an Env with an administrator rest.Config. Stop ends both
+// processes and removes every file Start wrote. Nothing is downloaded at test
+// time.
+//
+// What an Env guarantees:
+//
+//   - Both processes listen on 127.0.0.1 only, on ports picked at start;
+//     a port lost to another process between picking and binding is retried
+//     with fresh ports a few times.
+//   - When Start returns without error, /readyz of the API server answers ok
+//     (so the RBAC bootstrap roles exist) and the default and kube-system
+//     namespaces exist.
+//   - Each Env has its own temporary directory, ports, certificates, tokens
+//     and etcd data; any number of Envs may run at once.
+//   - The API server serves TLS with a certificate for 127.0.0.1 and localhost
+//     signed by a CA generated for this Env. Clients authenticate with static
+//     bearer tokens: the administrator is in system:masters, and each
+//     Options.Users entry gets its own token.
+//   - If Start fails, whatever it started has been stopped and its directory
+//     removed. Stop is idempotent and also cleans up after a process that
+//     crashed or was killed from outside. Both processes run in their own
+//     process group, which Stop terminates (SIGTERM, then SIGKILL); on Linux
+//     they are also killed if the test process dies.
+//   - Every goroutine Start creates has ended when Stop returns.
+//
+// What it does not do:
+//
+//   - It is not a cluster: there is no kubelet, scheduler, controller manager
+//     or cloud controller, so Pods are never scheduled, Deployments never
+//     create ReplicaSets, namespaces are never finalized after deletion and
+//     garbage collection does not happen. Only the API server's own
+//     controllers run.
+//   - It is not for production, and not hardened: tokens are written to disk
+//     in plain text, etcd runs without TLS and without fsync.
+//   - It does not guarantee that binaries found through KUBEBUILDER_ASSETS
+//     or Options.BinDir are the KubernetesVersion this package was written
+//     against; see Options.SkipVersionCheck.
+//   - It runs only where process groups exist (Linux and other Unix systems).
+package testenv

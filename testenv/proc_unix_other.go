@@ -1,0 +1,16 @@
+//go:build unix && !linux
+
+package testenv
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// sysProcAttr puts the child in a process group of its own, so that signals
+// reach anything it starts.
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+func terminateGroup(cmd *exec.Cmd) error { return signalGroup(cmd, syscall.SIGTERM) }
+
+func killGroup(cmd *exec.Cmd) error { return signalGroup(cmd, syscall.SIGKILL) }
