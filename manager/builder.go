@@ -131,9 +131,9 @@ func (b *Builder) Build() (*Manager, error) {
 		featureGate: fg,
 		states:      map[string]*state{},
 	}
+	controllers, cerrs := canonicalControllers(b.descriptors, opts.Controllers)
+	errs = append(errs, cerrs...)
 	if set != nil {
-		controllers, cerrs := canonicalControllers(set, opts.Controllers)
-		errs = append(errs, cerrs...)
 		cloud := includesCloudLoops(opts.CloudProvider)
 		for _, d := range set.All() {
 			st := newState(d, PhaseWaiting, "")

@@ -179,4 +179,3 @@ func defaultLogger() (logr.Logger, error) {
 	}
 	return zapr.NewLogger(z), nil
 }
-

@@ -12,7 +12,28 @@ import (
 
 // canonicalControllers resolves aliases in a --controllers list, keeping a
 // leading "-", and reports entries that name no registered controller.
-func canonicalControllers(set *descriptor.Set, entries []string) ([]string, []error) {
+//
+// ds need not be a valid registry (Build reports --controllers problems even
+// when the descriptors have problems of their own); the first descriptor
+// with a given name or alias answers for it.
+func canonicalControllers(ds []descriptor.Descriptor, entries []string) ([]string, []error) {
+	canonical := map[string]string{}
+	var names []string
+	aliases := map[string]string{}
+	for _, d := range ds {
+		if _, seen := canonical[d.Name()]; !seen {
+			canonical[d.Name()] = d.Name()
+			names = append(names, d.Name())
+		}
+	}
+	for _, d := range ds {
+		for _, a := range d.Aliases() {
+			if _, seen := canonical[a]; !seen {
+				canonical[a] = d.Name()
+				aliases[a] = d.Name()
+			}
+		}
+	}
 	out := make([]string, 0, len(entries))
 	var unknown []string
 	for _, e := range entries {
@@ -21,7 +42,7 @@ func canonicalControllers(set *descriptor.Set, entries []string) ([]string, []er
 			continue
 		}
 		neg := strings.HasPrefix(e, "-")
-		name, ok := set.Canonical(strings.TrimPrefix(e, "-"))
+		name, ok := canonical[strings.TrimPrefix(e, "-")]
 		if !ok {
 			unknown = append(unknown, strings.TrimPrefix(e, "-"))
 			continue
@@ -34,13 +55,13 @@ func canonicalControllers(set *descriptor.Set, entries []string) ([]string, []er
 	if len(unknown) == 0 {
 		return out, nil
 	}
-	aliases := set.Aliases()
 	var alias []string
 	for a, n := range aliases {
 		alias = append(alias, a+"→"+n)
 	}
 	sort.Strings(alias)
-	known := strings.Join(set.Names(), ", ")
+	sort.Strings(names)
+	known := strings.Join(names, ", ")
 	if len(alias) > 0 {
 		known += " (aliases: " + strings.Join(alias, ", ") + ")"
 	}

@@ -1,0 +1,185 @@
+// Package managertest runs a manager.Manager over fake clientsets, for unit
+// tests of controllers and of hosts built on ctrlhost.
+//
+// Guarantees: Start fails the test on a Build error; the Manager is stopped
+// and waited for when the test ends; every wait polls with a deadline and
+// fails the test, naming what it waited for, when the deadline passes.
+//
+// Non-guarantees: fake clientsets do not enforce resource versions,
+// admission, RBAC or garbage collection; use testenv for that.
+package managertest
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/manager"
+)
+
+// DefaultTimeout bounds every wait of a Harness.
+const DefaultTimeout = 30 * time.Second
+
+// Harness builds and runs one Manager over fake clients.
+type Harness struct {
+	T testing.TB
+	// Client is the typed fake every controller and informer uses.
+	Client *fake.Clientset
+	// Metadata is the metadata fake.
+	Metadata *metadatafake.FakeMetadataClient
+	// Builder may be changed (it logs to t.Log by default) (Register, WithFeatureGate, WithLogger, …)
+	// before Start.
+	Builder *manager.Builder
+	// Options are passed to the Builder by Start. New sets SecurePort to -1
+	// (no listener); use Manager.Handler through Get instead.
+	Options manager.Options
+	// Timeout bounds each wait. Default: DefaultTimeout.
+	Timeout time.Duration
+
+	// Manager is set by Start.
+	Manager *manager.Manager
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// New returns a Harness for the given component whose fake clientset holds
+// objects and whose Builder has ds registered.
+func New(t testing.TB, component string, ds []descriptor.Descriptor, objects ...runtime.Object) *Harness {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatalf("managertest: metadata scheme: %v", err)
+	}
+	client := fake.NewClientset(objects...)
+	meta := metadatafake.NewSimpleMetadataClient(scheme)
+	return &Harness{
+		T:        t,
+		Client:   client,
+		Metadata: meta,
+		Builder:  manager.NewBuilder(component).Register(ds...).WithClient(client, meta).WithLogger(testr.NewWithInterface(t, testr.Options{})),
+		Options:  manager.Options{SecurePort: -1},
+		Timeout:  DefaultTimeout,
+	}
+}
+
+// Start builds the Manager, failing the test on error, and runs it in a
+// goroutine until Stop or the end of the test.
+func (h *Harness) Start() *Harness {
+	h.T.Helper()
+	m, err := h.Builder.WithOptions(h.Options).Build()
+	if err != nil {
+		h.T.Fatalf("managertest: Build: %v", err)
+	}
+	h.Manager = m
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel, h.done = cancel, make(chan struct{})
+	go func() {
+		defer close(h.done)
+		h.err = m.Run(ctx)
+	}()
+	h.T.Cleanup(func() { _ = h.Stop() })
+	return h
+}
+
+// Stop cancels Run, waits for it and returns its error. It may be called
+// more than once.
+func (h *Harness) Stop() error {
+	if h.cancel == nil {
+		return nil
+	}
+	h.cancel()
+	<-h.done
+	return h.err
+}
+
+// Done is closed when Run has returned (for example after a controller
+// failed); Err is then Run's error.
+func (h *Harness) Done() <-chan struct{} { return h.done }
+
+// Err returns Run's error once Done is closed.
+func (h *Harness) Err() error {
+	<-h.done
+	return h.err
+}
+
+// WaitFor polls until the named controller is in one of the phases, and
+// returns its status.
+func (h *Harness) WaitFor(name string, phases ...manager.Phase) manager.ControllerStatus {
+	h.T.Helper()
+	var last manager.ControllerStatus
+	ok := h.poll(func() bool {
+		st, found := h.Manager.Status(name)
+		if !found {
+			h.T.Fatalf("managertest: no controller named %q", name)
+		}
+		last = st
+		for _, p := range phases {
+			if st.Phase == p {
+				return true
+			}
+		}
+		return false
+	})
+	if !ok {
+		h.T.Fatalf("managertest: controller %q: still %q (err %v) after %v, want one of %v", name, last.Phase, last.Err, h.Timeout, phases)
+	}
+	return last
+}
+
+// WaitRunning waits until every named controller runs.
+func (h *Harness) WaitRunning(names ...string) {
+	h.T.Helper()
+	for _, n := range names {
+		h.WaitFor(n, manager.PhaseRunning)
+	}
+}
+
+// WaitHealthy polls path (for example "/readyz") until it answers 200.
+func (h *Harness) WaitHealthy(path string) {
+	h.T.Helper()
+	var code int
+	var body string
+	if !h.poll(func() bool { code, body = h.Get(path + "?verbose"); return code == http.StatusOK }) {
+		h.T.Fatalf("managertest: %s still %d after %v:\n%s", path, code, h.Timeout, body)
+	}
+}
+
+// Get requests path from the Manager's handler and returns the status code
+// and body.
+func (h *Harness) Get(path string) (int, string) {
+	rec := httptest.NewRecorder()
+	h.Manager.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec.Code, strings.TrimSpace(rec.Body.String())
+}
+
+// poll calls cond every 10ms until it is true or the timeout passes.
+func (h *Harness) poll(cond func() bool) bool {
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+}
