@@ -25,38 +25,51 @@ func NewSet(ds ...Descriptor) (*Set, error) {
 	s := &Set{byName: map[string]Descriptor{}, alias: map[string]string{}}
 	var errs []error
 	for i, d := range ds {
-		if err := validName(d.name); err != nil {
-			errs = append(errs, fmt.Errorf("descriptor #%d: name %q: %w", i+1, d.name, err))
-			continue
+		label := fmt.Sprintf("descriptor %q", d.name)
+		nameErr := validName(d.name)
+		if nameErr != nil {
+			label = fmt.Sprintf("descriptor #%d", i+1)
+			errs = append(errs, fmt.Errorf("%s: name %q: %w", label, d.name, nameErr))
 		}
 		if d.init == nil {
-			errs = append(errs, fmt.Errorf("descriptor %q: InitFunc is nil; pass a function to descriptor.New", d.name))
-		}
-		if _, dup := s.byName[d.name]; dup {
-			errs = append(errs, fmt.Errorf("descriptor %q: registered twice; each canonical name must be registered once", d.name))
-			continue
+			errs = append(errs, fmt.Errorf("%s: InitFunc is nil; pass a function to descriptor.New", label))
 		}
 		for _, g := range d.featureGates {
 			if g == "" {
-				errs = append(errs, fmt.Errorf("descriptor %q: empty feature gate in WithFeatureGates", d.name))
+				errs = append(errs, fmt.Errorf("%s: empty feature gate in WithFeatureGates", label))
 			}
+		}
+		seen := map[string]bool{}
+		for _, a := range d.aliases {
+			if err := validName(a); err != nil {
+				errs = append(errs, fmt.Errorf("%s: alias %q: %w", label, a, err))
+			} else if seen[a] {
+				errs = append(errs, fmt.Errorf("%s: alias %q repeated", label, a))
+			}
+			seen[a] = true
+		}
+		if nameErr != nil {
+			continue
+		}
+		if _, dup := s.byName[d.name]; dup {
+			errs = append(errs, fmt.Errorf("%s: registered twice; each canonical name must be registered once", label))
+			continue
 		}
 		s.byName[d.name] = d
 		s.ordered = append(s.ordered, d)
 	}
-	// Aliases are checked once every canonical name is known, so that an alias
-	// colliding with a name registered later is caught too.
+	// Collisions are checked once every canonical name is known, so that an
+	// alias equal to a name registered later is caught too.
 	for _, d := range s.ordered {
 		for _, a := range d.aliases {
-			if err := validName(a); err != nil {
-				errs = append(errs, fmt.Errorf("descriptor %q: alias %q: %w", d.name, a, err))
-				continue
+			if validName(a) != nil {
+				continue // reported above
 			}
 			if _, isName := s.byName[a]; isName {
 				errs = append(errs, fmt.Errorf("descriptor %q: alias %q is the canonical name of a registered controller", d.name, a))
 				continue
 			}
-			if owner, dup := s.alias[a]; dup {
+			if owner, dup := s.alias[a]; dup && owner != d.name {
 				errs = append(errs, fmt.Errorf("descriptor %q: alias %q is already an alias of %q", d.name, a, owner))
 				continue
 			}

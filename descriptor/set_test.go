@@ -72,7 +72,7 @@ func TestNewSet(t *testing.T) {
 		{
 			name: "duplicate alias within one descriptor",
 			ds:   []descriptor.Descriptor{descriptor.New("a", noop).WithAliases("x", "x")},
-			want: []string{`descriptor "a": alias "x" is already an alias of "a"`},
+			want: []string{`descriptor "a": alias "x" repeated`},
 		},
 		{
 			name: "alias equals a canonical name registered earlier",
@@ -332,5 +332,31 @@ func TestSetDisabledByDefault(t *testing.T) {
 				t.Errorf("DisabledByDefault() = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestNewSetReportsProblemsOfSkippedDescriptors: a descriptor with a bad or
+// duplicate name still has its other problems reported.
+func TestNewSetReportsProblemsOfSkippedDescriptors(t *testing.T) {
+	_, err := descriptor.NewSet(
+		descriptor.New("a", noop),
+		descriptor.New("a", nil).WithAliases("Bad").WithFeatureGates(""),
+		descriptor.New("Bad-Name", nil).WithAliases("also bad"),
+	)
+	if err == nil {
+		t.Fatal("NewSet succeeded")
+	}
+	for _, want := range []string{
+		`descriptor "a": registered twice`,
+		`descriptor "a": InitFunc is nil`,
+		`descriptor "a": alias "Bad"`,
+		`descriptor "a": empty feature gate`,
+		`descriptor #3: name "Bad-Name"`,
+		`descriptor #3: InitFunc is nil`,
+		`descriptor #3: alias "also bad"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
 	}
 }

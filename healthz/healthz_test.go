@@ -3,6 +3,7 @@ package healthz_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -370,5 +371,31 @@ func TestPaths(t *testing.T) {
 		if rec := serve(h, http.MethodGet, p); rec.Code != 200 {
 			t.Errorf("GET %s = %d, want 200", p, rec.Code)
 		}
+	}
+}
+
+// TestNotePasses: a Note is a passing result whose text only ?verbose shows.
+func TestNotePasses(t *testing.T) {
+	var reg healthz.Registry
+	reg.Add(healthz.Check{Name: "skipped-thing", Checker: func(*http.Request) error {
+		return fmt.Errorf("wrapped: %w", healthz.Note("skipped: feature gate X is disabled"))
+	}}, healthz.Readyz)
+	h, err := reg.Handler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"/readyz":               "ok",
+		"/readyz?verbose":       "[+]skipped-thing ok: wrapped: skipped: feature gate X is disabled\nreadyz check passed",
+		"/readyz/skipped-thing": "ok",
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusOK || strings.TrimSpace(rec.Body.String()) != want {
+			t.Errorf("GET %s = %d %q, want 200 %q", path, rec.Code, rec.Body.String(), want)
+		}
+	}
+	if ok, results := h.Check(healthz.Readyz, nil); !ok || len(results) != 1 {
+		t.Errorf("Check = %v %+v", ok, results)
 	}
 }

@@ -46,6 +46,15 @@ func BinaryPaths(opts Options) (apiserver, etcd string, err error) {
 	if err != nil {
 		return "", "", err
 	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		reason := "is not a directory"
+		if errors.Is(err, os.ErrNotExist) {
+			reason = "does not exist"
+		} else if err != nil {
+			reason = err.Error()
+		}
+		return "", "", fmt.Errorf("testenv: binary directory %s (from %s) %s: %s", dir, source, reason, buildAdvice())
+	}
 	apiserver = filepath.Join(dir, apiserverBinary)
 	etcd = filepath.Join(dir, etcdBinary)
 	if err := errors.Join(

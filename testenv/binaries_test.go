@@ -96,6 +96,7 @@ func TestBinaryPathsErrors(t *testing.T) {
 	hints := []string{`run "make testbin"`, EnvTestBin, EnvKubebuilderAssets}
 
 	missing := filepath.Join(t.TempDir(), "nope")
+	empty := t.TempDir()
 
 	noExec := binDirWith(t, KubernetesVersion)
 	if err := os.Chmod(filepath.Join(noExec, etcdBinary), 0o644); err != nil {
@@ -122,9 +123,14 @@ func TestBinaryPathsErrors(t *testing.T) {
 		{
 			name: "missing directory",
 			opts: Options{BinDir: missing},
+			want: append([]string{"binary directory " + missing + " (from Options.BinDir) does not exist"}, hints...),
+		},
+		{
+			name: "missing binaries",
+			opts: Options{BinDir: empty},
 			want: append([]string{
-				"kube-apiserver not found at " + filepath.Join(missing, apiserverBinary),
-				"etcd not found at " + filepath.Join(missing, etcdBinary),
+				"kube-apiserver not found at " + filepath.Join(empty, apiserverBinary),
+				"etcd not found at " + filepath.Join(empty, etcdBinary),
 			}, hints...),
 		},
 		{

@@ -33,8 +33,10 @@
 //   - It is not a cluster: there is no kubelet, scheduler, controller manager
 //     or cloud controller, so Pods are never scheduled, Deployments never
 //     create ReplicaSets, namespaces are never finalized after deletion and
-//     garbage collection does not happen. Only the API server's own
-//     controllers run.
+//     garbage collection does not happen, and the aggregated ClusterRoles
+//     (admin, edit, view) keep empty rules. Only the API server's own
+//     controllers run. The default/kubernetes Service has no endpoints,
+//     since a loopback address cannot be advertised in them.
 //   - It is not for production, and not hardened: tokens are written to disk
 //     in plain text, etcd runs without TLS and without fsync.
 //   - It does not guarantee that binaries found through KUBEBUILDER_ASSETS

@@ -226,6 +226,9 @@ func (e *Env) startAPIServer(ctx context.Context, path string) error {
 			"--api-audiences=" + ServiceAccountIssuer,
 			"--service-cluster-ip-range=" + ServiceClusterIPRange,
 			"--allow-privileged=true",
+			// The lease and master-count reconcilers refuse a loopback
+			// advertise address; there are no in-cluster clients anyway.
+			"--endpoint-reconciler-type=none",
 		}
 		args = append(args, e.opts.ExtraAPIServerFlags...)
 		p, err := startProcess("kube-apiserver", path, args, e.path(apiserverLog))

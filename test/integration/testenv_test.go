@@ -233,9 +233,20 @@ func TestRBACForUser(t *testing.T) {
 		t.Fatalf("listing pods without bindings: %v, want Forbidden", err)
 	}
 
+	// Not the built-in "view": it is aggregated, and without a controller
+	// manager to aggregate them its rules stay empty.
+	role, err := admin.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "it-" + ns + "-pod-reader"},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the role: %v", err)
+	}
 	if _, err := admin.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "it-" + ns + "-view"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: rbacUser}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the binding: %v", err)

@@ -1,0 +1,69 @@
+// Command minimal is the smallest controller manager built on ctrlhost: one
+// controller that logs every ConfigMap it sees, with KCM's host flags.
+//
+//	go run ./examples/minimal --kubeconfig=$HOME/.kube/config --secure-port=10257
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/manager"
+)
+
+// configMapLogger logs ConfigMaps as its informer sees them.
+func configMapLogger() descriptor.Descriptor {
+	return descriptor.New("configmap-logger", func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		log := logr.FromContextOrDiscard(ctx)
+		informer := cc.InformerFactory.Core().V1().ConfigMaps().Informer()
+		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) {
+				if cm, ok := obj.(*corev1.ConfigMap); ok {
+					log.Info("ConfigMap seen", "namespace", cm.Namespace, "name", cm.Name)
+				}
+			},
+		}); err != nil {
+			return nil, err
+		}
+		return descriptor.ControllerFunc(func(ctx context.Context) error {
+			if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+				return nil // stopped before the cache synced
+			}
+			log.Info("Cache synced; watching ConfigMaps")
+			<-ctx.Done()
+			return nil
+		}), nil
+	}).WithAliases("cm-logger")
+}
+
+func main() {
+	opts := manager.NewOptions()
+	fs := pflag.NewFlagSet("minimal", pflag.ContinueOnError)
+	opts.AddFlags(fs)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	m, err := manager.NewBuilder("minimal-controller-manager").
+		WithOptions(opts).
+		Register(configMapLogger()).
+		Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
