@@ -17,6 +17,7 @@ type Descriptor struct {
 	disabledByDefault bool
 	startFirst        bool
 	noLeaderElection  bool
+	validators        []func() error
 }
 
 // New returns a descriptor for the controller with the given canonical name.
@@ -66,6 +67,15 @@ func (d Descriptor) StartFirst() Descriptor {
 // leader-elected terms, for as long as the manager runs.
 func (d Descriptor) WithoutLeaderElection() Descriptor {
 	d.noLeaderElection = true
+	return d
+}
+
+// WithValidator returns a copy whose options are checked by v when the
+// registry is validated (manager.Builder.Build), so that a bad flag value of
+// a built-in controller is reported with every other problem, before
+// anything starts. v must not have side effects.
+func (d Descriptor) WithValidator(v func() error) Descriptor {
+	d.validators = append(slices.Clone(d.validators), v)
 	return d
 }
 

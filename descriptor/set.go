@@ -20,7 +20,8 @@ type Set struct {
 // NewSet validates ds and returns them as a Set. The error joins every
 // problem found, each naming the descriptor it concerns: an empty or invalid
 // name, a nil InitFunc, a name registered twice, an alias that repeats, an
-// alias equal to a canonical name, an empty feature gate.
+// alias equal to a canonical name, an empty feature gate, an error from a
+// WithValidator function.
 func NewSet(ds ...Descriptor) (*Set, error) {
 	s := &Set{byName: map[string]Descriptor{}, alias: map[string]string{}}
 	var errs []error
@@ -37,6 +38,13 @@ func NewSet(ds ...Descriptor) (*Set, error) {
 		for _, g := range d.featureGates {
 			if g == "" {
 				errs = append(errs, fmt.Errorf("%s: empty feature gate in WithFeatureGates", label))
+			}
+		}
+		for _, v := range d.validators {
+			if v == nil {
+				errs = append(errs, fmt.Errorf("%s: nil validator in WithValidator", label))
+			} else if err := v(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", label, err))
 			}
 		}
 		seen := map[string]bool{}

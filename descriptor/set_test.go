@@ -360,3 +360,16 @@ func TestNewSetReportsProblemsOfSkippedDescriptors(t *testing.T) {
 		}
 	}
 }
+
+func TestNewSetRunsValidators(t *testing.T) {
+	d := descriptor.New("workers-controller", noop).
+		WithValidator(func() error { return errors.New("--concurrent-workers-syncs: must be at least 1, got -1") }).
+		WithValidator(func() error { return nil })
+	_, err := descriptor.NewSet(d)
+	if err == nil || !strings.Contains(err.Error(), `descriptor "workers-controller": --concurrent-workers-syncs: must be at least 1, got -1`) {
+		t.Fatalf("NewSet error = %v", err)
+	}
+	if _, err := descriptor.NewSet(descriptor.New("ok", noop).WithValidator(nil)); err == nil {
+		t.Fatal("a nil validator was accepted")
+	}
+}

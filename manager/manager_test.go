@@ -329,8 +329,13 @@ func TestInitFuncErrorStopsTheTerm(t *testing.T) {
 	if !errors.Is(err, manager.ErrControllerFailed) || !strings.Contains(err.Error(), `"broken-controller"`) || !strings.Contains(err.Error(), "no credentials") {
 		t.Fatalf("Run error = %v, want it to name broken-controller and wrap the cause", err)
 	}
-	if got := j.list(); !slices.Equal(got, []string{"init a-controller"}) {
-		t.Errorf("after a failed InitFunc nothing else may be built or run: %v", got)
+	// a-controller was built, so it gets its Run call (with a done context)
+	// to release what it holds; c-controller is never built.
+	if got := j.list(); !slices.Equal(got, []string{"init a-controller", "run a-controller"}) {
+		t.Errorf("after a failed InitFunc nothing else may be built, and built controllers are run once: %v", got)
+	}
+	if st, _ := h.Manager.Status("a-controller"); st.Phase != manager.PhaseStopped {
+		t.Errorf("a-controller: %+v, want stopped", st)
 	}
 	if st, _ := h.Manager.Status("broken-controller"); st.Phase != manager.PhaseFailed {
 		t.Errorf("broken-controller: %+v", st)

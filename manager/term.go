@@ -101,11 +101,17 @@ func (m *Manager) runTerm(ctx context.Context, name string, states []*state) err
 		case <-r.failed:
 			log.Info("Stopping the term because a controller failed")
 		}
+		cancel(errors.New("term ended"))
 	} else {
 		log.Error(initErr, "Stopping the term because a controller could not be built")
+		cancel(errors.New("term ended"))
+		// Every built controller gets its Run call, here with a done
+		// context, so it can release what its InitFunc acquired.
+		for _, b := range later {
+			r.start(b.s, b.c)
+		}
 	}
 
-	cancel(errors.New("term ended"))
 	stuck := r.wait(m.opts.ControllerShutdownTimeout)
 	bg.Wait()
 	set.Shutdown()
@@ -204,14 +210,12 @@ func (r *runner) start(s *state, c descriptor.Controller) {
 	r.mu.Unlock()
 	r.wg.Go(func() {
 		defer r.finished(name)
-		if r.interval > 0 {
+		if r.interval > 0 && r.ctx.Err() == nil {
 			t := time.NewTimer(wait.Jitter(r.interval, 1.0))
 			select {
 			case <-t.C:
 			case <-r.ctx.Done():
 				t.Stop()
-				s.set(PhaseStopped, nil)
-				return
 			}
 		}
 		r.log.V(1).Info("Starting controller", "controller", name)
