@@ -10,8 +10,10 @@
 //     the term has returned; until then it keeps being renewed.
 //   - Followers watch the Lease and try to acquire it at once when it is
 //     released, deleted or expired, instead of at their next RetryPeriod, so a
-//     graceful handoff takes milliseconds. Without list/watch permission on the
-//     Lease they still try at once when it expires by client-go's reckoning.
+//     graceful handoff takes milliseconds. That needs list and watch on the
+//     Lease (KCM's RBAC role grants only get and update): without them the
+//     watch gives up, handoff waits for client-go's next poll, and followers
+//     still try at once when the lease expires by client-go's reckoning.
 //   - Losing the lease is an error returned by Run (policy Exit), or the
 //     replica campaigns again once the term has stopped (policy Recampaign).
 //     Nothing here exits the process.
@@ -35,4 +37,10 @@
 // term's honouring of its context, and it assumes clocks that run at similar
 // rates. Timestamps in the Lease are not trusted: like client-go, followers
 // time the expiry from when they saw the Lease change.
+//
+// Deleting a held Lease lets a follower acquire it at once (client-go would
+// too, at its next poll); the old holder's term is only cancelled when its
+// renewal has failed, up to RetryPeriod+RenewDeadline later. If term panics,
+// Run stops its goroutines and lets the panic through without releasing the
+// lease, which then expires.
 package leader

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -335,6 +337,40 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	rec.checkNoOverlap(t)
 }
 
+// Without list/watch permission (KCM's RBAC role), the watch gives up after
+// one attempt and handoff still works through client-go's polling.
+func TestHandoffWithoutWatch(t *testing.T) {
+	cs := newClientset()
+	var lists atomic.Int32
+	cs.PrependReactor("list", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "", errors.New("RBAC says no"))
+	})
+	rec := &recorder{}
+	a := newElector(t, cs, testConfig("a"), Exit)
+	b := newElector(t, cs, testConfig("b"), Exit)
+	ra := start(t, a, rec.wrap("a", untilDone))
+	eventually(t, "a leads", a.IsLeader)
+	rb := start(t, b, rec.wrap("b", untilDone))
+	eventually(t, "b follows a", func() bool { return b.Leader() == "a" })
+
+	ra.cancel()
+	if err := ra.wait(t); err != nil {
+		t.Fatalf("a: Run returned %v", err)
+	}
+	eventually(t, "b leads", b.IsLeader)
+	terms := rec.snapshot()
+	t.Logf("handoff latency without watch: %v (RetryPeriod %v)", terms[1].start.Sub(terms[0].end), b.cfg.RetryPeriod)
+	rb.cancel()
+	if err := rb.wait(t); err != nil {
+		t.Fatalf("b: Run returned %v", err)
+	}
+	rec.checkNoOverlap(t)
+	if n := lists.Load(); n != 2 {
+		t.Errorf("%d list attempts, want 1 per elector", n)
+	}
+}
+
 // failUpdates makes every update of the lease fail while on is set.
 func failUpdates(cs *fake.Clientset, on *atomic.Bool) {
 	cs.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -453,6 +489,27 @@ func TestTermEndAndRelease(t *testing.T) {
 				t.Error("Elected() not closed")
 			}
 		})
+	}
+}
+
+// A panicking term panics Run after Run's goroutines stopped; the lease is
+// left to expire.
+func TestTermPanics(t *testing.T) {
+	cs := newClientset()
+	e := newElector(t, cs, testConfig("a"), Exit)
+	var recovered any
+	func() {
+		defer func() { recovered = recover() }()
+		_ = e.Run(context.Background(), func(context.Context) error { panic("term bug") })
+	}()
+	if recovered != "term bug" {
+		t.Fatalf("recovered %v, want the term's panic", recovered)
+	}
+	if h := holderOf(getLease(t, cs)); h != "a" {
+		t.Errorf("holder after panic = %q, want a (not released)", h)
+	}
+	if e.IsLeader() {
+		t.Error("IsLeader after Run panicked")
 	}
 }
 
@@ -623,3 +680,75 @@ func TestHealthChecks(t *testing.T) {
 }
 
 var _ clock.Clock = clocktesting.NewFakeClock(time.Time{})
+
+// BenchmarkHandoff measures a graceful handoff between two replicas on a
+// fake API server: from cancelling the leader's Run to the follower's term
+// starting. NewClientset's field management costs milliseconds per write;
+// NewSimpleClientset shows the cost of the handoff itself.
+func BenchmarkHandoff(b *testing.B) {
+	b.Run("NewClientset", func(b *testing.B) { benchmarkHandoff(b, fake.NewClientset()) })
+	b.Run("NewSimpleClientset", func(b *testing.B) { benchmarkHandoff(b, fake.NewSimpleClientset()) })
+}
+
+func benchmarkHandoff(b *testing.B, cs *fake.Clientset) {
+	leadertest.EnforceResourceVersion(cs)
+	started := make(chan int, 1)
+	electors := make([]*Elector, 2)
+	type run struct {
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	runs := make([]run, 2)
+	launch := func(i int) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = electors[i].Run(ctx, func(ctx context.Context) error {
+				started <- i
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		runs[i] = run{cancel, done}
+	}
+	follows := func(i, leader int) {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for electors[i].Leader() != electors[leader].Identity() || electors[i].Ready(nil) != nil {
+			<-tick.C
+		}
+	}
+	for i := range electors {
+		e, err := NewElector(testConfig(fmt.Sprintf("replica-%d", i)), cs, Exit, logr.Discard())
+		if err != nil {
+			b.Fatal(err)
+		}
+		electors[i] = e
+		launch(i)
+	}
+	cur := <-started
+	follows(1-cur, cur)
+
+	var total time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		runs[cur].cancel()
+		next := <-started
+		total += time.Since(t0)
+
+		b.StopTimer()
+		<-runs[cur].done
+		launch(cur)
+		follows(cur, next)
+		cur = next
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/handoff")
+	for i := range runs {
+		runs[i].cancel()
+		<-runs[i].done
+	}
+}

@@ -113,7 +113,7 @@ func ReadMigrationConfig(path string) (*MigrationConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leader: reading leader migration configuration %q (%s): %w", path, flagMigrationConfig, err)
 	}
-	c, err := ParseMigrationConfig(data)
+	c, err := parseMigrationConfig(data)
 	if err != nil {
 		return nil, fmt.Errorf("leader: leader migration configuration %q (%s): %w", path, flagMigrationConfig, err)
 	}
@@ -124,30 +124,40 @@ func ReadMigrationConfig(path string) (*MigrationConfig, error) {
 // version allows is checked separately, since encoding/json matches field
 // names case-insensitively.
 type migrationFile struct {
-	APIVersion        string `json:"apiVersion"`
-	Kind              string `json:"kind"`
-	LeaderName        string `json:"leaderName"`
-	ResourceLock      string `json:"resourceLock"`
-	ControllerLeaders []struct {
-		Name      string `json:"name"`
-		Component string `json:"component"`
-	} `json:"controllerLeaders"`
+	APIVersion        string                 `json:"apiVersion"`
+	Kind              string                 `json:"kind"`
+	LeaderName        string                 `json:"leaderName"`
+	ResourceLock      string                 `json:"resourceLock"`
+	ControllerLeaders []controllerLeaderFile `json:"controllerLeaders"`
+}
+
+type controllerLeaderFile struct {
+	Name      string `json:"name"`
+	Component string `json:"component"`
 }
 
 // ParseMigrationConfig parses a LeaderMigrationConfiguration in YAML or JSON,
 // strictly, as KCM does: an unknown apiVersion, kind or field is an error
 // that names it and the accepted values. It does not validate.
 func ParseMigrationConfig(data []byte) (*MigrationConfig, error) {
+	c, err := parseMigrationConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("leader: leader migration configuration: %w", err)
+	}
+	return c, nil
+}
+
+func parseMigrationConfig(data []byte) (*MigrationConfig, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, errors.New("leader migration configuration is empty")
+		return nil, errors.New("empty")
 	}
 	raw, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, fmt.Errorf("leader migration configuration is neither YAML nor JSON: %w", err)
+		return nil, fmt.Errorf("neither YAML nor JSON: %w", err)
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
-		return nil, errors.New("leader migration configuration must be an object with apiVersion and kind")
+		return nil, errors.New("must be an object with apiVersion and kind")
 	}
 
 	var errs []error
