@@ -194,3 +194,10 @@ func TestWithHealthCheck(t *testing.T) {
 		}
 	}
 }
+
+func newFlagSet(o *manager.Options) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	fs.SetOutput(&strings.Builder{})
+	o.AddFlags(fs)
+	return fs
+}

@@ -130,6 +130,8 @@ func (b *Builder) Build() (*Manager, error) {
 		opts:        opts,
 		featureGate: fg,
 		states:      map[string]*state{},
+		terms:       map[*term]struct{}{},
+		started:     make(chan struct{}),
 	}
 	controllers, cerrs := canonicalControllers(b.descriptors, opts.Controllers)
 	errs = append(errs, cerrs...)
@@ -165,6 +167,9 @@ func (b *Builder) Build() (*Manager, error) {
 		errs = append(errs, fmt.Errorf("logger: %w; pass one with WithLogger", err))
 	} else {
 		m.log = l
+	}
+	if set != nil && m.client != nil {
+		errs = append(errs, m.planElection(set)...)
 	}
 
 	reg := m.healthChecks()

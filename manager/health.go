@@ -8,12 +8,15 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
+	"github.com/ctrlhost/ctrlhost/leader"
 )
 
 // Names of the manager's own checks. A controller may not use them.
 const (
-	CheckPing         = "ping"
-	CheckInformerSync = "informer-sync"
+	CheckPing            = "ping"
+	CheckInformerSync    = "informer-sync"
+	CheckLeaderElection  = "leader-election"
+	CheckLeaderMigration = "leader-migration"
 )
 
 var allEndpoints = []healthz.Endpoint{healthz.Healthz, healthz.Livez, healthz.Readyz}
@@ -24,6 +27,16 @@ func (m *Manager) healthChecks() *healthz.Registry {
 	reg := &healthz.Registry{}
 	reg.Add(healthz.Check{Name: CheckPing, Checker: healthz.Ping}, allEndpoints...)
 	reg.Add(healthz.Check{Name: CheckInformerSync, Checker: m.informerSyncCheck}, healthz.Readyz)
+	for _, lock := range []struct {
+		name string
+		e    *leader.Elector
+	}{{CheckLeaderElection, m.elector}, {CheckLeaderMigration, m.migElector}} {
+		if lock.e == nil {
+			continue
+		}
+		reg.Add(healthz.Check{Name: lock.name, Checker: lock.e.Watchdog}, healthz.Healthz, healthz.Livez)
+		reg.Add(healthz.Check{Name: lock.name, Checker: lock.e.Ready}, healthz.Readyz)
+	}
 	for _, s := range m.order {
 		st, _ := s.snapshot()
 		switch st.Phase {
@@ -59,33 +72,35 @@ func (m *Manager) controllerCheck(s *state, readiness bool) healthz.Checker {
 		case PhaseNotStarted, PhaseFinished:
 			return nil
 		}
-		if readiness && m.currentTerm() != nil {
-			return fmt.Errorf("controller is %s", st.Phase)
+		if !readiness {
+			return nil
 		}
-		if readiness && !m.standby() {
-			return fmt.Errorf("controller is %s; no term is running", st.Phase)
+		if s.lock != nil && !s.lock.IsLeader() {
+			// A follower is ready when it knows who leads.
+			return s.lock.Ready(req)
 		}
-		return nil
+		return fmt.Errorf("controller is %s", st.Phase)
 	}
 }
 
 // informerSyncCheck is ready when the running term's informers started and
 // every started informer synced.
-func (m *Manager) informerSyncCheck(*http.Request) error {
-	t := m.currentTerm()
-	if t == nil {
-		if m.standby() {
-			return nil
+func (m *Manager) informerSyncCheck(req *http.Request) error {
+	terms := m.runningTerms()
+	if len(terms) == 0 {
+		if m.elector != nil && !m.elector.IsLeader() {
+			return m.elector.Ready(req)
 		}
 		return errors.New("no term is running")
 	}
-	return t.set.Synced()
+	var errs []error
+	for _, t := range terms {
+		if err := t.set.Synced(); err != nil {
+			errs = append(errs, fmt.Errorf("term %s: %w", t.name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
-
-// standby reports whether this replica is healthy while running no term
-// (a follower that knows its leader). Without leader election there is no
-// such state.
-func (m *Manager) standby() bool { return false }
 
 // newMux routes the health endpoints and the controllers' debug handlers.
 func (m *Manager) newMux() http.Handler {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/healthz"
+	"github.com/ctrlhost/ctrlhost/leader"
 )
 
 // Manager hosts controllers: it selects them, builds them over shared
@@ -42,16 +43,27 @@ type Manager struct {
 	selected []*state          // enabled and not skipped, registration order
 	states   map[string]*state // by canonical name
 
+	// The groups of selected controllers, each run by its own terms.
+	unelected  []*state // WithoutLeaderElection: one term for all of Run
+	mainStates []*state // under the main lock (or without election)
+	migStates  []*state // under the migration lock
+
+	elector        *leader.Elector // nil without leader election
+	migElector     *leader.Elector // nil without leader migration
+	migrationReady chan struct{}   // closed once the main term runs its StartFirst controllers
+	migrationOnce  sync.Once
+
 	health  *healthz.Handler
 	handler http.Handler
 
-	ran      atomic.Bool
-	terms    sync.Mutex
-	current  *term // the running term, nil between terms
-	events   record.EventBroadcaster
-	addrMu   sync.Mutex
-	addr     net.Addr
-	servedCh chan struct{}
+	ran     atomic.Bool
+	running atomic.Bool
+	started chan struct{} // closed when Run starts
+	termsMu sync.Mutex
+	terms   map[*term]struct{} // running terms
+	events  record.EventBroadcaster
+	addrMu  sync.Mutex
+	addr    net.Addr
 }
 
 // Component returns the component name given to NewBuilder.
@@ -117,8 +129,40 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.client.CoreV1().Events("")})
 	defer m.events.Shutdown()
 
-	return m.runTerm(ctx, "main", m.selected)
+	m.running.Store(true)
+	defer m.running.Store(false)
+	close(m.started)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g := &group{cancel: cancel}
+	if len(m.unelected) > 0 {
+		g.Go(ctx, func(ctx context.Context) error {
+			return m.runTerm(ctx, termSpec{name: "unelected", states: m.unelected})
+		})
+	}
+	main := termSpec{name: "main", states: m.mainStates, afterStartFirst: m.markMigrationReady}
+	switch {
+	case m.elector == nil:
+		g.Go(ctx, func(ctx context.Context) error { return m.runTerm(ctx, main) })
+	default:
+		g.Go(ctx, func(ctx context.Context) error { return m.runElected(ctx, m.elector, main) })
+	}
+	if m.migElector != nil {
+		g.Go(ctx, func(ctx context.Context) error {
+			select {
+			case <-m.migrationReady:
+			case <-ctx.Done():
+				return nil
+			}
+			log.Info("Main lock held and StartFirst controllers running; seeking the migration lock")
+			return m.runElected(ctx, m.migElector, termSpec{name: "migration", states: m.migStates})
+		})
+	}
+	return g.Wait()
 }
+
+func (m *Manager) markMigrationReady() { m.migrationOnce.Do(func() { close(m.migrationReady) }) }
 
 // logSelection logs one line per controller that will not run, with why.
 func (m *Manager) logSelection(log logr.Logger) {

@@ -303,7 +303,7 @@ func TestReadyzNeedsInformerSync(t *testing.T) {
 	h.WaitRunning("pods-controller")
 	<-listed
 	code, body := h.Get("/readyz?verbose")
-	if code != http.StatusInternalServerError || !strings.Contains(body, "[-]informer-sync failed: informer caches not synced") {
+	if code != http.StatusInternalServerError || !strings.Contains(body, "[-]informer-sync failed: term main: informer caches not synced") {
 		t.Errorf("/readyz before sync: %d\n%s", code, body)
 	}
 	if code, _ := h.Get("/livez"); code != http.StatusOK {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ctrlhost/ctrlhost/leader"
 )
 
 // Options configures a Manager. The zero value is usable: every zero field
@@ -64,6 +66,32 @@ type Options struct {
 	// value disables serving; on the command line --secure-port=0 does that,
 	// as in KCM.
 	SecurePort int
+
+	// LeaderElect runs the leader-elected controllers only while this
+	// replica holds the Lease. The zero Options leave it off (an embedded
+	// manager opts in); NewOptions() and --leader-elect default to true, as
+	// in KCM.
+	LeaderElect bool
+	// LeaderElection configures the main lock: --leader-elect-lease-duration
+	// (15s), --leader-elect-renew-deadline (10s), --leader-elect-retry-period
+	// (2s), --leader-elect-resource-lock (leases),
+	// --leader-elect-resource-name (default: the component name) and
+	// --leader-elect-resource-namespace (kube-system). Identity defaults to
+	// "<hostname>_<uuid>", generated per Manager at Build.
+	LeaderElection leader.Config
+	// LostLeasePolicy says what happens when the lease is lost: "exit"
+	// (default; Run returns an error wrapping leader.ErrLeaseLost once the
+	// term has stopped, and a binary exits non-zero as KCM does) or
+	// "recampaign" (stop the term fully, then stand again as a follower).
+	LostLeasePolicy leader.LostLeasePolicy
+
+	// EnableLeaderMigration splits controllers between the main lock and a
+	// migration lock, per LeaderMigrationConfig. Requires LeaderElect.
+	EnableLeaderMigration bool
+	// LeaderMigrationConfig is the path of a LeaderMigrationConfiguration
+	// file (controllermanager.config.k8s.io v1alpha1, v1beta1 or v1). Empty
+	// with EnableLeaderMigration uses KCM's default configuration.
+	LeaderMigrationConfig string
 }
 
 // Defaults, as kube-controller-manager has them.
@@ -79,7 +107,7 @@ const (
 
 // NewOptions returns Options with every default filled in, ready for
 // AddFlags.
-func NewOptions() Options { return Options{}.WithDefaults() }
+func NewOptions() Options { return Options{LeaderElect: true}.WithDefaults() }
 
 // WithDefaults returns a copy of o with every zero field set to its default.
 func (o Options) WithDefaults() Options {
@@ -109,6 +137,25 @@ func (o Options) WithDefaults() Options {
 	if o.SecurePort == 0 {
 		o.SecurePort = DefaultSecurePort
 	}
+	le := &o.LeaderElection
+	if le.ResourceLock == "" {
+		le.ResourceLock = leader.ResourceLockLeases
+	}
+	if le.Namespace == "" {
+		le.Namespace = leader.DefaultNamespace
+	}
+	if le.LeaseDuration == 0 {
+		le.LeaseDuration = leader.DefaultLeaseDuration
+	}
+	if le.RenewDeadline == 0 {
+		le.RenewDeadline = leader.DefaultRenewDeadline
+	}
+	if le.RetryPeriod == 0 {
+		le.RetryPeriod = leader.DefaultRetryPeriod
+	}
+	if o.LostLeasePolicy == "" {
+		o.LostLeasePolicy = leader.Exit
+	}
 	return o
 }
 
@@ -131,6 +178,15 @@ func (o Options) validate() []error {
 	}
 	if o.SecurePort > 65535 {
 		errs = append(errs, fmt.Errorf("--secure-port: %d is not a port; use 1-65535, or 0 to disable serving", o.SecurePort))
+	}
+	if o.LostLeasePolicy != leader.Exit && o.LostLeasePolicy != leader.Recampaign {
+		errs = append(errs, fmt.Errorf("--leader-elect-lost-lease-policy: %q is not a policy; use %q or %q", o.LostLeasePolicy, leader.Exit, leader.Recampaign))
+	}
+	if o.EnableLeaderMigration && !o.LeaderElect {
+		errs = append(errs, errors.New("--enable-leader-migration requires --leader-elect=true"))
+	}
+	if o.LeaderMigrationConfig != "" && !o.EnableLeaderMigration {
+		errs = append(errs, errors.New("--leader-migration-config is set but --enable-leader-migration is not"))
 	}
 	for i, c := range o.Controllers {
 		if strings.TrimSpace(c) == "" || c == "-" {
@@ -167,6 +223,55 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"The IP address on which to listen for the --secure-port port.")
 	fs.Var(portValue{&o.SecurePort}, "secure-port",
 		"The port on which to serve health, debug and metrics endpoints. If 0, don't serve at all.")
+
+	le := &o.LeaderElection
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, ""+
+		"Start a leader election client and gain leadership before executing the main loop. "+
+		"Enable this when running replicated components for high availability.")
+	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration, ""+
+		"The duration that non-leader candidates will wait after observing a leadership renewal until attempting to "+
+		"acquire leadership of a led but unrenewed leader slot. This is effectively the maximum duration that a leader "+
+		"can be stopped before it is replaced by another candidate. This is only applicable if leader election is enabled.")
+	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", le.RenewDeadline, ""+
+		"The interval between attempts by the acting master to renew a leadership slot before it stops leading. "+
+		"This must be less than the lease duration. This is only applicable if leader election is enabled.")
+	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, ""+
+		"The duration the clients should wait between attempting acquisition and renewal of a leadership. "+
+		"This is only applicable if leader election is enabled.")
+	fs.StringVar(&le.ResourceLock, "leader-elect-resource-lock", le.ResourceLock, ""+
+		"The type of resource object that is used for locking during leader election. Supported options is 'leases'.")
+	fs.StringVar(&le.Name, "leader-elect-resource-name", le.Name, ""+
+		"The name of resource object that is used for locking during leader election (default: the component name).")
+	fs.StringVar(&le.Namespace, "leader-elect-resource-namespace", le.Namespace, ""+
+		"The namespace of resource object that is used for locking during leader election.")
+	fs.Var(policyValue{&o.LostLeasePolicy}, "leader-elect-lost-lease-policy", ""+
+		"What to do when the lease is lost: 'exit' (stop the controllers and return an error, as KCM exits) or "+
+		"'recampaign' (stop the controllers, then stand for election again).")
+	fs.BoolVar(&o.EnableLeaderMigration, "enable-leader-migration", o.EnableLeaderMigration, ""+
+		"Whether to enable controller leader migration.")
+	fs.StringVar(&o.LeaderMigrationConfig, "leader-migration-config", o.LeaderMigrationConfig, ""+
+		"Path to the config file for controller leader migration, or empty to use the value that reflects default "+
+		"configuration of the controller manager. The config file should be of type LeaderMigrationConfiguration, group "+
+		"controllermanager.config.k8s.io, version v1alpha1, v1beta1 or v1.")
+}
+
+// policyValue parses --leader-elect-lost-lease-policy.
+type policyValue struct{ p *leader.LostLeasePolicy }
+
+func (v policyValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return string(*v.p)
+}
+func (v policyValue) Type() string { return "string" }
+func (v policyValue) Set(s string) error {
+	switch p := leader.LostLeasePolicy(s); p {
+	case leader.Exit, leader.Recampaign:
+		*v.p = p
+		return nil
+	}
+	return fmt.Errorf("%q is not a policy; use %q or %q", s, leader.Exit, leader.Recampaign)
 }
 
 // positiveDuration is a pflag.Value that rejects zero and negative durations

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/leader"
 )
 
 // Phase is where a controller is in its life.
@@ -53,6 +54,9 @@ type ControllerStatus struct {
 // runs it and the health checks that read it.
 type state struct {
 	desc descriptor.Descriptor
+	// lock is the elector whose terms run this controller; nil when it runs
+	// without leader election.
+	lock *leader.Elector
 
 	mu     sync.Mutex
 	status ControllerStatus
@@ -92,4 +96,11 @@ func (s *state) snapshot() (ControllerStatus, descriptor.Controller) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status, s.ctrl
+}
+
+// skip marks a selected controller as skipped, before any term.
+func (s *state) skip(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status.Phase, s.status.Reason, s.status.Since = PhaseSkipped, reason, time.Now()
 }

@@ -46,15 +46,16 @@ var ErrShutdownTimeout = errors.New("controllers did not stop in time")
 // Order: StartFirst controllers are built and started; then every other
 // InitFunc runs; then the informers start and InformersStarted closes; then
 // every other controller's Run starts in its own goroutine.
-func (m *Manager) runTerm(ctx context.Context, name string, states []*state) error {
+func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
+	name, states := spec.name, spec.states
 	log := logr.FromContextOrDiscard(ctx).WithValues("term", name)
 	termCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
 	set := informers.New(m.client, m.metaClient, informers.Options{Resync: m.resyncPeriod()})
 	t := &term{name: name, set: set}
-	m.setTerm(t)
-	defer m.setTerm(nil)
+	m.addTerm(t)
+	defer m.removeTerm(t)
 
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.client.Discovery()))
 	var bg sync.WaitGroup
@@ -88,6 +89,9 @@ func (m *Manager) runTerm(ctx context.Context, name string, states []*state) err
 				later = append(later, built{s, c})
 			}
 		}
+		if first && initErr == nil && spec.afterStartFirst != nil {
+			spec.afterStartFirst()
+		}
 	}
 
 	if initErr == nil {
@@ -112,7 +116,11 @@ func (m *Manager) runTerm(ctx context.Context, name string, states []*state) err
 		}
 	}
 
-	stuck := r.wait(m.opts.ControllerShutdownTimeout)
+	timeout := m.opts.ControllerShutdownTimeout
+	if spec.stopTimeout != nil {
+		timeout = spec.stopTimeout(ctx)
+	}
+	stuck := r.wait(timeout)
 	bg.Wait()
 	set.Shutdown()
 	for _, s := range states {
@@ -120,7 +128,7 @@ func (m *Manager) runTerm(ctx context.Context, name string, states []*state) err
 	}
 	var stuckErr error
 	if len(stuck) > 0 {
-		stuckErr = fmt.Errorf("%w within --controller-shutdown-timeout=%v: %v", ErrShutdownTimeout, m.opts.ControllerShutdownTimeout, stuck)
+		stuckErr = fmt.Errorf("%w within %v: %v", ErrShutdownTimeout, timeout, stuck)
 		log.Error(stuckErr, "Abandoning controllers")
 	} else {
 		log.Info("All controllers stopped")
@@ -178,16 +186,39 @@ func panicError(log logr.Logger, name, where string, v any) error {
 	return err
 }
 
-func (m *Manager) setTerm(t *term) {
-	m.terms.Lock()
-	defer m.terms.Unlock()
-	m.current = t
+// termSpec says what one term runs.
+type termSpec struct {
+	name   string
+	states []*state
+	// afterStartFirst, if set, is called once the StartFirst controllers
+	// run and before any other InitFunc is called.
+	afterStartFirst func()
+	// stopTimeout, if set, bounds the stop given the context the term ran
+	// under; default ControllerShutdownTimeout.
+	stopTimeout func(ctx context.Context) time.Duration
 }
 
-func (m *Manager) currentTerm() *term {
-	m.terms.Lock()
-	defer m.terms.Unlock()
-	return m.current
+func (m *Manager) addTerm(t *term) {
+	m.termsMu.Lock()
+	defer m.termsMu.Unlock()
+	m.terms[t] = struct{}{}
+}
+
+func (m *Manager) removeTerm(t *term) {
+	m.termsMu.Lock()
+	defer m.termsMu.Unlock()
+	delete(m.terms, t)
+}
+
+// runningTerms returns the terms running now.
+func (m *Manager) runningTerms() []*term {
+	m.termsMu.Lock()
+	defer m.termsMu.Unlock()
+	out := make([]*term, 0, len(m.terms))
+	for t := range m.terms {
+		out = append(out, t)
+	}
+	return out
 }
 
 // runner owns the Run goroutines of one term.

@@ -74,6 +74,14 @@ func New(t testing.TB, component string, ds []descriptor.Descriptor, objects ...
 	}
 }
 
+// Share makes h use other's fake clients, so that several Managers (for
+// example replicas competing for a lease) see one API.
+func (h *Harness) Share(other *Harness) *Harness {
+	h.Client, h.Metadata = other.Client, other.Metadata
+	h.Builder.WithClient(h.Client, h.Metadata)
+	return h
+}
+
 // Start builds the Manager, failing the test on error, and runs it in a
 // goroutine until Stop or the end of the test.
 func (h *Harness) Start() *Harness {

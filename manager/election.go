@@ -1,0 +1,170 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/leader"
+)
+
+// planElection builds the electors and splits the selected controllers into
+// the groups that run them: without leader election, under the main lock, or
+// under the migration lock. Unowned migrated controllers are skipped.
+func (m *Manager) planElection(set *descriptor.Set) []error {
+	var errs []error
+	m.migrationReady = make(chan struct{})
+	var migration *leader.MigrationConfig
+	if m.opts.LeaderElect {
+		cfg := m.opts.LeaderElection.WithDefaults(m.component)
+		e, err := leader.NewElector(cfg, m.client, m.opts.LostLeasePolicy, m.log.WithName("leader-election"))
+		if err != nil {
+			errs = append(errs, err)
+		}
+		m.elector = e
+		if m.opts.EnableLeaderMigration {
+			migration, err = m.migrationConfig(set)
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				me, err := leader.NewElector(migration.ElectorConfig(cfg), m.client, m.opts.LostLeasePolicy, m.log.WithName("leader-migration"))
+				if err != nil {
+					errs = append(errs, err)
+				}
+				m.migElector = me
+			}
+		}
+	}
+	var selected []*state
+	for _, s := range m.selected {
+		d := s.desc
+		switch {
+		case !d.NeedsLeaderElection() || !m.opts.LeaderElect:
+			if d.NeedsLeaderElection() {
+				m.mainStates = append(m.mainStates, s)
+			} else {
+				m.unelected = append(m.unelected, s)
+			}
+		case migration == nil:
+			s.lock = m.elector
+			m.mainStates = append(m.mainStates, s)
+		default:
+			switch migration.Assign(m.component, d.Name(), d.Aliases()...) {
+			case leader.NonMigrated:
+				s.lock = m.elector
+				m.mainStates = append(m.mainStates, s)
+			case leader.Migrated:
+				s.lock = m.migElector
+				m.migStates = append(m.migStates, s)
+			case leader.Unowned:
+				s.skip("leader migration: run by another component under lock " + migration.LeaderName)
+				continue
+			}
+		}
+		selected = append(selected, s)
+	}
+	m.selected = selected
+	return errs
+}
+
+// migrationConfig reads, validates and checks the migration configuration.
+func (m *Manager) migrationConfig(set *descriptor.Set) (*leader.MigrationConfig, error) {
+	if m.opts.LeaderMigrationConfig == "" {
+		// KCM's default names cloud controllers a given manager may not
+		// have; entries for unknown controllers simply match nothing.
+		return leader.DefaultMigrationConfig(m.component), nil
+	}
+	cfg, err := leader.ReadMigrationConfig(m.opts.LeaderMigrationConfig)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.UnknownControllers(func(name string) bool { _, ok := set.Get(name); return ok }); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// IsLeader reports whether this replica holds the main lock. Without leader
+// election it is true while Run runs.
+func (m *Manager) IsLeader() bool {
+	if m.elector == nil {
+		return m.running.Load()
+	}
+	return m.elector.IsLeader()
+}
+
+// Elected is closed the first time this replica leads (without leader
+// election: when Run starts).
+func (m *Manager) Elected() <-chan struct{} {
+	if m.elector == nil {
+		return m.started
+	}
+	return m.elector.Elected()
+}
+
+// Leader returns the identity of the main lock's holder as last observed,
+// and this replica's identity. Both are "" without leader election.
+func (m *Manager) Leader() (holder, self string) {
+	if m.elector == nil {
+		return "", ""
+	}
+	return m.elector.Leader(), m.elector.Identity()
+}
+
+// runElected campaigns on e and runs spec as a term whenever it leads.
+// A term whose controllers did not stop in time ends the campaign: standing
+// again while they may still act would let two replicas act at once.
+func (m *Manager) runElected(ctx context.Context, e *leader.Elector, spec termSpec) error {
+	ectx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var fatal error
+	budget := m.opts.LeaderElection.WithDefaults(m.component).StopBudget()
+	spec.stopTimeout = func(termCtx context.Context) time.Duration {
+		if termCtx.Err() != nil && ctx.Err() == nil {
+			// The lease was lost: stop before another replica may take it.
+			return min(m.opts.ControllerShutdownTimeout, budget)
+		}
+		return m.opts.ControllerShutdownTimeout
+	}
+	err := e.Run(ectx, func(tctx context.Context) error {
+		err := m.runTerm(tctx, spec)
+		if errors.Is(err, ErrShutdownTimeout) && ctx.Err() == nil {
+			fatal = err
+			cancel()
+		}
+		return err
+	})
+	if err == nil {
+		err = fatal
+	}
+	return err
+}
+
+// group runs functions until the first error, which cancels the others.
+type group struct {
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	errs   []error
+}
+
+func (g *group) Go(ctx context.Context, f func(context.Context) error) {
+	g.wg.Go(func() {
+		if err := f(ctx); err != nil {
+			g.mu.Lock()
+			g.errs = append(g.errs, err)
+			g.mu.Unlock()
+			g.cancel()
+		}
+	})
+}
+
+func (g *group) Wait() error {
+	g.wg.Wait()
+	return errors.Join(g.errs...)
+}

@@ -1,0 +1,349 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/leader/leadertest"
+	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/managertest"
+)
+
+// fastElection keeps unit tests quick: valid, KCM-shaped, but small.
+func fastElection(identity string) manager.Options {
+	return manager.Options{
+		SecurePort:  -1,
+		LeaderElect: true,
+		LeaderElection: leader.Config{
+			Identity:      identity,
+			LeaseDuration: time.Second,
+			RenewDeadline: 600 * time.Millisecond,
+			RetryPeriod:   200 * time.Millisecond,
+		},
+	}
+}
+
+// activity records when each replica's copy of a controller ran.
+type activity struct {
+	mu        sync.Mutex
+	intervals []interval
+	active    map[string]int
+}
+
+type interval struct {
+	replica    string
+	start, end time.Time
+}
+
+func (a *activity) controller(name, replica string) descriptor.Descriptor {
+	return descriptor.New(name, func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+		return descriptor.ControllerFunc(func(ctx context.Context) error {
+			a.mu.Lock()
+			a.active[replica]++
+			i := len(a.intervals)
+			a.intervals = append(a.intervals, interval{replica: replica, start: time.Now()})
+			a.mu.Unlock()
+			<-ctx.Done()
+			a.mu.Lock()
+			a.active[replica]--
+			a.intervals[i].end = time.Now()
+			a.mu.Unlock()
+			return nil
+		}), nil
+	})
+}
+
+// leaders returns the replicas running the controller now.
+func (a *activity) leaders() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for r, n := range a.active {
+		if n > 0 {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// assertNoOverlap checks that no two replicas ever ran at once.
+func (a *activity) assertNoOverlap(t *testing.T) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	iv := slices.Clone(a.intervals)
+	slices.SortFunc(iv, func(x, y interval) int { return x.start.Compare(y.start) })
+	for i := 1; i < len(iv); i++ {
+		prev := iv[i-1]
+		if prev.end.IsZero() || iv[i].start.Before(prev.end) {
+			t.Errorf("%s started at %v while %s ran (%v–%v)", iv[i].replica, iv[i].start, prev.replica, prev.start, prev.end)
+		}
+	}
+}
+
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(managertest.DefaultTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
+		}
+	}
+}
+
+// TestLeaderElectionHandsOver: three replicas share one API; exactly one
+// runs the leader-elected controller at a time, every replica runs the
+// WithoutLeaderElection one, and stopping the leader hands over.
+func TestLeaderElectionHandsOver(t *testing.T) {
+	act := &activity{active: map[string]int{}}
+	every := &activity{active: map[string]int{}}
+	var hs []*managertest.Harness
+	for i := range 3 {
+		replica := fmt.Sprintf("replica-%d", i)
+		h := managertest.New(t, "ha-manager", []descriptor.Descriptor{
+			act.controller("elected-controller", replica),
+			every.controller("everywhere-controller", replica).WithoutLeaderElection(),
+		})
+		if i == 0 {
+			leadertest.EnforceResourceVersion(h.Client)
+		} else {
+			h.Share(hs[0])
+		}
+		h.Options = fastElection(replica)
+		hs = append(hs, h.Start())
+	}
+	poll(t, "a leader", func() bool { return len(act.leaders()) == 1 })
+	poll(t, "the unelected controller on every replica", func() bool { return len(every.leaders()) == 3 })
+	first := act.leaders()[0]
+	var leaderH *managertest.Harness
+	for i, h := range hs {
+		replica := fmt.Sprintf("replica-%d", i)
+		if replica == first {
+			leaderH = h
+			if !h.Manager.IsLeader() {
+				t.Errorf("%s runs the controller but IsLeader is false", replica)
+			}
+			continue
+		}
+		if h.Manager.IsLeader() {
+			t.Errorf("%s is not running the controller but IsLeader is true", replica)
+		}
+		h.WaitHealthy("/readyz") // a follower that knows its leader is ready
+		if holder, self := h.Manager.Leader(); holder != first || self != replica {
+			t.Errorf("%s sees leader %q (self %q), want %q", replica, holder, self, first)
+		}
+		if st, _ := h.Manager.Status("elected-controller"); st.Phase != manager.PhaseWaiting {
+			t.Errorf("%s: follower's controller is %s, want waiting", replica, st.Phase)
+		}
+	}
+	stopped := time.Now()
+	if err := leaderH.Stop(); err != nil {
+		t.Fatalf("leader's Run: %v", err)
+	}
+	poll(t, "a new leader", func() bool { l := act.leaders(); return len(l) == 1 && l[0] != first })
+	t.Logf("graceful handoff: %v from Stop to the new leader's controller running", time.Since(stopped))
+	for _, h := range hs {
+		if h != leaderH {
+			if err := h.Stop(); err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		}
+	}
+	act.assertNoOverlap(t)
+}
+
+// failLeaseUpdates makes lease updates fail while on is true.
+func failLeaseUpdates(cs *fake.Clientset, on *atomic.Bool) {
+	cs.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if on.Load() {
+			return true, nil, errors.New("injected: API server unreachable")
+		}
+		return false, nil, nil
+	})
+}
+
+func TestLostLeaseExit(t *testing.T) {
+	act := &activity{active: map[string]int{}}
+	h := managertest.New(t, "lost-manager", []descriptor.Descriptor{act.controller("elected-controller", "only")})
+	var failing atomic.Bool
+	failLeaseUpdates(h.Client, &failing)
+	h.Options = fastElection("only")
+	h.Start()
+	h.WaitRunning("elected-controller")
+	failing.Store(true)
+	err := h.Err()
+	if !errors.Is(err, leader.ErrLeaseLost) {
+		t.Fatalf("Run = %v, want ErrLeaseLost", err)
+	}
+	if st, _ := h.Manager.Status("elected-controller"); st.Phase != manager.PhaseStopped {
+		t.Errorf("controller after the lease was lost: %+v", st)
+	}
+	if got := act.leaders(); len(got) != 0 {
+		t.Errorf("still running after Run returned: %v", got)
+	}
+}
+
+func TestLostLeaseRecampaign(t *testing.T) {
+	act := &activity{active: map[string]int{}}
+	h := managertest.New(t, "lost-manager", []descriptor.Descriptor{act.controller("elected-controller", "only")})
+	var failing atomic.Bool
+	failLeaseUpdates(h.Client, &failing)
+	h.Options = fastElection("only")
+	h.Options.LostLeasePolicy = leader.Recampaign
+	h.Start()
+	h.WaitRunning("elected-controller")
+	failing.Store(true)
+	poll(t, "the term to stop", func() bool { st, _ := h.Manager.Status("elected-controller"); return st.Phase == manager.PhaseStopped })
+	if h.Manager.IsLeader() {
+		t.Error("still leader after the lease was lost")
+	}
+	failing.Store(false)
+	poll(t, "leading again", func() bool {
+		st, _ := h.Manager.Status("elected-controller")
+		return st.Phase == manager.PhaseRunning && st.Starts == 2
+	})
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	act.assertNoOverlap(t)
+}
+
+const migrationFile = `apiVersion: controllermanager.config.k8s.io/v1
+kind: LeaderMigrationConfiguration
+leaderName: test-migration
+controllerLeaders:
+- name: route          # an alias: KCM's filter ignores aliases, ctrlhost does not
+  component: "*"
+- name: cloud-node-controller
+  component: other-manager
+`
+
+func TestLeaderMigrationSplitsControllers(t *testing.T) {
+	act := &activity{active: map[string]int{}}
+	path := filepath.Join(t.TempDir(), "migration.yaml")
+	if err := os.WriteFile(path, []byte(migrationFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := managertest.New(t, "mig-manager", []descriptor.Descriptor{
+		act.controller("main-controller", "main"),
+		act.controller("node-route-controller", "migration").WithAliases("route"),
+		act.controller("cloud-node-controller", "unowned"),
+	})
+	h.Options = fastElection("me")
+	h.Options.EnableLeaderMigration = true
+	h.Options.LeaderMigrationConfig = path
+	h.Start()
+	h.WaitRunning("main-controller", "node-route-controller")
+	if st, _ := h.Manager.Status("cloud-node-controller"); st.Phase != manager.PhaseSkipped || !strings.Contains(st.Reason, "test-migration") {
+		t.Errorf("cloud-node-controller: %+v, want skipped as run by another component", st)
+	}
+	for _, name := range []string{"mig-manager", "test-migration"} {
+		lease, err := h.Client.CoordinationV1().Leases("kube-system").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("lease %s: %v", name, err)
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "me" {
+			t.Errorf("lease %s holder = %v", name, lease.Spec.HolderIdentity)
+		}
+	}
+	h.WaitHealthy("/readyz")
+	if _, body := h.Get("/readyz?verbose"); !strings.Contains(body, "[+]leader-migration ok") || !strings.Contains(body, "[+]leader-election ok") {
+		t.Errorf("/readyz?verbose:\n%s", body)
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestElectionBuildErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	unknownVersion := write("v9.yaml", strings.Replace(migrationFile, "/v1\n", "/v9\n", 1))
+	malformed := write("bad.yaml", "apiVersion: [\n")
+	unknownController := write("unknown.yaml", strings.Replace(migrationFile, "name: route ", "name: no-such ", 1))
+	tests := []struct {
+		name   string
+		modify func(*manager.Options)
+		want   string
+	}{
+		{"renew deadline not below lease duration", func(o *manager.Options) { o.LeaderElection.RenewDeadline = 20 * time.Second },
+			"must be greater than RenewDeadline"},
+		{"negative retry period", func(o *manager.Options) { o.LeaderElection.RetryPeriod = -time.Second }, "RetryPeriod (--leader-elect-retry-period) must be greater than zero"},
+		{"unknown lock type", func(o *manager.Options) { o.LeaderElection.ResourceLock = "endpoints" }, `--leader-elect-resource-lock`},
+		{"bad policy", func(o *manager.Options) { o.LostLeasePolicy = "panic" }, `--leader-elect-lost-lease-policy: "panic" is not a policy`},
+		{"migration without election", func(o *manager.Options) { o.LeaderElect = false; o.EnableLeaderMigration = true }, "--enable-leader-migration requires --leader-elect=true"},
+		{"config without migration", func(o *manager.Options) { o.LeaderMigrationConfig = "/x" }, "--leader-migration-config is set but --enable-leader-migration is not"},
+		{"unreadable migration file", func(o *manager.Options) {
+			o.EnableLeaderMigration = true
+			o.LeaderMigrationConfig = filepath.Join(dir, "missing.yaml")
+		},
+			"missing.yaml"},
+		{"malformed migration file", func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = malformed }, "bad.yaml"},
+		{"unknown apiVersion", func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = unknownVersion }, "v9"},
+		{"unknown controller in migration", func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = unknownController }, `"no-such"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := fastElection("x")
+			tt.modify(&o)
+			_, err := manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).WithOptions(o).
+				Register(descriptor.New("node-route-controller", nop).WithAliases("route"), descriptor.New("cloud-node-controller", nop)).
+				Build()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Build error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestElectionFlags(t *testing.T) {
+	o := manager.NewOptions()
+	if !o.LeaderElect || o.LeaderElection.LeaseDuration != 15*time.Second || o.LeaderElection.RenewDeadline != 10*time.Second ||
+		o.LeaderElection.RetryPeriod != 2*time.Second || o.LeaderElection.Namespace != "kube-system" || o.LeaderElection.ResourceLock != "leases" ||
+		o.LostLeasePolicy != leader.Exit {
+		t.Fatalf("defaults: %+v", o)
+	}
+	fs := newFlagSet(&o)
+	if err := fs.Parse([]string{"--leader-elect=false", "--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s",
+		"--leader-elect-retry-period=4s", "--leader-elect-resource-name=my-lock", "--leader-elect-resource-namespace=ops",
+		"--leader-elect-resource-lock=leases", "--leader-elect-lost-lease-policy=recampaign",
+		"--enable-leader-migration", "--leader-migration-config=/etc/mig.yaml"}); err != nil {
+		t.Fatal(err)
+	}
+	le := o.LeaderElection
+	if o.LeaderElect || le.LeaseDuration != 30*time.Second || le.RenewDeadline != 20*time.Second || le.RetryPeriod != 4*time.Second ||
+		le.Name != "my-lock" || le.Namespace != "ops" || o.LostLeasePolicy != leader.Recampaign || !o.EnableLeaderMigration || o.LeaderMigrationConfig != "/etc/mig.yaml" {
+		t.Fatalf("parsed: %+v", o)
+	}
+	if err := newFlagSet(&o).Parse([]string{"--leader-elect-lost-lease-policy=sometimes"}); err == nil {
+		t.Fatal("bad policy accepted")
+	}
+}
