@@ -1,0 +1,68 @@
+// Command replica is one controller-manager replica for the leader-election
+// integration tests: a Manager with KCM's flags and one leader-elected
+// controller that appends "start <identity> <unix-nanos>" and
+// "stop <identity> <unix-nanos>" lines to --activity-file, so the test can
+// check that no two replicas ever ran it at once.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/manager"
+)
+
+func main() {
+	opts := manager.NewOptions()
+	fs := pflag.NewFlagSet("replica", pflag.ContinueOnError)
+	opts.AddFlags(fs)
+	activity := fs.String("activity-file", "", "file to append start/stop lines to")
+	identity := fs.String("identity", "", "leader election identity")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	opts.LeaderElection.Identity = *identity
+	f, err := os.OpenFile(*activity, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer f.Close()
+	var mu sync.Mutex
+	record := func(what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		// One write per line with O_APPEND: lines from replicas never interleave.
+		_, _ = fmt.Fprintf(f, "%s %s %d\n", what, *identity, time.Now().UnixNano())
+		_ = f.Sync()
+	}
+	m, err := manager.NewBuilder("replica-manager").
+		WithOptions(opts).
+		Register(descriptor.New("elected-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			return descriptor.ControllerFunc(func(ctx context.Context) error {
+				record("start")
+				<-ctx.Done()
+				record("stop")
+				return nil
+			}), nil
+		})).
+		Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
