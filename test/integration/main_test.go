@@ -33,7 +33,7 @@ var shared struct {
 	err  error
 }
 
-func sharedEnv(t *testing.T) *testenv.Env {
+func sharedEnv(t testing.TB) *testenv.Env {
 	t.Helper()
 	shared.once.Do(func() {
 		shared.env, shared.err = testenv.Start(context.Background(), testenv.Options{
