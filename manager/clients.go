@@ -16,7 +16,7 @@ func (c clientBuilder) Config(name string) (*rest.Config, error) {
 	if c.m.restConfig == nil {
 		return nil, fmt.Errorf("controller %q: no REST config: the manager was built WithClient", name)
 	}
-	return withUserAgent(c.m.restConfig, name), nil
+	return c.m.controllerConfig(name), nil
 }
 
 func (c clientBuilder) Client(name string) (kubernetes.Interface, error) {

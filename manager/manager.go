@@ -35,9 +35,10 @@ type Manager struct {
 	featureGate featuregate.FeatureGate
 	log         logr.Logger
 
-	restConfig *rest.Config // nil when built WithClient
-	client     kubernetes.Interface
-	metaClient metadata.Interface
+	restConfig  *rest.Config // nil when built WithClient
+	client      kubernetes.Interface
+	tokenClient kubernetes.Interface // mints controllers' ServiceAccount tokens
+	metaClient  metadata.Interface
 
 	order    []*state          // every registered controller, registration order
 	selected []*state          // enabled and not skipped, registration order

@@ -67,6 +67,20 @@ type Options struct {
 	// as in KCM.
 	SecurePort int
 
+	// UseServiceAccountCredentials gives each controller a client that
+	// authenticates as its own ServiceAccount (named after the controller,
+	// in ServiceAccountNamespace, created if missing) with tokens from the
+	// TokenRequest API, refreshed before they expire, as KCM's
+	// --use-service-account-credentials does. Default: false (one
+	// credential for all, with a per-controller user agent).
+	UseServiceAccountCredentials bool
+	// ServiceAccountNamespace holds the controllers' ServiceAccounts.
+	// Default: "kube-system".
+	ServiceAccountNamespace string
+	// ClientBudgets overrides --kube-api-qps / --kube-api-burst for the
+	// named controllers' clients.
+	ClientBudgets map[string]ClientBudget
+
 	// LeaderElect runs the leader-elected controllers only while this
 	// replica holds the Lease. The zero Options leave it off (an embedded
 	// manager opts in); NewOptions() and --leader-elect default to true, as
@@ -137,6 +151,9 @@ func (o Options) WithDefaults() Options {
 	if o.SecurePort == 0 {
 		o.SecurePort = DefaultSecurePort
 	}
+	if o.ServiceAccountNamespace == "" {
+		o.ServiceAccountNamespace = "kube-system"
+	}
 	le := &o.LeaderElection
 	if le.ResourceLock == "" {
 		le.ResourceLock = leader.ResourceLockLeases
@@ -188,6 +205,11 @@ func (o Options) validate() []error {
 	if o.LeaderMigrationConfig != "" && !o.EnableLeaderMigration {
 		errs = append(errs, errors.New("--leader-migration-config is set but --enable-leader-migration is not"))
 	}
+	for name, b := range o.ClientBudgets {
+		if b.QPS < 0 || b.Burst < 0 {
+			errs = append(errs, fmt.Errorf("ClientBudgets[%q]: QPS and Burst must not be negative, got %v/%d", name, b.QPS, b.Burst))
+		}
+	}
 	for i, c := range o.Controllers {
 		if strings.TrimSpace(c) == "" || c == "-" {
 			errs = append(errs, fmt.Errorf("--controllers: entry #%d is empty; use a controller name, -name or *", i+1))
@@ -223,6 +245,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"The IP address on which to listen for the --secure-port port.")
 	fs.Var(portValue{&o.SecurePort}, "secure-port",
 		"The port on which to serve health, debug and metrics endpoints. If 0, don't serve at all.")
+
+	fs.BoolVar(&o.UseServiceAccountCredentials, "use-service-account-credentials", o.UseServiceAccountCredentials,
+		"If true, use individual service account credentials for each controller.")
 
 	le := &o.LeaderElection
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, ""+
