@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
+	"github.com/ctrlhost/ctrlhost/logging"
+	"github.com/ctrlhost/ctrlhost/metrics"
 )
 
 // Builder collects what a Manager is made of. Its methods record and return
@@ -33,6 +36,7 @@ type Builder struct {
 	featureGate featuregate.FeatureGate
 	logger      *logr.Logger
 	checks      []extraCheck
+	registry    *prometheus.Registry
 }
 
 type extraCheck struct {
@@ -89,6 +93,14 @@ func (b *Builder) WithFeatureGate(fg featuregate.FeatureGate) *Builder {
 // writing text to stderr.
 func (b *Builder) WithLogger(l logr.Logger) *Builder {
 	b.logger = &l
+	return b
+}
+
+// WithMetricsRegistry sets the registry /metrics serves and the Manager
+// registers its metrics in. Default: a new registry with the Go and process
+// collectors. Nothing is registered anywhere at import time.
+func (b *Builder) WithMetricsRegistry(reg *prometheus.Registry) *Builder {
+	b.registry = reg
 	return b
 }
 
@@ -163,10 +175,21 @@ func (b *Builder) Build() (*Manager, error) {
 	}
 	if b.logger != nil {
 		m.log = *b.logger
-	} else if l, err := defaultLogger(); err != nil {
+	} else if l, flush, err := logging.New(opts.Logging, nil); err != nil {
 		errs = append(errs, fmt.Errorf("logger: %w; pass one with WithLogger", err))
 	} else {
-		m.log = l
+		m.log, m.flushLog, m.routeKlog = l, flush, true
+	}
+	m.registry = b.registry
+	if m.registry == nil {
+		m.registry = metrics.NewRegistry()
+	}
+	metrics.InstallClientGoProviders()
+	m.metrics = metrics.NewControllers(b.component)
+	for _, reg := range []func(prometheus.Registerer) error{metrics.RegisterClientGo, m.metrics.Register} {
+		if err := reg(m.registry); err != nil {
+			errs = append(errs, fmt.Errorf("metrics: %w", err))
+		}
 	}
 	if set != nil && m.client != nil {
 		errs = append(errs, m.planElection(set)...)

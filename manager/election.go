@@ -8,6 +8,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/metrics"
 )
 
 // planElection builds the electors and splits the selected controllers into
@@ -19,6 +20,7 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 	var migration *leader.MigrationConfig
 	if m.opts.LeaderElect {
 		cfg := m.opts.LeaderElection.WithDefaults(m.component)
+		m.mainLease = cfg.Name
 		e, err := leader.NewElector(cfg, m.client, m.opts.LostLeasePolicy, m.log.WithName("leader-election"))
 		if err != nil {
 			errs = append(errs, err)
@@ -29,6 +31,7 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 			if err != nil {
 				errs = append(errs, err)
 			} else {
+				m.migLease = migration.LeaderName
 				me, err := leader.NewElector(migration.ElectorConfig(cfg), m.client, m.opts.LostLeasePolicy, m.log.WithName("leader-migration"))
 				if err != nil {
 					errs = append(errs, err)
@@ -119,9 +122,12 @@ func (m *Manager) Leader() (holder, self string) {
 // runElected campaigns on e and runs spec as a term whenever it leads.
 // A term whose controllers did not stop in time ends the campaign: standing
 // again while they may still act would let two replicas act at once.
-func (m *Manager) runElected(ctx context.Context, e *leader.Elector, spec termSpec) error {
+func (m *Manager) runElected(ctx context.Context, e *leader.Elector, lease string, spec termSpec) error {
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// client-go leaves leader_election_master_status at 1 when its elector
+	// ends by cancellation; this replica leads nothing once Run returns.
+	defer metrics.LeaderStatus(lease, false)
 	var fatal error
 	budget := m.opts.LeaderElection.WithDefaults(m.component).StopBudget()
 	spec.stopTimeout = func(termCtx context.Context) time.Duration {

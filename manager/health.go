@@ -9,6 +9,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/metrics"
 )
 
 // Names of the manager's own checks. A controller may not use them.
@@ -59,6 +60,18 @@ func (m *Manager) healthChecks() *healthz.Registry {
 // controller failed or its HealthChecker fails; for readiness, also while a
 // term has not yet started it.
 func (m *Manager) controllerCheck(s *state, readiness bool) healthz.Checker {
+	check := m.controllerCheckOnce(s, readiness)
+	if readiness {
+		return check
+	}
+	return func(req *http.Request) error {
+		err := check(req)
+		m.metrics.HealthCheck(s.desc.Name(), err == nil)
+		return err
+	}
+}
+
+func (m *Manager) controllerCheckOnce(s *state, readiness bool) healthz.Checker {
 	return func(req *http.Request) error {
 		st, c := s.snapshot()
 		switch st.Phase {
@@ -95,7 +108,9 @@ func (m *Manager) informerSyncCheck(req *http.Request) error {
 	}
 	var errs []error
 	for _, t := range terms {
-		if err := t.set.Synced(); err != nil {
+		err := t.set.Synced()
+		m.metrics.InformersSynced(t.name, err == nil)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("term %s: %w", t.name, err))
 		}
 	}
@@ -110,6 +125,7 @@ func (m *Manager) newMux() http.Handler {
 		mux.Handle(p+"/", m.health)
 	}
 	mux.HandleFunc(debugPrefix, m.serveDebug)
+	mux.Handle("/metrics", metrics.Handler(m.registry))
 	return mux
 }
 

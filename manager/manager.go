@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/zapr"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -24,6 +22,8 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/logging"
+	"github.com/ctrlhost/ctrlhost/metrics"
 )
 
 // Manager hosts controllers: it selects them, builds them over shared
@@ -51,11 +51,18 @@ type Manager struct {
 
 	elector        *leader.Elector // nil without leader election
 	migElector     *leader.Elector // nil without leader migration
-	migrationReady chan struct{}   // closed once the main term runs its StartFirst controllers
+	mainLease      string          // lease names, for metrics
+	migLease       string
+	migrationReady chan struct{} // closed once the main term runs its StartFirst controllers
 	migrationOnce  sync.Once
 
 	health  *healthz.Handler
 	handler http.Handler
+
+	registry  *prometheus.Registry
+	metrics   *metrics.Controllers
+	flushLog  func() // set when the Manager built its own logger
+	routeKlog bool   // route klog into the logger during Run
 
 	ran     atomic.Bool
 	running atomic.Bool
@@ -118,6 +125,13 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 	}
 	log := m.log.WithValues("component", m.component)
 	ctx = logr.NewContext(ctx, log)
+	if m.routeKlog {
+		// client-go logs through klog; one process, one format.
+		defer logging.RouteKlog(m.log)()
+	}
+	if m.flushLog != nil {
+		defer m.flushLog()
+	}
 	m.logSelection(log)
 
 	stopServing, err := m.serve(ctx, log)
@@ -147,7 +161,7 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 	case m.elector == nil:
 		g.Go(ctx, func(ctx context.Context) error { return m.runTerm(ctx, main) })
 	default:
-		g.Go(ctx, func(ctx context.Context) error { return m.runElected(ctx, m.elector, main) })
+		g.Go(ctx, func(ctx context.Context) error { return m.runElected(ctx, m.elector, m.mainLease, main) })
 	}
 	if m.migElector != nil {
 		g.Go(ctx, func(ctx context.Context) error {
@@ -157,7 +171,7 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 				return nil
 			}
 			log.Info("Main lock held and StartFirst controllers running; seeking the migration lock")
-			return m.runElected(ctx, m.migElector, termSpec{name: "migration", states: m.migStates})
+			return m.runElected(ctx, m.migElector, m.migLease, termSpec{name: "migration", states: m.migStates})
 		})
 	}
 	return g.Wait()
@@ -214,13 +228,5 @@ func (m *Manager) serve(ctx context.Context, log logr.Logger) (stop func() error
 	}, nil
 }
 
-func defaultLogger() (logr.Logger, error) {
-	cfg := zap.NewProductionConfig()
-	cfg.Encoding = "console"
-	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
-	z, err := cfg.Build()
-	if err != nil {
-		return logr.Discard(), err
-	}
-	return zapr.NewLogger(z), nil
-}
+// Registry returns the metrics registry /metrics serves.
+func (m *Manager) Registry() *prometheus.Registry { return m.registry }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/logging"
 )
 
 // Options configures a Manager. The zero value is usable: every zero field
@@ -81,6 +82,11 @@ type Options struct {
 	// named controllers' clients.
 	ClientBudgets map[string]ClientBudget
 
+	// Logging configures the default logger (zap through zapr):
+	// --logging-format (text|json; alias --log-format) and -v. Ignored when
+	// the Builder is given a logger.
+	Logging logging.Options
+
 	// LeaderElect runs the leader-elected controllers only while this
 	// replica holds the Lease. The zero Options leave it off (an embedded
 	// manager opts in); NewOptions() and --leader-elect default to true, as
@@ -151,6 +157,9 @@ func (o Options) WithDefaults() Options {
 	if o.SecurePort == 0 {
 		o.SecurePort = DefaultSecurePort
 	}
+	if o.Logging.Format == "" {
+		o.Logging.Format = logging.NewOptions().Format
+	}
 	if o.ServiceAccountNamespace == "" {
 		o.ServiceAccountNamespace = "kube-system"
 	}
@@ -205,6 +214,9 @@ func (o Options) validate() []error {
 	if o.LeaderMigrationConfig != "" && !o.EnableLeaderMigration {
 		errs = append(errs, errors.New("--leader-migration-config is set but --enable-leader-migration is not"))
 	}
+	if err := o.Logging.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	for name, b := range o.ClientBudgets {
 		if b.QPS < 0 || b.Burst < 0 {
 			errs = append(errs, fmt.Errorf("ClientBudgets[%q]: QPS and Burst must not be negative, got %v/%d", name, b.QPS, b.Burst))
@@ -246,6 +258,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(portValue{&o.SecurePort}, "secure-port",
 		"The port on which to serve health, debug and metrics endpoints. If 0, don't serve at all.")
 
+	o.Logging.AddFlags(fs)
 	fs.BoolVar(&o.UseServiceAccountCredentials, "use-service-account-credentials", o.UseServiceAccountCredentials,
 		"If true, use individual service account credentials for each controller.")
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/informers"
+	"github.com/ctrlhost/ctrlhost/metrics"
 )
 
 // restMapperResetPeriod is how often a term forgets discovery, as KCM does,
@@ -61,7 +62,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { wait.Until(mapper.Reset, restMapperResetPeriod, termCtx.Done()) })
 
-	r := &runner{ctx: termCtx, log: log, interval: m.opts.ControllerStartInterval, failed: make(chan struct{}, len(states))}
+	r := &runner{ctx: termCtx, log: log, interval: m.opts.ControllerStartInterval, failed: make(chan struct{}, len(states)), metrics: m.metrics}
 	log.Info("Starting controllers", "count", len(states))
 
 	var initErr error
@@ -156,11 +157,13 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, set *inf
 		defer func() {
 			if v := recover(); v != nil {
 				err = panicError(log, name, "InitFunc", v)
+				m.metrics.Panicked(name)
 			}
 		}()
 		c, err = s.desc.Init()(logr.NewContext(ctx, log.WithName(name)), cc)
 	}()
 	if err != nil {
+		m.metrics.Failed(name)
 		err = fmt.Errorf("controller %q: %w: init: %w", name, ErrControllerFailed, err)
 		s.fail(err)
 		return nil, err
@@ -227,6 +230,7 @@ type runner struct {
 	log      logr.Logger
 	interval time.Duration
 	failed   chan struct{} // one send per failed controller; sized so no sender blocks
+	metrics  *metrics.Controllers
 
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -251,9 +255,15 @@ func (r *runner) start(s *state, c descriptor.Controller) {
 		}
 		r.log.V(1).Info("Starting controller", "controller", name)
 		s.set(PhaseRunning, nil)
+		r.metrics.Started(name)
 		err, panicked := r.run(name, c)
+		r.metrics.Running(name, false)
+		if panicked {
+			r.metrics.Panicked(name)
+		}
 		switch {
 		case panicked || (err != nil && r.ctx.Err() == nil):
+			r.metrics.Failed(name)
 			err = fmt.Errorf("controller %q: %w: %w", name, ErrControllerFailed, err)
 			r.log.Error(err, "Controller failed", "controller", name)
 			s.fail(err)

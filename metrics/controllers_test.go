@@ -1,0 +1,142 @@
+package metrics_test
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/ctrlhost/ctrlhost/metrics"
+)
+
+func TestControllers(t *testing.T) {
+	type series struct {
+		name   string
+		labels map[string]string
+		typ    dto.MetricType
+		value  float64
+	}
+	ctl := func(n string) map[string]string { return map[string]string{"controller": n} }
+	tests := []struct {
+		name      string
+		namespace string
+		do        func(c *metrics.Controllers)
+		want      []series
+	}{
+		{
+			name:      "started and stopped",
+			namespace: "kube-controller-manager",
+			do: func(c *metrics.Controllers) {
+				c.Started("deployment")
+				c.Running("deployment", false)
+				c.Started("deployment")
+			},
+			want: []series{
+				{"kube_controller_manager_controller_started_total", ctl("deployment"), dto.MetricType_COUNTER, 2},
+				{"kube_controller_manager_controller_running", ctl("deployment"), dto.MetricType_GAUGE, 1},
+			},
+		},
+		{
+			name:      "stopped",
+			namespace: "ns",
+			do: func(c *metrics.Controllers) {
+				c.Started("a")
+				c.Running("a", false)
+			},
+			want: []series{{"ns_controller_running", ctl("a"), dto.MetricType_GAUGE, 0}},
+		},
+		{
+			name:      "panic and failure",
+			namespace: "ns",
+			do: func(c *metrics.Controllers) {
+				c.Panicked("a")
+				c.Failed("a")
+				c.Failed("b")
+			},
+			want: []series{
+				{"ns_controller_panics_total", ctl("a"), dto.MetricType_COUNTER, 1},
+				{"ns_controller_failures_total", ctl("a"), dto.MetricType_COUNTER, 1},
+				{"ns_controller_failures_total", ctl("b"), dto.MetricType_COUNTER, 1},
+			},
+		},
+		{
+			name:      "health",
+			namespace: "ns",
+			do: func(c *metrics.Controllers) {
+				c.HealthCheck("ok", true)
+				c.HealthCheck("bad", true)
+				c.HealthCheck("bad", false)
+			},
+			want: []series{
+				{"ns_controller_health_check", ctl("ok"), dto.MetricType_GAUGE, 1},
+				{"ns_controller_health_check", ctl("bad"), dto.MetricType_GAUGE, 0},
+			},
+		},
+		{
+			name:      "informers synced",
+			namespace: "ns",
+			do: func(c *metrics.Controllers) {
+				c.InformersSynced("main", true)
+				c.InformersSynced("migration", false)
+			},
+			want: []series{
+				{"ns_informers_synced", map[string]string{"term": "main"}, dto.MetricType_GAUGE, 1},
+				{"ns_informers_synced", map[string]string{"term": "migration"}, dto.MetricType_GAUGE, 0},
+			},
+		},
+		{
+			name:      "init creates zero series",
+			namespace: "ns",
+			do:        func(c *metrics.Controllers) { c.Init("x") },
+			want: []series{
+				{"ns_controller_started_total", ctl("x"), dto.MetricType_COUNTER, 0},
+				{"ns_controller_running", ctl("x"), dto.MetricType_GAUGE, 0},
+				{"ns_controller_panics_total", ctl("x"), dto.MetricType_COUNTER, 0},
+				{"ns_controller_failures_total", ctl("x"), dto.MetricType_COUNTER, 0},
+			},
+		},
+		{
+			name:      "empty namespace",
+			namespace: "",
+			do:        func(c *metrics.Controllers) { c.Started("a") },
+			want:      []series{{"controller_started_total", ctl("a"), dto.MetricType_COUNTER, 1}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			c := metrics.NewControllers(tt.namespace)
+			if err := c.Register(reg); err != nil {
+				t.Fatalf("Register: %v", err)
+			}
+			tt.do(c)
+			for _, w := range tt.want {
+				m, typ := find(t, reg, w.name, w.labels)
+				if m == nil {
+					t.Errorf("no series %s%v", w.name, w.labels)
+					continue
+				}
+				if typ != w.typ {
+					t.Errorf("%s: type %v, want %v", w.name, typ, w.typ)
+				}
+				if got := value(t, reg, w.name, w.labels); got != w.value {
+					t.Errorf("%s%v = %v, want %v", w.name, w.labels, got, w.value)
+				}
+			}
+		})
+	}
+}
+
+func TestControllersNil(t *testing.T) {
+	var c *metrics.Controllers
+	c.Started("a")
+	c.Running("a", true)
+	c.Panicked("a")
+	c.Failed("a")
+	c.HealthCheck("a", true)
+	c.InformersSynced("main", true)
+	c.Init("a")
+	if err := c.Register(prometheus.NewRegistry()); err != nil {
+		t.Errorf("nil Register: %v", err)
+	}
+}
