@@ -1,0 +1,131 @@
+package serviceaccount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// controller ensures service accounts; its keys are namespace names.
+type controller struct {
+	client     kubernetes.Interface
+	namespaces corelisters.NamespaceLister
+	accounts   corelisters.ServiceAccountLister
+	synced     []cache.InformerSynced
+	names      []string
+	workers    int
+	loop       *queue.Loop[string]
+}
+
+func newController(cc descriptor.Context, o Options) (*controller, error) {
+	client, err := cc.ClientBuilder.Client(cc.Name)
+	if err != nil {
+		return nil, err
+	}
+	nsInformer := cc.InformerFactory.Core().V1().Namespaces()
+	saInformer := cc.InformerFactory.Core().V1().ServiceAccounts()
+	c := &controller{
+		client:     client,
+		namespaces: nsInformer.Lister(),
+		accounts:   saInformer.Lister(),
+		names:      o.ServiceAccounts,
+		workers:    o.Workers,
+	}
+	nsReg, err := nsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.namespaceChanged,
+		UpdateFunc: func(_, obj any) { c.namespaceChanged(obj) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("namespace event handler: %w", err)
+	}
+	saReg, err := saInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: c.accountDeleted,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("service account event handler: %w", err)
+	}
+	c.synced = []cache.InformerSynced{nsReg.HasSynced, saReg.HasSynced}
+	// Created last: nothing can fail after it, and Run releases it.
+	c.loop = queue.New(cc.Name, c.sync, queue.Options{})
+	return c, nil
+}
+
+// Run waits for the caches, then syncs namespaces until ctx is done.
+func (c *controller) Run(ctx context.Context) error {
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		c.loop.ShutDown()
+		return nil
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	log.Info("Ensuring service accounts in every active namespace", "serviceAccounts", c.names, "workers", c.workers)
+	defer log.Info("Stopped ensuring service accounts")
+	return c.loop.Run(ctx, c.workers)
+}
+
+func (c *controller) namespaceChanged(obj any) {
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		c.loop.Add(ns.Name)
+	}
+}
+
+func (c *controller) accountDeleted(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil || !slices.Contains(c.names, m.GetName()) {
+		return
+	}
+	c.loop.Add(m.GetNamespace())
+}
+
+// sync creates the missing service accounts of one namespace.
+func (c *controller) sync(ctx context.Context, namespace string) error {
+	ns, err := c.namespaces.Get(namespace)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case ns.Status.Phase != corev1.NamespaceActive:
+		return nil
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	var errs []error
+	for _, name := range c.names {
+		_, err := c.accounts.ServiceAccounts(namespace).Get(name)
+		if err == nil {
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+		_, err = c.client.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			log.V(2).Info("Created service account", "serviceAccount", namespace+"/"+name)
+		case apierrors.IsAlreadyExists(err):
+			// The informer is behind; nothing to do.
+		case apierrors.IsNotFound(err), apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+			// The namespace is going away.
+		default:
+			errs = append(errs, fmt.Errorf("creating service account %s/%s: %w", namespace, name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

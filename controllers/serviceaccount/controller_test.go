@@ -1,0 +1,183 @@
+package serviceaccount
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
+)
+
+func namespace(name string, phase corev1.NamespacePhase) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NamespaceStatus{Phase: phase}}
+}
+
+func account(ns, name string) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// newFixture returns a controller over listers filled with the objects (and
+// a fake clientset holding them too) and a queue that is shut down when the
+// test ends.
+func newFixture(t *testing.T, names []string, objs ...runtime.Object) (*controller, *fake.Clientset) {
+	t.Helper()
+	nsIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	saIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, o := range objs {
+		var err error
+		switch o.(type) {
+		case *corev1.Namespace:
+			err = nsIdx.Add(o)
+		case *corev1.ServiceAccount:
+			err = saIdx.Add(o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	client := fake.NewClientset(objs...)
+	c := &controller{
+		client:     client,
+		namespaces: corelisters.NewNamespaceLister(nsIdx),
+		accounts:   corelisters.NewServiceAccountLister(saIdx),
+		names:      names,
+		workers:    1,
+	}
+	c.loop = queue.New("test", c.sync, queue.Options{})
+	t.Cleanup(c.loop.ShutDown)
+	return c, client
+}
+
+func testContext(t *testing.T) context.Context {
+	return logr.NewContext(t.Context(), testr.New(t))
+}
+
+func creates(client *fake.Clientset) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		if c, ok := a.(k8stesting.CreateActionImpl); ok {
+			sa := c.Object.(*corev1.ServiceAccount)
+			out = append(out, c.Namespace+"/"+sa.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestSync(t *testing.T) {
+	terminating := apierrors.NewForbidden(corev1.Resource("serviceaccounts"), "default", errors.New("namespace is terminating"))
+	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
+	tests := []struct {
+		name        string
+		names       []string
+		objs        []runtime.Object
+		createErr   error
+		wantCreates []string
+		wantErr     string
+	}{
+		{
+			name:        "creates default in an active namespace",
+			names:       []string{"default"},
+			objs:        []runtime.Object{namespace("ns", corev1.NamespaceActive)},
+			wantCreates: []string{"ns/default"},
+		},
+		{
+			name:  "existing default is left alone",
+			names: []string{"default"},
+			objs:  []runtime.Object{namespace("ns", corev1.NamespaceActive), account("ns", "default")},
+		},
+		{
+			name:        "only the missing ones of several",
+			names:       []string{"default", "builder"},
+			objs:        []runtime.Object{namespace("ns", corev1.NamespaceActive), account("ns", "default")},
+			wantCreates: []string{"ns/builder"},
+		},
+		{
+			name:  "terminating namespace is skipped",
+			names: []string{"default"},
+			objs:  []runtime.Object{namespace("ns", corev1.NamespaceTerminating)},
+		},
+		{
+			name:  "namespace gone",
+			names: []string{"default"},
+		},
+		{
+			name:        "already exists (informer behind) is not an error",
+			names:       []string{"default"},
+			objs:        []runtime.Object{namespace("ns", corev1.NamespaceActive)},
+			createErr:   apierrors.NewAlreadyExists(corev1.Resource("serviceaccounts"), "default"),
+			wantCreates: []string{"ns/default"},
+		},
+		{
+			name:        "namespace turned terminating meanwhile is not an error",
+			names:       []string{"default"},
+			objs:        []runtime.Object{namespace("ns", corev1.NamespaceActive)},
+			createErr:   terminating,
+			wantCreates: []string{"ns/default"},
+		},
+		{
+			name:        "other create errors are returned for a retry",
+			names:       []string{"default"},
+			objs:        []runtime.Object{namespace("ns", corev1.NamespaceActive)},
+			createErr:   apierrors.NewInternalError(errors.New("etcd down")),
+			wantCreates: []string{"ns/default"},
+			wantErr:     "etcd down",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, client := newFixture(t, tt.names, tt.objs...)
+			if tt.createErr != nil {
+				client.PrependReactor("create", "serviceaccounts", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, tt.createErr
+				})
+			}
+			err := c.sync(testContext(t), "ns")
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("sync error %v, want %q", err, tt.wantErr)
+			}
+			if got := creates(client); !slices.Equal(got, tt.wantCreates) {
+				t.Errorf("creates %v, want %v", got, tt.wantCreates)
+			}
+		})
+	}
+}
+
+func TestHandlers(t *testing.T) {
+	tests := []struct {
+		name    string
+		call    func(c *controller)
+		wantLen int
+	}{
+		{"namespace added", func(c *controller) { c.namespaceChanged(namespace("a", corev1.NamespaceActive)) }, 1},
+		{"namespace updated", func(c *controller) { c.namespaceChanged(namespace("a", corev1.NamespaceTerminating)) }, 1},
+		{"ensured account deleted", func(c *controller) { c.accountDeleted(account("a", "default")) }, 1},
+		{"ensured account deleted, tombstone", func(c *controller) {
+			c.accountDeleted(cache.DeletedFinalStateUnknown{Key: "a/default", Obj: account("a", "default")})
+		}, 1},
+		{"other account deleted", func(c *controller) { c.accountDeleted(account("a", "other")) }, 0},
+		{"garbage", func(c *controller) { c.accountDeleted("not an object") }, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := newFixture(t, []string{"default"})
+			tt.call(c)
+			if got := c.loop.Len(); got != tt.wantLen {
+				t.Errorf("queue length %d, want %d", got, tt.wantLen)
+			}
+		})
+	}
+}

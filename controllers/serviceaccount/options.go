@@ -1,0 +1,85 @@
+package serviceaccount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// Name and Alias are the controller's names in --controllers, as in KCM.
+const (
+	Name  = "serviceaccount-controller"
+	Alias = "serviceaccount"
+)
+
+// DefaultServiceAccount is the service account KCM ensures in every
+// namespace.
+const DefaultServiceAccount = "default"
+
+// Options configures the service account controller. Use NewOptions for
+// KCM's defaults.
+type Options struct {
+	// ServiceAccounts are the names of the service accounts to ensure in
+	// every active namespace. Default (nil): ["default"].
+	ServiceAccounts []string
+
+	// Workers is how many namespaces are synced at once. Not a flag: KCM
+	// hard-codes one worker. Zero means the default, 1; negative is invalid.
+	Workers int
+}
+
+// NewOptions returns KCM's defaults.
+func NewOptions() Options {
+	return Options{ServiceAccounts: []string{DefaultServiceAccount}, Workers: 1}
+}
+
+// AddFlags registers nothing: KCM has no flag for this controller. It exists
+// so that every built-in controller package has the same shape.
+func (o *Options) AddFlags(*pflag.FlagSet) {}
+
+func (o Options) withDefaults() Options {
+	if o.ServiceAccounts == nil {
+		o.ServiceAccounts = []string{DefaultServiceAccount}
+	}
+	if o.Workers == 0 {
+		o.Workers = 1
+	}
+	return o
+}
+
+// Validate reports every invalid field.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Workers < 0 {
+		errs = append(errs, fmt.Errorf("Workers: must be at least 1, got %d", o.Workers))
+	}
+	if o.ServiceAccounts != nil && len(o.ServiceAccounts) == 0 {
+		errs = append(errs, errors.New("ServiceAccounts: must not be empty; leave it nil for [\"default\"]"))
+	}
+	for _, n := range o.ServiceAccounts {
+		if msgs := validation.IsDNS1123Subdomain(n); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("ServiceAccounts: %q is not a valid name: %s", n, strings.Join(msgs, "; ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Descriptor returns the service account controller's descriptor. Invalid
+// options are reported by manager.Builder.Build.
+func Descriptor(o Options) descriptor.Descriptor {
+	o.ServiceAccounts = slices.Clone(o.ServiceAccounts) // later changes by the caller do not reach it
+	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		c, err := newController(cc, o.withDefaults())
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}).WithAliases(Alias).WithValidator(o.Validate)
+}
