@@ -87,6 +87,14 @@ func (r *replicas) start(identity string) {
 	r.mu.Lock()
 	r.procs[identity], r.exited[identity] = cmd, done
 	r.mu.Unlock()
+	r.waitFor(identity+" ready", 60*time.Second, func() (event, bool) {
+		for _, e := range r.events() {
+			if e.what == "ready" && e.identity == identity {
+				return e, true
+			}
+		}
+		return event{}, false
+	})
 }
 
 // signal sends sig and waits for the process to exit.

@@ -1,7 +1,8 @@
 // Command replica is one controller-manager replica for the leader-election
 // integration tests: a Manager with KCM's flags and one leader-elected
 // controller that appends "start <identity> <unix-nanos>" and
-// "stop <identity> <unix-nanos>" lines to --activity-file, so the test can
+// "stop <identity> <unix-nanos>" lines (and "ready …" once it handles
+// SIGTERM) to --activity-file, so the test can
 // check that no two replicas ever ran it at once.
 package main
 
@@ -44,6 +45,10 @@ func main() {
 		_, _ = fmt.Fprintf(f, "%s %s %d\n", what, *identity, time.Now().UnixNano())
 		_ = f.Sync()
 	}
+	// Handle SIGTERM before saying "ready", so a test never kills a replica
+	// that would die of the signal's default action.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
 	m, err := manager.NewBuilder("replica-manager").
 		WithOptions(opts).
 		Register(descriptor.New("elected-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
@@ -59,8 +64,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
+	record("ready")
 	if err := m.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
