@@ -178,7 +178,7 @@ func (b *Builder) Build() (*Manager, error) {
 	} else if l, flush, err := logging.New(opts.Logging, nil); err != nil {
 		errs = append(errs, fmt.Errorf("logger: %w; pass one with WithLogger", err))
 	} else {
-		m.log, m.flushLog, m.routeKlog = l, flush, true
+		m.log, m.flushLog = l, flush
 	}
 	m.registry = b.registry
 	if m.registry == nil {

@@ -22,7 +22,6 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/leader"
-	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/metrics"
 )
 
@@ -59,10 +58,9 @@ type Manager struct {
 	health  *healthz.Handler
 	handler http.Handler
 
-	registry  *prometheus.Registry
-	metrics   *metrics.Controllers
-	flushLog  func() // set when the Manager built its own logger
-	routeKlog bool   // route klog into the logger during Run
+	registry *prometheus.Registry
+	metrics  *metrics.Controllers
+	flushLog func() // set when the Manager built its own logger
 
 	ran     atomic.Bool
 	running atomic.Bool
@@ -125,10 +123,6 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 	}
 	log := m.log.WithValues("component", m.component)
 	ctx = logr.NewContext(ctx, log)
-	if m.routeKlog {
-		// client-go logs through klog; one process, one format.
-		defer logging.RouteKlog(m.log)()
-	}
 	if m.flushLog != nil {
 		defer m.flushLog()
 	}
@@ -227,6 +221,12 @@ func (m *Manager) serve(ctx context.Context, log logr.Logger) (stop func() error
 		return shutErr
 	}, nil
 }
+
+// Logger returns the Manager's logger (the default one built from
+// Options.Logging, or the one given to WithLogger). A program routes klog,
+// which client-go logs through, into it with logging.RouteKlog before it
+// starts anything, so that one process writes one format.
+func (m *Manager) Logger() logr.Logger { return m.log }
 
 // Registry returns the metrics registry /metrics serves.
 func (m *Manager) Registry() *prometheus.Registry { return m.registry }

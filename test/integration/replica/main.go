@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/manager"
 )
 
@@ -64,6 +65,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// client-go logs through klog: route it into the same logger, once,
+	// before anything runs.
+	defer logging.RouteKlog(m.Logger())()
 	record("ready")
 	if err := m.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)

@@ -1,0 +1,96 @@
+package replicaset
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// Names, as kube-controller-manager has them.
+const (
+	ReplicaSetControllerName             = "replicaset-controller"
+	ReplicaSetControllerAlias            = "replicaset"
+	ReplicationControllerControllerName  = "replicationcontroller-controller"
+	ReplicationControllerControllerAlias = "replicationcontroller"
+)
+
+// Feature gates consulted through descriptor.Context.FeatureGate when the
+// host registers them; otherwise their Kubernetes 1.37 defaults apply.
+const (
+	// FeatureTerminatingReplicas: report status.terminatingReplicas on
+	// ReplicaSets (beta, on by default since 1.35).
+	FeatureTerminatingReplicas featuregate.Feature = "DeploymentReplicaSetTerminatingReplicas"
+	// FeaturePodDeletionCost: honour the pod-deletion-cost annotation when
+	// scaling down (beta, on by default since 1.22).
+	FeaturePodDeletionCost featuregate.Feature = "PodDeletionCost"
+)
+
+// Descriptor returns the ReplicaSet controller (replicaset-controller, alias
+// replicaset) with o.ConcurrentReplicaSetSyncs workers.
+func Descriptor(o Options) descriptor.Descriptor {
+	workers := o.ConcurrentReplicaSetSyncs
+	return descriptor.New(ReplicaSetControllerName, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		return build(ctx, cc, int(workers), func(client kubernetes.Interface) kind {
+			return rsKind{client: client, inf: cc.InformerFactory.Apps().V1().ReplicaSets()}
+		})
+	}).
+		WithAliases(ReplicaSetControllerAlias).
+		WithValidator(func() error { return validateWorkers("concurrent-replicaset-syncs", workers) })
+}
+
+// ReplicationControllerDescriptor returns the ReplicationController
+// controller (replicationcontroller-controller, alias replicationcontroller)
+// with o.ConcurrentRCSyncs workers. It runs the ReplicaSet logic over
+// ReplicationControllers.
+func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
+	workers := o.ConcurrentRCSyncs
+	return descriptor.New(ReplicationControllerControllerName, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		return build(ctx, cc, int(workers), func(client kubernetes.Interface) kind {
+			return rcKind{client: client, inf: cc.InformerFactory.Core().V1().ReplicationControllers()}
+		})
+	}).
+		WithAliases(ReplicationControllerControllerAlias).
+		WithValidator(func() error { return validateWorkers("concurrent-rc-syncs", workers) })
+}
+
+func build(ctx context.Context, cc descriptor.Context, workers int, newKind func(kubernetes.Interface) kind) (descriptor.Controller, error) {
+	client, err := cc.ClientBuilder.Client(cc.Name)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newController(config{
+		name:                cc.Name,
+		kind:                newKind(client),
+		client:              client,
+		pods:                cc.InformerFactory.Core().V1().Pods(),
+		recorder:            cc.EventRecorder,
+		workers:             workers,
+		burst:               BurstReplicas,
+		terminatingReplicas: featureEnabled(cc.FeatureGate, FeatureTerminatingReplicas, true),
+		deletionCost:        featureEnabled(cc.FeatureGate, FeaturePodDeletionCost, true),
+		log:                 logr.FromContextOrDiscard(ctx),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cc.Name, err)
+	}
+	return c, nil
+}
+
+// featureEnabled asks fg about f if fg knows f, and answers def otherwise
+// (component-base gates panic on unknown features).
+func featureEnabled(fg featuregate.FeatureGate, f featuregate.Feature, def bool) (on bool) {
+	if fg == nil {
+		return def
+	}
+	defer func() {
+		if recover() != nil {
+			on = def
+		}
+	}()
+	return fg.Enabled(f)
+}

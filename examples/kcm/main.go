@@ -1,0 +1,98 @@
+// Command kcm is a kube-controller-manager built on ctrlhost with every
+// built-in controller ctrlhost ships. It takes KCM's flags for the host and
+// for those controllers, so a command line written for upstream KCM runs it
+// unchanged as far as these controllers go; a flag ctrlhost does not
+// implement is rejected as unknown, never silently ignored. It uses KCM's
+// component name, so it competes for the same kube-system Lease.
+//
+//	go run ./examples/kcm --kubeconfig=$KUBECONFIG --controllers='*,tokencleaner' --leader-elect=false
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ctrlhost/ctrlhost/controllers/podgc"
+	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
+	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
+	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
+	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
+	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
+	"github.com/ctrlhost/ctrlhost/logging"
+	"github.com/ctrlhost/ctrlhost/manager"
+)
+
+// component is KCM's name: the Lease, the user agent, the metrics prefix.
+const component = "kube-controller-manager"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stderr))
+}
+
+// run parses args, builds and runs the manager, and returns the exit code:
+// 0 on a clean stop, 1 on any error (a lost lease included, as KCM), 2 on a
+// bad command line.
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	host := manager.NewOptions()
+	rs := replicaset.NewOptions()
+	gc := podgc.NewOptions()
+	sa := serviceaccount.NewOptions()
+	tc := tokencleaner.NewOptions()
+	ca := rootcacertpublisher.NewOptions()
+	ttl := ttlafterfinished.NewOptions()
+
+	fs := pflag.NewFlagSet(component, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	host.AddFlags(fs)
+	rs.AddFlags(fs)
+	gc.AddFlags(fs)
+	sa.AddFlags(fs)
+	tc.AddFlags(fs)
+	ca.AddFlags(fs)
+	ttl.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "error:", err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected arguments: %v\n", fs.Args())
+		return 2
+	}
+
+	m, err := manager.NewBuilder(component).
+		WithOptions(host).
+		Register(
+			replicaset.Descriptor(rs),
+			replicaset.ReplicationControllerDescriptor(rs),
+			podgc.Descriptor(gc),
+			serviceaccount.Descriptor(sa),
+			tokencleaner.Descriptor(tc),
+			rootcacertpublisher.Descriptor(ca),
+			ttlafterfinished.Descriptor(ttl),
+		).
+		Build()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	// client-go logs through klog: route it into the same logger, once,
+	// before anything runs.
+	defer logging.RouteKlog(m.Logger())()
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestCommandLine: KCM flags for the host and the built-ins parse; a flag
+// ctrlhost does not implement is rejected, not ignored; bad values fail.
+func TestCommandLine(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown KCM flag", []string{"--concurrent-deployment-syncs=5"}, 2, "unknown flag: --concurrent-deployment-syncs"},
+		{"unknown controller", []string{"--controllers=*,deployment-controller", "--kubeconfig=/nonexistent"}, 1, `"deployment-controller" is not a known controller`},
+		{"bad worker count", []string{"--concurrent-replicaset-syncs=-1", "--kubeconfig=/nonexistent"}, 1, "--concurrent-replicaset-syncs"},
+		{"bad duration", []string{"--controller-shutdown-timeout=0"}, 2, "must be a positive duration"},
+		{"help", []string{"--help"}, 0, "--terminated-pod-gc-threshold"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			code := run(context.Background(), tt.args, &out)
+			if code != tt.code || !strings.Contains(out.String(), tt.want) {
+				t.Fatalf("run(%v) = %d\n%s\nwant %d and %q", tt.args, code, out.String(), tt.code, tt.want)
+			}
+		})
+	}
+}
+
+// TestUpstreamCommandLineParses: a KCM command line limited to the flags
+// of the controllers ctrlhost ships is accepted as is.
+func TestUpstreamCommandLineParses(t *testing.T) {
+	args := []string{
+		"--kubeconfig=/nonexistent/kubeconfig", "--controllers=*,tokencleaner,-podgc", "--leader-elect=true",
+		"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s",
+		"--leader-elect-resource-lock=leases", "--leader-elect-resource-name=kube-controller-manager",
+		"--leader-elect-resource-namespace=kube-system", "--secure-port=10257", "--bind-address=127.0.0.1",
+		"--root-ca-file=/etc/kubernetes/pki/ca.crt", "--terminated-pod-gc-threshold=12500",
+		"--concurrent-replicaset-syncs=5", "--concurrent-rc-syncs=5", "--concurrent-ttl-after-finished-syncs=5",
+		"--kube-api-qps=20", "--kube-api-burst=30", "--min-resync-period=12h", "--controller-shutdown-timeout=10s",
+		"--use-service-account-credentials=true", "--v=2",
+	}
+	var out strings.Builder
+	// Parsing succeeds; Build then fails only because the kubeconfig does
+	// not exist, which proves every flag above was accepted.
+	if code := run(context.Background(), args, &out); code != 1 || !strings.Contains(out.String(), "/nonexistent/kubeconfig") {
+		t.Fatalf("code %d:\n%s", code, out.String())
+	}
+}
