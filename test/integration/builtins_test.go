@@ -88,47 +88,9 @@ func TestBuiltinControllers(t *testing.T) {
 
 	ns := namespace(t, cs)
 
-	t.Run("default service account", func(t *testing.T) {
-		sas := cs.CoreV1().ServiceAccounts(ns)
-		var first types.UID
-		eventually(t, "the default service account", func(ctx context.Context) (bool, error) {
-			sa, err := sas.Get(ctx, "default", metav1.GetOptions{})
-			if err == nil {
-				first = sa.UID
-			}
-			return err == nil, nil
-		})
-		if err := sas.Delete(t.Context(), "default", metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "the default service account to be recreated", func(ctx context.Context) (bool, error) {
-			sa, err := sas.Get(ctx, "default", metav1.GetOptions{})
-			return err == nil && sa.UID != first, nil
-		})
-	})
+	t.Run("default service account", func(t *testing.T) { testDefaultServiceAccount(t, cs, ns) })
 
-	t.Run("root CA config map", func(t *testing.T) {
-		cms := cs.CoreV1().ConfigMaps(ns)
-		published := func(ctx context.Context) (bool, error) {
-			cm, err := cms.Get(ctx, rootcacertpublisher.ConfigMapName, metav1.GetOptions{})
-			return err == nil && cm.Data[rootcacertpublisher.DataKey] == string(ca) &&
-				cm.Annotations[rootcacertpublisher.DescriptionAnnotation] == rootcacertpublisher.Description, nil
-		}
-		eventually(t, "kube-root-ca.crt", published)
-		if err := cms.Delete(t.Context(), rootcacertpublisher.ConfigMapName, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "kube-root-ca.crt to be recreated", published)
-		cm, err := cms.Get(t.Context(), rootcacertpublisher.ConfigMapName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm.Data[rootcacertpublisher.DataKey] = "tampered"
-		if _, err := cms.Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "kube-root-ca.crt to be fixed", published)
-	})
+	t.Run("root CA config map", func(t *testing.T) { testRootCA(t, cs, ns, ca) })
 
 	t.Run("finished job deleted after its TTL", func(t *testing.T) {
 		testFinishedJob(t, cs, ns)
@@ -298,4 +260,50 @@ func hasDisruptionTarget(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// testDefaultServiceAccount: the namespace gets its default ServiceAccount,
+// and gets it back after it is deleted.
+func testDefaultServiceAccount(t *testing.T, cs kubernetes.Interface, ns string) {
+	sas := cs.CoreV1().ServiceAccounts(ns)
+	var first types.UID
+	eventually(t, "the default service account", func(ctx context.Context) (bool, error) {
+		sa, err := sas.Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			first = sa.UID
+		}
+		return err == nil, nil
+	})
+	if err := sas.Delete(t.Context(), "default", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the default service account to be recreated", func(ctx context.Context) (bool, error) {
+		sa, err := sas.Get(ctx, "default", metav1.GetOptions{})
+		return err == nil && sa.UID != first, nil
+	})
+}
+
+// testRootCA: the namespace gets kube-root-ca.crt with the CA bundle, and
+// it is recreated after deletion and fixed after an edit.
+func testRootCA(t *testing.T, cs kubernetes.Interface, ns string, ca []byte) {
+	cms := cs.CoreV1().ConfigMaps(ns)
+	published := func(ctx context.Context) (bool, error) {
+		cm, err := cms.Get(ctx, rootcacertpublisher.ConfigMapName, metav1.GetOptions{})
+		return err == nil && cm.Data[rootcacertpublisher.DataKey] == string(ca) &&
+			cm.Annotations[rootcacertpublisher.DescriptionAnnotation] == rootcacertpublisher.Description, nil
+	}
+	eventually(t, "kube-root-ca.crt", published)
+	if err := cms.Delete(t.Context(), rootcacertpublisher.ConfigMapName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "kube-root-ca.crt to be recreated", published)
+	cm, err := cms.Get(t.Context(), rootcacertpublisher.ConfigMapName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[rootcacertpublisher.DataKey] = "tampered"
+	if _, err := cms.Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "kube-root-ca.crt to be fixed", published)
 }

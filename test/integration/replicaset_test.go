@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -185,9 +186,7 @@ func TestReplicaSetControllers(t *testing.T) {
 			t.Errorf("manager Run: %v", err)
 		}
 	}()
-	// Wait for both controllers to run before touching client-go here:
-	// Manager.Run reroutes klog, a process-global, as it starts, and
-	// reading Status orders that before our requests.
+	// Wait for both controllers to run before creating objects.
 	deadline := time.Now().Add(rsTimeout)
 	for _, name := range []string{replicaset.ReplicaSetControllerName, replicaset.ReplicationControllerControllerName} {
 		for {
@@ -208,51 +207,57 @@ func TestReplicaSetControllers(t *testing.T) {
 	}
 
 	for _, r := range replicatedKinds {
-		t.Run(r.kind, func(t *testing.T) {
-			ns := namespace(t, cs)
-			// Without the service-account controller nobody creates the
-			// default account, and the ServiceAccount admission plugin
-			// refuses pods without one.
-			if _, err := cs.CoreV1().ServiceAccounts(ns).Create(t.Context(),
-				&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+		t.Run(r.kind, func(t *testing.T) { testReplicated(t, cs, r) })
+	}
+}
 
-			if _, err := r.create(t.Context(), cs, ns, "web", 5); err != nil {
-				t.Fatal(err)
-			}
-			converge(t, cs, r, ns, "web", 5, 0, 5, time.Second)
+// testReplicated is the scenario for one kind (ReplicaSet or
+// ReplicationController), whoever runs the controllers: a new object of 5
+// gets exactly 5 pods, scaled to 2 it loses 3, and a matching orphan is
+// adopted.
+func testReplicated(t *testing.T, cs kubernetes.Interface, r replicated) {
+	ns := namespace(t, cs)
+	// Without the service-account controller nobody creates the
+	// default account, and the ServiceAccount admission plugin
+	// refuses pods without one.
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(t.Context(),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 
-			if err := r.scale(t.Context(), cs, ns, "web", 2); err != nil {
-				t.Fatal(err)
-			}
-			// Unscheduled pods are deleted at once (no kubelet to wait for).
-			converge(t, cs, r, ns, "web", 2, 2, 5, time.Second)
+	if _, err := r.create(t.Context(), cs, ns, "web", 5); err != nil {
+		t.Fatal(err)
+	}
+	converge(t, cs, r, ns, "web", 5, 0, 5, time.Second)
 
-			// An orphan matching a new object's selector. It is scheduled
-			// (nodeName set), so if the controller saw the object before the
-			// orphan and created a pod of its own, that unscheduled pod is
-			// the one removed.
-			orphan := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: map[string]string{"app": "adopter"}},
-				Spec:       corev1.PodSpec{NodeName: "node-without-kubelet", Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
-			}
-			if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), orphan, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			uid, err := r.create(t.Context(), cs, ns, "adopter", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			converge(t, cs, r, ns, "adopter", 1, 0, 2, 0)
-			got, err := cs.CoreV1().Pods(ns).Get(t.Context(), "orphan", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ref := metav1.GetControllerOf(got)
-			if ref == nil || ref.UID != uid || ref.Kind != r.kind || got.DeletionTimestamp != nil {
-				t.Errorf("orphan after adoption: controller %+v, deletionTimestamp %v; want %s %s", ref, got.DeletionTimestamp, r.kind, uid)
-			}
-		})
+	if err := r.scale(t.Context(), cs, ns, "web", 2); err != nil {
+		t.Fatal(err)
+	}
+	// Unscheduled pods are deleted at once (no kubelet to wait for).
+	converge(t, cs, r, ns, "web", 2, 2, 5, time.Second)
+
+	// An orphan matching a new object's selector. It is scheduled
+	// (nodeName set), so if the controller saw the object before the
+	// orphan and created a pod of its own, that unscheduled pod is
+	// the one removed.
+	orphan := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "orphan", Labels: map[string]string{"app": "adopter"}},
+		Spec:       corev1.PodSpec{NodeName: "node-without-kubelet", Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), orphan, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	uid, err := r.create(t.Context(), cs, ns, "adopter", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	converge(t, cs, r, ns, "adopter", 1, 0, 2, 0)
+	got, err := cs.CoreV1().Pods(ns).Get(t.Context(), "orphan", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := metav1.GetControllerOf(got)
+	if ref == nil || ref.UID != uid || ref.Kind != r.kind || got.DeletionTimestamp != nil {
+		t.Errorf("orphan after adoption: controller %+v, deletionTimestamp %v; want %s %s", ref, got.DeletionTimestamp, r.kind, uid)
 	}
 }
