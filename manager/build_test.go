@@ -16,6 +16,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/serving"
 )
 
 func nop(context.Context, descriptor.Context) (descriptor.Controller, error) { return nil, nil }
@@ -42,7 +43,7 @@ func TestBuildReportsEveryProblemAtOnce(t *testing.T) {
 			ControllerStartInterval:   -time.Second,
 			KubeAPIQPS:                -1,
 			KubeAPIBurst:              -1,
-			SecurePort:                70000,
+			Serving:                   serving.Options{SecurePort: 70000},
 		}).
 		WithHealthCheck("my-check", nil).
 		Build()
@@ -110,13 +111,13 @@ func TestBuildWithRESTConfigAppliesOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := m.Options(); got.KubeAPIQPS != 7 || got.KubeAPIBurst != manager.DefaultKubeAPIBurst || got.SecurePort != manager.DefaultSecurePort {
+	if got := m.Options(); got.KubeAPIQPS != 7 || got.KubeAPIBurst != manager.DefaultKubeAPIBurst || got.Serving.SecurePort != serving.DefaultSecurePort {
 		t.Errorf("options not defaulted: %+v", got)
 	}
 }
 
 func TestRunTwiceIsAnError(t *testing.T) {
-	m, err := manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).WithOptions(manager.Options{SecurePort: -1}).Build()
+	m, err := manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).WithOptions(manager.Options{Serving: serving.Options{SecurePort: -1}}).Build()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,14 +140,16 @@ func TestOptionsFlags(t *testing.T) {
 		{nil, func(o manager.Options) bool {
 			return len(o.Controllers) == 1 && o.Controllers[0] == "*" && o.ControllerShutdownTimeout == 10*time.Second &&
 				o.MinResyncPeriod == 12*time.Hour && o.KubeAPIQPS == 20 && o.KubeAPIBurst == 30 &&
-				o.SecurePort == 10257 && o.BindAddress == "127.0.0.1" && o.KubeAPIContentType == "application/vnd.kubernetes.protobuf"
+				o.Serving.SecurePort == 10257 && o.Serving.BindAddress == "127.0.0.1" && o.KubeAPIContentType == "application/vnd.kubernetes.protobuf"
 		}, ""},
 		{[]string{"--controllers=*,-foo,bar", "--kubeconfig=/k", "--master=https://m", "--kube-api-qps=50", "--kube-api-burst=100"},
 			func(o manager.Options) bool {
 				return strings.Join(o.Controllers, ",") == "*,-foo,bar" && o.Kubeconfig == "/k" && o.Master == "https://m" && o.KubeAPIQPS == 50 && o.KubeAPIBurst == 100
 			}, ""},
-		{[]string{"--secure-port=0"}, func(o manager.Options) bool { return o.SecurePort < 0 }, ""},
-		{[]string{"--secure-port=10300", "--bind-address=0.0.0.0"}, func(o manager.Options) bool { return o.SecurePort == 10300 && o.BindAddress == "0.0.0.0" }, ""},
+		{[]string{"--secure-port=0"}, func(o manager.Options) bool { return o.Serving.SecurePort < 0 }, ""},
+		{[]string{"--secure-port=10300", "--bind-address=0.0.0.0"}, func(o manager.Options) bool {
+			return o.Serving.SecurePort == 10300 && o.Serving.BindAddress == "0.0.0.0"
+		}, ""},
 		{[]string{"--controller-shutdown-timeout=3s", "--min-resync-period=1h", "--controller-start-interval=1s"}, func(o manager.Options) bool {
 			return o.ControllerShutdownTimeout == 3*time.Second && o.MinResyncPeriod == time.Hour && o.ControllerStartInterval == time.Second
 		}, ""},

@@ -3,6 +3,7 @@ package manager
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -20,6 +21,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/metrics"
+	"github.com/ctrlhost/ctrlhost/serving"
 )
 
 // Builder collects what a Manager is made of. Its methods record and return
@@ -202,6 +204,14 @@ func (b *Builder) Build() (*Manager, error) {
 	h, err := reg.Handler()
 	if err != nil {
 		errs = append(errs, err)
+	}
+	// The served handler is resolved per request: it is built below, once
+	// every check is known to be valid.
+	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.handler.ServeHTTP(w, r) })
+	if m.client != nil {
+		if m.server, err = serving.New(opts.Serving, served, m.client, m.log.WithName("serving")); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("manager %q: invalid configuration:\n%w", b.component, errors.Join(errs...))

@@ -23,12 +23,13 @@ import (
 	"github.com/ctrlhost/ctrlhost/leader/leadertest"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/managertest"
+	"github.com/ctrlhost/ctrlhost/serving"
 )
 
 // fastElection keeps unit tests quick: valid, KCM-shaped, but small.
 func fastElection(identity string) manager.Options {
 	return manager.Options{
-		SecurePort:  -1,
+		Serving:     serving.Options{SecurePort: -1},
 		LeaderElect: true,
 		LeaderElection: leader.Config{
 			Identity:      identity,

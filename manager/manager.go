@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +21,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/metrics"
+	"github.com/ctrlhost/ctrlhost/serving"
 )
 
 // Manager hosts controllers: it selects them, builds them over shared
@@ -57,6 +56,7 @@ type Manager struct {
 
 	health  *healthz.Handler
 	handler http.Handler
+	server  *serving.Server
 
 	registry *prometheus.Registry
 	metrics  *metrics.Controllers
@@ -104,8 +104,8 @@ func (m *Manager) Status(name string) (ControllerStatus, bool) {
 	return st, true
 }
 
-// ServingAddr returns the address the endpoints are served on, once Run
-// has bound it; nil before that and when serving is disabled.
+// ServingAddr returns the address the endpoints are served on (HTTPS),
+// once Run has bound it; nil before that and when serving is disabled.
 func (m *Manager) ServingAddr() net.Addr {
 	m.addrMu.Lock()
 	defer m.addrMu.Unlock()
@@ -186,41 +186,37 @@ func (m *Manager) logSelection(log logr.Logger) {
 	}
 }
 
-// serve binds the endpoints unless disabled; the returned func stops
-// serving and reports any serving error.
+// serve binds the endpoints unless disabled, so that a port in use fails
+// Run before any controller starts; the returned func stops serving and
+// reports any serving error.
 func (m *Manager) serve(ctx context.Context, log logr.Logger) (stop func() error, err error) {
-	if m.opts.SecurePort < 0 {
+	addr, err := m.server.Listen(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if addr == nil {
 		return func() error { return nil }, nil
 	}
-	addr := net.JoinHostPort(m.opts.BindAddress, strconv.Itoa(m.opts.SecurePort))
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--bind-address/--secure-port: cannot listen on %s: %w", addr, err)
-	}
 	m.addrMu.Lock()
-	m.addr = ln.Addr()
+	m.addr = addr
 	m.addrMu.Unlock()
-	srv := &http.Server{
-		Handler:           m.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
-	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	log.Info("Serving health endpoints", "address", ln.Addr().String())
+	go func() { done <- m.server.Serve(sctx) }()
+	log.Info("Serving health, metrics and debug endpoints", "address", "https://"+addr.String(), "auth", !m.opts.Serving.DisableAuth)
 	return func() error {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		shutErr := srv.Shutdown(sctx)
-		if shutErr != nil {
-			shutErr = errors.Join(shutErr, srv.Close())
+		cancel()
+		if err := <-done; err != nil {
+			return fmt.Errorf("serving on %s: %w", addr, err)
 		}
-		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
-		}
-		return shutErr
+		return nil
 	}, nil
 }
+
+// ServingCertificate returns the PEM certificate the endpoints are served
+// with (the generated self-signed one when no --tls-cert-file was given),
+// for clients that should trust it.
+func (m *Manager) ServingCertificate() []byte { return m.server.CertPEM() }
 
 // Logger returns the Manager's logger (the default one built from
 // Options.Logging, or the one given to WithLogger). A program routes klog,

@@ -3,7 +3,6 @@ package manager
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/logging"
+	"github.com/ctrlhost/ctrlhost/serving"
 )
 
 // Options configures a Manager. The zero value is usable: every zero field
@@ -58,15 +58,12 @@ type Options struct {
 	// rule for including cloud loops. Default: "" (cloud loops skipped).
 	CloudProvider string
 
-	// BindAddress is the address the health, debug and metrics endpoints
-	// are served on. Default: "127.0.0.1" (KCM listens on all interfaces;
-	// ctrlhost serves plain HTTP for now, so it stays on loopback unless
-	// told otherwise).
-	BindAddress string
-	// SecurePort is the port of those endpoints. Default: 10257. A negative
-	// value disables serving; on the command line --secure-port=0 does that,
-	// as in KCM.
-	SecurePort int
+	// Serving configures the HTTPS endpoints (health, metrics, debug):
+	// --bind-address (127.0.0.1), --secure-port (10257; 0 disables),
+	// --tls-cert-file / --tls-private-key-file (self-signed in memory when
+	// empty), delegated authentication and authorization through the API
+	// server (health paths always open), --profiling. See package serving.
+	Serving serving.Options
 
 	// UseServiceAccountCredentials gives each controller a client that
 	// authenticates as its own ServiceAccount (named after the controller,
@@ -121,8 +118,6 @@ const (
 	DefaultKubeAPIQPS                = 20
 	DefaultKubeAPIBurst              = 30
 	DefaultKubeAPIContentType        = "application/vnd.kubernetes.protobuf"
-	DefaultBindAddress               = "127.0.0.1"
-	DefaultSecurePort                = 10257
 )
 
 // NewOptions returns Options with every default filled in, ready for
@@ -151,12 +146,7 @@ func (o Options) WithDefaults() Options {
 	if o.KubeAPIContentType == "" {
 		o.KubeAPIContentType = DefaultKubeAPIContentType
 	}
-	if o.BindAddress == "" {
-		o.BindAddress = DefaultBindAddress
-	}
-	if o.SecurePort == 0 {
-		o.SecurePort = DefaultSecurePort
-	}
+	o.Serving = o.Serving.WithDefaults()
 	if o.Logging.Format == "" {
 		o.Logging.Format = logging.NewOptions().Format
 	}
@@ -202,9 +192,7 @@ func (o Options) validate() []error {
 	if o.KubeAPIBurst < 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst: must not be negative, got %d", o.KubeAPIBurst))
 	}
-	if o.SecurePort > 65535 {
-		errs = append(errs, fmt.Errorf("--secure-port: %d is not a port; use 1-65535, or 0 to disable serving", o.SecurePort))
-	}
+	errs = append(errs, o.Serving.Validate()...)
 	if o.LostLeasePolicy != leader.Exit && o.LostLeasePolicy != leader.Recampaign {
 		errs = append(errs, fmt.Errorf("--leader-elect-lost-lease-policy: %q is not a policy; use %q or %q", o.LostLeasePolicy, leader.Exit, leader.Recampaign))
 	}
@@ -253,10 +241,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", o.KubeAPIContentType, "Content type of requests sent to apiserver.")
 	fs.StringVar(&o.CloudProvider, "cloud-provider", o.CloudProvider,
 		"The provider for cloud services. Empty or 'external' leaves controllers marked as cloud loops off.")
-	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress,
-		"The IP address on which to listen for the --secure-port port.")
-	fs.Var(portValue{&o.SecurePort}, "secure-port",
-		"The port on which to serve health, debug and metrics endpoints. If 0, don't serve at all.")
+	o.Serving.AddFlags(fs)
 
 	o.Logging.AddFlags(fs)
 	fs.BoolVar(&o.UseServiceAccountCredentials, "use-service-account-credentials", o.UseServiceAccountCredentials,
@@ -332,31 +317,5 @@ func (p positiveDuration) Set(s string) error {
 		return errors.New("must be a positive duration such as 10s")
 	}
 	*p.d = d
-	return nil
-}
-
-// portValue maps KCM's "--secure-port=0 disables serving" onto SecurePort's
-// negative value, since a zero SecurePort means "default".
-type portValue struct{ p *int }
-
-func (v portValue) String() string {
-	if v.p == nil || *v.p < 0 {
-		return "0"
-	}
-	return strconv.Itoa(*v.p)
-}
-func (v portValue) Type() string { return "int" }
-func (v portValue) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return fmt.Errorf("not a port number: %q", s)
-	}
-	if n < 0 || n > 65535 {
-		return fmt.Errorf("%d is not a port; use 1-65535, or 0 to disable serving", n)
-	}
-	if n == 0 {
-		n = -1
-	}
-	*v.p = n
 	return nil
 }

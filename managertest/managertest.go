@@ -25,6 +25,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/serving"
 )
 
 // DefaultTimeout bounds every wait of a Harness.
@@ -40,7 +41,7 @@ type Harness struct {
 	// Builder may be changed (it logs to t.Log by default) (Register, WithFeatureGate, WithLogger, …)
 	// before Start.
 	Builder *manager.Builder
-	// Options are passed to the Builder by Start. New sets SecurePort to -1
+	// Options are passed to the Builder by Start. New sets Serving.SecurePort to -1
 	// (no listener); use Manager.Handler through Get instead.
 	Options manager.Options
 	// Timeout bounds each wait. Default: DefaultTimeout.
@@ -69,7 +70,7 @@ func New(t testing.TB, component string, ds []descriptor.Descriptor, objects ...
 		Client:   client,
 		Metadata: meta,
 		Builder:  manager.NewBuilder(component).Register(ds...).WithClient(client, meta).WithLogger(testr.NewWithInterface(t, testr.Options{})),
-		Options:  manager.Options{SecurePort: -1},
+		Options:  manager.Options{Serving: serving.Options{SecurePort: -1}},
 		Timeout:  DefaultTimeout,
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
 	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/serving"
 )
 
 // builtinTimeout bounds each wait for a built-in controller to act.
@@ -58,7 +59,7 @@ func TestBuiltinControllers(t *testing.T) {
 	rc.RootCAFile = caFile
 	m, err := manager.NewBuilder("it-builtins").
 		WithRESTConfig(env.Config()).
-		WithOptions(manager.Options{SecurePort: -1, Controllers: []string{"*", "tokencleaner"}}).
+		WithOptions(manager.Options{Serving: serving.Options{SecurePort: -1}, Controllers: []string{"*", "tokencleaner"}}).
 		Register(
 			podgc.Descriptor(gc),
 			serviceaccount.Descriptor(serviceaccount.NewOptions()),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/serving"
 )
 
 // TestServiceAccountCredentials: with UseServiceAccountCredentials a
@@ -53,7 +54,7 @@ func TestServiceAccountCredentials(t *testing.T) {
 		}), nil
 	})
 	m, err := manager.NewBuilder("it-sa-creds").WithRESTConfig(env.Config()).
-		WithOptions(manager.Options{SecurePort: -1, UseServiceAccountCredentials: true}).
+		WithOptions(manager.Options{Serving: serving.Options{SecurePort: -1}, UseServiceAccountCredentials: true}).
 		Register(writer).Build()
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +22,8 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/serving"
+	"github.com/ctrlhost/ctrlhost/testenv"
 )
 
 const seenAnnotation = "ctrlhost.test/seen-by"
@@ -72,10 +76,23 @@ func annotator(namespace string) descriptor.Descriptor {
 	})
 }
 
-func httpGet(t *testing.T, url string) (int, string) {
+// httpsGet fetches url trusting only certPEM, with a bearer token if one
+// is given.
+func httpsGet(t *testing.T, certPEM []byte, url, token string) (int, string) {
 	t.Helper()
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	defer tr.CloseIdleConnections()
+	c := http.Client{Timeout: 5 * time.Second, Transport: tr}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
@@ -94,7 +111,7 @@ func TestManagerAgainstAPIServer(t *testing.T) {
 
 	m, err := manager.NewBuilder("it-controller-manager").
 		WithRESTConfig(env.Config()).
-		WithOptions(manager.Options{BindAddress: "127.0.0.1", SecurePort: freePort(t), ControllerShutdownTimeout: 5 * time.Second}).
+		WithOptions(manager.Options{Serving: serving.Options{BindAddress: "127.0.0.1", SecurePort: freePort(t)}, ControllerShutdownTimeout: 5 * time.Second}).
 		Register(annotator(ns)).
 		Build()
 	if err != nil {
@@ -109,9 +126,10 @@ func TestManagerAgainstAPIServer(t *testing.T) {
 	}()
 
 	var base string
+	httpGet := func(url string) (int, string) { return httpsGet(t, m.ServingCertificate(), url, "") }
 	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		if a := m.ServingAddr(); a != nil {
-			base = "http://" + a.String()
+			base = "https://" + a.String()
 			return true, nil
 		}
 		return false, nil
@@ -119,10 +137,10 @@ func TestManagerAgainstAPIServer(t *testing.T) {
 		t.Fatal("the manager never bound its serving address")
 	}
 	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		code, _ := httpGet(t, base+"/readyz")
+		code, _ := httpGet(base + "/readyz")
 		return code == http.StatusOK, nil
 	}); err != nil {
-		_, body := httpGet(t, base+"/readyz?verbose")
+		_, body := httpGet(base + "/readyz?verbose")
 		t.Fatalf("/readyz never became 200:\n%s", body)
 	}
 	for path, want := range map[string]string{
@@ -131,8 +149,31 @@ func TestManagerAgainstAPIServer(t *testing.T) {
 		"/readyz?verbose":              "[+]informer-sync ok",
 		"/readyz/annotator-controller": "ok",
 	} {
-		if code, body := httpGet(t, base+path); code != http.StatusOK || !strings.Contains(body, want) {
+		if code, body := httpGet(base + path); code != http.StatusOK || !strings.Contains(body, want) {
 			t.Errorf("GET %s = %d\n%s\nwant it to contain %q", path, code, body, want)
+		}
+	}
+
+	// /metrics needs credentials: none → 401, a user without RBAC → 403,
+	// the admin (system:masters) → 200.
+	adminToken, err := env.Token(testenv.AdminUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobodyToken, err := env.Token(nobody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		token string
+		code  int
+	}{{"", http.StatusUnauthorized}, {nobodyToken, http.StatusForbidden}, {adminToken, http.StatusOK}} {
+		code, body := httpsGet(t, m.ServingCertificate(), base+"/metrics", tc.token)
+		if code != tc.code {
+			t.Errorf("GET /metrics: %d, want %d\n%.300s", code, tc.code, body)
+		}
+		if code == http.StatusOK && !strings.Contains(body, `it_controller_manager_controller_running{controller="annotator-controller"} 1`) {
+			t.Errorf("/metrics lacks the controller's running gauge:\n%.2000s", body)
 		}
 	}
 
@@ -162,7 +203,7 @@ func TestManagerAgainstAPIServer(t *testing.T) {
 	if st, _ := m.Status("annotator-controller"); st.Phase != manager.PhaseStopped {
 		t.Errorf("after Run: %+v", st)
 	}
-	c := http.Client{Timeout: time.Second}
+	c := http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // only probing that nothing listens
 	if _, err := c.Get(base + "/healthz"); err == nil {
 		t.Error("still serving after Run returned")
 	}
@@ -177,7 +218,7 @@ func TestManagerServingPortTaken(t *testing.T) {
 	build := func() *manager.Manager {
 		m, err := manager.NewBuilder("it-port").
 			WithRESTConfig(env.Config()).
-			WithOptions(manager.Options{SecurePort: port}).
+			WithOptions(manager.Options{Serving: serving.Options{SecurePort: port}}).
 			Register(descriptor.New("x-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
 				started <- struct{}{}
 				return descriptor.ControllerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), nil

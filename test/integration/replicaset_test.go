@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
 	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/serving"
 )
 
 // rsTimeout bounds each wait for the controllers to converge.
@@ -171,7 +172,7 @@ func TestReplicaSetControllers(t *testing.T) {
 	opts := replicaset.NewOptions()
 	m, err := manager.NewBuilder("it-rs").
 		WithRESTConfig(env.Config()).
-		WithOptions(manager.Options{SecurePort: -1}).
+		WithOptions(manager.Options{Serving: serving.Options{SecurePort: -1}}).
 		Register(replicaset.Descriptor(opts), replicaset.ReplicationControllerDescriptor(opts)).
 		Build()
 	if err != nil {

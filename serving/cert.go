@@ -1,0 +1,98 @@
+package serving
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"time"
+)
+
+// selfSignedValidity is how long a generated certificate is valid, as the
+// apiserver library's self-signed certificates.
+const selfSignedValidity = 365 * 24 * time.Hour
+
+// servingCert is the certificate a Server presents.
+type servingCert struct {
+	tls    tls.Certificate
+	pem    []byte // the certificate chain, leaf first
+	source string // the files, or "self-signed"
+}
+
+// loadCert reads a certificate chain and its key from PEM files. Errors
+// name the flag and the path at fault.
+func loadCert(certFile, keyFile string) (servingCert, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return servingCert{}, fmt.Errorf("--tls-cert-file: reading %s: %w", certFile, err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return servingCert{}, fmt.Errorf("--tls-private-key-file: reading %s: %w", keyFile, err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return servingCert{}, fmt.Errorf("--tls-cert-file %s and --tls-private-key-file %s: not a valid certificate and matching key: %w",
+			certFile, keyFile, err)
+	}
+	return servingCert{tls: pair, pem: chainPEM(pair.Certificate), source: certFile + ", " + keyFile}, nil
+}
+
+// selfSigned generates an ECDSA P-256 key and a self-signed certificate for
+// localhost, the loopback addresses and bindAddress (unless it is the
+// unspecified address), valid from a little before now for a year.
+func selfSigned(bindAddress string, now time.Time) (servingCert, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return servingCert{}, fmt.Errorf("generating a key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return servingCert{}, fmt.Errorf("generating a serial number: %w", err)
+	}
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	if ip := net.ParseIP(bindAddress); ip != nil && !ip.IsUnspecified() && !ip.IsLoopback() {
+		ips = append(ips, ip)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: fmt.Sprintf("localhost@%d", now.Unix())},
+		NotBefore:             now.Add(-5 * time.Minute), // tolerate clients whose clock is a little behind
+		NotAfter:              now.Add(selfSignedValidity),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true, // its own root, so a client can trust exactly this certificate
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return servingCert{}, fmt.Errorf("creating the certificate: %w", err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return servingCert{}, fmt.Errorf("parsing the generated certificate: %w", err)
+	}
+	return servingCert{
+		tls:    tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf},
+		pem:    chainPEM([][]byte{der}),
+		source: "self-signed",
+	}, nil
+}
+
+func chainPEM(ders [][]byte) []byte {
+	var b bytes.Buffer
+	for _, der := range ders {
+		_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: der}) // writes to a Buffer do not fail
+	}
+	return b.Bytes()
+}

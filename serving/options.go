@@ -1,0 +1,246 @@
+package serving
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Options configures a Server. The zero value is usable: every zero field
+// takes the default its comment states. Defaulting happens in one place,
+// WithDefaults, which returns a copy.
+//
+// AddFlags binds the fields under kube-controller-manager's flag names, so
+// a KCM command line keeps working; the deviations from KCM's defaults are
+// stated on the fields.
+type Options struct {
+	// BindAddress is the IP address to listen on; "0.0.0.0" or "::" listen
+	// on every interface. Default: "127.0.0.1". KCM listens on every
+	// interface by default; ctrlhost keeps loopback so that a library user
+	// exposes the endpoints to the network only by asking for it.
+	BindAddress string
+	// SecurePort is the port to serve HTTPS on. Default: 10257. A negative
+	// value disables serving; on the command line --secure-port=0 does
+	// that, as in KCM.
+	SecurePort int
+
+	// CertFile is the PEM file of the serving certificate, followed by any
+	// intermediates; KeyFile is the PEM file of its private key. Set both or
+	// neither. Neither: a self-signed ECDSA certificate for localhost,
+	// 127.0.0.1, ::1 and BindAddress is generated in memory by New, as KCM
+	// does without --tls-cert-file.
+	CertFile string
+	KeyFile  string
+
+	// DisableAuth serves every path to anyone, without authentication or
+	// authorization (still over TLS). For development only. KCM has no such
+	// switch. Default: false.
+	DisableAuth bool
+	// AuthenticationKubeconfig is a kubeconfig file for creating
+	// TokenReviews. Default: "", use the client given to New.
+	AuthenticationKubeconfig string
+	// AuthorizationKubeconfig is a kubeconfig file for creating
+	// SubjectAccessReviews. Default: "", use the client given to New.
+	AuthorizationKubeconfig string
+	// AlwaysAllowPaths are served without authentication or authorization.
+	// Each entry is a path ("/healthz") or a prefix ending in "*"
+	// ("/healthz/*"); a leading "/" is optional. Default:
+	// DefaultAlwaysAllowPaths, which adds the sub-paths to KCM's
+	// "/healthz,/readyz,/livez" so that /readyz/<check> is open too. An
+	// empty non-nil slice opens nothing.
+	AlwaysAllowPaths []string
+	// AlwaysAllowGroups are allowed every path once authenticated, without
+	// a SubjectAccessReview; there is no flag, as in KCM. Default:
+	// ["system:masters"]. An empty non-nil slice allows no group this way.
+	AlwaysAllowGroups []string
+	// TokenCacheTTL is how long a TokenReview answer (authenticated or not)
+	// is cached. Default: 10s. A negative value disables the cache; on the
+	// command line 0 does that.
+	TokenCacheTTL time.Duration
+	// AuthorizedCacheTTL and UnauthorizedCacheTTL are how long an allowing
+	// and a denying SubjectAccessReview answer is cached. Default: 10s
+	// each. A negative value disables caching; on the command line 0 does.
+	AuthorizedCacheTTL   time.Duration
+	UnauthorizedCacheTTL time.Duration
+
+	// Profiling serves /debug/pprof/ (authorized like any other path).
+	// Default: false. KCM's --profiling defaults to true; ctrlhost leaves
+	// profiling off unless asked for.
+	Profiling bool
+
+	// ShutdownTimeout bounds the graceful shutdown at the end of Serve;
+	// after it, connections are closed. Default: 5s. No flag.
+	ShutdownTimeout time.Duration
+}
+
+// Defaults.
+const (
+	DefaultBindAddress     = "127.0.0.1"
+	DefaultSecurePort      = 10257
+	DefaultCacheTTL        = 10 * time.Second
+	DefaultShutdownTimeout = 5 * time.Second
+)
+
+// DefaultAlwaysAllowPaths are the paths served without credentials by
+// default: the health endpoints and their per-check sub-paths.
+var DefaultAlwaysAllowPaths = []string{"/healthz", "/healthz/*", "/readyz", "/readyz/*", "/livez", "/livez/*"}
+
+// DefaultAlwaysAllowGroups are the groups allowed every path by default.
+var DefaultAlwaysAllowGroups = []string{"system:masters"}
+
+// NewOptions returns Options with every default filled in, ready for
+// AddFlags.
+func NewOptions() Options { return Options{}.WithDefaults() }
+
+// WithDefaults returns a copy of o with every zero field set to its
+// default. Slices are copied.
+func (o Options) WithDefaults() Options {
+	if o.BindAddress == "" {
+		o.BindAddress = DefaultBindAddress
+	}
+	if o.SecurePort == 0 {
+		o.SecurePort = DefaultSecurePort
+	}
+	o.AlwaysAllowPaths = copyOr(o.AlwaysAllowPaths, DefaultAlwaysAllowPaths)
+	o.AlwaysAllowGroups = copyOr(o.AlwaysAllowGroups, DefaultAlwaysAllowGroups)
+	if o.TokenCacheTTL == 0 {
+		o.TokenCacheTTL = DefaultCacheTTL
+	}
+	if o.AuthorizedCacheTTL == 0 {
+		o.AuthorizedCacheTTL = DefaultCacheTTL
+	}
+	if o.UnauthorizedCacheTTL == 0 {
+		o.UnauthorizedCacheTTL = DefaultCacheTTL
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	return o
+}
+
+// copyOr returns a copy of s, or of def when s is nil.
+func copyOr(s, def []string) []string {
+	if s == nil {
+		s = def
+	}
+	return append(make([]string, 0, len(s)), s...)
+}
+
+// Enabled reports whether o serves at all (SecurePort not disabled).
+func (o Options) Enabled() bool { return o.WithDefaults().SecurePort > 0 }
+
+// Validate reports every invalid field of o (after defaulting), each error
+// naming its flag.
+func (o Options) Validate() []error {
+	o = o.WithDefaults()
+	var errs []error
+	if net.ParseIP(o.BindAddress) == nil {
+		errs = append(errs, fmt.Errorf("--bind-address: %q is not an IP address", o.BindAddress))
+	}
+	if o.SecurePort > 65535 {
+		errs = append(errs, fmt.Errorf("--secure-port: %d is not a port; use 1-65535, or 0 to disable serving", o.SecurePort))
+	}
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file: set both or neither"))
+	}
+	if _, err := newPathMatcher(o.AlwaysAllowPaths); err != nil {
+		errs = append(errs, fmt.Errorf("--authorization-always-allow-paths: %w", err))
+	}
+	if o.ShutdownTimeout < 0 {
+		errs = append(errs, fmt.Errorf("ShutdownTimeout: must not be negative, got %v", o.ShutdownTimeout))
+	}
+	return errs
+}
+
+// AddFlags binds o's fields to fs under KCM's flag names, with o's current
+// values (defaulted first) as the defaults shown in help.
+//
+// --bind-address and --secure-port are also bound by manager.Options; bind
+// them from one of the two only.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	*o = o.WithDefaults()
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, ""+
+		"The IP address on which to listen for the --secure-port port. 0.0.0.0 or :: listen on every interface.")
+	fs.Var(portValue{&o.SecurePort}, "secure-port",
+		"The port on which to serve HTTPS with authentication and authorization. If 0, don't serve HTTPS at all.")
+	fs.StringVar(&o.CertFile, "tls-cert-file", o.CertFile, ""+
+		"File containing the default x509 Certificate for HTTPS (CA cert, if any, concatenated after server cert). "+
+		"If --tls-cert-file and --tls-private-key-file are not provided, a self-signed certificate and key are "+
+		"generated in memory for localhost and the bind address.")
+	fs.StringVar(&o.KeyFile, "tls-private-key-file", o.KeyFile,
+		"File containing the default x509 private key matching --tls-cert-file.")
+	fs.BoolVar(&o.DisableAuth, "disable-serving-auth", o.DisableAuth, ""+
+		"If true, serve every endpoint without authentication or authorization (still over TLS). For development only.")
+	fs.StringVar(&o.AuthenticationKubeconfig, "authentication-kubeconfig", o.AuthenticationKubeconfig, ""+
+		"kubeconfig file pointing at the 'core' kubernetes server with enough rights to create "+
+		"tokenreviews.authentication.k8s.io. If empty, the controller host's own client is used.")
+	fs.StringVar(&o.AuthorizationKubeconfig, "authorization-kubeconfig", o.AuthorizationKubeconfig, ""+
+		"kubeconfig file pointing at the 'core' kubernetes server with enough rights to create "+
+		"subjectaccessreviews.authorization.k8s.io. If empty, the controller host's own client is used.")
+	fs.StringSliceVar(&o.AlwaysAllowPaths, "authorization-always-allow-paths", o.AlwaysAllowPaths, ""+
+		"A list of HTTP paths served without authentication or authorization. An entry ending in '*' is a prefix.")
+	fs.Var(ttlValue{&o.TokenCacheTTL}, "authentication-token-webhook-cache-ttl",
+		"The duration to cache responses from the webhook token authenticator. 0 disables the cache.")
+	fs.Var(ttlValue{&o.AuthorizedCacheTTL}, "authorization-webhook-cache-authorized-ttl",
+		"The duration to cache 'authorized' responses from the webhook authorizer. 0 disables the cache.")
+	fs.Var(ttlValue{&o.UnauthorizedCacheTTL}, "authorization-webhook-cache-unauthorized-ttl",
+		"The duration to cache 'unauthorized' responses from the webhook authorizer. 0 disables the cache.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling,
+		"Enable profiling via web interface host:port/debug/pprof/ (authorized like any other path).")
+}
+
+// portValue maps "--secure-port=0 disables serving" onto a negative
+// SecurePort, since a zero SecurePort means "default".
+type portValue struct{ p *int }
+
+func (v portValue) String() string {
+	if v.p == nil || *v.p < 0 {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+func (v portValue) Type() string { return "int" }
+func (v portValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("not a port number: %q", s)
+	}
+	if n < 0 || n > 65535 {
+		return fmt.Errorf("%d is not a port; use 1-65535, or 0 to disable serving", n)
+	}
+	if n == 0 {
+		n = -1
+	}
+	*v.p = n
+	return nil
+}
+
+// ttlValue maps "0 disables the cache" onto a negative TTL, since a zero
+// TTL means "default".
+type ttlValue struct{ d *time.Duration }
+
+func (v ttlValue) String() string {
+	if v.d == nil || *v.d < 0 {
+		return "0s"
+	}
+	return v.d.String()
+}
+func (v ttlValue) Type() string { return "duration" }
+func (v ttlValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d < 0 {
+		return errors.New("must not be negative; use 0 to disable the cache")
+	}
+	if d == 0 {
+		d = -1
+	}
+	*v.d = d
+	return nil
+}

@@ -1,0 +1,305 @@
+package serving
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Server serves a handler over HTTPS behind an AuthFilter. Build one with
+// New, bind it with Listen, run it with Serve.
+type Server struct {
+	opts    Options
+	log     logr.Logger
+	handler http.Handler
+	cert    servingCert // zero when serving is disabled
+
+	mu     sync.Mutex
+	ln     net.Listener
+	served bool // Serve was called
+	closed bool // Close was called
+}
+
+// New validates opts and prepares a Server: it loads the certificate and
+// key (or generates a self-signed pair), and builds the authentication and
+// authorization filter around handler, with profiling when asked for. It
+// starts no goroutine and binds nothing.
+//
+// client creates the TokenReviews and SubjectAccessReviews unless
+// AuthenticationKubeconfig / AuthorizationKubeconfig name other
+// credentials; it may be nil when both are set or DisableAuth is. When
+// serving is disabled (SecurePort negative), New only validates opts, as
+// KCM loads neither certificates nor auth kubeconfigs then: Listen and
+// Serve do nothing and Handler answers 404 to everything.
+func New(opts Options, handler http.Handler, client kubernetes.Interface, log logr.Logger) (*Server, error) {
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	opts = opts.WithDefaults()
+	errs := opts.Validate()
+	if handler == nil {
+		errs = append(errs, errors.New("serving: handler is nil"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	s := &Server{opts: opts, log: log}
+	if !opts.Enabled() {
+		// As KCM: no certificate, no delegated auth, nothing to fail on.
+		log.Info("Serving is disabled", "flag", "--secure-port=0")
+		s.handler = http.NotFoundHandler()
+		return s, nil
+	}
+
+	var inner http.Handler = handler
+	if opts.Profiling {
+		inner = withProfiling(handler)
+	}
+	s.handler = inner
+	if opts.DisableAuth {
+		log.Info("Serving WITHOUT authentication or authorization: every endpoint is open to anyone who can connect",
+			"flag", "--disable-serving-auth")
+	} else {
+		filter, err := newFilter(opts, client, log)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			s.handler = filter.Wrap(inner)
+		}
+	}
+
+	var err error
+	if opts.CertFile != "" {
+		s.cert, err = loadCert(opts.CertFile, opts.KeyFile)
+		if err != nil {
+			return nil, errors.Join(append(errs, err)...)
+		}
+		if leaf := s.cert.tls.Leaf; leaf != nil && time.Now().After(leaf.NotAfter) {
+			log.Info("WARNING: the serving certificate has expired", "file", opts.CertFile, "notAfter", leaf.NotAfter)
+		}
+	} else {
+		if len(errs) > 0 { // do not spend a key generation on a failed New
+			return nil, errors.Join(errs...)
+		}
+		s.cert, err = selfSigned(opts.BindAddress, time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("serving: generating a self-signed certificate: %w", err)
+		}
+		leaf := s.cert.tls.Leaf
+		log.Info("Generated a self-signed serving certificate in memory; it is not rotated, set --tls-cert-file and --tls-private-key-file for one that is",
+			"dnsNames", leaf.DNSNames, "ipAddresses", leaf.IPAddresses, "notAfter", leaf.NotAfter)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return s, nil
+}
+
+// newFilter builds the AuthFilter of opts, with clients from the
+// kubeconfig flags or client.
+func newFilter(opts Options, client kubernetes.Interface, log logr.Logger) (*AuthFilter, error) {
+	authn, err := reviewClient(client, opts.AuthenticationKubeconfig, "--authentication-kubeconfig")
+	if err != nil {
+		return nil, err
+	}
+	authz, err := reviewClient(client, opts.AuthorizationKubeconfig, "--authorization-kubeconfig")
+	if err != nil {
+		return nil, err
+	}
+	return NewAuthFilter(AuthConfig{
+		TokenReviews:         authn.AuthenticationV1().TokenReviews(),
+		SubjectAccessReviews: authz.AuthorizationV1().SubjectAccessReviews(),
+		AlwaysAllowPaths:     opts.AlwaysAllowPaths,
+		AlwaysAllowGroups:    opts.AlwaysAllowGroups,
+		TokenCacheTTL:        opts.TokenCacheTTL,
+		AuthorizedCacheTTL:   opts.AuthorizedCacheTTL,
+		UnauthorizedCacheTTL: opts.UnauthorizedCacheTTL,
+		Log:                  log.WithName("auth"),
+	})
+}
+
+// reviewClient returns a client from the kubeconfig file, or client when
+// the file is not set.
+func reviewClient(client kubernetes.Interface, kubeconfig, flag string) (kubernetes.Interface, error) {
+	if kubeconfig == "" {
+		if client == nil {
+			return nil, fmt.Errorf("%s: not set and New was given no client; set it, pass a client, or disable auth with --disable-serving-auth", flag)
+		}
+		return client, nil
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("%s: loading %s: %w", flag, kubeconfig, err)
+	}
+	// As KCM's delegating authentication and authorization clients.
+	cfg.QPS, cfg.Burst, cfg.Timeout = 200, 400, 10*time.Second
+	cfg = rest.AddUserAgent(cfg, "ctrlhost-serving")
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", flag, kubeconfig, err)
+	}
+	return cs, nil
+}
+
+// withProfiling serves /debug/pprof/ itself and everything else with h.
+func withProfiling(h http.Handler) http.Handler {
+	var p profiling
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == strings.TrimSuffix(pprofPrefix, "/") || strings.HasPrefix(r.URL.Path, pprofPrefix) {
+			p.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Handler returns the handler Serve serves: the handler given to New
+// behind the auth filter (unless DisableAuth), with /debug/pprof/ when
+// Profiling is on. It answers 404 to everything when serving is disabled.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Options returns the defaulted options the Server was built with.
+func (s *Server) Options() Options { return s.opts }
+
+// CertPEM returns the PEM of the serving certificate chain, leaf first:
+// the generated self-signed certificate (which a client can trust as a
+// root), or the certificates of --tls-cert-file. Nil when serving is
+// disabled.
+func (s *Server) CertPEM() []byte { return append([]byte(nil), s.cert.pem...) }
+
+// Listen binds BindAddress:SecurePort, so that a taken port is reported
+// before anything else starts; ctx bounds the bind only. The listener is
+// Serve's to use and close, or Close's when Serve is not called. When
+// serving is disabled, Listen returns a nil address and no error.
+func (s *Server) Listen(ctx context.Context) (net.Addr, error) {
+	if !s.opts.Enabled() {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listenLocked(ctx)
+}
+
+func (s *Server) listenLocked(ctx context.Context) (net.Addr, error) {
+	switch {
+	case s.closed:
+		return nil, errors.New("serving: Listen after Close")
+	case s.ln != nil:
+		return nil, errors.New("serving: Listen called twice")
+	}
+	addr := net.JoinHostPort(s.opts.BindAddress, strconv.Itoa(s.opts.SecurePort))
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--bind-address/--secure-port: cannot listen on %s: %w", addr, err)
+	}
+	s.ln = ln
+	return ln.Addr(), nil
+}
+
+// Close releases the listener bound by Listen when Serve will not be
+// called. It has no effect on a running Serve, which ends with its context.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.served || s.ln == nil {
+		return nil
+	}
+	return s.ln.Close()
+}
+
+// Serve serves HTTPS on the listener bound by Listen (binding it first if
+// Listen was not called) until ctx is done, then shuts the server down:
+// request contexts are cancelled, in-flight requests get ShutdownTimeout to
+// finish, then connections are closed. It returns when the server's
+// goroutines have ended, with the error that stopped serving, if any, or
+// the failure to shut down in time. Serve may be called once. When serving
+// is disabled, it returns nil at once.
+func (s *Server) Serve(ctx context.Context) error {
+	if !s.opts.Enabled() {
+		return nil
+	}
+	s.mu.Lock()
+	if s.served {
+		s.mu.Unlock()
+		return errors.New("serving: Serve called twice")
+	}
+	if s.ln == nil {
+		if _, err := s.listenLocked(ctx); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
+	if s.closed {
+		s.mu.Unlock()
+		return errors.New("serving: Serve after Close")
+	}
+	s.served = true
+	ln := s.ln
+	s.mu.Unlock()
+
+	// Request contexts end when shutdown begins, so that long requests
+	// (CPU profiles, traces) stop early instead of holding the shutdown.
+	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	srv := &http.Server{
+		Handler: s.handler,
+		TLSConfig: &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{s.cert.tls},
+		},
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		ErrorLog:          stdlog.New(serverErrorWriter{s.log}, "", 0),
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeTLS(ln, "", "") }()
+	s.log.Info("Serving securely", "address", ln.Addr().String(), "certificate", s.cert.source,
+		"authentication", !s.opts.DisableAuth, "profiling", s.opts.Profiling)
+
+	select {
+	case err := <-done: // ServeTLS failed on its own; it closed the listener
+		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	cancelRequests()
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	var shutErr error
+	if err := srv.Shutdown(sctx); err != nil {
+		shutErr = fmt.Errorf("serving on %s: graceful shutdown within %v: %w", ln.Addr(), s.opts.ShutdownTimeout, err)
+		if err := srv.Close(); err != nil {
+			shutErr = errors.Join(shutErr, err)
+		}
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		shutErr = errors.Join(fmt.Errorf("serving on %s: %w", ln.Addr(), err), shutErr)
+	}
+	s.log.Info("Stopped serving", "address", ln.Addr().String())
+	return shutErr
+}
+
+// serverErrorWriter sends net/http's own error log (TLS handshake
+// failures from untrusting clients, mostly) to the logger at V(2).
+type serverErrorWriter struct{ log logr.Logger }
+
+func (w serverErrorWriter) Write(p []byte) (int, error) {
+	w.log.V(2).Info("HTTP server error", "message", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
