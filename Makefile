@@ -7,16 +7,21 @@ TESTBIN_DIR := $(CURDIR)/_output/testbin/$(KUBE_VERSION)
 export CTRLHOST_TESTBIN ?= $(TESTBIN_DIR)
 GOTEST_FLAGS ?= -race -count=1
 
-.PHONY: all build test verify unit integration testbin demo bench clean
+.PHONY: all deps build test verify unit integration testbin demo bench clean
 
 all: build
 
 build:
 	$(GO) build ./...
 
+## deps: fetch every module the build needs, before any test runs.
+deps:
+	$(GO) mod download
+	GOWORK=off $(GO) -C hack/testbin mod download
+
 ## test: formatting and vet, every unit test, then the integration suite
 ## against a real etcd + kube-apiserver (built first if missing).
-test: verify unit integration
+test: deps verify unit integration
 
 verify:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './_output/*'))"; \
@@ -34,7 +39,7 @@ integration: testbin
 
 ## testbin: build etcd and kube-apiserver from the Go module proxy into
 ## _output/testbin/$(KUBE_VERSION) (skips what is already built).
-testbin:
+testbin: deps
 	@bash hack/testbin.sh
 
 ## demo: a local control plane plus the example controller manager.
