@@ -1,15 +1,12 @@
 package podgc
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +18,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -80,27 +79,14 @@ type fixture struct {
 // informer and the API, and apiOnlyNodes in the API only.
 func newFixture(t *testing.T, threshold int, pods []*corev1.Pod, informerNodes, apiOnlyNodes []*corev1.Node) *fixture {
 	t.Helper()
-	var objs []runtime.Object
-	podIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	nodeIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	podIdx := controllertest.NamespacedIndexer(t, pods...)
+	nodeIdx := controllertest.ClusterIndexer(t, informerNodes...)
 	orig := map[string]*corev1.Pod{}
 	for _, p := range pods {
 		orig[p.Name] = p.DeepCopy()
-		objs = append(objs, p.DeepCopy())
-		if err := podIdx.Add(p); err != nil {
-			t.Fatal(err)
-		}
 	}
-	for _, n := range informerNodes {
-		objs = append(objs, n.DeepCopy())
-		if err := nodeIdx.Add(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range apiOnlyNodes {
-		objs = append(objs, n.DeepCopy())
-	}
-	client := fake.NewClientset(objs...)
+	client := fake.NewClientset(slices.Concat(
+		controllertest.DeepCopies(pods...), controllertest.DeepCopies(informerNodes...), controllertest.DeepCopies(apiOnlyNodes...))...)
 	clk := testingclock.NewFakeClock(t0)
 	return &fixture{
 		c: &controller{
@@ -119,10 +105,6 @@ func newFixture(t *testing.T, threshold int, pods []*corev1.Pod, informerNodes, 
 		nodes:  nodeIdx,
 		orig:   orig,
 	}
-}
-
-func testContext(t *testing.T) context.Context {
-	return logr.NewContext(t.Context(), testr.New(t))
 }
 
 // deletes returns the names of the deleted pods, sorted, and checks that
@@ -186,15 +168,7 @@ func (f *fixture) patches(t *testing.T) map[string]corev1.Pod {
 	return out
 }
 
-func (f *fixture) nodeGets() int {
-	n := 0
-	for _, a := range f.client.Actions() {
-		if a.GetVerb() == "get" && a.GetResource().Resource == "nodes" {
-			n++
-		}
-	}
-	return n
-}
+func (f *fixture) nodeGets() int { return controllertest.CountActions(f.client, "get", "nodes") }
 
 func TestGC(t *testing.T) {
 	outOfService := corev1.TaintNodeOutOfService
@@ -303,7 +277,7 @@ func TestGC(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.threshold, tt.pods, tt.nodes, nil)
-			f.c.gc(testContext(t))
+			f.c.gc(controllertest.LogContext(t))
 			if tt.wantNoActions {
 				if a := f.client.Actions(); len(a) != 0 {
 					t.Fatalf("API calls %v, want none", a)
@@ -391,7 +365,7 @@ func TestOrphanedQuarantine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, 100, tt.pods, nil, tt.apiNodes)
-			ctx := testContext(t)
+			ctx := controllertest.LogContext(t)
 			for i, s := range tt.steps {
 				f.clock.Step(s.advance)
 				if s.addNode {
@@ -433,7 +407,7 @@ func TestOrphanedPodGetsDisruptionCondition(t *testing.T) {
 			p := newPod("orphan", onNode("gone"))
 			p.Status.Conditions = append(tt.existing, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
 			f := newFixture(t, 100, []*corev1.Pod{p}, nil, nil)
-			ctx := testContext(t)
+			ctx := controllertest.LogContext(t)
 			f.c.gc(ctx)
 			f.clock.Step(40 * time.Second)
 			f.c.gc(ctx)
@@ -510,7 +484,7 @@ func TestGCErrorsDoNotBlockOtherPods(t *testing.T) {
 				}
 				return true, nil, tt.err
 			})
-			f.c.gc(testContext(t))
+			f.c.gc(controllertest.LogContext(t))
 			if got := f.deletes(t); !slices.Equal(got, tt.wantDeleted) {
 				t.Errorf("delete calls %v, want %v", got, tt.wantDeleted)
 			}

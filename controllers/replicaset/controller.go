@@ -148,13 +148,9 @@ func newController(cfg config) (*controller, error) {
 // workers until ctx is done. It releases the queue in every case.
 func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		c.loop.ShutDown()
-		return nil
-	}
 	log.Info("Starting workers", "kind", c.kindName, "workers", c.workers)
 	defer log.Info("Workers stopped", "kind", c.kindName)
-	return c.loop.Run(ctx, c.workers)
+	return c.loop.RunAfterSync(ctx, c.workers, c.synced...)
 }
 
 // addIndex adds an index unless one of that name is there already.

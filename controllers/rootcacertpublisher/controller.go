@@ -74,14 +74,10 @@ func newController(cc descriptor.Context, ca []byte, workers int) (*controller, 
 
 // Run waits for the caches, then syncs namespaces until ctx is done.
 func (c *controller) Run(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		c.loop.ShutDown()
-		return nil
-	}
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Publishing the root CA in every namespace", "configMap", ConfigMapName, "workers", c.workers)
 	defer log.Info("Stopped publishing the root CA")
-	return c.loop.Run(ctx, c.workers)
+	return c.loop.RunAfterSync(ctx, c.workers, c.synced...)
 }
 
 func (c *controller) namespaceAdded(obj any) {

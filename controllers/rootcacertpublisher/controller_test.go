@@ -6,10 +6,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
 )
 
@@ -38,25 +36,9 @@ func configMap(ns string, data, annotations map[string]string) *corev1.ConfigMap
 
 func newFixture(t *testing.T, objs ...runtime.Object) (*controller, *fake.Clientset) {
 	t.Helper()
-	nsIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	cmIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, o := range objs {
-		var err error
-		switch o.(type) {
-		case *corev1.Namespace:
-			err = nsIdx.Add(o)
-		case *corev1.ConfigMap:
-			err = cmIdx.Add(o)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	var copies []runtime.Object
-	for _, o := range objs {
-		copies = append(copies, o.DeepCopyObject())
-	}
-	client := fake.NewClientset(copies...)
+	nsIdx := controllertest.ClusterIndexer(t, controllertest.OfType[*corev1.Namespace](objs)...)
+	cmIdx := controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.ConfigMap](objs)...)
+	client := fake.NewClientset(controllertest.DeepCopies(objs...)...)
 	c := &controller{
 		client:     client,
 		namespaces: corelisters.NewNamespaceLister(nsIdx),
@@ -67,10 +49,6 @@ func newFixture(t *testing.T, objs ...runtime.Object) (*controller, *fake.Client
 	c.loop = queue.New("test", c.sync, queue.Options{})
 	t.Cleanup(c.loop.ShutDown)
 	return c, client
-}
-
-func testContext(t *testing.T) context.Context {
-	return logr.NewContext(t.Context(), testr.New(t))
 }
 
 func writes(client *fake.Clientset) (verbs []string, last *corev1.ConfigMap) {
@@ -133,7 +111,7 @@ func TestSync(t *testing.T) {
 			if cm, err := c.configMaps.ConfigMaps("ns").Get(ConfigMapName); err == nil {
 				before = cm.DeepCopy()
 			}
-			err := c.sync(testContext(t), "ns")
+			err := c.sync(controllertest.LogContext(t), "ns")
 			if (err != nil) != tt.wantErr {
 				t.Errorf("sync error %v, want error %v", err, tt.wantErr)
 			}
@@ -205,32 +183,16 @@ func TestRunRetriesAfterError(t *testing.T) {
 	})
 	c.loop.Add("bad")
 	c.loop.Add("good")
-	ctx, cancel := context.WithCancel(testContext(t))
+	ctx, cancel := context.WithCancel(controllertest.LogContext(t))
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	created := func(ns string) bool {
 		_, err := client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("configmaps"), ns, ConfigMapName)
 		return err == nil
 	}
-	waitFor(t, "both config maps", func() bool { return created("bad") && created("good") })
+	controllertest.WaitFor(t, "both config maps", func() bool { return created("bad") && created("good") })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitFor polls cond every 10ms for up to 30s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal(t.Context().Err())
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
 }

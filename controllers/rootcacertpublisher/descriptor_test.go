@@ -1,26 +1,19 @@
 package rootcacertpublisher_test
 
 import (
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/spf13/pflag"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
@@ -51,25 +44,13 @@ func writeFile(t *testing.T, content []byte) string {
 }
 
 func TestDescriptorAndFlags(t *testing.T) {
-	d := rootcacertpublisher.Descriptor(rootcacertpublisher.NewOptions())
-	if d.Name() != "root-ca-certificate-publisher-controller" {
-		t.Errorf("name %q", d.Name())
-	}
-	if a := d.Aliases(); len(a) != 1 || a[0] != "root-ca-cert-publisher" {
-		t.Errorf("aliases %q, want [root-ca-cert-publisher]", a)
-	}
-	if d.IsDisabledByDefault() {
-		t.Error("disabled by default; KCM enables it")
-	}
+	controllertest.CheckIdentity(t, rootcacertpublisher.Descriptor(rootcacertpublisher.NewOptions()), controllertest.Identity{
+		Name: "root-ca-certificate-publisher-controller", Alias: "root-ca-cert-publisher",
+	})
 	o := rootcacertpublisher.NewOptions()
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	f := fs.Lookup("root-ca-file")
-	if f == nil || f.DefValue != "" || !strings.Contains(f.Usage, "This must be a valid PEM-encoded CA bundle.") {
+	f := controllertest.ParseFlag(t, o.AddFlags, "root-ca-file", "--root-ca-file=/etc/ca.pem")
+	if f.DefValue != "" || !strings.Contains(f.Usage, "This must be a valid PEM-encoded CA bundle.") {
 		t.Fatalf("--root-ca-file: %+v", f)
-	}
-	if err := fs.Parse([]string{"--root-ca-file=/etc/ca.pem"}); err != nil {
-		t.Fatal(err)
 	}
 	if o.RootCAFile != "/etc/ca.pem" {
 		t.Errorf("RootCAFile %q", o.RootCAFile)
@@ -95,40 +76,9 @@ func TestBuildValidatesOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).Register(rootcacertpublisher.Descriptor(tt.o)).Build()
-			if len(tt.wantErr) == 0 {
-				if err != nil {
-					t.Fatalf("Build: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatal("Build succeeded")
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
+			controllertest.CheckBuild(t, rootcacertpublisher.Descriptor(tt.o), tt.wantErr...)
 		})
 	}
-}
-
-// clients is a ClientBuilder over a fake clientset with an optional config.
-type clients struct {
-	cs  kubernetes.Interface
-	cfg *rest.Config
-}
-
-func (c clients) Config(string) (*rest.Config, error) {
-	if c.cfg == nil {
-		return nil, errors.New("no config")
-	}
-	return rest.CopyConfig(c.cfg), nil
-}
-func (c clients) Client(string) (kubernetes.Interface, error) { return c.cs, nil }
-func (c clients) MetadataClient(string) (metadata.Interface, error) {
-	return nil, errors.New("no metadata client")
 }
 
 // TestCASource: which bundle the InitFunc picks, and that it does not start
@@ -153,11 +103,7 @@ func TestCASource(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-			cs := fake.NewClientset()
-			c, err := rootcacertpublisher.Descriptor(tt.o).Init()(t.Context(), descriptor.Context{
-				Name: rootcacertpublisher.Name, ClientBuilder: clients{cs, tt.cfg},
-				InformerFactory: informers.NewSharedInformerFactory(cs, 0),
-			})
+			c, err := controllertest.Init(t, rootcacertpublisher.Descriptor(tt.o), tt.cfg)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Init error %v, want %q", err, tt.wantErr)
@@ -172,29 +118,9 @@ func TestCASource(t *testing.T) {
 			}
 			if c != nil {
 				// Release the queue: Run with a cancelled context.
-				ctx, cancel := context.WithCancel(t.Context())
-				cancel()
-				if err := c.Run(ctx); err != nil {
-					t.Fatal(err)
-				}
+				controllertest.RunCancelled(t, c)
 			}
 		})
-	}
-}
-
-// waitFor polls cond every 10ms for up to 30s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal(t.Context().Err())
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
 }
 
@@ -211,12 +137,12 @@ func TestManagerPublishes(t *testing.T) {
 		return err == nil && cm.Data[rootcacertpublisher.DataKey] == string(ca) && len(cm.Data) == 1 &&
 			cm.Annotations[rootcacertpublisher.DescriptionAnnotation] == rootcacertpublisher.Description
 	}
-	waitFor(t, "the config map", published)
+	controllertest.WaitFor(t, "the config map", published)
 
 	if err := cms.Delete(t.Context(), rootcacertpublisher.ConfigMapName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the config map to be recreated", published)
+	controllertest.WaitFor(t, "the config map to be recreated", published)
 
 	cm, err := cms.Get(t.Context(), rootcacertpublisher.ConfigMapName, metav1.GetOptions{})
 	if err != nil {
@@ -226,7 +152,7 @@ func TestManagerPublishes(t *testing.T) {
 	if _, err := cms.Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the config map to be fixed", published)
+	controllertest.WaitFor(t, "the config map to be fixed", published)
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}

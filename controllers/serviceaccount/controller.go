@@ -65,14 +65,10 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 
 // Run waits for the caches, then syncs namespaces until ctx is done.
 func (c *controller) Run(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		c.loop.ShutDown()
-		return nil
-	}
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Ensuring service accounts in every active namespace", "serviceAccounts", c.names, "workers", c.workers)
 	defer log.Info("Stopped ensuring service accounts")
-	return c.loop.Run(ctx, c.workers)
+	return c.loop.RunAfterSync(ctx, c.workers, c.synced...)
 }
 
 func (c *controller) namespaceChanged(obj any) {

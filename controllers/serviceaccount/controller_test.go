@@ -1,14 +1,11 @@
 package serviceaccount
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
 )
 
@@ -34,20 +32,8 @@ func account(ns, name string) *corev1.ServiceAccount {
 // test ends.
 func newFixture(t *testing.T, names []string, objs ...runtime.Object) (*controller, *fake.Clientset) {
 	t.Helper()
-	nsIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	saIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, o := range objs {
-		var err error
-		switch o.(type) {
-		case *corev1.Namespace:
-			err = nsIdx.Add(o)
-		case *corev1.ServiceAccount:
-			err = saIdx.Add(o)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	nsIdx := controllertest.ClusterIndexer(t, controllertest.OfType[*corev1.Namespace](objs)...)
+	saIdx := controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.ServiceAccount](objs)...)
 	client := fake.NewClientset(objs...)
 	c := &controller{
 		client:     client,
@@ -59,10 +45,6 @@ func newFixture(t *testing.T, names []string, objs ...runtime.Object) (*controll
 	c.loop = queue.New("test", c.sync, queue.Options{})
 	t.Cleanup(c.loop.ShutDown)
 	return c, client
-}
-
-func testContext(t *testing.T) context.Context {
-	return logr.NewContext(t.Context(), testr.New(t))
 }
 
 func creates(client *fake.Clientset) []string {
@@ -145,7 +127,7 @@ func TestSync(t *testing.T) {
 					return true, nil, tt.createErr
 				})
 			}
-			err := c.sync(testContext(t), "ns")
+			err := c.sync(controllertest.LogContext(t), "ns")
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("sync error %v, want %q", err, tt.wantErr)
 			}

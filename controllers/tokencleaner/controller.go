@@ -64,14 +64,10 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 
 // Run waits for the cache, then cleans tokens until ctx is done.
 func (c *controller) Run(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		c.loop.ShutDown()
-		return nil
-	}
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Cleaning expired bootstrap tokens", "namespace", c.namespace)
 	defer log.Info("Stopped cleaning bootstrap tokens")
-	return c.loop.Run(ctx, workers)
+	return c.loop.RunAfterSync(ctx, workers, c.synced)
 }
 
 func (c *controller) isToken(obj any) bool {

@@ -1,13 +1,10 @@
 package tokencleaner
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,9 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
 )
 
@@ -38,50 +35,32 @@ func token(ns, name, expiration string) *corev1.Secret {
 
 func at(d time.Duration) string { return t0.Add(d).Format(time.RFC3339) }
 
-type requeue struct {
-	key string
-	d   time.Duration
-}
-
 type fixture struct {
 	c        *controller
 	client   *fake.Clientset
 	clock    *testingclock.FakeClock
-	requeues []requeue
+	requeues controllertest.Requeues
 }
 
 // newFixture puts cached in the lister and api (or cached, when api is nil)
 // in the fake clientset.
 func newFixture(t *testing.T, cached []*corev1.Secret, api []*corev1.Secret) *fixture {
 	t.Helper()
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, s := range cached {
-		if err := idx.Add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	idx := controllertest.NamespacedIndexer(t, cached...)
 	if api == nil {
 		api = cached
 	}
-	var objs []runtime.Object
-	for _, s := range api {
-		objs = append(objs, s.DeepCopy())
-	}
-	f := &fixture{client: fake.NewClientset(objs...), clock: testingclock.NewFakeClock(t0)}
+	f := &fixture{client: fake.NewClientset(controllertest.DeepCopies(api...)...), clock: testingclock.NewFakeClock(t0)}
 	f.c = &controller{
 		client:    f.client,
 		secrets:   corelisters.NewSecretLister(idx),
 		namespace: metav1.NamespaceSystem,
 		clock:     f.clock,
-		after:     func(key string, d time.Duration) { f.requeues = append(f.requeues, requeue{key, d}) },
+		after:     f.requeues.AddAfter,
 	}
 	f.c.loop = queue.New("test", f.c.sync, queue.Options{})
 	t.Cleanup(f.c.loop.ShutDown)
 	return f
-}
-
-func testContext(t *testing.T) context.Context {
-	return logr.NewContext(t.Context(), testr.New(t))
 }
 
 // deletes returns the deleted names and checks the preconditions against
@@ -103,15 +82,7 @@ func (f *fixture) deletes(t *testing.T, wantRV string) []string {
 	return out
 }
 
-func (f *fixture) gets() int {
-	n := 0
-	for _, a := range f.client.Actions() {
-		if a.GetVerb() == "get" {
-			n++
-		}
-	}
-	return n
-}
+func (f *fixture) gets() int { return controllertest.CountActions(f.client, "get", "") }
 
 func TestSync(t *testing.T) {
 	renewed := token("kube-system", "bootstrap-token-abcdef", at(time.Hour))
@@ -161,7 +132,7 @@ func TestSync(t *testing.T) {
 			if len(tt.cached) > 0 {
 				ns = tt.cached[0].Namespace
 			}
-			err := f.c.sync(testContext(t), ns+"/bootstrap-token-abcdef")
+			err := f.c.sync(controllertest.LogContext(t), ns+"/bootstrap-token-abcdef")
 			if (err != nil) != tt.wantErr {
 				t.Errorf("sync error %v, want error %v", err, tt.wantErr)
 			}
@@ -174,14 +145,14 @@ func TestSync(t *testing.T) {
 			switch {
 			case tt.wantRequeue == 0 && len(f.requeues) != 0:
 				t.Errorf("requeued %v, want none", f.requeues)
-			case tt.wantRequeue != 0 && (len(f.requeues) != 1 || f.requeues[0].d != tt.wantRequeue || f.requeues[0].key != ns+"/bootstrap-token-abcdef"):
+			case tt.wantRequeue != 0 && (len(f.requeues) != 1 || f.requeues[0].After != tt.wantRequeue || f.requeues[0].Key != ns+"/bootstrap-token-abcdef"):
 				t.Errorf("requeued %v, want one after %v", f.requeues, tt.wantRequeue)
 			}
 		})
 	}
 	t.Run("malformed key is dropped", func(t *testing.T) {
 		f := newFixture(t, nil, nil)
-		if err := f.c.sync(testContext(t), "a/b/c"); !queue.IsPermanent(err) {
+		if err := f.c.sync(controllertest.LogContext(t), "a/b/c"); !queue.IsPermanent(err) {
 			t.Errorf("sync error %v, want a permanent error", err)
 		}
 	})
@@ -191,19 +162,19 @@ func TestSync(t *testing.T) {
 // when the clock gets there.
 func TestExpiryWithFakeClock(t *testing.T) {
 	f := newFixture(t, []*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", at(time.Hour))}, nil)
-	ctx := testContext(t)
+	ctx := controllertest.LogContext(t)
 	key := "kube-system/bootstrap-token-abcdef"
 	if err := f.c.sync(ctx, key); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.requeues) != 1 || f.requeues[0].d != time.Hour {
+	if len(f.requeues) != 1 || f.requeues[0].After != time.Hour {
 		t.Fatalf("requeues %v, want one after 1h", f.requeues)
 	}
 	f.clock.Step(time.Hour - time.Second)
 	if err := f.c.sync(ctx, key); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.deletes(t, "5")) != 0 || len(f.requeues) != 2 || f.requeues[1].d != time.Second {
+	if len(f.deletes(t, "5")) != 0 || len(f.requeues) != 2 || f.requeues[1].After != time.Second {
 		t.Fatalf("one second early: deletes %v requeues %v", f.deletes(t, "5"), f.requeues)
 	}
 	f.clock.Step(time.Second)

@@ -1,23 +1,14 @@
 package tokencleaner_test
 
 import (
-	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
@@ -25,20 +16,11 @@ import (
 )
 
 func TestDescriptor(t *testing.T) {
-	d := tokencleaner.Descriptor(tokencleaner.NewOptions())
-	if d.Name() != "token-cleaner-controller" {
-		t.Errorf("name %q", d.Name())
-	}
-	if a := d.Aliases(); len(a) != 1 || a[0] != "tokencleaner" {
-		t.Errorf("aliases %q, want [tokencleaner]", a)
-	}
-	if !d.IsDisabledByDefault() {
-		t.Error("enabled by default; KCM disables it")
-	}
+	controllertest.CheckIdentity(t, tokencleaner.Descriptor(tokencleaner.NewOptions()), controllertest.Identity{
+		Name: "token-cleaner-controller", Alias: "tokencleaner", DisabledByDefault: true,
+	})
 	o := tokencleaner.NewOptions()
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if fs.HasFlags() {
+	if controllertest.FlagSet(o.AddFlags).HasFlags() {
 		t.Error("AddFlags registered flags; KCM has none for this controller")
 	}
 }
@@ -47,41 +29,16 @@ func TestBuildValidatesOptions(t *testing.T) {
 	tests := []struct {
 		name    string
 		o       tokencleaner.Options
-		wantErr string
+		wantErr []string
 	}{
-		{"defaults", tokencleaner.NewOptions(), ""},
-		{"zero value", tokencleaner.Options{}, ""},
-		{"bad namespace", tokencleaner.Options{TokenSecretNamespace: "Kube_System"}, `token-cleaner-controller": TokenSecretNamespace: "Kube_System" is not a namespace name`},
+		{"defaults", tokencleaner.NewOptions(), nil},
+		{"zero value", tokencleaner.Options{}, nil},
+		{"bad namespace", tokencleaner.Options{TokenSecretNamespace: "Kube_System"}, []string{`token-cleaner-controller": TokenSecretNamespace: "Kube_System" is not a namespace name`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).Register(tokencleaner.Descriptor(tt.o)).Build()
-			if tt.wantErr == "" {
-				if err != nil {
-					t.Fatalf("Build: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("Build error %v, want %q", err, tt.wantErr)
-			}
+			controllertest.CheckBuild(t, tokencleaner.Descriptor(tt.o), tt.wantErr...)
 		})
-	}
-}
-
-// waitFor polls cond every 10ms for up to 30s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal(t.Context().Err())
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
 }
 
@@ -107,14 +64,14 @@ func TestManagerDeletesExpiredTokens(t *testing.T) {
 		_, err := h.Client.CoreV1().Secrets(ns).Get(t.Context(), name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}
-	waitFor(t, "the expired token to be deleted", func() bool { return gone("kube-system", "bootstrap-token-expird") })
+	controllertest.WaitFor(t, "the expired token to be deleted", func() bool { return gone("kube-system", "bootstrap-token-expird") })
 
 	// A token created later, already expired, goes too.
 	if _, err := h.Client.CoreV1().Secrets("kube-system").Create(t.Context(),
 		secret("kube-system", "bootstrap-token-later0", corev1.SecretTypeBootstrapToken, past), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the later token to be deleted", func() bool { return gone("kube-system", "bootstrap-token-later0") })
+	controllertest.WaitFor(t, "the later token to be deleted", func() bool { return gone("kube-system", "bootstrap-token-later0") })
 	for _, s := range [][2]string{{"kube-system", "bootstrap-token-future"}, {"kube-system", "opaque-expired"}, {"default", "bootstrap-token-elsewh"}} {
 		if gone(s[0], s[1]) {
 			t.Errorf("%s/%s deleted", s[0], s[1])
@@ -135,30 +92,8 @@ func TestManagerDisabledByDefault(t *testing.T) {
 	}
 }
 
-type clients struct{ cs kubernetes.Interface }
-
-func (c clients) Config(string) (*rest.Config, error) { return nil, errors.New("no config") }
-func (c clients) Client(string) (kubernetes.Interface, error) {
-	return c.cs, nil
-}
-func (c clients) MetadataClient(string) (metadata.Interface, error) {
-	return nil, errors.New("no metadata client")
-}
-
 // TestRunWithCancelledContext: Run returns and releases the queue (its
 // goroutines) even when the term ended before it started.
 func TestRunWithCancelledContext(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	cs := fake.NewClientset()
-	c, err := tokencleaner.Descriptor(tokencleaner.NewOptions()).Init()(t.Context(), descriptor.Context{
-		Name: tokencleaner.Name, ClientBuilder: clients{cs}, InformerFactory: informers.NewSharedInformerFactory(cs, 0),
-	})
-	if err != nil || c == nil {
-		t.Fatalf("Init = %v, %v", c, err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if err := c.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	controllertest.CheckRunWithCancelledContext(t, tokencleaner.Descriptor(tokencleaner.NewOptions()))
 }

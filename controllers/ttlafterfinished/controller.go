@@ -59,14 +59,10 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 
 // Run waits for the cache, then processes Jobs until ctx is done.
 func (c *controller) Run(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		c.loop.ShutDown()
-		return nil
-	}
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Deleting Jobs after their TTL", "workers", c.workers)
 	defer log.Info("Stopped deleting Jobs after their TTL")
-	return c.loop.Run(ctx, c.workers)
+	return c.loop.RunAfterSync(ctx, c.workers, c.synced)
 }
 
 func (c *controller) jobChanged(obj any) {

@@ -1,13 +1,10 @@
 package ttlafterfinished
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,10 +15,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
 )
 
@@ -61,50 +58,36 @@ func deleting(j *batchv1.Job) {
 
 func rv(v string) jobOpt { return func(j *batchv1.Job) { j.ResourceVersion = v } }
 
-type requeue struct {
-	key string
-	d   time.Duration
-}
-
 type fixture struct {
 	c        *controller
 	client   *fake.Clientset
 	clock    *testingclock.FakeClock
-	requeues []requeue
+	requeues controllertest.Requeues
 }
 
 // newFixture puts cached in the lister and api in the fake clientset
 // (cached, when api is nil; nothing when api is an empty non-nil slice).
 func newFixture(t *testing.T, cached *batchv1.Job, api []*batchv1.Job) *fixture {
 	t.Helper()
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	var inCache []*batchv1.Job
 	if cached != nil {
-		if err := idx.Add(cached); err != nil {
-			t.Fatal(err)
-		}
-		if api == nil {
-			api = []*batchv1.Job{cached}
-		}
+		inCache = []*batchv1.Job{cached}
 	}
-	var objs []runtime.Object
-	for _, j := range api {
-		objs = append(objs, j.DeepCopy())
+	if api == nil {
+		api = inCache
 	}
-	f := &fixture{client: fake.NewClientset(objs...), clock: testingclock.NewFakeClock(t0)}
+	idx := controllertest.NamespacedIndexer(t, inCache...)
+	f := &fixture{client: fake.NewClientset(controllertest.DeepCopies(api...)...), clock: testingclock.NewFakeClock(t0)}
 	f.c = &controller{
 		client:  f.client,
 		jobs:    batchlisters.NewJobLister(idx),
 		clock:   f.clock,
 		workers: 1,
-		after:   func(key string, d time.Duration) { f.requeues = append(f.requeues, requeue{key, d}) },
+		after:   f.requeues.AddAfter,
 	}
 	f.c.loop = queue.New("test", f.c.sync, queue.Options{})
 	t.Cleanup(f.c.loop.ShutDown)
 	return f
-}
-
-func testContext(t *testing.T) context.Context {
-	return logr.NewContext(t.Context(), testr.New(t))
 }
 
 // deletes counts Job deletes and checks their options: Foreground, UID and
@@ -129,15 +112,7 @@ func (f *fixture) deletes(t *testing.T, wantRV string) int {
 	return n
 }
 
-func (f *fixture) gets() int {
-	n := 0
-	for _, a := range f.client.Actions() {
-		if a.GetVerb() == "get" {
-			n++
-		}
-	}
-	return n
-}
+func (f *fixture) gets() int { return controllertest.CountActions(f.client, "get", "") }
 
 func TestSync(t *testing.T) {
 	tests := []struct {
@@ -203,7 +178,7 @@ func TestSync(t *testing.T) {
 			if tt.cached != nil {
 				before = tt.cached.DeepCopy()
 			}
-			err := f.c.sync(testContext(t), "ns/j")
+			err := f.c.sync(controllertest.LogContext(t), "ns/j")
 			if (err != nil) != tt.wantErr || queue.IsPermanent(err) != tt.wantPerm {
 				t.Errorf("sync error %v, want error %v (permanent %v)", err, tt.wantErr, tt.wantPerm)
 			}
@@ -216,7 +191,7 @@ func TestSync(t *testing.T) {
 			switch {
 			case tt.wantRequeue == 0 && len(f.requeues) != 0:
 				t.Errorf("requeued %v, want none", f.requeues)
-			case tt.wantRequeue != 0 && (len(f.requeues) != 1 || f.requeues[0] != requeue{"ns/j", tt.wantRequeue}):
+			case tt.wantRequeue != 0 && (len(f.requeues) != 1 || f.requeues[0] != controllertest.Requeue{Key: "ns/j", After: tt.wantRequeue}):
 				t.Errorf("requeued %v, want once after %v", f.requeues, tt.wantRequeue)
 			}
 			if before != nil && !equality.Semantic.DeepEqual(before, tt.cached) {
@@ -228,7 +203,7 @@ func TestSync(t *testing.T) {
 
 func TestTTLWithFakeClock(t *testing.T) {
 	f := newFixture(t, newJob(ttl(60), finished(batchv1.JobComplete, 0)), nil)
-	ctx := testContext(t)
+	ctx := controllertest.LogContext(t)
 	for _, step := range []struct {
 		advance     time.Duration
 		wantDeletes int
@@ -245,7 +220,7 @@ func TestTTLWithFakeClock(t *testing.T) {
 		if got := f.deletes(t, "5"); got != step.wantDeletes {
 			t.Fatalf("after +%v: deletes %d, want %d", step.advance, got, step.wantDeletes)
 		}
-		if last := f.requeues[len(f.requeues)-1].d; last != step.wantLast {
+		if last := f.requeues[len(f.requeues)-1].After; last != step.wantLast {
 			t.Fatalf("after +%v: last requeue after %v, want %v", step.advance, last, step.wantLast)
 		}
 	}

@@ -1,10 +1,11 @@
 // Package queue is the work loop the built-in controllers share: a named,
 // rate-limited workqueue, panic-safe workers, and the retry policy.
 //
-// Guarantees: Run starts the workers, blocks until ctx is done, shuts the
-// queue down and returns only after every worker has returned; a panic in
-// the sync function is recovered, logged with the key, and retried like an
-// error; a key is never processed by two workers at once (workqueue's rule).
+// Guarantees: Run starts the workers (RunAfterSync once the caches have
+// synced), blocks until ctx is done, shuts the queue down and returns only
+// after every worker has returned; a panic in the sync function is
+// recovered, logged with the key, and retried like an error; a key is never
+// processed by two workers at once (workqueue's rule).
 //
 // Non-guarantees: ordering between keys; a key dropped after MaxRetries is
 // only logged (the next event for the object enqueues it again).
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -88,6 +90,18 @@ func (l *Loop[T]) Run(ctx context.Context, workers int) error {
 	l.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// RunAfterSync waits for the synced caches, then runs the workers as Run
+// does. If ctx is done before the caches have synced, it shuts the queue down
+// and returns nil without starting any worker. In every case the queue is
+// released when it returns.
+func (l *Loop[T]) RunAfterSync(ctx context.Context, workers int, synced ...cache.InformerSynced) error {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		l.queue.ShutDown()
+		return nil
+	}
+	return l.Run(ctx, workers)
 }
 
 // next processes one key; false once the queue is shut down.

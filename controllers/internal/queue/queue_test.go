@@ -80,3 +80,55 @@ func TestRunRejectsZeroWorkers(t *testing.T) {
 		t.Fatal("Run accepted 0 workers")
 	}
 }
+
+func TestRunAfterSync(t *testing.T) {
+	t.Run("context done before the caches sync", func(t *testing.T) {
+		called := false
+		l := New("test", func(context.Context, string) error { called = true; return nil }, Options{})
+		l.Add("k")
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		never := func() bool { return false }
+		if err := l.RunAfterSync(ctx, 1, never); err != nil {
+			t.Fatalf("RunAfterSync: %v", err)
+		}
+		if !l.queue.ShuttingDown() {
+			t.Error("queue not shut down")
+		}
+		if called {
+			t.Error("a worker ran although the caches never synced")
+		}
+	})
+	t.Run("caches synced: runs the workers until ctx is done", func(t *testing.T) {
+		done := make(chan struct{})
+		l := New("test", func(_ context.Context, key string) error {
+			if key == "k" {
+				close(done)
+			}
+			return nil
+		}, Options{})
+		l.Add("k")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		synced := func() bool { return true }
+		errCh := make(chan error, 1)
+		go func() { errCh <- l.RunAfterSync(ctx, 2, synced, synced) }()
+		<-done
+		cancel()
+		if err := <-errCh; err != nil {
+			t.Fatalf("RunAfterSync: %v", err)
+		}
+		if !l.queue.ShuttingDown() {
+			t.Error("queue not shut down")
+		}
+	})
+	t.Run("synced (no caches): Run rejects 0 workers", func(t *testing.T) {
+		l := New("test", func(context.Context, string) error { return nil }, Options{})
+		if err := l.RunAfterSync(context.Background(), 0); err == nil {
+			t.Fatal("RunAfterSync accepted 0 workers")
+		}
+		if !l.queue.ShuttingDown() {
+			t.Error("queue not shut down")
+		}
+	})
+}

@@ -1,0 +1,180 @@
+// Package controllertest holds the checks and fixtures that the tests of the
+// built-in controllers share. It is for tests only: import it from _test.go
+// files, never from a controller.
+package controllertest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/goleak"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/manager"
+)
+
+// Identity is what a built-in controller's descriptor says about itself, as
+// kube-controller-manager has it.
+type Identity struct {
+	Name              string
+	Alias             string // the only one
+	DisabledByDefault bool
+}
+
+// CheckIdentity checks d's name, aliases and default against want.
+func CheckIdentity(t *testing.T, d descriptor.Descriptor, want Identity) {
+	t.Helper()
+	if d.Name() != want.Name {
+		t.Errorf("name %q, want %q", d.Name(), want.Name)
+	}
+	if a := d.Aliases(); len(a) != 1 || a[0] != want.Alias {
+		t.Errorf("aliases %q, want [%s]", a, want.Alias)
+	}
+	switch disabled := d.IsDisabledByDefault(); {
+	case disabled && !want.DisabledByDefault:
+		t.Error("disabled by default; KCM enables it")
+	case !disabled && want.DisabledByDefault:
+		t.Error("enabled by default; KCM disables it")
+	}
+}
+
+// BuildError registers d with a manager.Builder over an empty fake clientset
+// and returns Build's error: the options' validation.
+func BuildError(t testing.TB, d descriptor.Descriptor) error {
+	t.Helper()
+	_, err := manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).Register(d).Build()
+	return err
+}
+
+// CheckBuild checks BuildError(t, d): nil when wantErr is empty, otherwise
+// an error containing every wantErr.
+func CheckBuild(t *testing.T, d descriptor.Descriptor, wantErr ...string) {
+	t.Helper()
+	err := BuildError(t, d)
+	if len(wantErr) == 0 {
+		if err != nil {
+			t.Fatalf("Build: %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatal("Build succeeded")
+	}
+	for _, w := range wantErr {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err, w)
+		}
+	}
+}
+
+// FlagSet returns a flag set that, like the host's, returns parse errors,
+// with the flags add (an Options.AddFlags) registers.
+func FlagSet(add func(*pflag.FlagSet)) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	add(fs)
+	return fs
+}
+
+// ParseFlag registers add's flags in a FlagSet, fails the test unless name
+// is among them, parses args and returns the flag. Its DefValue is the value
+// it had when registered.
+func ParseFlag(t *testing.T, add func(*pflag.FlagSet), name string, args ...string) *pflag.Flag {
+	t.Helper()
+	fs := FlagSet(add)
+	f := fs.Lookup(name)
+	if f == nil {
+		t.Fatalf("--%s not registered", name)
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// clientBuilder hands out one clientset under every name, and cfg (a copy)
+// as the REST config when it is set.
+type clientBuilder struct {
+	cs  kubernetes.Interface
+	cfg *rest.Config
+}
+
+func (c clientBuilder) Config(string) (*rest.Config, error) {
+	if c.cfg == nil {
+		return nil, errors.New("no config")
+	}
+	return rest.CopyConfig(c.cfg), nil
+}
+
+func (c clientBuilder) Client(string) (kubernetes.Interface, error) { return c.cs, nil }
+
+func (c clientBuilder) MetadataClient(string) (metadata.Interface, error) {
+	return nil, errors.New("no metadata client")
+}
+
+// ClientBuilder returns a descriptor.ClientBuilder whose Client is cs, whose
+// Config is a copy of cfg (an error when cfg is nil, as for a host built over
+// ready-made clients) and that has no metadata client.
+func ClientBuilder(cs kubernetes.Interface, cfg *rest.Config) descriptor.ClientBuilder {
+	return clientBuilder{cs, cfg}
+}
+
+// Init calls d's InitFunc over an empty fake clientset, a fresh informer
+// factory over it and cfg as the REST config (see ClientBuilder).
+func Init(t testing.TB, d descriptor.Descriptor, cfg *rest.Config) (descriptor.Controller, error) {
+	t.Helper()
+	cs := fake.NewClientset()
+	return d.Init()(t.Context(), descriptor.Context{
+		Name: d.Name(), ClientBuilder: ClientBuilder(cs, cfg), InformerFactory: informers.NewSharedInformerFactory(cs, 0),
+	})
+}
+
+// RunCancelled runs c with an already-cancelled context and fails the test
+// if Run returns an error. The host does that when the term ends before the
+// controller starts; Run must then release what the InitFunc acquired.
+func RunCancelled(t testing.TB, c descriptor.Controller) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// CheckRunWithCancelledContext checks that d's InitFunc returns a controller
+// (over fake clients, see Init) and that its Run returns and releases the
+// queue (its goroutines) even when the term ended before it started.
+func CheckRunWithCancelledContext(t *testing.T, d descriptor.Descriptor) {
+	t.Helper()
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	c, err := Init(t, d, nil)
+	if err != nil || c == nil {
+		t.Fatalf("Init = %v, %v", c, err)
+	}
+	RunCancelled(t, c)
+}
+
+// WaitFor polls cond every 10ms for up to 30s, and fails the test, naming
+// what it waited for, when the time is up or the test's context ends.
+func WaitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package controllertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+)
+
+// LogContext returns t's context carrying a logger that writes to t.Log.
+func LogContext(t *testing.T) context.Context {
+	return logr.NewContext(t.Context(), testr.New(t))
+}
+
+// NamespacedIndexer returns an indexer as a shared informer of a namespaced
+// resource has one (keys namespace/name, the namespace index), holding objs.
+// A lister over it stands in for the informer's.
+func NamespacedIndexer[T any](t testing.TB, objs ...T) cache.Indexer {
+	t.Helper()
+	return fill(t, cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}), objs)
+}
+
+// ClusterIndexer is NamespacedIndexer for a cluster-scoped resource: no
+// namespace index.
+func ClusterIndexer[T any](t testing.TB, objs ...T) cache.Indexer {
+	t.Helper()
+	return fill(t, cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), objs)
+}
+
+func fill[T any](t testing.TB, idx cache.Indexer, objs []T) cache.Indexer {
+	t.Helper()
+	for _, o := range objs {
+		if err := idx.Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return idx
+}
+
+// OfType returns those of objs that are T's, in order.
+func OfType[T runtime.Object](objs []runtime.Object) []T {
+	var out []T
+	for _, o := range objs {
+		if v, ok := o.(T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// DeepCopies returns deep copies of objs, for a fake clientset that must not
+// share objects with the listers.
+func DeepCopies[T runtime.Object](objs ...T) []runtime.Object {
+	var out []runtime.Object
+	for _, o := range objs {
+		out = append(out, o.DeepCopyObject())
+	}
+	return out
+}
+
+// CountActions counts client's recorded actions with the verb, on resource
+// unless resource is empty.
+func CountActions(client *fake.Clientset, verb, resource string) int {
+	n := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == verb && (resource == "" || a.GetResource().Resource == resource) {
+			n++
+		}
+	}
+	return n
+}
+
+// Requeue is one delayed enqueue.
+type Requeue struct {
+	Key   string
+	After time.Duration
+}
+
+// Requeues records delayed enqueues in order. A fixture puts its AddAfter
+// where the controller would call queue.Loop.AddAfter.
+type Requeues []Requeue
+
+// AddAfter records that key was to be enqueued after d.
+func (r *Requeues) AddAfter(key string, d time.Duration) { *r = append(*r, Requeue{key, d}) }
