@@ -71,15 +71,7 @@ func TestBuiltinControllers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	runManager(t, m)
 	for _, name := range []string{podgc.Name, serviceaccount.Name, tokencleaner.Name, rootcacertpublisher.Name, ttlafterfinished.Name} {
 		eventually(t, name+" to run", func(context.Context) (bool, error) {
 			st, _ := m.Status(name)

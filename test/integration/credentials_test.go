@@ -59,15 +59,7 @@ func TestServiceAccountCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	runManager(t, m)
 
 	first := <-results
 	if !apierrors.IsForbidden(first) || !strings.Contains(first.Error(), "system:serviceaccount:kube-system:"+name) {

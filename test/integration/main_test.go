@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
 
@@ -64,4 +65,27 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// runManager runs m until the test ends, then stops it and reports its
+// error. The returned channel receives Run's error if it returns earlier.
+func runManager(t *testing.T, m *manager.Manager) <-chan error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	early := make(chan error, 1)
+	go func() {
+		err := m.Run(ctx)
+		if ctx.Err() == nil {
+			early <- err
+		}
+		done <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager Run: %v", err)
+		}
+	})
+	return early
 }

@@ -178,15 +178,7 @@ func TestReplicaSetControllers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager Run: %v", err)
-		}
-	}()
+	done := runManager(t, m)
 	// Wait for both controllers to run before creating objects.
 	deadline := time.Now().Add(rsTimeout)
 	for _, name := range []string{replicaset.ReplicaSetControllerName, replicaset.ReplicationControllerControllerName} {
@@ -200,7 +192,6 @@ func TestReplicaSetControllers(t *testing.T) {
 			}
 			select {
 			case err := <-done:
-				done <- err // for the deferred receive
 				t.Fatalf("manager stopped: %v", err)
 			case <-time.After(20 * time.Millisecond):
 			}
