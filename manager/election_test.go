@@ -348,3 +348,33 @@ func TestElectionFlags(t *testing.T) {
 		t.Fatal("bad policy accepted")
 	}
 }
+
+// TestLostLeaseStuckControllerEndsRun: after the lease is lost, a controller
+// that ignores cancellation gets the stop budget (LeaseDuration −
+// RenewDeadline − RetryPeriod), not the longer shutdown timeout, and Run
+// ends with ErrShutdownTimeout instead of campaigning again, even under the
+// recampaign policy: standing again while it may still act would let two
+// replicas act at once.
+func TestLostLeaseStuckControllerEndsRun(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	h := managertest.New(t, "stuck-manager", []descriptor.Descriptor{
+		descriptor.New("stubborn-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			return descriptor.ControllerFunc(func(context.Context) error { <-release; return nil }), nil
+		}),
+	})
+	var failing atomic.Bool
+	failLeaseUpdates(h.Client, &failing)
+	h.Options = fastElection("only")
+	h.Options.LostLeasePolicy = leader.Recampaign
+	h.Options.ControllerShutdownTimeout = time.Hour
+	h.Start()
+	h.WaitRunning("stubborn-controller")
+	failing.Store(true)
+	err := h.Err()
+	budget := h.Options.LeaderElection.WithDefaults("stuck-manager").StopBudget()
+	if !errors.Is(err, manager.ErrShutdownTimeout) || !strings.Contains(err.Error(), "stubborn-controller") ||
+		!strings.Contains(err.Error(), "within "+budget.String()) {
+		t.Fatalf("Run = %v, want ErrShutdownTimeout within the stop budget %v naming stubborn-controller", err, budget)
+	}
+}
