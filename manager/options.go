@@ -153,22 +153,12 @@ func (o Options) WithDefaults() Options {
 	if o.ServiceAccountNamespace == "" {
 		o.ServiceAccountNamespace = "kube-system"
 	}
-	le := &o.LeaderElection
-	if le.ResourceLock == "" {
-		le.ResourceLock = leader.ResourceLockLeases
-	}
-	if le.Namespace == "" {
-		le.Namespace = leader.DefaultNamespace
-	}
-	if le.LeaseDuration == 0 {
-		le.LeaseDuration = leader.DefaultLeaseDuration
-	}
-	if le.RenewDeadline == 0 {
-		le.RenewDeadline = leader.DefaultRenewDeadline
-	}
-	if le.RetryPeriod == 0 {
-		le.RetryPeriod = leader.DefaultRetryPeriod
-	}
+	// The lock's own defaults, except the two that are per Manager and
+	// filled by Build: the Lease name (the component) and the identity
+	// (generated, so two Managers built from one Options never share it).
+	name, identity := o.LeaderElection.Name, o.LeaderElection.Identity
+	o.LeaderElection = o.LeaderElection.WithDefaults(name)
+	o.LeaderElection.Identity = identity
 	if o.LostLeasePolicy == "" {
 		o.LostLeasePolicy = leader.Exit
 	}
