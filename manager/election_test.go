@@ -32,7 +32,7 @@ func fastElection(identity string) manager.Options {
 		Serving:     serving.Options{SecurePort: -1},
 		LeaderElect: true,
 		LeaderElection: leader.Config{
-			Identity:      identity,
+			Identity: identity,
 			// Short, yet with room for a loaded 2-core machine under -race:
 			// a renewal must not miss its deadline by scheduling delays.
 			LeaseDuration: 2 * time.Second,
