@@ -155,7 +155,7 @@ func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error)
 	// term returned), so they get ctx's values but not its cancellation.
 	// client-go logs through the logger it finds in the context, one level
 	// quieter than ours: we log the role changes ourselves.
-	base := klog.NewContext(context.WithoutCancel(ctx), e.log.V(1))
+	base := klog.NewContext(context.WithoutCancel(ctx), clientGoLogger(e.log).V(1))
 
 	stopWatch := e.watch(base)
 	defer stopWatch()
