@@ -234,9 +234,10 @@ func TestRBACForUser(t *testing.T) {
 	}
 
 	// Not the built-in "view": it is aggregated, and without a controller
-	// manager to aggregate them its rules stay empty.
-	role, err := admin.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "it-" + ns + "-pod-reader"},
+	// manager to aggregate them its rules stay empty. A Role in this test's
+	// own namespace, so that nothing leaks into other tests (or reruns).
+	role, err := admin.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
 		Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"},
 		}},
@@ -244,9 +245,9 @@ func TestRBACForUser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("creating the role: %v", err)
 	}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: rbacUser}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the binding: %v", err)
