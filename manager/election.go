@@ -21,6 +21,8 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 	if m.opts.LeaderElect {
 		cfg := m.opts.LeaderElection.WithDefaults(m.component)
 		m.mainLease = cfg.Name
+		// Both locks share these durations (ElectorConfig keeps them).
+		m.stopBudget = cfg.StopBudget()
 		e, err := leader.NewElector(cfg, m.client, m.opts.LostLeasePolicy, m.log.WithName("leader-election"))
 		if err != nil {
 			errs = append(errs, err)
@@ -129,11 +131,10 @@ func (m *Manager) runElected(ctx context.Context, e *leader.Elector, lease strin
 	// ends by cancellation; this replica leads nothing once Run returns.
 	defer metrics.LeaderStatus(lease, false)
 	var fatal error
-	budget := m.opts.LeaderElection.WithDefaults(m.component).StopBudget()
 	spec.stopTimeout = func(termCtx context.Context) time.Duration {
 		if termCtx.Err() != nil && ctx.Err() == nil {
 			// The lease was lost: stop before another replica may take it.
-			return min(m.opts.ControllerShutdownTimeout, budget)
+			return min(m.opts.ControllerShutdownTimeout, m.stopBudget)
 		}
 		return m.opts.ControllerShutdownTimeout
 	}

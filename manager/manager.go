@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +51,7 @@ type Manager struct {
 	elector        *leader.Elector // nil without leader election
 	migElector     *leader.Elector // nil without leader migration
 	mainLease      string          // lease names, for metrics
+	stopBudget     time.Duration   // how long a term may stop after losing its lease
 	migLease       string
 	migrationReady chan struct{} // closed once the main term runs its StartFirst controllers
 	migrationOnce  sync.Once
