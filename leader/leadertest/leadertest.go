@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
@@ -40,6 +41,16 @@ func EnforceResourceVersion(cs *fake.Clientset) {
 		last++
 		return strconv.FormatInt(last, 10)
 	}
+	// store gives m a fresh resourceVersion, writes it (the tracker's
+	// Create or Update) and answers with what was stored. Callers hold mu.
+	store := func(m metav1.Object, ns string, write func() error) (bool, runtime.Object, error) {
+		m.SetResourceVersion(next())
+		if err := write(); err != nil {
+			return true, nil, err
+		}
+		stored, err := cs.Tracker().Get(leases, ns, m.GetName())
+		return true, stored, err
+	}
 
 	cs.PrependReactor("create", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		a, ok := action.(k8stesting.CreateAction)
@@ -56,12 +67,7 @@ func EnforceResourceVersion(cs *fake.Clientset) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		m.SetResourceVersion(next())
-		if err := cs.Tracker().Create(leases, obj, a.GetNamespace()); err != nil {
-			return true, nil, err
-		}
-		stored, err := cs.Tracker().Get(leases, a.GetNamespace(), m.GetName())
-		return true, stored, err
+		return store(m, a.GetNamespace(), func() error { return cs.Tracker().Create(leases, obj, a.GetNamespace()) })
 	})
 
 	cs.PrependReactor("update", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
@@ -92,12 +98,7 @@ func EnforceResourceVersion(cs *fake.Clientset) {
 		default:
 			return true, nil, conflict(m.GetName())
 		}
-		m.SetResourceVersion(next())
-		if err := cs.Tracker().Update(leases, obj, a.GetNamespace()); err != nil {
-			return true, nil, err
-		}
-		stored, err := cs.Tracker().Get(leases, a.GetNamespace(), m.GetName())
-		return true, stored, err
+		return store(m, a.GetNamespace(), func() error { return cs.Tracker().Update(leases, obj, a.GetNamespace()) })
 	})
 
 	cs.PrependReactor("delete", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
