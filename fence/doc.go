@@ -1,0 +1,40 @@
+// Package fence stops a leadership term's writes once the term can no longer
+// be sure it leads.
+//
+// Leader election alone is not fencing: a replica that stopped renewing its
+// lease (paused, partitioned, or running a controller that ignores its
+// context) can go on writing after another replica took the lease over. A
+// Gate closes that gap for the writes that go through the host: every client a
+// term hands out checks the term's Gate before a mutating request (POST, PUT,
+// PATCH, DELETE: creates, updates, patches, deletes, evictions, subresources)
+// leaves the process, and refuses it with an error wrapping ErrFenced that
+// names the controller and the term. Reads (GET, including watches, HEAD,
+// OPTIONS) always go through.
+//
+// A Gate is open while its lease is known to be valid: until a deadline that
+// its owner extends after each successful renewal (package leader uses the
+// renewal request's start plus min(RenewDeadline+RetryPeriod,
+// LeaseDuration), the moment by which client-go must have noticed a failed
+// renewal, which leaves the term's whole stop budget before another replica
+// could take over). Close shuts it for good: package leader closes a term's
+// Gate the moment the lease is lost and when the term has returned.
+//
+// Guarantees:
+//   - A closed Gate never reopens. A Gate whose deadline passed opens again
+//     only when Extend is called with a later deadline, that is when a renewal
+//     of the lease succeeded.
+//   - A refused request never reaches the network.
+//
+// Non-guarantees:
+//   - A request that passed the check before the Gate closed may still be in
+//     flight and be applied by the API server afterwards: the residual window
+//     is one request's latency (bounded by the client's timeout). See the
+//     README's measurement.
+//   - Writes made with credentials or clients that did not come from the
+//     term (a client a controller built from its own kubeconfig, a fake
+//     clientset injected with manager.Builder.WithClient) are not fenced.
+//   - Clocks: the deadline is measured on this replica's clock; other
+//     replicas time the lease on theirs. The margin between the deadline and
+//     the lease's expiry (the stop budget) absorbs small rate differences,
+//     not a clock that jumps.
+package fence
