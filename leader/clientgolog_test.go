@@ -26,3 +26,23 @@ func TestClientGoLoggerQuietsCanceled(t *testing.T) {
 		t.Errorf("other errors stay errors: %s", lines[1])
 	}
 }
+
+// client-go adds "lock" to some messages; the logger already carries it.
+func TestClientGoLoggerNoDuplicateLockKey(t *testing.T) {
+	var lines []string
+	base := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 1}).WithValues("lock", "ns/name")
+	l := clientGoLogger(base)
+	l.Error(errors.New("injected"), "Failed to update lease", "lock", "ns/name")
+	l.Info("attempting to acquire leader lease", "lock", "ns/name", "identity", "a")
+	if len(lines) != 2 {
+		t.Fatalf("lines = %q", lines)
+	}
+	for _, line := range lines {
+		if n := strings.Count(line, `"lock"=`); n != 1 {
+			t.Errorf("%d lock keys in %s, want 1", n, line)
+		}
+	}
+	if !strings.Contains(lines[1], `"identity"="a"`) {
+		t.Errorf("other keys dropped: %s", lines[1])
+	}
+}

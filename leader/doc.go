@@ -18,6 +18,9 @@
 //     replica campaigns again once the term has stopped (policy Recampaign).
 //     Nothing here exits the process.
 //   - Watchdog fails a liveness check when a term outlives its lease.
+//   - Each term carries a Term in its context (TermFrom): Lost closes the
+//     moment the lease is lost, even while the term is already stopping for
+//     another reason, and Gate is the term's write fence (package fence).
 //
 // # Guarantees
 //
@@ -25,13 +28,24 @@
 //     campaigns again: the lease is never released while a term runs.
 //   - One Elector runs at most one term at a time.
 //   - Every goroutine Run starts has ended when Run returns.
+//   - A lease lost while the term runs or stops makes Run return an error
+//     wrapping ErrLeaseLost (under Recampaign only when Run's context is
+//     done too; otherwise it campaigns again).
+//   - A term's Gate is open only while the lease is known to be valid: from
+//     the acquiring write until RenewDeadline+RetryPeriod (at most
+//     LeaseDuration) after the newest successful renewal's request started.
+//     It shuts for good the moment the lease is lost and when the term
+//     returns. Clients that check it (package manager hands such clients to
+//     controllers) cannot write once another replica could hold the lease.
 //
 // # Non-guarantees
 //
-// Like client-go's leaderelection, this package does not fence: the holder
-// only believes it holds the lease. A process that is paused (GC, VM
-// suspension, overloaded node) can still act after its lease expired and
-// another replica took over. After a lost lease the term's context is
+// Election by itself does not fence: the holder only believes it holds the
+// lease, and a process that is paused (GC, VM suspension, overloaded node)
+// can still act after its lease expired and another replica took over. The
+// Gate closes that gap only for writes that check it, and a request that
+// passed the check just before it shut may still be in flight (package
+// fence). After a lost lease the term's context is
 // cancelled at once, and Config.StopBudget is the time the term has before
 // another replica could take over; that guarantee is only as good as the
 // term's honouring of its context, and it assumes clocks that run at similar

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/ctrlhost/ctrlhost/fence"
 )
 
 // LostLeasePolicy says what Run does after the lease was lost and the term
@@ -61,9 +63,11 @@ type Elector struct {
 	changed chan struct{}
 
 	mu          sync.Mutex
-	leading     bool      // holds the lease and has not noticed losing it
-	termRunning bool      // a term has started and not yet returned
-	lastRenew   time.Time // last successful write of the lease naming us
+	leading     bool        // holds the lease and has not noticed losing it
+	termRunning bool        // a term has started and not yet returned
+	lastRenew   time.Time   // last successful write of the lease naming us
+	renewStart  time.Time   // when the request of the newest such write started
+	gate        *fence.Gate // the running term's write fence, nil between terms
 	lease       leaseState
 	pokedGen    uint64 // lease.gen for which an early attempt was made
 }
@@ -174,6 +178,22 @@ func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error)
 		}
 		lost, termErr := e.lead(ctx, s, lctx, term)
 		switch {
+		case lost:
+			// Checked before ctx: a lease lost while the term was already
+			// stopping is still a loss the caller must hear of.
+			// The term has returned, so giving the lease back (if the API
+			// server still names us) cannot make two terms overlap.
+			e.release(base, c)
+			lostErr := fmt.Errorf("leader: lock %s: identity %s: %w", e.desc, e.cfg.Identity, ErrLeaseLost)
+			if termErr != nil && !errors.Is(termErr, context.Canceled) {
+				e.log.Error(termErr, "Term failed after the lease was lost")
+			} else {
+				termErr = nil
+			}
+			if e.policy == Exit || ctx.Err() != nil {
+				return errors.Join(lostErr, termErr)
+			}
+			e.log.Info("Lease lost and term stopped; campaigning again")
 		case ctx.Err() != nil:
 			if e.cfg.KeepLeaseOnCancel {
 				e.log.Info("Term stopped; keeping the lease until it expires (KeepLeaseOnCancel)")
@@ -184,20 +204,6 @@ func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error)
 				return nil
 			}
 			return termErr
-		case lost:
-			// The term has returned, so giving the lease back (if the API
-			// server still names us) cannot make two terms overlap.
-			e.release(base, c)
-			lostErr := fmt.Errorf("leader: lock %s: identity %s: %w", e.desc, e.cfg.Identity, ErrLeaseLost)
-			if termErr != nil && !errors.Is(termErr, context.Canceled) {
-				e.log.Error(termErr, "Term failed after the lease was lost")
-			} else {
-				termErr = nil
-			}
-			if e.policy == Exit {
-				return errors.Join(lostErr, termErr)
-			}
-			e.log.Info("Lease lost and term stopped; campaigning again")
 		default:
 			e.release(base, c)
 			if termErr != nil {
@@ -399,7 +405,12 @@ func (e *Elector) nextAttempt(c *campaign) (time.Duration, string, bool) {
 // and the session ended; lost reports that the lease was lost before term
 // returned.
 func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context, term func(context.Context) error) (lost bool, err error) {
-	termCtx, cancelTerm := context.WithCancel(lctx)
+	t := &Term{
+		gate:   fence.NewGate(fmt.Sprintf("lock %s, identity %s", e.desc, e.cfg.Identity), e.clock),
+		budget: e.cfg.StopBudget(),
+		lost:   make(chan struct{}),
+	}
+	termCtx, cancelTerm := context.WithCancel(context.WithValue(lctx, termKey{}, t))
 	if l, lerr := logr.FromContext(ctx); lerr == nil {
 		termCtx = logr.NewContext(termCtx, l)
 	} else {
@@ -408,6 +419,9 @@ func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context, te
 
 	e.mu.Lock()
 	e.leading, e.termRunning = true, true
+	e.gate = t.gate
+	// The write that acquired the lease is the first renewal.
+	t.gate.Extend(e.renewStart.Add(e.cfg.validity()))
 	e.mu.Unlock()
 	e.electedOnce.Do(func() { close(e.elected) })
 	e.log.Info("Became leader; starting term", "identity", e.cfg.Identity)
@@ -415,8 +429,9 @@ func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context, te
 
 	termDone := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { e.watchTerm(ctx, lctx, termDone, cancelTerm) })
+	wg.Go(func() { e.watchTerm(ctx, lctx, termDone, cancelTerm, t) })
 	defer func() {
+		t.gate.Close("the term ended")
 		close(termDone)
 		cancelTerm()
 		wg.Wait()
@@ -425,6 +440,7 @@ func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context, te
 		s.stop()
 		e.mu.Lock()
 		e.leading, e.termRunning = false, false
+		e.gate = nil
 		e.mu.Unlock()
 		e.log.Info("Stopped leading", "termDuration", e.clock.Since(start), "leaseLost", lost)
 	}()
@@ -432,7 +448,7 @@ func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context, te
 }
 
 // watchTerm cancels the term's context when ctx is done or the lease is lost.
-func (e *Elector) watchTerm(ctx, lctx context.Context, termDone <-chan struct{}, cancelTerm context.CancelFunc) {
+func (e *Elector) watchTerm(ctx, lctx context.Context, termDone <-chan struct{}, cancelTerm context.CancelFunc, t *Term) {
 	ctxDone := ctx.Done()
 	for {
 		select {
@@ -443,6 +459,8 @@ func (e *Elector) watchTerm(ctx, lctx context.Context, termDone <-chan struct{},
 			e.log.Info("Stopping term; the lease is renewed until it returns")
 			cancelTerm()
 		case <-lctx.Done():
+			t.gate.Close("the lease was lost")
+			t.markLost(e.clock.Now())
 			e.mu.Lock()
 			e.leading = false
 			e.mu.Unlock()

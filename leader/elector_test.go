@@ -173,6 +173,33 @@ func untilDone(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// poll is eventually for goroutines other than the test's own, where
+// t.Fatal must not be called: it returns an error at the deadline.
+func poll(cond func() bool) error {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	limit := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(limit) {
+			return fmt.Errorf("condition not met within %s", deadline)
+		}
+		<-tick.C
+	}
+	return nil
+}
+
+// renewTime reads the lease's renew time without a *testing.T.
+func renewTime(cs *fake.Clientset) (time.Time, error) {
+	l, err := cs.CoordinationV1().Leases(testNamespace).Get(context.Background(), testName, metav1.GetOptions{})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if l.Spec.RenewTime == nil {
+		return time.Time{}, errors.New("lease has no renew time")
+	}
+	return l.Spec.RenewTime.Time, nil
+}
+
 func getLease(t *testing.T, cs *fake.Clientset) *coordinationv1.Lease {
 	t.Helper()
 	l, err := cs.CoordinationV1().Leases(testNamespace).Get(context.Background(), testName, metav1.GetOptions{})
@@ -277,10 +304,17 @@ func TestLeaseRenewedWhileTermStops(t *testing.T) {
 		close(stopping)
 		// Keep stopping until the lease has been renewed for longer than
 		// LeaseDuration.
-		first := getLease(t, cs).Spec.RenewTime.Time
-		eventually(t, "the lease is renewed past LeaseDuration", func() bool {
-			return getLease(t, cs).Spec.RenewTime.Time.Sub(first) > a.cfg.LeaseDuration
-		})
+		// This runs on the Elector's goroutine: no t.Fatal here.
+		first, err := renewTime(cs)
+		if err != nil {
+			return err
+		}
+		if err := poll(func() bool {
+			now, err := renewTime(cs)
+			return err == nil && now.Sub(first) > a.cfg.LeaseDuration
+		}); err != nil {
+			return fmt.Errorf("the lease was not renewed past LeaseDuration: %w", err)
+		}
 		return ctx.Err()
 	}))
 	eventually(t, "a leads", a.IsLeader)
@@ -288,7 +322,11 @@ func TestLeaseRenewedWhileTermStops(t *testing.T) {
 	eventually(t, "b follows a", func() bool { return b.Leader() == "a" })
 
 	ra.cancel()
-	<-stopping
+	select {
+	case <-stopping:
+	case <-time.After(deadline):
+		t.Fatalf("a's term was not cancelled within %s", deadline)
+	}
 	if err := ra.wait(t); err != nil {
 		t.Fatalf("a: Run returned %v", err)
 	}
@@ -329,7 +367,17 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	lastRenew := lease.Spec.RenewTime.Time
 	eventually(t, "b leads", b.IsLeader)
 	terms := rec.snapshot()
-	t.Logf("takeover %v after a's last renewal (LeaseDuration %v)", terms[1].start.Sub(lastRenew), cfgA.LeaseDuration)
+	if len(terms) != 2 || terms[1].id != "b" {
+		t.Fatalf("terms = %+v, want a then b", terms)
+	}
+	// b may take over only once the lease expired: LeaseDuration after it
+	// last saw a's renewal, which it cannot have seen before it was written.
+	if took := terms[1].start.Sub(lastRenew); took < cfgA.LeaseDuration {
+		t.Errorf("b took over %v after a's last renewal, before the lease expired (LeaseDuration %v)", took, cfgA.LeaseDuration)
+	}
+	if got := holderOf(getLease(t, cs)); got != "b" {
+		t.Errorf("holder after takeover = %q, want b", got)
+	}
 	rb.cancel()
 	if err := rb.wait(t); err != nil {
 		t.Fatalf("b: Run returned %v", err)

@@ -162,9 +162,10 @@ func (l leaseClient) Get(ctx context.Context, name string, opts metav1.GetOption
 func (l leaseClient) Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.e.cfg.RenewDeadline)
 	defer cancel()
+	start := l.e.clock.Now()
 	out, err := l.LeaseInterface.Create(ctx, lease, opts)
 	if err == nil {
-		l.wrote(ctx, out)
+		l.wrote(ctx, out, start)
 	}
 	return out, err
 }
@@ -172,17 +173,25 @@ func (l leaseClient) Create(ctx context.Context, lease *coordinationv1.Lease, op
 func (l leaseClient) Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.e.cfg.RenewDeadline)
 	defer cancel()
+	start := l.e.clock.Now()
 	out, err := l.LeaseInterface.Update(ctx, lease, opts)
 	if err == nil {
-		l.wrote(ctx, out)
+		l.wrote(ctx, out, start)
 	}
 	return out, err
 }
 
-func (l leaseClient) wrote(ctx context.Context, lease *coordinationv1.Lease) {
+// wrote records a successful write of the lease whose request started at
+// start. A write naming this replica renews the running term's write fence:
+// the API server accepted it no earlier than start.
+func (l leaseClient) wrote(ctx context.Context, lease *coordinationv1.Lease, start time.Time) {
 	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == l.e.cfg.Identity {
 		l.e.mu.Lock()
 		l.e.lastRenew = l.e.clock.Now()
+		if start.After(l.e.renewStart) {
+			l.e.renewStart = start
+		}
+		l.e.gate.Extend(l.e.renewStart.Add(l.e.cfg.validity()))
 		l.e.mu.Unlock()
 		// client-go's acquire returns true, and so starts OnStartedLeading,
 		// exactly when such a write succeeded in its session.

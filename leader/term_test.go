@@ -1,0 +1,113 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ctrlhost/ctrlhost/fence"
+)
+
+// A lease lost while the term is already stopping (Run's context was
+// cancelled first) is still reported: the term learns of it through
+// Term.Lost, and Run returns ErrLeaseLost under either policy.
+func TestLeaseLostWhileStopping(t *testing.T) {
+	for _, policy := range []LostLeasePolicy{Exit, Recampaign} {
+		t.Run(string(policy), func(t *testing.T) {
+			cs := newClientset()
+			var failing atomic.Bool
+			failUpdates(cs, &failing)
+			e := newElector(t, cs, testConfig("a"), policy)
+			sawLost := make(chan time.Duration, 1)
+			r := start(t, e, func(ctx context.Context) error {
+				term := TermFrom(ctx)
+				if term == nil {
+					return errors.New("no Term in the term's context")
+				}
+				<-ctx.Done()
+				// Stopping is slow; the renewals fail meanwhile.
+				failing.Store(true)
+				select {
+				case <-term.Lost():
+					sawLost <- term.StopBudget()
+				case <-time.After(deadline):
+					return errors.New("Term.Lost not closed")
+				}
+				return ctx.Err()
+			})
+			eventually(t, "a leads", e.IsLeader)
+			r.cancel()
+			err := r.wait(t)
+			if !errors.Is(err, ErrLeaseLost) {
+				t.Fatalf("Run returned %v, want ErrLeaseLost", err)
+			}
+			select {
+			case b := <-sawLost:
+				if want := e.cfg.StopBudget(); b != want {
+					t.Errorf("StopBudget = %v, want %v", b, want)
+				}
+			default:
+				t.Error("the term did not see the loss")
+			}
+		})
+	}
+}
+
+// The term's Gate is open while the lease is renewed, shuts the moment the
+// lease is lost, and stays shut after the term returned.
+func TestTermGate(t *testing.T) {
+	cs := newClientset()
+	var failing atomic.Bool
+	failUpdates(cs, &failing)
+	e := newElector(t, cs, testConfig("a"), Recampaign)
+	gates := make(chan *fence.Gate, 2)
+	var terms atomic.Int32
+	r := start(t, e, func(ctx context.Context) error {
+		terms.Add(1)
+		gates <- TermFrom(ctx).Gate()
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	eventually(t, "a leads", func() bool { return e.IsLeader() && len(gates) == 1 })
+	g := <-gates
+	if !strings.Contains(g.Term(), "kube-system/ctrl") || !strings.Contains(g.Term(), "identity a") {
+		t.Errorf("Gate.Term() = %q, want the lock and identity", g.Term())
+	}
+	// Renewals keep it open well past one validity period.
+	first := time.Now()
+	eventually(t, "several renewals", func() bool { return time.Since(first) > 2*e.cfg.validity() })
+	if err := g.Check("c"); err != nil {
+		t.Fatalf("Check while leading and renewing: %v", err)
+	}
+	failing.Store(true)
+	eventually(t, "the gate shuts", func() bool { return g.Check("c") != nil })
+	if err := g.Check("c"); !errors.Is(err, fence.ErrFenced) {
+		t.Fatalf("Check after renewals failed = %v, want ErrFenced", err)
+	}
+	eventually(t, "a notices the loss", func() bool { return !e.IsLeader() })
+	failing.Store(false)
+	eventually(t, "a leads again", func() bool { return terms.Load() == 2 && e.IsLeader() && len(gates) == 1 })
+	if err := g.Check("c"); err == nil || !strings.Contains(err.Error(), "lost") {
+		t.Errorf("the first term's gate after a new term started: %v, want shut for good (lease lost)", err)
+	}
+	g2 := <-gates
+	if err := g2.Check("c"); err != nil {
+		t.Errorf("the new term's gate: %v", err)
+	}
+	r.cancel()
+	if err := r.wait(t); err != nil {
+		t.Fatalf("Run returned %v", err)
+	}
+	if err := g2.Check("c"); err == nil || !strings.Contains(err.Error(), "term ended") {
+		t.Errorf("gate after the term returned: %v, want shut (term ended)", err)
+	}
+}
+
+func TestTermFromOutsideATerm(t *testing.T) {
+	if TermFrom(context.Background()) != nil {
+		t.Error("TermFrom(background) is not nil")
+	}
+}
