@@ -2,21 +2,32 @@ package manager
 
 import (
 	"fmt"
+	"net/http"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+
+	"github.com/ctrlhost/ctrlhost/fence"
 )
 
-// clientBuilder implements descriptor.ClientBuilder: per-controller user
-// agents over the manager's REST config, or the injected clients as they are.
-type clientBuilder struct{ m *Manager }
+// clientBuilder implements descriptor.ClientBuilder for one term:
+// per-controller user agents over the manager's REST config, fenced by the
+// term's gate, or the injected clients as they are (not fenced).
+type clientBuilder struct {
+	m    *Manager
+	gate *fence.Gate // nil: not fenced
+}
 
 func (c clientBuilder) Config(name string) (*rest.Config, error) {
 	if c.m.restConfig == nil {
 		return nil, fmt.Errorf("controller %q: no REST config: the manager was built WithClient", name)
 	}
-	return c.m.controllerConfig(name), nil
+	cfg := c.m.controllerConfig(name)
+	if c.gate != nil {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fence.RoundTripper(c.gate, name, rt) })
+	}
+	return cfg, nil
 }
 
 func (c clientBuilder) Client(name string) (kubernetes.Interface, error) {

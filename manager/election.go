@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/leader"
@@ -16,13 +17,10 @@ import (
 // under the migration lock. Unowned migrated controllers are skipped.
 func (m *Manager) planElection(set *descriptor.Set) []error {
 	var errs []error
-	m.migrationReady = make(chan struct{})
 	var migration *leader.MigrationConfig
 	if m.opts.LeaderElect {
 		cfg := m.opts.LeaderElection.WithDefaults(m.component)
 		m.mainLease = cfg.Name
-		// Both locks share these durations (ElectorConfig keeps them).
-		m.stopBudget = cfg.StopBudget()
 		e, err := leader.NewElector(cfg, m.client, m.opts.LostLeasePolicy, m.log.WithName("leader-election"))
 		if err != nil {
 			errs = append(errs, err)
@@ -131,13 +129,6 @@ func (m *Manager) runElected(ctx context.Context, e *leader.Elector, lease strin
 	// ends by cancellation; this replica leads nothing once Run returns.
 	defer metrics.LeaderStatus(lease, false)
 	var fatal error
-	spec.stopTimeout = func(termCtx context.Context) time.Duration {
-		if termCtx.Err() != nil && ctx.Err() == nil {
-			// The lease was lost: stop before another replica may take it.
-			return min(m.opts.ControllerShutdownTimeout, m.stopBudget)
-		}
-		return m.opts.ControllerShutdownTimeout
-	}
 	err := e.Run(ectx, func(tctx context.Context) error {
 		err := m.runTerm(tctx, spec)
 		if errors.Is(err, ErrShutdownTimeout) && ctx.Err() == nil {
@@ -146,10 +137,20 @@ func (m *Manager) runElected(ctx context.Context, e *leader.Elector, lease strin
 		}
 		return err
 	})
-	if err == nil {
-		err = fatal
+	if fatal != nil && !errors.Is(err, ErrShutdownTimeout) {
+		err = errors.Join(err, fatal)
 	}
 	return err
+}
+
+// migrationCampaign is the main term's alongside function under leader
+// migration: it seeks the migration lock once the main lock is held and the
+// StartFirst controllers run, and runs the migrated controllers while it
+// holds it. It ends with the main term, so the migration lock is never held
+// without the main one, and is sought again only in the next main term.
+func (m *Manager) migrationCampaign(ctx context.Context) error {
+	logr.FromContextOrDiscard(ctx).Info("Main lock held and StartFirst controllers running; seeking the migration lock")
+	return m.runElected(ctx, m.migElector, m.migLease, termSpec{name: "migration", states: m.migStates})
 }
 
 // group runs functions until the first error, which cancels the others.

@@ -376,7 +376,7 @@ func TestLostLeaseStuckControllerEndsRun(t *testing.T) {
 	err := h.Err()
 	budget := h.Options.LeaderElection.WithDefaults("stuck-manager").StopBudget()
 	if !errors.Is(err, manager.ErrShutdownTimeout) || !strings.Contains(err.Error(), "stubborn-controller") ||
-		!strings.Contains(err.Error(), "within "+budget.String()) {
+		!strings.Contains(err.Error(), "stop budget ("+budget.String()+")") {
 		t.Fatalf("Run = %v, want ErrShutdownTimeout within the stop budget %v naming stubborn-controller", err, budget)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,13 +47,10 @@ type Manager struct {
 	mainStates []*state // under the main lock (or without election)
 	migStates  []*state // under the migration lock
 
-	elector        *leader.Elector // nil without leader election
-	migElector     *leader.Elector // nil without leader migration
-	mainLease      string          // lease names, for metrics
-	stopBudget     time.Duration   // how long a term may stop after losing its lease
-	migLease       string
-	migrationReady chan struct{} // closed once the main term runs its StartFirst controllers
-	migrationOnce  sync.Once
+	elector    *leader.Elector // nil without leader election
+	migElector *leader.Elector // nil without leader migration
+	mainLease  string          // lease names, for metrics
+	migLease   string
 
 	health  *healthz.Handler
 	handler http.Handler
@@ -130,11 +126,11 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 	}
 	m.logSelection(log)
 
-	stopServing, err := m.serve(ctx, log)
+	serving, err := m.serve(ctx, log)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, stopServing()) }()
+	defer func() { err = errors.Join(err, serving.stop()) }()
 
 	m.events = record.NewBroadcaster(record.WithContext(ctx))
 	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.client.CoreV1().Events("")})
@@ -147,33 +143,27 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g := &group{cancel: cancel}
+	// Serving that fails after it started ends Run: health and metrics are
+	// gone, and the probes that depend on them would restart the process
+	// anyway, without saying why.
+	g.Go(ctx, serving.watch)
 	if len(m.unelected) > 0 {
 		g.Go(ctx, func(ctx context.Context) error {
 			return m.runTerm(ctx, termSpec{name: "unelected", states: m.unelected})
 		})
 	}
-	main := termSpec{name: "main", states: m.mainStates, afterStartFirst: m.markMigrationReady}
+	main := termSpec{name: "main", states: m.mainStates}
+	if m.migElector != nil {
+		main.alongside = m.migrationCampaign
+	}
 	switch {
 	case m.elector == nil:
 		g.Go(ctx, func(ctx context.Context) error { return m.runTerm(ctx, main) })
 	default:
 		g.Go(ctx, func(ctx context.Context) error { return m.runElected(ctx, m.elector, m.mainLease, main) })
 	}
-	if m.migElector != nil {
-		g.Go(ctx, func(ctx context.Context) error {
-			select {
-			case <-m.migrationReady:
-			case <-ctx.Done():
-				return nil
-			}
-			log.Info("Main lock held and StartFirst controllers running; seeking the migration lock")
-			return m.runElected(ctx, m.migElector, m.migLease, termSpec{name: "migration", states: m.migStates})
-		})
-	}
 	return g.Wait()
 }
-
-func (m *Manager) markMigrationReady() { m.migrationOnce.Do(func() { close(m.migrationReady) }) }
 
 // logSelection logs one line per controller that will not run, with why.
 func (m *Manager) logSelection(log logr.Logger) {
@@ -189,30 +179,72 @@ func (m *Manager) logSelection(log logr.Logger) {
 }
 
 // serve binds the endpoints unless disabled, so that a port in use fails
-// Run before any controller starts; the returned func stops serving and
-// reports any serving error.
-func (m *Manager) serve(ctx context.Context, log logr.Logger) (stop func() error, err error) {
+// Run before any controller starts, and serves them in the background.
+func (m *Manager) serve(ctx context.Context, log logr.Logger) (*servingRun, error) {
 	addr, err := m.server.Listen(ctx)
 	if err != nil {
 		return nil, err
 	}
+	s := &servingRun{done: make(chan struct{}), log: log}
 	if addr == nil {
-		return func() error { return nil }, nil
+		s.cancel = func() {}
+		close(s.done)
+		return s, nil
 	}
+	s.addr = addr
 	m.addrMu.Lock()
 	m.addr = addr
 	m.addrMu.Unlock()
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	go func() { done <- m.server.Serve(sctx) }()
-	log.Info("Serving health, metrics and debug endpoints", "address", "https://"+addr.String(), "auth", !m.opts.Serving.DisableAuth)
-	return func() error {
-		cancel()
-		if err := <-done; err != nil {
-			return fmt.Errorf("serving on %s: %w", addr, err)
+	s.cancel = cancel
+	go func() {
+		defer close(s.done)
+		if err := m.server.Serve(sctx); err != nil {
+			s.err = fmt.Errorf("serving on %s: %w", addr, err)
+		} else if sctx.Err() == nil {
+			s.err = fmt.Errorf("serving on %s: stopped unexpectedly", addr)
 		}
+	}()
+	log.Info("Serving health, metrics and debug endpoints", "address", "https://"+addr.String(), "auth", !m.opts.Serving.DisableAuth)
+	return s, nil
+}
+
+// servingRun is the background server of one Run.
+type servingRun struct {
+	addr   net.Addr // nil when serving is disabled
+	cancel context.CancelFunc
+	done   chan struct{} // closed when serving ended; err is set then
+	err    error
+	log    logr.Logger
+	// reported: watch returned err already (stop runs after watch ended).
+	reported bool
+}
+
+// watch returns the serving error if serving ends before ctx does.
+func (s *servingRun) watch(ctx context.Context) error {
+	if s.addr == nil {
 		return nil
-	}, nil
+	}
+	select {
+	case <-s.done:
+		if s.err != nil {
+			s.log.Error(s.err, "Serving failed; stopping")
+			s.reported = true
+		}
+		return s.err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// stop ends serving and returns its error, unless watch already did.
+func (s *servingRun) stop() error {
+	s.cancel()
+	<-s.done
+	if s.reported {
+		return nil
+	}
+	return s.err
 }
 
 // ServingCertificate returns the PEM certificate the endpoints are served

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"time"
 
@@ -19,8 +18,9 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/informers"
-	"github.com/ctrlhost/ctrlhost/metrics"
+	"github.com/ctrlhost/ctrlhost/leader"
 )
 
 // restMapperResetPeriod is how often a term forgets discovery, as KCM does,
@@ -38,65 +38,73 @@ type term struct {
 var ErrControllerFailed = errors.New("controller failed")
 
 // ErrShutdownTimeout is wrapped by the error Run returns when controllers
-// did not return within ControllerShutdownTimeout.
+// did not return within ControllerShutdownTimeout (or, after a lost lease,
+// within the lock's stop budget).
 var ErrShutdownTimeout = errors.New("controllers did not stop in time")
 
-// runTerm builds and runs states' controllers until ctx is done or one of
+// termSpec says what one term runs.
+type termSpec struct {
+	name   string
+	states []*state
+	// alongside, if set, runs once the StartFirst controllers run and before
+	// any other InitFunc is called, under the term's context; the term
+	// waits for it like for a controller, and its error ends the term. The
+	// main term runs the migration campaign this way.
+	alongside func(ctx context.Context) error
+}
+
+// termEnv is what the term hands every InitFunc of one term.
+type termEnv struct {
+	set     *informers.Set
+	mapper  meta.ResettableRESTMapper
+	gate    *fence.Gate   // nil: writes are not fenced
+	started chan struct{} // InformersStarted
+}
+
+// runTerm builds and runs spec's controllers until ctx is done or one of
 // them fails, then stops them (bounded) and shuts the informers down.
 //
-// Order: StartFirst controllers are built and started; then every other
-// InitFunc runs; then the informers start and InformersStarted closes; then
-// every other controller's Run starts in its own goroutine.
+// Order: StartFirst controllers are built and started; then alongside
+// starts; then every other InitFunc runs; then the informers start and
+// InformersStarted closes; then every other controller's Run starts in its
+// own goroutine. A term that ends before its informers could start (an
+// InitFunc failed) closes InformersStarted anyway, with the term's context
+// already done, so that a controller waiting on it returns.
 func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
-	name, states := spec.name, spec.states
-	log := logr.FromContextOrDiscard(ctx).WithValues("term", name)
+	log := logr.FromContextOrDiscard(ctx).WithValues("term", spec.name)
 	termCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	lease := leader.TermFrom(ctx) // nil without leader election
 
-	set := informers.New(m.client, m.metaClient, informers.Options{Resync: m.resyncPeriod()})
-	t := &term{name: name, set: set}
+	env := termEnv{
+		set:     informers.New(m.client, m.metaClient, informers.Options{Resync: m.resyncPeriod()}),
+		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.client.Discovery())),
+		started: make(chan struct{}),
+	}
+	if lease != nil {
+		env.gate = lease.Gate()
+	}
+	t := &term{name: spec.name, set: env.set}
 	m.addTerm(t)
 	defer m.removeTerm(t)
 
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.client.Discovery()))
 	var bg sync.WaitGroup
-	bg.Go(func() { wait.Until(mapper.Reset, restMapperResetPeriod, termCtx.Done()) })
+	bg.Go(func() { wait.Until(env.mapper.Reset, restMapperResetPeriod, termCtx.Done()) })
 
-	r := &runner{ctx: termCtx, log: log, interval: m.opts.ControllerStartInterval, failed: make(chan struct{}, len(states)), metrics: m.metrics}
-	log.Info("Starting controllers", "count", len(states))
+	// Controllers stop after the alongside function returned (the migration
+	// term ends before the main term's controllers are told to stop), so
+	// their context is cancelled by the term, not by its parent.
+	ctrlCtx, cancelCtrl := context.WithCancel(context.WithoutCancel(termCtx))
+	defer cancelCtrl()
+	r := newRunner(ctrlCtx, log, m, len(spec.states)+1)
+	stop := newStopDeadline(m.opts.ControllerShutdownTimeout, lease, log)
+	log.Info("Starting controllers", "count", len(spec.states))
 
-	var initErr error
-	type built struct {
-		s *state
-		c descriptor.Controller
-	}
 	var later []built
-	// StartFirst controllers run before any other InitFunc is called.
-	for _, first := range []bool{true, false} {
-		for _, s := range states {
-			if initErr != nil || s.desc.IsStartFirst() != first {
-				continue
-			}
-			c, err := m.build(termCtx, log, s, set, mapper)
-			if err != nil {
-				initErr = err
-				break
-			}
-			switch {
-			case c == nil:
-			case first:
-				r.start(s, c)
-			default:
-				later = append(later, built{s, c})
-			}
-		}
-		if first && initErr == nil && spec.afterStartFirst != nil {
-			spec.afterStartFirst()
-		}
-	}
-
+	alongside, initErr := m.initAll(termCtx, log, spec, env, r, stop, &later)
 	if initErr == nil {
-		set.Start(termCtx.Done())
+		env.set.Start(termCtx.Done())
+		close(env.started)
 		log.V(1).Info("Informers started")
 		for _, b := range later {
 			r.start(b.s, b.c)
@@ -107,9 +115,18 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 			log.Info("Stopping the term because a controller failed")
 		}
 		cancel(errors.New("term ended"))
+		if alongside != nil && !stop.wait(alongside, nil) {
+			log.Info("Stopping controllers although the alongside function has not returned")
+		}
+		cancelCtrl()
 	} else {
 		log.Error(initErr, "Stopping the term because a controller could not be built")
 		cancel(errors.New("term ended"))
+		if alongside != nil {
+			stop.wait(alongside, nil)
+		}
+		cancelCtrl()
+		close(env.started)
 		// Every built controller gets its Run call, here with a done
 		// context, so it can release what its InitFunc acquired.
 		for _, b := range later {
@@ -117,19 +134,15 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		}
 	}
 
-	timeout := m.opts.ControllerShutdownTimeout
-	if spec.stopTimeout != nil {
-		timeout = spec.stopTimeout(ctx)
-	}
-	stuck := r.wait(timeout)
+	stuck := r.wait(stop)
 	bg.Wait()
-	set.Shutdown()
-	for _, s := range states {
+	env.set.Shutdown()
+	for _, s := range spec.states {
 		s.setController(nil)
 	}
 	var stuckErr error
 	if len(stuck) > 0 {
-		stuckErr = fmt.Errorf("%w within %v: %v", ErrShutdownTimeout, timeout, stuck)
+		stuckErr = fmt.Errorf("%w: still running after %s: %v", ErrShutdownTimeout, stop.limit(), stuck)
 		log.Error(stuckErr, "Abandoning controllers")
 	} else {
 		log.Info("All controllers stopped")
@@ -137,45 +150,143 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	return errors.Join(initErr, r.err(), stuckErr)
 }
 
-// build calls one InitFunc, recovering a panic.
-func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, set *informers.Set, mapper meta.ResettableRESTMapper) (c descriptor.Controller, err error) {
+type built struct {
+	s *state
+	c descriptor.Controller
+}
+
+// initAll calls the InitFuncs in order, StartFirst ones first (their
+// controllers start at once), then starts spec.alongside (its returned
+// channel closes when it returned; nil when it did not start), then the
+// others, whose controllers are appended to later. It stops at the first
+// failure.
+func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, env termEnv, r *runner, stop *stopDeadline, later *[]built) (alongside <-chan struct{}, err error) {
+	for _, first := range []bool{true, false} {
+		for _, s := range spec.states {
+			if s.desc.IsStartFirst() != first {
+				continue
+			}
+			c, err := m.build(ctx, log, s, env, r, stop)
+			if err != nil {
+				return alongside, err
+			}
+			switch {
+			case c == nil:
+			case first:
+				r.start(s, c)
+			default:
+				*later = append(*later, built{s, c})
+			}
+		}
+		if first && spec.alongside != nil {
+			alongside = r.alongside(ctx, spec.name+"-alongside", spec.alongside)
+		}
+	}
+	return alongside, nil
+}
+
+// build calls one InitFunc on a goroutine the runner tracks, recovering a
+// panic. It waits for the InitFunc while the term runs; once the term is
+// stopping, only until the stop deadline, after which the InitFunc is
+// abandoned (named among the stragglers) and the term goes on stopping. A
+// controller that an abandoned InitFunc returns later still gets its Run
+// call, with a done context.
+func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env termEnv, r *runner, stop *stopDeadline) (descriptor.Controller, error) {
 	name := s.desc.Name()
 	s.set(PhaseInitializing, nil)
 	cc := descriptor.Context{
 		Name:                            name,
-		ClientBuilder:                   clientBuilder{m},
-		InformerFactory:                 set.Typed(),
-		MetadataInformerFactory:         set.Metadata(),
-		ObjectOrMetadataInformerFactory: set.ObjectOrMetadata(),
-		InformersStarted:                set.Started(),
+		ClientBuilder:                   clientBuilder{m: m, gate: env.gate},
+		InformerFactory:                 env.set.Typed(),
+		MetadataInformerFactory:         env.set.Metadata(),
+		ObjectOrMetadataInformerFactory: env.set.ObjectOrMetadata(),
+		InformersStarted:                env.started,
 		ResyncPeriod:                    m.resyncPeriod,
 		FeatureGate:                     m.featureGate,
-		RESTMapper:                      mapper,
-		EventRecorder:                   m.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: name}),
+		RESTMapper:                      env.mapper,
+		EventRecorder: fence.Recorder(env.gate, name,
+			m.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: name}),
+			func(err error) { log.V(2).Info("Dropped an event", "controller", name, "err", err.Error()) }),
 	}
-	func() {
-		defer func() {
-			if v := recover(); v != nil {
-				err = panicError(log, name, "InitFunc", v)
-				m.metrics.Panicked(name)
-			}
+	call := &initCall{returned: make(chan struct{})}
+	r.track(name+" (InitFunc)", func() {
+		var c descriptor.Controller
+		var err error
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					err = panicError(log, name, "InitFunc", v)
+					m.metrics.Panicked(name)
+				}
+			}()
+			c, err = s.desc.Init()(logr.NewContext(ctx, log.WithName(name)), cc)
 		}()
-		c, err = s.desc.Init()(logr.NewContext(ctx, log.WithName(name)), cc)
-	}()
-	if err != nil {
+		if !call.deliver(c, err) && c != nil {
+			// Abandoned: the term is over; let it release what it holds.
+			r.run(name, c)
+		}
+	})
+	select {
+	case <-call.returned:
+	case <-ctx.Done():
+		if !stop.wait(call.returned, nil) && call.abandon() {
+			err := fmt.Errorf("controller %q: %w: init: InitFunc still running when the term had to stop", name, ErrControllerFailed)
+			s.fail(err)
+			return nil, err
+		}
+	}
+	res := call.res
+	if res.err != nil {
 		m.metrics.Failed(name)
-		err = fmt.Errorf("controller %q: %w: init: %w", name, ErrControllerFailed, err)
+		err := fmt.Errorf("controller %q: %w: init: %w", name, ErrControllerFailed, res.err)
 		s.fail(err)
 		return nil, err
 	}
-	if c == nil {
+	if res.c == nil {
 		log.Info("Controller chose not to start", "controller", name)
 		s.set(PhaseNotStarted, nil)
 		return nil, nil
 	}
-	s.setController(c)
+	s.setController(res.c)
 	s.set(PhaseStarting, nil)
-	return c, nil
+	return res.c, nil
+}
+
+// initCall hands an InitFunc's result from its goroutine to the term, or
+// back to the goroutine when the term gave up waiting: exactly one side
+// handles it.
+type initCall struct {
+	returned chan struct{} // closed once res is set
+	mu       sync.Mutex
+	res      struct {
+		c   descriptor.Controller
+		err error
+	}
+	delivered, abandoned bool
+}
+
+// deliver stores the result for the term; false when the term abandoned the
+// call, in which case the caller handles the result.
+func (c *initCall) deliver(ctrl descriptor.Controller, err error) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.abandoned {
+		return false
+	}
+	c.res.c, c.res.err, c.delivered = ctrl, err, true
+	close(c.returned)
+	return true
+}
+
+// abandon gives the result up unless it was delivered meanwhile; it reports
+// whether the call is now abandoned.
+func (c *initCall) abandon() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.delivered {
+		c.abandoned = true
+	}
+	return c.abandoned
 }
 
 // resyncPeriod is KCM's: a random period in [min, 2·min).
@@ -187,18 +298,6 @@ func panicError(log logr.Logger, name, where string, v any) error {
 	err := fmt.Errorf("%s panicked: %v", where, v)
 	log.Error(err, "Recovered from a panic", "controller", name, "stack", string(debug.Stack()))
 	return err
-}
-
-// termSpec says what one term runs.
-type termSpec struct {
-	name   string
-	states []*state
-	// afterStartFirst, if set, is called once the StartFirst controllers
-	// run and before any other InitFunc is called.
-	afterStartFirst func()
-	// stopTimeout, if set, bounds the stop given the context the term ran
-	// under; default ControllerShutdownTimeout.
-	stopTimeout func(ctx context.Context) time.Duration
 }
 
 func (m *Manager) addTerm(t *term) {
@@ -222,118 +321,4 @@ func (m *Manager) runningTerms() []*term {
 		out = append(out, t)
 	}
 	return out
-}
-
-// runner owns the Run goroutines of one term.
-type runner struct {
-	ctx      context.Context
-	log      logr.Logger
-	interval time.Duration
-	failed   chan struct{} // one send per failed controller; sized so no sender blocks
-	metrics  *metrics.Controllers
-
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	running []string
-	errs    []error
-}
-
-func (r *runner) start(s *state, c descriptor.Controller) {
-	name := s.desc.Name()
-	r.mu.Lock()
-	r.running = append(r.running, name)
-	r.mu.Unlock()
-	r.wg.Go(func() {
-		defer r.finished(name)
-		if r.interval > 0 && r.ctx.Err() == nil {
-			t := time.NewTimer(wait.Jitter(r.interval, 1.0))
-			select {
-			case <-t.C:
-			case <-r.ctx.Done():
-				t.Stop()
-			}
-		}
-		r.log.V(1).Info("Starting controller", "controller", name)
-		s.set(PhaseRunning, nil)
-		r.metrics.Started(name)
-		err, panicked := r.run(name, c)
-		r.metrics.Running(name, false)
-		if panicked {
-			r.metrics.Panicked(name)
-		}
-		switch {
-		case panicked || (err != nil && r.ctx.Err() == nil):
-			r.metrics.Failed(name)
-			err = fmt.Errorf("controller %q: %w: %w", name, ErrControllerFailed, err)
-			r.log.Error(err, "Controller failed", "controller", name)
-			s.fail(err)
-			r.mu.Lock()
-			r.errs = append(r.errs, err)
-			r.mu.Unlock()
-			r.failed <- struct{}{}
-		case r.ctx.Err() == nil:
-			r.log.Info("Controller finished before its term ended", "controller", name)
-			s.set(PhaseFinished, nil)
-		default:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				r.log.Info("Controller returned an error while stopping", "controller", name, "err", err.Error())
-			}
-			s.set(PhaseStopped, nil)
-		}
-	})
-}
-
-func (r *runner) run(name string, c descriptor.Controller) (err error, panicked bool) {
-	defer func() {
-		if v := recover(); v != nil {
-			err, panicked = panicError(r.log, name, "Run", v), true
-		}
-	}()
-	return c.Run(logr.NewContext(r.ctx, r.log.WithName(name))), false
-}
-
-func (r *runner) finished(name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if i := slices.Index(r.running, name); i >= 0 {
-		r.running = slices.Delete(r.running, i, i+1)
-	}
-}
-
-// wait waits up to timeout for every Run to return, logging the laggards
-// every timeout/3, and returns the names of those still running.
-func (r *runner) wait(timeout time.Duration) []string {
-	done := make(chan struct{})
-	go func() {
-		r.wg.Wait()
-		close(done)
-	}()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(max(timeout/3, time.Millisecond))
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return nil
-		case <-tick.C:
-			r.log.Info("Still waiting for controllers to stop", "running", r.stillRunning())
-		case <-deadline.C:
-			return r.stillRunning()
-		}
-	}
-}
-
-func (r *runner) stillRunning() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := slices.Clone(r.running)
-	slices.Sort(out)
-	return out
-}
-
-func (r *runner) err() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return errors.Join(r.errs...)
 }

@@ -1,0 +1,234 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/managertest"
+)
+
+// A lease lost while the term is already stopping, for whatever reason the
+// stop began, cuts the wait to what is left of the stop budget, and Run
+// reports the loss. Before the fix the term waited the whole
+// ControllerShutdownTimeout and Run returned nil.
+func TestLeaseLostWhileStopping(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		begin func(h *managertest.Harness, failNow chan<- struct{})
+		want  []error
+	}{
+		{
+			name:  "stop began by cancellation",
+			begin: func(h *managertest.Harness, _ chan<- struct{}) { cancelRun(h) },
+			want:  []error{leader.ErrLeaseLost, manager.ErrShutdownTimeout},
+		},
+		{
+			name:  "stop began by a failed controller",
+			begin: func(_ *managertest.Harness, failNow chan<- struct{}) { close(failNow) },
+			want:  []error{leader.ErrLeaseLost, manager.ErrShutdownTimeout, manager.ErrControllerFailed},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			defer close(release)
+			failNow := make(chan struct{})
+			var failing atomic.Bool
+			h := managertest.New(t, "stopping-manager", []descriptor.Descriptor{
+				descriptor.New("slow-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+					return descriptor.ControllerFunc(func(ctx context.Context) error {
+						<-ctx.Done()
+						failing.Store(true) // the API server goes away while it stops
+						<-release
+						return nil
+					}), nil
+				}),
+				descriptor.New("failing-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+					return descriptor.ControllerFunc(func(ctx context.Context) error {
+						select {
+						case <-failNow:
+							return errors.New("boom")
+						case <-ctx.Done():
+							return nil
+						}
+					}), nil
+				}),
+			})
+			failLeaseUpdates(h.Client, &failing)
+			h.Options = fastElection("only")
+			h.Options.ControllerShutdownTimeout = time.Hour
+			h.Start()
+			h.WaitRunning("slow-controller", "failing-controller")
+			tc.begin(h, failNow)
+			err := runErr(t, h) // bounded far below an hour
+			for _, want := range tc.want {
+				if !errors.Is(err, want) {
+					t.Errorf("Run = %v, want it to wrap %v", err, want)
+				}
+			}
+			if err != nil && (!strings.Contains(err.Error(), "slow-controller") || !strings.Contains(err.Error(), "stop budget")) {
+				t.Errorf("Run = %v, want the straggler named and the stop budget as the limit", err)
+			}
+		})
+	}
+}
+
+// failLeaseUpdatesNamed makes updates of one lease fail while on is true.
+func failLeaseUpdatesNamed(cs *fake.Clientset, name string, on *atomic.Bool) {
+	cs.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l, ok := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if ok && l.Name == name && on.Load() {
+			return true, nil, errors.New("injected: main lease unreachable")
+		}
+		return false, nil, nil
+	})
+}
+
+// Under the recampaign policy, losing the main lock ends the migration term
+// (before the main term ends) and releases the migration lock; it is sought
+// again only once the main lock is held again. A replica never holds only
+// the migration lock.
+func TestMigrationEndsWithMainTerm(t *testing.T) {
+	act := &activity{active: map[string]int{}}
+	path := filepath.Join(t.TempDir(), "migration.yaml")
+	if err := os.WriteFile(path, []byte(migrationFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := managertest.New(t, "mig-manager", []descriptor.Descriptor{
+		act.controller("main-controller", "main"),
+		act.controller("node-route-controller", "migration").WithAliases("route"),
+		act.controller("cloud-node-controller", "unowned"),
+	})
+	var failing atomic.Bool
+	failLeaseUpdatesNamed(h.Client, "mig-manager", &failing)
+	h.Options = fastElection("me")
+	h.Options.LostLeasePolicy = leader.Recampaign
+	h.Options.EnableLeaderMigration = true
+	h.Options.LeaderMigrationConfig = path
+	h.Start()
+	h.WaitRunning("main-controller", "node-route-controller")
+
+	failing.Store(true)
+	poll(t, "both terms stopped", func() bool { return len(act.leaders()) == 0 })
+	holder := func(name string) string {
+		l, err := h.Client.CoordinationV1().Leases("kube-system").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	if got := holder("test-migration"); got == "me" {
+		t.Errorf("the migration lock is still held by this replica after it lost the main lock")
+	}
+	failing.Store(false)
+	poll(t, "both running again", func() bool {
+		m, _ := h.Manager.Status("main-controller")
+		g, _ := h.Manager.Status("node-route-controller")
+		return m.Phase == manager.PhaseRunning && m.Starts == 2 && g.Phase == manager.PhaseRunning && g.Starts == 2
+	})
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Each migration interval lies within a main interval.
+	act.mu.Lock()
+	defer act.mu.Unlock()
+	for _, mig := range act.intervals {
+		if mig.replica != "migration" {
+			continue
+		}
+		inside := false
+		for _, main := range act.intervals {
+			if main.replica == "main" && !mig.start.Before(main.start) && !main.end.Before(mig.end) {
+				inside = true
+			}
+		}
+		if !inside {
+			t.Errorf("migration term %v–%v ran outside every main term: %+v", mig.start, mig.end, act.intervals)
+		}
+	}
+}
+
+// A controller that waits on InformersStarted without watching its context
+// still returns when another InitFunc fails: the term closes
+// InformersStarted on its way out.
+func TestInformersStartedClosesWhenInitFails(t *testing.T) {
+	h := managertest.New(t, "init-fail-manager", []descriptor.Descriptor{
+		descriptor.New("waiting-controller", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+			return descriptor.ControllerFunc(func(context.Context) error {
+				<-cc.InformersStarted // as the package example does
+				return nil
+			}), nil
+		}),
+		descriptor.New("broken-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			return nil, errors.New("cannot build")
+		}),
+	})
+	h.Options.ControllerShutdownTimeout = time.Hour
+	h.Start()
+	err := runErr(t, h)
+	if !errors.Is(err, manager.ErrControllerFailed) || errors.Is(err, manager.ErrShutdownTimeout) {
+		t.Fatalf("Run = %v, want ErrControllerFailed and every controller stopped", err)
+	}
+	if st, _ := h.Manager.Status("waiting-controller"); st.Phase != manager.PhaseStopped {
+		t.Errorf("waiting-controller: %+v, want stopped", st)
+	}
+}
+
+// An InitFunc that blocks past cancellation is bounded by the shutdown
+// timeout, named, and Run returns.
+func TestBlockingInitFuncIsBounded(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	entered := make(chan struct{})
+	h := managertest.New(t, "blocking-init-manager", []descriptor.Descriptor{
+		descriptor.New("stuck-init-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			close(entered)
+			<-release // ignores its context
+			return descriptor.ControllerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), nil
+		}),
+	})
+	h.Options.ControllerShutdownTimeout = 200 * time.Millisecond
+	h.Start()
+	select {
+	case <-entered:
+	case <-time.After(managertest.DefaultTimeout):
+		t.Fatal("InitFunc not called")
+	}
+	cancelRun(h)
+	err := runErr(t, h)
+	if !errors.Is(err, manager.ErrShutdownTimeout) || !strings.Contains(err.Error(), "stuck-init-controller (InitFunc)") {
+		t.Fatalf("Run = %v, want ErrShutdownTimeout naming the InitFunc", err)
+	}
+	if st, _ := h.Manager.Status("stuck-init-controller"); st.Phase != manager.PhaseFailed {
+		t.Errorf("status %+v, want failed", st)
+	}
+}
+
+// cancelRun cancels the harness's Run without waiting for it.
+func cancelRun(h *managertest.Harness) { go func() { _ = h.Stop() }() }
+
+// runErr waits, with a deadline, for Run to return and gives its error.
+func runErr(t *testing.T, h *managertest.Harness) error {
+	t.Helper()
+	select {
+	case <-h.Done():
+		return h.Err()
+	case <-time.After(managertest.DefaultTimeout):
+		t.Fatalf("Run did not return within %v", managertest.DefaultTimeout)
+		return nil
+	}
+}
