@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
@@ -99,20 +98,6 @@ func TestBuildErrors(t *testing.T) {
 				t.Fatalf("Build error = %v, want it to contain %q", err, tt.want)
 			}
 		})
-	}
-}
-
-func TestBuildWithRESTConfigAppliesOptions(t *testing.T) {
-	m, err := manager.NewBuilder("my-manager").
-		WithRESTConfig(&rest.Config{Host: "https://127.0.0.1:1"}).
-		WithOptions(manager.Options{KubeAPIQPS: 7}).
-		Register(descriptor.New("a-controller", nop)).
-		Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := m.Options(); got.KubeAPIQPS != 7 || got.KubeAPIBurst != manager.DefaultKubeAPIBurst || got.Serving.SecurePort != serving.DefaultSecurePort {
-		t.Errorf("options not defaulted: %+v", got)
 	}
 }
 

@@ -59,7 +59,10 @@ func (b *Builder) Register(ds ...descriptor.Descriptor) *Builder {
 }
 
 // WithOptions sets the options; zero fields take their defaults. Without
-// it, NewOptions() is used.
+// it Build uses the zero Options, defaulted: the same defaults, except that
+// leader election is off, the safe choice for an embedded manager or a test.
+// A program that takes a KCM command line passes NewOptions() (leader
+// election on, as KCM's --leader-elect) bound to its flags.
 func (b *Builder) WithOptions(o Options) *Builder {
 	b.opts = o
 	return b

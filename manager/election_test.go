@@ -101,6 +101,19 @@ func (a *activity) assertNoOverlap(t *testing.T) {
 	}
 }
 
+// recv receives from c, failing the test after managertest.DefaultTimeout.
+func recv[T any](t *testing.T, what string, c <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(managertest.DefaultTimeout):
+		t.Fatalf("timed out after %v waiting for %s", managertest.DefaultTimeout, what)
+		var zero T
+		return zero
+	}
+}
+
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.NewTimer(managertest.DefaultTimeout)

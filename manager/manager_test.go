@@ -163,7 +163,7 @@ func TestInformersStartAfterEveryInitFunc(t *testing.T) {
 		return false, nil, nil
 	})
 	h.Start()
-	if n := <-synced; n != 1 {
+	if n := recv(t, "the lister's count", synced); n != 1 {
 		t.Errorf("lister saw %d pods, want 1", n)
 	}
 	h.WaitHealthy("/readyz")
@@ -301,7 +301,7 @@ func TestReadyzNeedsInformerSync(t *testing.T) {
 	})
 	h.Start()
 	h.WaitRunning("pods-controller")
-	<-listed
+	recv(t, "the initial list", listed)
 	code, body := h.Get("/readyz?verbose")
 	if code != http.StatusInternalServerError || !strings.Contains(body, "[-]informer-sync failed: term main: informer caches not synced") {
 		t.Errorf("/readyz before sync: %d\n%s", code, body)

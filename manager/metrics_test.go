@@ -33,7 +33,7 @@ func TestMetricsAfterAControllerRan(t *testing.T) {
 		}),
 	}).Start()
 	h.WaitRunning("queue-controller")
-	<-processed
+	recv(t, "the key processed", processed)
 	h.WaitHealthy("/readyz") // also records informer sync and health gauges
 	h.WaitHealthy("/healthz")
 	code, body := h.Get("/metrics")

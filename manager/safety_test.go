@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -231,4 +232,35 @@ func runErr(t *testing.T, h *managertest.Harness) error {
 		t.Fatalf("Run did not return within %v", managertest.DefaultTimeout)
 		return nil
 	}
+}
+
+// stubbornController ignores its context until release is closed.
+type stubbornController struct{ release <-chan struct{} }
+
+func (s stubbornController) Run(context.Context) error {
+	<-s.release
+	return nil
+}
+
+// An abandoned controller leaves only its own goroutine behind: the term
+// waits for its controllers without a helper goroutine of its own.
+func TestAbandonedControllerLeavesOnlyItsGoroutine(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	release := make(chan struct{})
+	h := managertest.New(t, "abandon-manager", []descriptor.Descriptor{
+		descriptor.New("stubborn-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			return stubbornController{release}, nil
+		}),
+	})
+	h.Options.ControllerShutdownTimeout = 100 * time.Millisecond
+	h.Start()
+	h.WaitRunning("stubborn-controller")
+	cancelRun(h)
+	if err := runErr(t, h); !errors.Is(err, manager.ErrShutdownTimeout) {
+		t.Fatalf("Run = %v, want ErrShutdownTimeout", err)
+	}
+	if err := goleak.Find(before, goleak.IgnoreAnyFunction("github.com/ctrlhost/ctrlhost/manager_test.stubbornController.Run")); err != nil {
+		t.Errorf("goroutines left behind the abandoned controller: %v", err)
+	}
+	close(release)
 }
