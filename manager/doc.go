@@ -15,26 +15,49 @@
 //     returned; InformersStarted closes after they started; then every other
 //     controller's Run starts in its own goroutine. Every Controller an
 //     InitFunc returned gets exactly one Run call.
-//   - A panic in an InitFunc or a Run is recovered, logged with the
-//     controller's name, fails its health check, ends the term and is
-//     returned from Run (wrapping ErrControllerFailed). The package never
-//     exits the process.
-//   - A term waits at most ControllerShutdownTimeout for its controllers
-//     (when the lease was lost: at most the lock's stop budget, so that they
-//     stop before another replica could take the lease) and names those that
-//     did not return (ErrShutdownTimeout). Such a term ends Run instead of
-//     campaigning again. The term's informers are shut down after it.
+//   - InformersStarted is closed in every term: after the informers started,
+//     or, when an InitFunc failed, as the term stops (its context is done
+//     then), so a controller waiting on it always returns.
+//   - A panic in an InitFunc, or in the goroutine that calls a controller's
+//     Run, is recovered, logged with the controller's name, fails its health
+//     check, ends the term and is returned from Run (wrapping
+//     ErrControllerFailed). Workers of package workloop recover their own
+//     panics. The package never exits the process.
+//   - A term stops within ControllerShutdownTimeout, and, the moment the
+//     lease is found lost (before or during the stop, whatever began it),
+//     within what is left of the lock's stop budget, so that its controllers
+//     stop before another replica could take the lease. An InitFunc that has
+//     not returned by then is abandoned too. The stragglers are named
+//     (ErrShutdownTimeout); such a term ends Run instead of campaigning
+//     again. The term's informers are shut down after it.
 //   - With leader election the lease is released only after the term's
-//     controllers returned; losing it is an error from Run (leader.ErrLeaseLost)
-//     or, under the recampaign policy, a fresh campaign after the term fully
-//     stopped.
+//     controllers returned; losing it is an error from Run (leader.ErrLeaseLost),
+//     even when it happens while Run is already stopping, or, under the
+//     recampaign policy, a fresh campaign after the term fully stopped.
+//   - Under leader migration the migration lock is sought only within a main
+//     term (once its StartFirst controllers run), and the migration term
+//     ends, releasing its lock, before the main term's controllers are told
+//     to stop: a replica never holds the migration lock without the main one.
+//   - Writes are fenced: the clients and configs a term's ClientBuilder hands
+//     out, and its event recorder, refuse mutating requests (ErrFenced from
+//     package fence, naming the controller and the lock) once the term's
+//     lease is not known to be valid: lost, not renewed in time, or the term
+//     returned. Controllers WithoutLeaderElection are not fenced.
+//   - A serving failure after Run started ends Run with that error.
 //   - Run owns every goroutine it starts and returns after they ended, except
-//     controllers that ignored cancellation past the timeout, which it names.
+//     controllers and InitFuncs that ignored cancellation past the bound,
+//     which it names; nothing else is left behind for them.
 //
 // Non-guarantees:
-//   - Leader election is not fencing: a replica paused past its lease can
-//     still act until it notices (see package leader).
-//   - A controller that ignores its context keeps running after Run returned.
+//   - Fencing covers writes made through the term's clients only; a request
+//     already in flight when the lease stops being known-valid may still be
+//     applied (one request's latency), and clients injected with
+//     Builder.WithClient (fake clientsets) are not fenced.
+//   - A panic in a goroutine a controller starts itself, outside package
+//     workloop, is not recovered and crashes the process, as in any Go
+//     program.
+//   - A controller that ignores its context keeps running after Run returned
+//     (its writes are fenced).
 //   - The health gauges in /metrics reflect the last probe of the health
 //     endpoints.
 //   - klog is process-global; the Manager never reroutes it. Programs call
