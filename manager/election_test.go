@@ -167,6 +167,9 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 			t.Errorf("%s is not running the controller but IsLeader is true", replica)
 		}
 		h.WaitHealthy("/readyz") // a follower that knows its leader is ready
+		if _, body := h.Get("/readyz?verbose"); !strings.Contains(body, "[+]leader-election ok: following "+first+" as "+replica) {
+			t.Errorf("%s: /readyz?verbose does not show the role:\n%s", replica, body)
+		}
 		if holder, self := h.Manager.Leader(); holder != first || self != replica {
 			t.Errorf("%s sees leader %q (self %q), want %q", replica, holder, self, first)
 		}
@@ -285,7 +288,7 @@ func TestLeaderMigrationSplitsControllers(t *testing.T) {
 		}
 	}
 	h.WaitHealthy("/readyz")
-	if _, body := h.Get("/readyz?verbose"); !strings.Contains(body, "[+]leader-migration ok") || !strings.Contains(body, "[+]leader-election ok") {
+	if _, body := h.Get("/readyz?verbose"); !strings.Contains(body, "[+]leader-migration ok: leading as me") || !strings.Contains(body, "[+]leader-election ok: leading as me") {
 		t.Errorf("/readyz?verbose:\n%s", body)
 	}
 	if err := h.Stop(); err != nil {

@@ -36,7 +36,7 @@ func (m *Manager) healthChecks() *healthz.Registry {
 			continue
 		}
 		reg.Add(healthz.Check{Name: lock.name, Checker: lock.e.Watchdog}, healthz.Healthz, healthz.Livez)
-		reg.Add(healthz.Check{Name: lock.name, Checker: lock.e.Ready}, healthz.Readyz)
+		reg.Add(healthz.Check{Name: lock.name, Checker: roleCheck(lock.e)}, healthz.Readyz)
 	}
 	for _, s := range m.order {
 		st, _ := s.snapshot()
@@ -66,8 +66,23 @@ func (m *Manager) controllerCheck(s *state, readiness bool) healthz.Checker {
 	}
 	return func(req *http.Request) error {
 		err := check(req)
-		m.metrics.HealthCheck(s.desc.Name(), err == nil)
+		m.metrics.HealthCheck(s.desc.Name(), err == nil || errors.As(err, new(healthz.Note)))
 		return err
+	}
+}
+
+// roleCheck is a lock's readiness check: it passes while this replica leads
+// or follows a known leader, and says which, with the identities, in
+// /readyz?verbose (health paths need no credentials).
+func roleCheck(e *leader.Elector) healthz.Checker {
+	return func(req *http.Request) error {
+		if err := e.Ready(req); err != nil {
+			return err
+		}
+		if e.IsLeader() {
+			return healthz.Note("leading as " + e.Identity())
+		}
+		return healthz.Note("following " + e.Leader() + " as " + e.Identity())
 	}
 }
 
@@ -136,6 +151,10 @@ const debugPrefix = "/debug/controllers/"
 func (m *Manager) serveDebug(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, debugPrefix)
 	name, _, _ := strings.Cut(rest, "/")
+	if name == "" {
+		m.serveDebugIndex(w)
+		return
+	}
 	s, ok := m.states[name]
 	if !ok {
 		http.NotFound(w, r)
@@ -157,4 +176,18 @@ func (m *Manager) serveDebug(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.StripPrefix(debugPrefix+name, h).ServeHTTP(w, r)
+}
+
+// serveDebugIndex lists, one per line, the controllers whose debug handler
+// is served now, as paths under /debug/controllers/.
+func (m *Manager) serveDebugIndex(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	for _, s := range m.order {
+		if _, c := s.snapshot(); c != nil {
+			if d, ok := c.(descriptor.Debuggable); ok && d.DebuggingHandler() != nil {
+				fmt.Fprintf(w, "%s%s/\n", debugPrefix, s.desc.Name())
+			}
+		}
+	}
 }

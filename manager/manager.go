@@ -76,9 +76,10 @@ func (m *Manager) Component() string { return m.component }
 // Options returns the defaulted options the Manager runs with.
 func (m *Manager) Options() Options { return m.opts }
 
-// Handler serves /healthz, /livez, /readyz (with sub-paths) and
-// /debug/controllers/<name>/, for mounting on a server of the caller's own.
-// It is usable before Run and after it returns.
+// Handler serves /healthz, /livez, /readyz (with sub-paths), /metrics,
+// /debug/controllers/ (an index) and /debug/controllers/<name>/, without
+// authentication, for mounting on a server of the caller's own (which then
+// decides who may see them). It is usable before Run and after it returns.
 func (m *Manager) Handler() http.Handler { return m.handler }
 
 // Controllers returns the status of every registered controller, in

@@ -470,12 +470,16 @@ func TestDebugHandlerMounted(t *testing.T) {
 		{"/debug/controllers/debug-controller/queue", 200, "debug page at /queue"},
 		{"/debug/controllers/plain-controller/", 404, ""},
 		{"/debug/controllers/nobody/", 404, ""},
+		{"/debug/controllers/", 200, "/debug/controllers/debug-controller/"},
 	}
 	for _, tt := range tests {
 		code, body := h.Get(tt.path)
 		if code != tt.code || !strings.Contains(body, tt.body) {
 			t.Errorf("GET %s = %d %q, want %d %q", tt.path, code, body, tt.code, tt.body)
 		}
+	}
+	if _, body := h.Get("/debug/controllers/"); strings.Contains(body, "plain-controller") {
+		t.Errorf("index lists a controller without a debug handler:\n%s", body)
 	}
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)

@@ -2,12 +2,14 @@ package manager_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/managertest"
 )
 
@@ -58,6 +60,33 @@ func TestMetricsAfterAControllerRan(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noted passes its health check with information.
+type noted struct{}
+
+func (noted) Run(ctx context.Context) error   { <-ctx.Done(); return nil }
+func (noted) HealthCheck(*http.Request) error { return healthz.Note("3 widgets pending") }
+
+var _ descriptor.HealthChecker = noted{}
+
+// A HealthChecker that returns a Note passes: /readyz?verbose shows it as
+// ok, and the health gauge is 1, not 0.
+func TestHealthGaugeCountsANoteAsPassing(t *testing.T) {
+	h := managertest.New(t, "note-manager", []descriptor.Descriptor{
+		descriptor.New("noted-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) { return noted{}, nil }),
+	}).Start()
+	h.WaitRunning("noted-controller")
+	h.WaitHealthy("/healthz")
+	if _, body := h.Get("/healthz?verbose"); !strings.Contains(body, "[+]noted-controller ok: 3 widgets pending") {
+		t.Errorf("/healthz?verbose:\n%s", body)
+	}
+	if _, body := h.Get("/metrics"); !strings.Contains(body, `note_manager_controller_health_check{controller="noted-controller"} 1`) {
+		t.Errorf("/metrics: health gauge of a noted controller is not 1:\n%s", body)
 	}
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)

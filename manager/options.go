@@ -27,7 +27,8 @@ type Options struct {
 	Controllers []string
 
 	// ControllerStartInterval spreads controller starts: each controller
-	// waits a random time in [0, 2·interval) before Run. Default: 0.
+	// waits a random time in [interval, 2·interval) before Run, as KCM's
+	// jitter of 1.0 does. Default: 0 (no wait).
 	ControllerStartInterval time.Duration
 
 	// ControllerShutdownTimeout bounds how long a term waits for its
@@ -209,15 +210,18 @@ func (o Options) validate() []error {
 }
 
 // AddFlags binds o's fields to fs under KCM's flag names, with o's current
-// values as the defaults shown in help. Durations that must be positive and
-// ports are checked as the flags are parsed.
+// values as the defaults shown in help. Durations that must be positive
+// (--controller-shutdown-timeout, --min-resync-period and the three
+// --leader-elect-* durations), ports and the lost-lease policy are checked
+// as the flags are parsed; how the durations relate to each other (renew
+// deadline below lease duration, …) is checked by Build.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	*o = o.WithDefaults()
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, ""+
 		"A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller "+
 		"named 'foo', '-foo' disables the controller named 'foo'. The first entry that names a controller wins.")
 	fs.DurationVar(&o.ControllerStartInterval, "controller-start-interval", o.ControllerStartInterval,
-		"Interval between starting controller managers; each controller waits a random time up to twice this before it runs.")
+		"Interval between starting controller managers; each controller waits a random time in [interval, 2*interval) before it runs.")
 	fs.Var(positiveDuration{&o.ControllerShutdownTimeout}, "controller-shutdown-timeout",
 		"Time to wait for the controllers to shut down before terminating the executable.")
 	fs.Var(positiveDuration{&o.MinResyncPeriod}, "min-resync-period",
@@ -241,14 +245,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, ""+
 		"Start a leader election client and gain leadership before executing the main loop. "+
 		"Enable this when running replicated components for high availability.")
-	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", le.LeaseDuration, ""+
+	fs.Var(positiveDuration{&le.LeaseDuration}, "leader-elect-lease-duration", ""+
 		"The duration that non-leader candidates will wait after observing a leadership renewal until attempting to "+
 		"acquire leadership of a led but unrenewed leader slot. This is effectively the maximum duration that a leader "+
 		"can be stopped before it is replaced by another candidate. This is only applicable if leader election is enabled.")
-	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", le.RenewDeadline, ""+
+	fs.Var(positiveDuration{&le.RenewDeadline}, "leader-elect-renew-deadline", ""+
 		"The interval between attempts by the acting master to renew a leadership slot before it stops leading. "+
 		"This must be less than the lease duration. This is only applicable if leader election is enabled.")
-	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", le.RetryPeriod, ""+
+	fs.Var(positiveDuration{&le.RetryPeriod}, "leader-elect-retry-period", ""+
 		"The duration the clients should wait between attempting acquisition and renewal of a leadership. "+
 		"This is only applicable if leader election is enabled.")
 	fs.StringVar(&le.ResourceLock, "leader-elect-resource-lock", le.ResourceLock, ""+
