@@ -88,7 +88,11 @@ func start(t *testing.T, e *Elector, term func(context.Context) error) *runner {
 	}()
 	t.Cleanup(func() {
 		cancel()
-		<-r.done
+		select {
+		case <-r.done:
+		case <-time.After(deadline):
+			t.Errorf("%s: Run did not return within %s of cancel", e.Identity(), deadline)
+		}
 	})
 	return r
 }
