@@ -410,7 +410,9 @@ func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context, te
 		budget: e.cfg.StopBudget(),
 		lost:   make(chan struct{}),
 	}
-	termCtx, cancelTerm := context.WithCancel(context.WithValue(lctx, termKey{}, t))
+	// The term's context is cancelled by watchTerm alone, so that a lost
+	// lease has closed the gate and Term.Lost before the term can see it.
+	termCtx, cancelTerm := context.WithCancel(context.WithValue(context.WithoutCancel(lctx), termKey{}, t))
 	if l, lerr := logr.FromContext(ctx); lerr == nil {
 		termCtx = logr.NewContext(termCtx, l)
 	} else {
