@@ -21,6 +21,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/metrics"
+	"github.com/ctrlhost/ctrlhost/selection"
 	"github.com/ctrlhost/ctrlhost/serving"
 )
 
@@ -150,14 +151,16 @@ func (b *Builder) Build() (*Manager, error) {
 		terms:       map[*term]struct{}{},
 		started:     make(chan struct{}),
 	}
-	controllers, cerrs := canonicalControllers(b.descriptors, opts.Controllers)
-	errs = append(errs, cerrs...)
+	controllers, err := selection.Resolve(b.descriptors, opts.Controllers)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if set != nil {
 		cloud := includesCloudLoops(opts.CloudProvider)
 		for _, d := range set.All() {
 			st := newState(d, PhaseWaiting, "")
 			switch {
-			case !enabled(d, controllers):
+			case !controllers.Enabled(d):
 				st = newState(d, PhaseDisabled, "not selected by --controllers")
 			default:
 				reason, err := skipReason(d, fg, cloud)

@@ -21,6 +21,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/supervisor"
 )
 
 // restMapperResetPeriod is how often a term forgets discovery, as KCM does,
@@ -96,8 +97,8 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	// their context is cancelled by the term, not by its parent.
 	ctrlCtx, cancelCtrl := context.WithCancel(context.WithoutCancel(termCtx))
 	defer cancelCtrl()
-	r := newRunner(ctrlCtx, log, m, len(spec.states)+1)
-	stop := newStopDeadline(m.opts.ControllerShutdownTimeout, lease, log)
+	r := newRunner(ctrlCtx, log, m)
+	stop := stopDeadline(m.opts.ControllerShutdownTimeout, lease, log)
 	log.Info("Starting controllers", "count", len(spec.states))
 
 	var later []built
@@ -111,11 +112,11 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		}
 		select {
 		case <-termCtx.Done():
-		case <-r.failed:
+		case <-r.Failed():
 			log.Info("Stopping the term because a controller failed")
 		}
 		cancel(errors.New("term ended"))
-		if alongside != nil && !stop.wait(alongside, nil) {
+		if alongside != nil && !stop.Wait(alongside, nil) {
 			log.Info("Stopping controllers although the alongside function has not returned")
 		}
 		cancelCtrl()
@@ -123,7 +124,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		log.Error(initErr, "Stopping the term because a controller could not be built")
 		cancel(errors.New("term ended"))
 		if alongside != nil {
-			stop.wait(alongside, nil)
+			stop.Wait(alongside, nil)
 		}
 		cancelCtrl()
 		close(env.started)
@@ -142,12 +143,12 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	}
 	var stuckErr error
 	if len(stuck) > 0 {
-		stuckErr = fmt.Errorf("%w: still running after %s: %v", ErrShutdownTimeout, stop.limit(), stuck)
+		stuckErr = fmt.Errorf("%w: still running after %s: %v", ErrShutdownTimeout, stop.Limit(), stuck)
 		log.Error(stuckErr, "Abandoning controllers")
 	} else {
 		log.Info("All controllers stopped")
 	}
-	return errors.Join(initErr, r.err(), stuckErr)
+	return errors.Join(initErr, r.Err(), stuckErr)
 }
 
 type built struct {
@@ -160,7 +161,7 @@ type built struct {
 // channel closes when it returned; nil when it did not start), then the
 // others, whose controllers are appended to later. It stops at the first
 // failure.
-func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, env termEnv, r *runner, stop *stopDeadline, later *[]built) (alongside <-chan struct{}, err error) {
+func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, env termEnv, r *runner, stop *supervisor.Deadline, later *[]built) (alongside <-chan struct{}, err error) {
 	for _, first := range []bool{true, false} {
 		for _, s := range spec.states {
 			if s.desc.IsStartFirst() != first {
@@ -191,7 +192,7 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 // abandoned (named among the stragglers) and the term goes on stopping. A
 // controller that an abandoned InitFunc returns later still gets its Run
 // call, with a done context.
-func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env termEnv, r *runner, stop *stopDeadline) (descriptor.Controller, error) {
+func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env termEnv, r *runner, stop *supervisor.Deadline) (descriptor.Controller, error) {
 	name := s.desc.Name()
 	s.set(PhaseInitializing, nil)
 	cc := descriptor.Context{
@@ -209,7 +210,7 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 			func(err error) { log.V(2).Info("Dropped an event", "controller", name, "err", err.Error()) }),
 	}
 	call := &initCall{returned: make(chan struct{})}
-	r.track(name+" (InitFunc)", func() {
+	r.Go(name+" (InitFunc)", func() {
 		var c descriptor.Controller
 		var err error
 		func() {
@@ -229,7 +230,7 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 	select {
 	case <-call.returned:
 	case <-ctx.Done():
-		if !stop.wait(call.returned, nil) && call.abandon() {
+		if !stop.Wait(call.returned, nil) && call.abandon() {
 			err := fmt.Errorf("controller %q: %w: init: InitFunc still running when the term had to stop", name, ErrControllerFailed)
 			s.fail(err)
 			return nil, err
