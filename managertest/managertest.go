@@ -52,8 +52,10 @@ type Harness struct {
 	// WithLogger, …). It logs to t.Log by default. Start overrides its
 	// clients with Client and Metadata.
 	Builder *manager.Builder
-	// Options are passed to the Builder by Start. New sets Serving.SecurePort to -1
-	// (no listener); use Manager.Handler through Get instead.
+	// Options are passed to the Builder by Start. New sets
+	// Serving.SecurePort to serving.PortDisabled (no listener); use Get,
+	// which calls Manager.Handler, or set serving.PortEphemeral to serve
+	// HTTPS on a free port (Manager.ServingAddr tells which).
 	Options manager.Options
 	// Timeout bounds each wait. Default: DefaultTimeout.
 	Timeout time.Duration
@@ -76,7 +78,7 @@ func New(t testing.TB, component string, ds []descriptor.Descriptor, objects ...
 		Client:   client,
 		Metadata: NewMetadataClient(client),
 		Builder:  manager.NewBuilder(component).Register(ds...).WithLogger(testr.NewWithInterface(t, testr.Options{})),
-		Options:  manager.Options{Serving: serving.Options{SecurePort: -1}},
+		Options:  manager.Options{Serving: serving.Options{SecurePort: serving.PortDisabled}},
 		Timeout:  DefaultTimeout,
 	}
 }

@@ -2,6 +2,7 @@ package managertest_test
 
 import (
 	"context"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/managertest"
+	"github.com/ctrlhost/ctrlhost/serving"
 )
 
 var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
@@ -233,5 +235,15 @@ func waitTrue(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out after 10s waiting for %s", what)
 		}
 		<-tick.C
+	}
+}
+
+func TestEphemeralServingPort(t *testing.T) {
+	h := managertest.New(t, "test", nil)
+	h.Options.Serving = serving.Options{SecurePort: serving.PortEphemeral, DisableAuth: true}
+	h.Start()
+	waitTrue(t, "Manager.ServingAddr", func() bool { return h.Manager.ServingAddr() != nil })
+	if port := h.Manager.ServingAddr().(*net.TCPAddr).Port; port == 0 || port == serving.DefaultSecurePort {
+		t.Errorf("serving on port %d, want a kernel-picked one", port)
 	}
 }
