@@ -70,7 +70,8 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, opts Op
 	}
 }
 
-// Typed returns the typed shared informer factory.
+// Typed returns the typed shared informer factory, over all namespaces.
+// Informers requested from it before Start start with it.
 func (s *Set) Typed() kinformers.SharedInformerFactory { return s.typed }
 
 // TypedFor returns the typed shared informer factory restricted to
@@ -106,7 +107,9 @@ func (s *Set) namespacedFactories() map[string]kinformers.SharedInformerFactory 
 	return maps.Clone(s.namespaced)
 }
 
-// Metadata returns the metadata-only shared informer factory.
+// Metadata returns the metadata-only shared informer factory, for
+// resources whose controllers read only object metadata (and for custom
+// resources, which have no typed informers).
 func (s *Set) Metadata() metadatainformer.SharedInformerFactory { return s.metadata }
 
 // ObjectOrMetadata returns the Set as an ObjectOrMetadataFactory.
