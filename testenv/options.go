@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ctrlhost/ctrlhost/testenv/testbin"
 )
 
 const (
@@ -21,7 +23,7 @@ const (
 
 	// EnvTestBin names the environment variable that points at a directory
 	// holding the etcd and kube-apiserver binaries.
-	EnvTestBin = "CTRLHOST_TESTBIN"
+	EnvTestBin = testbin.EnvTestBin
 
 	// EnvKubebuilderAssets is controller-runtime envtest's variable for the
 	// same purpose; it is honoured so that existing setups keep working.

@@ -16,6 +16,9 @@
 //	-print-dir         print the output directory and exit
 //	-print-version     print the Kubernetes version and exit
 //	-write-module DIR  write the tools module (go.mod, go.sum) into DIR and exit
+//
+// It imports nothing but the standard library and testenv/testbin, so that
+// `go run` compiles it in seconds.
 package main
 
 import (
@@ -28,7 +31,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/testenv/testbin"
 )
 
@@ -44,7 +46,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("testbin", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("dir", "", "output directory (default: $"+testenv.EnvTestBin+", else the per-user cache directory)")
+	dir := fs.String("dir", "", "output directory (default: $"+testbin.EnvTestBin+", else the per-user cache directory)")
 	goCmd := fs.String("go", os.Getenv("GO"), "the go command (default: $GO, else go)")
 	printDir := fs.Bool("print-dir", false, "print the output directory and exit")
 	printVersion := fs.Bool("print-version", false, "print the Kubernetes version of the binaries and exit")
@@ -99,7 +101,7 @@ func outputDir(flagDir, kubeVersion string) (string, error) {
 	if flagDir != "" {
 		return flagDir, nil
 	}
-	if env := os.Getenv(testenv.EnvTestBin); env != "" {
+	if env := os.Getenv(testbin.EnvTestBin); env != "" {
 		return env, nil
 	}
 	return testbin.CacheDir(kubeVersion)

@@ -45,6 +45,10 @@ const (
 
 	APIServerBinary = "kube-apiserver"
 	EtcdBinary      = "etcd"
+
+	// EnvTestBin names the environment variable that points testenv (and
+	// cmd/testbin) at a binary directory; testenv.EnvTestBin is the same.
+	EnvTestBin = "CTRLHOST_TESTBIN"
 )
 
 // GoMod returns a copy of the tools module's go.mod.
