@@ -17,7 +17,8 @@ build:
 ## deps: fetch every module the build needs, before any test runs.
 deps:
 	$(GO) mod download
-	GOWORK=off $(GO) -C hack/testbin mod download
+	@tools="$$(mktemp -d)"; trap 'rm -rf "$$tools"' EXIT; \
+	$(GO) run ./cmd/testbin -write-module "$$tools" && GOWORK=off $(GO) -C "$$tools" mod download
 
 ## test: formatting and vet, every unit test, then the integration suite
 ## against a real etcd + kube-apiserver (built first if missing).
@@ -38,7 +39,8 @@ integration: testbin
 	$(GO) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./testenv/... ./test/integration/...
 
 ## testbin: build etcd and kube-apiserver from the Go module proxy into
-## _output/testbin/$(KUBE_VERSION) (skips what is already built).
+## _output/testbin/$(KUBE_VERSION) (skips what is already built), with
+## cmd/testbin; KUBE_VERSION must match testenv/testbin/go.mod.txt (tested).
 testbin: deps
 	@bash hack/testbin.sh
 

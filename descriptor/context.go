@@ -25,6 +25,14 @@ type Context struct {
 	ClientBuilder ClientBuilder
 	// InformerFactory is the term's typed shared informer factory.
 	InformerFactory kinformers.SharedInformerFactory
+	// NamespacedInformerFactory returns the term's typed shared informer
+	// factory restricted to one namespace ("" gives InformerFactory), for a
+	// controller that watches one namespace and should need RBAC, and cache
+	// objects, only there. Calls with the same namespace return the same
+	// factory; it is started with InformerFactory, gates InformersStarted
+	// and readiness the same way, and is shut down with the term. Nil when
+	// the host does not offer it (check before calling).
+	NamespacedInformerFactory func(namespace string) kinformers.SharedInformerFactory
 	// MetadataInformerFactory is the term's metadata-only factory.
 	MetadataInformerFactory metadatainformer.SharedInformerFactory
 	// ObjectOrMetadataInformerFactory answers typed informers where client-go

@@ -35,9 +35,31 @@ func (f ControllerFunc) Run(ctx context.Context) error { return f(ctx) }
 // HealthChecker is implemented by controllers that can tell whether they are
 // healthy. The host calls HealthCheck for the controller's named check on
 // /healthz, /livez and /readyz; a nil error is healthy. It must be safe for
-// concurrent use.
+// concurrent use. For a check that belongs on one side only, implement
+// ReadinessChecker or LivenessChecker instead (or as well).
 type HealthChecker interface {
 	HealthCheck(req *http.Request) error
+}
+
+// ReadinessChecker is implemented by controllers with a check that matters
+// only for readiness, such as "caught up after start": the host runs
+// ReadinessCheck for the controller's named check on /readyz only, after
+// HealthCheck if the controller also has one, and the check passes when both
+// pass. A nil error (or a healthz.Note) is ready. It must be safe for
+// concurrent use.
+type ReadinessChecker interface {
+	ReadinessCheck(req *http.Request) error
+}
+
+// LivenessChecker is implemented by controllers with a check that matters
+// only for liveness, such as "a worker is wedged": the host runs
+// LivenessCheck for the controller's named check on /healthz and /livez
+// only, after HealthCheck if the controller also has one, and the check
+// passes when both pass. A failing liveness check gets the process
+// restarted, so fail it only when a restart would help. It must be safe for
+// concurrent use.
+type LivenessChecker interface {
+	LivenessCheck(req *http.Request) error
 }
 
 // Debuggable is implemented by controllers that serve debugging pages. The

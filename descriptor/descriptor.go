@@ -79,10 +79,12 @@ func (d Descriptor) WithValidator(v func() error) Descriptor {
 	return d
 }
 
-// Name returns the canonical name.
+// Name returns the canonical name: the one --controllers, health checks,
+// metrics labels and logs use; aliases resolve to it.
 func (d Descriptor) Name() string { return d.name }
 
-// Init returns the InitFunc.
+// Init returns the InitFunc the host calls once per term to build the
+// controller.
 func (d Descriptor) Init() InitFunc { return d.init }
 
 // Aliases returns a copy of the aliases.

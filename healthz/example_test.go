@@ -11,10 +11,10 @@ import (
 
 func ExampleRegistry() {
 	var reg healthz.Registry
-	reg.Add(healthz.Check{Name: "ping", Checker: healthz.Ping}, healthz.Healthz, healthz.Livez, healthz.Readyz)
+	reg.Add(healthz.Check{Name: "ping", Checker: healthz.Ping}, healthz.EndpointHealthz, healthz.EndpointLivez, healthz.EndpointReadyz)
 	reg.Add(healthz.Check{Name: "informer-sync", Checker: func(*http.Request) error {
 		return errors.New("2 informers not synced")
-	}}, healthz.Healthz, healthz.Readyz)
+	}}, healthz.EndpointHealthz, healthz.EndpointReadyz)
 
 	h, err := reg.Handler()
 	if err != nil {

@@ -31,17 +31,26 @@ type Endpoint string
 
 // The endpoints a Handler serves, each at "/" + string(endpoint).
 const (
-	Healthz Endpoint = "healthz"
-	Livez   Endpoint = "livez"
-	Readyz  Endpoint = "readyz"
+	EndpointHealthz Endpoint = "healthz"
+	EndpointLivez   Endpoint = "livez"
+	EndpointReadyz  Endpoint = "readyz"
+)
+
+// Earlier names of the endpoints.
+//
+// Deprecated: use EndpointHealthz, EndpointLivez and EndpointReadyz.
+const (
+	Healthz = EndpointHealthz
+	Livez   = EndpointLivez
+	Readyz  = EndpointReadyz
 )
 
 // endpoints lists every Endpoint in the order problems and paths are reported.
-var endpoints = []Endpoint{Healthz, Livez, Readyz}
+var endpoints = []Endpoint{EndpointHealthz, EndpointLivez, EndpointReadyz}
 
 func (ep Endpoint) known() bool {
 	switch ep {
-	case Healthz, Livez, Readyz:
+	case EndpointHealthz, EndpointLivez, EndpointReadyz:
 		return true
 	}
 	return false
@@ -105,7 +114,7 @@ func (r *Registry) Handler() (*Handler, error) {
 		for _, ep := range a.eps {
 			if !ep.known() {
 				errs = append(errs, fmt.Errorf("healthz: check %q added to unknown endpoint %q (want %q, %q or %q)",
-					a.check.Name, string(ep), Healthz, Livez, Readyz))
+					a.check.Name, string(ep), EndpointHealthz, EndpointLivez, EndpointReadyz))
 				continue
 			}
 			perEP[ep] = append(perEP[ep], a.check)
@@ -174,12 +183,60 @@ func times(n int) string {
 // Note is a passing result that carries information: a Checker that returns
 // a Note (or an error wrapping one) passes, and ?verbose shows the text as
 // "[+]name ok: text". A controller host uses it to say why a controller is
-// skipped.
+// skipped. An errors.Join of several errors passes only when each of them
+// does.
 type Note string
 
 func (n Note) Error() string { return string(n) }
 
-func isNote(err error) bool {
-	var n Note
-	return errors.As(err, &n)
+// Passed reports whether a Checker's result is a pass: nil, a Note, an
+// error wrapping a Note, or a join of errors that each pass. Record health
+// (for example in a metric) with Passed(err), not err == nil, so that a Note
+// counts as the pass the endpoints show.
+func Passed(err error) bool {
+	if err == nil {
+		return true
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !Passed(e) {
+				return false
+			}
+		}
+		return true
+	}
+	if _, ok := err.(Note); ok {
+		return true
+	}
+	inner := errors.Unwrap(err)
+	return inner != nil && Passed(inner)
+}
+
+func isNote(err error) bool { return err != nil && Passed(err) }
+
+// All returns a Checker that runs each of checkers in order and passes when
+// every one passes (see Passed). When some fail, it returns their errors
+// joined; otherwise it returns the Notes, joined, or nil. Nil checkers are
+// skipped. It lets a host combine, for example, a controller's general and
+// readiness-only checks under one name.
+func All(checkers ...Checker) Checker {
+	return func(req *http.Request) error {
+		var failed, notes []error
+		for _, c := range checkers {
+			if c == nil {
+				continue
+			}
+			switch err := c(req); {
+			case err == nil:
+			case Passed(err):
+				notes = append(notes, err)
+			default:
+				failed = append(failed, err)
+			}
+		}
+		if len(failed) > 0 {
+			return errors.Join(failed...)
+		}
+		return errors.Join(notes...)
+	}
 }

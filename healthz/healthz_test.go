@@ -34,7 +34,7 @@ func newHandler(t *testing.T, bFails bool) *healthz.Handler {
 		b = fail
 	}
 	var reg healthz.Registry
-	all := []healthz.Endpoint{healthz.Healthz, healthz.Livez, healthz.Readyz}
+	all := []healthz.Endpoint{healthz.EndpointHealthz, healthz.EndpointLivez, healthz.EndpointReadyz}
 	reg.Add(healthz.Check{Name: "a", Checker: healthz.Ping}, all...)
 	reg.Add(healthz.Check{Name: "b", Checker: b}, all...)
 	h, err := reg.Handler()
@@ -147,7 +147,7 @@ func TestHEADFailing(t *testing.T) {
 
 func TestNoChecksServesPing(t *testing.T) {
 	var reg healthz.Registry
-	reg.Add(healthz.Check{Name: "leader", Checker: fail}, healthz.Readyz)
+	reg.Add(healthz.Check{Name: "leader", Checker: fail}, healthz.EndpointReadyz)
 	h, err := reg.Handler()
 	if err != nil {
 		t.Fatal(err)
@@ -182,10 +182,10 @@ func TestNoChecksServesPing(t *testing.T) {
 
 func TestPanickingChecker(t *testing.T) {
 	var reg healthz.Registry
-	reg.Add(healthz.Check{Name: "ok", Checker: healthz.Ping}, healthz.Livez)
-	reg.Add(healthz.Check{Name: "boom", Checker: func(*http.Request) error { panic("kaboom") }}, healthz.Livez)
-	reg.Add(healthz.Check{Name: "boom-err", Checker: func(*http.Request) error { panic(errBroken) }}, healthz.Livez)
-	reg.Add(healthz.Check{Name: "after", Checker: healthz.Ping}, healthz.Livez)
+	reg.Add(healthz.Check{Name: "ok", Checker: healthz.Ping}, healthz.EndpointLivez)
+	reg.Add(healthz.Check{Name: "boom", Checker: func(*http.Request) error { panic("kaboom") }}, healthz.EndpointLivez)
+	reg.Add(healthz.Check{Name: "boom-err", Checker: func(*http.Request) error { panic(errBroken) }}, healthz.EndpointLivez)
+	reg.Add(healthz.Check{Name: "after", Checker: healthz.Ping}, healthz.EndpointLivez)
 	h, err := reg.Handler()
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +206,7 @@ func TestPanickingChecker(t *testing.T) {
 		})
 	}
 
-	_, results := h.Check(healthz.Livez, nil)
+	_, results := h.Check(healthz.EndpointLivez, nil)
 	if !errors.Is(results[2].Err, errBroken) {
 		t.Errorf("panic(error) result = %v, want it to wrap %v", results[2].Err, errBroken)
 	}
@@ -226,7 +226,7 @@ func TestCheckerSeesRequest(t *testing.T) {
 		return nil
 	}
 	var reg healthz.Registry
-	reg.Add(healthz.Check{Name: "r", Checker: record}, healthz.Readyz)
+	reg.Add(healthz.Check{Name: "r", Checker: record}, healthz.EndpointReadyz)
 	h, err := reg.Handler()
 	if err != nil {
 		t.Fatal(err)
@@ -251,8 +251,8 @@ func TestCheck(t *testing.T) {
 		wantOK      bool
 		wantResults []healthz.Result
 	}{
-		{"nil request", healthz.Readyz, nil, false, []healthz.Result{{Name: "a"}, {Name: "b", Err: errBroken}}},
-		{"exclude from request", healthz.Livez, httptest.NewRequest(http.MethodGet, "/livez?exclude=b", nil), true,
+		{"nil request", healthz.EndpointReadyz, nil, false, []healthz.Result{{Name: "a"}, {Name: "b", Err: errBroken}}},
+		{"exclude from request", healthz.EndpointLivez, httptest.NewRequest(http.MethodGet, "/livez?exclude=b", nil), true,
 			[]healthz.Result{{Name: "a"}, {Name: "b", Excluded: true}}},
 		{"unknown endpoint", healthz.Endpoint("metrics"), nil, false, nil},
 	}
@@ -273,17 +273,17 @@ func TestCheck(t *testing.T) {
 
 func TestRegistryErrors(t *testing.T) {
 	var reg healthz.Registry
-	reg.Add(healthz.Check{Name: "foo", Checker: healthz.Ping}, healthz.Readyz, healthz.Livez)
-	reg.Add(healthz.Check{Name: "foo", Checker: healthz.Ping}, healthz.Readyz)
-	reg.Add(healthz.Check{Name: "", Checker: healthz.Ping}, healthz.Livez)
-	reg.Add(healthz.Check{Name: "nil", Checker: nil}, healthz.Healthz)
-	reg.Add(healthz.Check{Name: "a/b", Checker: healthz.Ping}, healthz.Healthz)
-	reg.Add(healthz.Check{Name: "a b", Checker: healthz.Ping}, healthz.Healthz)
-	reg.Add(healthz.Check{Name: "tab\t", Checker: healthz.Ping}, healthz.Healthz)
-	reg.Add(healthz.Check{Name: "thrice", Checker: healthz.Ping}, healthz.Livez, healthz.Livez, healthz.Livez)
+	reg.Add(healthz.Check{Name: "foo", Checker: healthz.Ping}, healthz.EndpointReadyz, healthz.EndpointLivez)
+	reg.Add(healthz.Check{Name: "foo", Checker: healthz.Ping}, healthz.EndpointReadyz)
+	reg.Add(healthz.Check{Name: "", Checker: healthz.Ping}, healthz.EndpointLivez)
+	reg.Add(healthz.Check{Name: "nil", Checker: nil}, healthz.EndpointHealthz)
+	reg.Add(healthz.Check{Name: "a/b", Checker: healthz.Ping}, healthz.EndpointHealthz)
+	reg.Add(healthz.Check{Name: "a b", Checker: healthz.Ping}, healthz.EndpointHealthz)
+	reg.Add(healthz.Check{Name: "tab\t", Checker: healthz.Ping}, healthz.EndpointHealthz)
+	reg.Add(healthz.Check{Name: "thrice", Checker: healthz.Ping}, healthz.EndpointLivez, healthz.EndpointLivez, healthz.EndpointLivez)
 	reg.Add(healthz.Check{Name: "nowhere", Checker: healthz.Ping})
 	reg.Add(healthz.Check{Name: "odd", Checker: healthz.Ping}, healthz.Endpoint("metrics"))
-	reg.Add(healthz.Check{}, healthz.Readyz)
+	reg.Add(healthz.Check{}, healthz.EndpointReadyz)
 
 	h, err := reg.Handler()
 	if h != nil {
@@ -316,12 +316,12 @@ func TestRegistryErrors(t *testing.T) {
 
 func TestHandlerImmutable(t *testing.T) {
 	var reg healthz.Registry
-	reg.Add(healthz.Check{Name: "a", Checker: healthz.Ping}, healthz.Readyz)
+	reg.Add(healthz.Check{Name: "a", Checker: healthz.Ping}, healthz.EndpointReadyz)
 	h, err := reg.Handler()
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.Add(healthz.Check{Name: "late", Checker: fail}, healthz.Readyz)
+	reg.Add(healthz.Check{Name: "late", Checker: fail}, healthz.EndpointReadyz)
 	checkResponse(t, serve(h, http.MethodGet, "/readyz"), 200, "ok")
 	checkResponse(t, serve(h, http.MethodGet, "/readyz/late"), 404, "404 page not found\n")
 
@@ -336,7 +336,7 @@ func TestConcurrentUse(t *testing.T) {
 	var reg healthz.Registry
 	var wg sync.WaitGroup
 	for _, name := range []string{"a", "b", "c", "d"} {
-		wg.Go(func() { reg.Add(healthz.Check{Name: name, Checker: healthz.Ping}, healthz.Livez) })
+		wg.Go(func() { reg.Add(healthz.Check{Name: name, Checker: healthz.Ping}, healthz.EndpointLivez) })
 	}
 	wg.Wait()
 	h, err := reg.Handler()
@@ -348,7 +348,7 @@ func TestConcurrentUse(t *testing.T) {
 			if rec := serve(h, http.MethodGet, "/livez?verbose"); rec.Code != 200 {
 				t.Errorf("status = %d, want 200", rec.Code)
 			}
-			if ok, _ := h.Check(healthz.Livez, nil); !ok {
+			if ok, _ := h.Check(healthz.EndpointLivez, nil); !ok {
 				t.Error("Check(livez) = false, want true")
 			}
 		})
@@ -379,7 +379,7 @@ func TestNotePasses(t *testing.T) {
 	var reg healthz.Registry
 	reg.Add(healthz.Check{Name: "skipped-thing", Checker: func(*http.Request) error {
 		return fmt.Errorf("wrapped: %w", healthz.Note("skipped: feature gate X is disabled"))
-	}}, healthz.Readyz)
+	}}, healthz.EndpointReadyz)
 	h, err := reg.Handler()
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +395,72 @@ func TestNotePasses(t *testing.T) {
 			t.Errorf("GET %s = %d %q, want 200 %q", path, rec.Code, rec.Body.String(), want)
 		}
 	}
-	if ok, results := h.Check(healthz.Readyz, nil); !ok || len(results) != 1 {
+	if ok, results := h.Check(healthz.EndpointReadyz, nil); !ok || len(results) != 1 {
 		t.Errorf("Check = %v %+v", ok, results)
+	}
+}
+
+func TestPassed(t *testing.T) {
+	note := healthz.Note("skipped")
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, true},
+		{"note", note, true},
+		{"wrapped note", fmt.Errorf("ctl: %w", note), true},
+		{"error", errBroken, false},
+		{"joined notes", errors.Join(note, healthz.Note("other")), true},
+		{"note joined with a failure", errors.Join(note, errBroken), false},
+		{"wrapped join with a failure", fmt.Errorf("ctl: %w", errors.Join(note, errBroken)), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := healthz.Passed(tt.err); got != tt.want {
+				t.Errorf("Passed(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAll(t *testing.T) {
+	note := func(*http.Request) error { return healthz.Note("warming up") }
+	fail := func(*http.Request) error { return errBroken }
+	tests := []struct {
+		name     string
+		checkers []healthz.Checker
+		wantPass bool
+		wantText string
+	}{
+		{"none", nil, true, ""},
+		{"all nil-returning", []healthz.Checker{healthz.Ping, nil, healthz.Ping}, true, ""},
+		{"a note", []healthz.Checker{healthz.Ping, note}, true, "warming up"},
+		{"a note and a failure", []healthz.Checker{note, fail}, false, errBroken.Error()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := healthz.All(tt.checkers...)(nil)
+			if healthz.Passed(err) != tt.wantPass {
+				t.Errorf("All(...) = %v, passed %v, want %v", err, healthz.Passed(err), tt.wantPass)
+			}
+			if got := fmt.Sprint(err); tt.wantText != "" && got != tt.wantText {
+				t.Errorf("All(...) = %q, want %q", got, tt.wantText)
+			}
+			if tt.wantText == "" && err != nil {
+				t.Errorf("All(...) = %v, want nil", err)
+			}
+		})
+	}
+
+	// On an endpoint, a note joined with a failure fails.
+	reg := &healthz.Registry{}
+	reg.Add(healthz.Check{Name: "combined", Checker: healthz.All(note, fail)}, healthz.EndpointReadyz)
+	h, err := reg.Handler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := h.Check(healthz.EndpointReadyz, nil); ok {
+		t.Error("readyz passed with a failing check joined to a note")
 	}
 }

@@ -2,12 +2,15 @@
 // host: a typed SharedInformerFactory, a metadata-only factory, and a
 // ForResource that answers with the typed informer where client-go has one
 // and a metadata informer otherwise (so that generic controllers such as the
-// garbage collector work for custom resources too).
+// garbage collector work for custom resources too). TypedFor adds typed
+// factories restricted to one namespace, with the same lifecycle.
 //
 // Guarantees:
 //   - Started is closed by the first Start and never before it, so a
 //     controller that waits on it knows every informer requested by then has
 //     been started.
+//   - Start, Synced, WaitForCacheSync and Shutdown cover every factory of
+//     the Set, the namespaced ones included.
 //   - Shutdown stops every informer the Set started and waits for their
 //     goroutines to end; it is safe to call more than once, and after a
 //     failed or partial start.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -40,6 +41,11 @@ type Set struct {
 	typed    kinformers.SharedInformerFactory
 	metadata metadatainformer.SharedInformerFactory
 
+	// newNamespaced builds the typed factory of one namespace.
+	newNamespaced func(namespace string) kinformers.SharedInformerFactory
+	mu            sync.Mutex
+	namespaced    map[string]kinformers.SharedInformerFactory
+
 	startOnce sync.Once
 	started   chan struct{}
 }
@@ -55,14 +61,55 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, opts Op
 	return &Set{
 		typed:    kinformers.NewSharedInformerFactoryWithOptions(client, opts.Resync, typedOpts...),
 		metadata: metadatainformer.NewSharedInformerFactoryWithOptions(metadataClient, opts.Resync, metaOpts...),
-		started:  make(chan struct{}),
+		newNamespaced: func(ns string) kinformers.SharedInformerFactory {
+			nsOpts := append(slices.Clip(typedOpts), kinformers.WithNamespace(ns))
+			return kinformers.NewSharedInformerFactoryWithOptions(client, opts.Resync, nsOpts...)
+		},
+		namespaced: map[string]kinformers.SharedInformerFactory{},
+		started:    make(chan struct{}),
 	}
 }
 
-// Typed returns the typed shared informer factory.
+// Typed returns the typed shared informer factory, over all namespaces.
+// Informers requested from it before Start start with it.
 func (s *Set) Typed() kinformers.SharedInformerFactory { return s.typed }
 
-// Metadata returns the metadata-only shared informer factory.
+// TypedFor returns the typed shared informer factory restricted to
+// namespace, for controllers that watch one namespace: their informers list
+// and watch only there, so they need RBAC only there and cache nothing
+// else. Every call with the same namespace returns the same factory, so
+// controllers of the term share its informers. An empty namespace returns
+// Typed.
+//
+// The factory has the Set's lifecycle: Start starts it, Synced and
+// WaitForCacheSync wait for it, Shutdown stops it, and managedFields are
+// stripped unless KeepManagedFields. As with Typed, informers requested
+// after Start start at the next Start.
+func (s *Set) TypedFor(namespace string) kinformers.SharedInformerFactory {
+	if namespace == "" {
+		return s.typed
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.namespaced[namespace]
+	if !ok {
+		f = s.newNamespaced(namespace)
+		s.namespaced[namespace] = f
+	}
+	return f
+}
+
+// namespacedFactories returns the namespaced factories made so far, by
+// namespace.
+func (s *Set) namespacedFactories() map[string]kinformers.SharedInformerFactory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.namespaced)
+}
+
+// Metadata returns the metadata-only shared informer factory, for
+// resources whose controllers read only object metadata (and for custom
+// resources, which have no typed informers).
 func (s *Set) Metadata() metadatainformer.SharedInformerFactory { return s.metadata }
 
 // ObjectOrMetadata returns the Set as an ObjectOrMetadataFactory.
@@ -77,11 +124,15 @@ func (s *Set) ForResource(gvr schema.GroupVersionResource) (kinformers.GenericIn
 	return s.metadata.ForResource(gvr), nil
 }
 
-// Start starts every informer requested so far, in both factories, and closes
-// Started the first time. Informers requested later start at the next Start.
+// Start starts every informer requested so far, in every factory (typed,
+// metadata and each TypedFor namespace), and closes Started the first time.
+// Informers requested later start at the next Start.
 func (s *Set) Start(stop <-chan struct{}) {
 	s.typed.Start(stop)
 	s.metadata.Start(stop)
+	for _, f := range s.namespacedFactories() {
+		f.Start(stop)
+	}
 	s.startOnce.Do(func() { close(s.started) })
 }
 
@@ -126,6 +177,13 @@ func (s *Set) pending(stop <-chan struct{}) []string {
 			out = append(out, "metadata "+gvr.String())
 		}
 	}
+	for ns, f := range s.namespacedFactories() {
+		for t, ok := range f.WaitForCacheSync(stop) {
+			if !ok {
+				out = append(out, "namespace "+ns+" "+t.String())
+			}
+		}
+	}
 	slices.Sort(out)
 	return out
 }
@@ -136,6 +194,9 @@ func (s *Set) pending(stop <-chan struct{}) []string {
 func (s *Set) Shutdown() {
 	s.typed.Shutdown()
 	s.metadata.Shutdown()
+	for _, f := range s.namespacedFactories() {
+		f.Shutdown()
+	}
 }
 
 // StripManagedFields is a cache.TransformFunc that drops

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -432,4 +433,58 @@ func TestStripManagedFields(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestTypedFor(t *testing.T) {
+	other := seededPod()
+	other.Namespace, other.Name = "other", "q"
+	f := newFixture(t, informers.Options{}, []runtime.Object{seededPod(), other}, nil)
+	s := f.set
+
+	if s.TypedFor("") != s.Typed() {
+		t.Error(`TypedFor("") is not Typed()`)
+	}
+	ns := s.TypedFor("ns")
+	if s.TypedFor("ns") != ns {
+		t.Error(`TypedFor("ns") twice returned two factories; want one shared`)
+	}
+	pods := ns.Core().V1().Pods()
+	pods.Informer() // register before Start
+	stop := make(chan struct{})
+	s.Start(stop)
+	if err := s.Synced(); err != nil && !strings.Contains(err.Error(), "namespace ns") {
+		t.Errorf("Synced() before sync = %v, want it to name the namespaced informer", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := s.WaitForCacheSync(ctx); err != nil {
+		t.Fatalf("WaitForCacheSync() = %v", err)
+	}
+	if err := s.Synced(); err != nil {
+		t.Errorf("Synced() = %v, want nil", err)
+	}
+
+	got, err := pods.Lister().List(labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Namespace != "ns" {
+		t.Fatalf("namespaced lister = %v, want only ns/p", got)
+	}
+	if len(got[0].ManagedFields) != 0 {
+		t.Errorf("namespaced cache kept managedFields %v", got[0].ManagedFields)
+	}
+	var listedIn []string
+	for _, a := range f.typed.Actions() {
+		if a.GetVerb() == "list" && a.GetResource() == podsGVR {
+			listedIn = append(listedIn, a.GetNamespace())
+		}
+	}
+	if !reflect.DeepEqual(listedIn, []string{"ns"}) {
+		t.Errorf("pods listed in namespaces %q, want only [ns]", listedIn)
+	}
+
+	close(stop)
+	shutdownWithin(t, s)
+	goleak.VerifyNone(t)
 }

@@ -9,6 +9,21 @@
 // so routing it affects every goroutine and every logger in the process,
 // and the last call wins.
 //
+// # Order in a program
+//
+// A program sets up logging before it builds anything, so that every line,
+// its own, the host's and client-go's, comes out in one format:
+//
+//  1. parse the flags (manager.Options.AddFlags binds --logging-format and -v);
+//  2. build the logger with New(opts.Logging, os.Stderr), and defer its flush;
+//  3. route klog into it with RouteKlog, and defer the restore;
+//  4. hand it to the host with manager.Builder.WithLogger, then Build and Run.
+//
+// New needs nothing from the host, so it can run before Build; Build, which
+// may load a kubeconfig through client-go, then already logs through it.
+// Without WithLogger, Build makes the same logger from Options itself, but
+// only once Build runs, so klog can be routed only after Build.
+//
 // Output formats. Both write one line per entry carrying the time, the level,
 // the logger name (the names given with logr's WithName, joined by "."),
 // the caller, the message and then the key/value pairs:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,7 +43,12 @@ func Example() {
 
 	h := managertest.New(t, "example-manager", []descriptor.Descriptor{podCounter(counted)}, pod).Start()
 	h.WaitRunning("pod-counter")
-	fmt.Println("pods:", <-counted)
+	select {
+	case n := <-counted:
+		fmt.Println("pods:", n)
+	case <-time.After(managertest.DefaultTimeout):
+		fmt.Println("pod-counter did not count within", managertest.DefaultTimeout)
+	}
 	code, _ := h.Get("/healthz")
 	fmt.Println("healthz:", code)
 	fmt.Println("stop error:", h.Stop())

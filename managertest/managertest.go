@@ -2,15 +2,23 @@
 // tests of controllers and of hosts built on ctrlhost.
 //
 // Guarantees: Start fails the test on a Build error; the Manager is stopped
-// and waited for when the test ends; every wait polls with a deadline and
-// fails the test, naming what it waited for, when the deadline passes.
+// and waited for when the test ends; every wait (including Stop and Err)
+// has a deadline and fails the test, naming what it waited for, when the
+// deadline passes. The typed fake and the metadata client share one object
+// store, so objects seeded with New or written through Client are seen by
+// typed and metadata informers alike. The Manager's logger writes to t.Log.
 //
 // Non-guarantees: fake clientsets do not enforce resource versions,
-// admission, RBAC or garbage collection; use testenv for that.
+// admission, RBAC or garbage collection; use testenv for that. klog, which
+// client-go logs through, is not routed to t.Log: klog is process-global, so
+// routing it from one test would send other tests' (and parallel tests')
+// output there, and a client-go goroutine logging after the test ended would
+// make t.Log panic. klog keeps writing to stderr.
 package managertest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,10 +26,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/metadata"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
@@ -34,15 +41,21 @@ const DefaultTimeout = 30 * time.Second
 // Harness builds and runs one Manager over fake clients.
 type Harness struct {
 	T testing.TB
-	// Client is the typed fake every controller and informer uses.
+	// Client is the typed fake every controller and informer uses. Start
+	// hands it to the Builder; replace it before Start to use another.
 	Client *fake.Clientset
-	// Metadata is the metadata fake.
-	Metadata *metadatafake.FakeMetadataClient
-	// Builder may be changed (it logs to t.Log by default) (Register, WithFeatureGate, WithLogger, …)
-	// before Start.
+	// Metadata is the metadata client. New sets it to NewMetadataClient(Client),
+	// which shares Client's objects; Start hands it to the Builder, so a
+	// replacement set before Start is the one the Manager uses.
+	Metadata metadata.Interface
+	// Builder may be changed before Start (Register, WithFeatureGate,
+	// WithLogger, …). It logs to t.Log by default. Start overrides its
+	// clients with Client and Metadata.
 	Builder *manager.Builder
-	// Options are passed to the Builder by Start. New sets Serving.SecurePort to -1
-	// (no listener); use Manager.Handler through Get instead.
+	// Options are passed to the Builder by Start. New sets
+	// Serving.SecurePort to serving.PortDisabled (no listener); use Get,
+	// which calls Manager.Handler, or set serving.PortEphemeral to serve
+	// HTTPS on a free port (Manager.ServingAddr tells which).
 	Options manager.Options
 	// Timeout bounds each wait. Default: DefaultTimeout.
 	Timeout time.Duration
@@ -59,18 +72,13 @@ type Harness struct {
 // objects and whose Builder has ds registered.
 func New(t testing.TB, component string, ds []descriptor.Descriptor, objects ...runtime.Object) *Harness {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := metav1.AddMetaToScheme(scheme); err != nil {
-		t.Fatalf("managertest: metadata scheme: %v", err)
-	}
 	client := fake.NewClientset(objects...)
-	meta := metadatafake.NewSimpleMetadataClient(scheme)
 	return &Harness{
 		T:        t,
 		Client:   client,
-		Metadata: meta,
-		Builder:  manager.NewBuilder(component).Register(ds...).WithClient(client, meta).WithLogger(testr.NewWithInterface(t, testr.Options{})),
-		Options:  manager.Options{Serving: serving.Options{SecurePort: -1}},
+		Metadata: NewMetadataClient(client),
+		Builder:  manager.NewBuilder(component).Register(ds...).WithLogger(testr.NewWithInterface(t, testr.Options{})),
+		Options:  manager.Options{Serving: serving.Options{SecurePort: serving.PortDisabled}},
 		Timeout:  DefaultTimeout,
 	}
 }
@@ -79,7 +87,6 @@ func New(t testing.TB, component string, ds []descriptor.Descriptor, objects ...
 // example replicas competing for a lease) see one API.
 func (h *Harness) Share(other *Harness) *Harness {
 	h.Client, h.Metadata = other.Client, other.Metadata
-	h.Builder.WithClient(h.Client, h.Metadata)
 	return h
 }
 
@@ -87,7 +94,7 @@ func (h *Harness) Share(other *Harness) *Harness {
 // goroutine until Stop or the end of the test.
 func (h *Harness) Start() *Harness {
 	h.T.Helper()
-	m, err := h.Builder.WithOptions(h.Options).Build()
+	m, err := h.Builder.WithClient(h.Client, h.Metadata).WithOptions(h.Options).Build()
 	if err != nil {
 		h.T.Fatalf("managertest: Build: %v", err)
 	}
@@ -103,24 +110,38 @@ func (h *Harness) Start() *Harness {
 }
 
 // Stop cancels Run, waits for it and returns its error. It may be called
-// more than once.
+// more than once. If Run has not returned within Timeout, Stop fails the
+// test and returns an error saying so.
 func (h *Harness) Stop() error {
+	h.T.Helper()
 	if h.cancel == nil {
 		return nil
 	}
 	h.cancel()
-	<-h.done
-	return h.err
+	return h.Err()
 }
 
 // Done is closed when Run has returned (for example after a controller
 // failed); Err is then Run's error.
 func (h *Harness) Done() <-chan struct{} { return h.done }
 
-// Err returns Run's error once Done is closed.
+// Err waits up to Timeout for Run to return and returns its error. If Run
+// is still running then, Err fails the test and returns an error saying so.
 func (h *Harness) Err() error {
-	<-h.done
-	return h.err
+	h.T.Helper()
+	if h.done == nil {
+		h.T.Fatalf("managertest: Err called before Start")
+	}
+	timer := time.NewTimer(h.timeout())
+	defer timer.Stop()
+	select {
+	case <-h.done:
+		return h.err
+	case <-timer.C:
+		err := fmt.Errorf("managertest: Manager.Run still running %v after it was asked to stop (or Err was called)", h.timeout())
+		h.T.Error(err)
+		return err
+	}
 }
 
 // WaitFor polls until the named controller is in one of the phases, and
@@ -175,11 +196,7 @@ func (h *Harness) Get(path string) (int, string) {
 
 // poll calls cond every 10ms until it is true or the timeout passes.
 func (h *Harness) poll(cond func() bool) bool {
-	timeout := h.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(h.timeout())
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -191,4 +208,11 @@ func (h *Harness) poll(cond func() bool) bool {
 		}
 		<-tick.C
 	}
+}
+
+func (h *Harness) timeout() time.Duration {
+	if h.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return h.Timeout
 }

@@ -5,14 +5,19 @@ import (
 )
 
 // Controllers holds the metrics a Manager keeps about its controllers,
-// each named <namespace>_<name>:
+// each named <namespace>_<name>, where namespace is Namespace(component):
 //
 //	controller_started_total{controller}  counter: times Run was called
 //	controller_running{controller}        gauge: 1 while Run has not returned
 //	controller_panics_total{controller}   counter: panics recovered in its InitFunc or Run
 //	controller_failures_total{controller} counter: InitFunc or Run errors (and panics, if reported)
-//	controller_health_check{controller}   gauge: 1 last check passed, 0 failed
+//	controller_health_check{controller}   gauge: 1 last check passed (healthz.Passed: a Note passes), 0 failed
 //	informers_synced{term}                gauge: 1 once the term's informers synced
+//
+// The started, running, panics and failures series of a controller exist at
+// zero from the moment Init names it, so a host calls Init with every
+// registered controller right after NewControllers; without Init a series
+// appears only when something first happens to it.
 //
 // Unlike the client-go series they belong to this value, not the process.
 // Methods are safe for concurrent use. A nil *Controllers ignores every
@@ -26,14 +31,14 @@ type Controllers struct {
 	synced   *prometheus.GaugeVec
 }
 
-// NewControllers returns controller metrics named under namespace, which is
-// passed through Namespace first, so the component name may be given as
-// is: NewControllers("my-controller-manager") names
+// NewControllers returns the controller metrics of the named component (the
+// name given to manager.NewBuilder), prefixed with Namespace(component):
+// NewControllers("my-controller-manager") names
 // my_controller_manager_controller_started_total and so on. An empty
-// namespace leaves the names unprefixed. Nothing is registered until
+// component leaves the names unprefixed. Nothing is registered until
 // Register.
-func NewControllers(namespace string) *Controllers {
-	ns := Namespace(namespace)
+func NewControllers(component string) *Controllers {
+	ns := Namespace(component)
 	counter := func(name, help string, label string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, []string{label})
 	}
@@ -107,7 +112,9 @@ func (c *Controllers) Failed(controller string) {
 	c.failures.WithLabelValues(controller).Inc()
 }
 
-// HealthCheck records the result of the controller's health check.
+// HealthCheck records whether the controller's health check passed. Pass
+// healthz.Passed(err), not err == nil: a check that returns a healthz.Note
+// passes (/readyz?verbose shows it as "[+]name ok: …").
 func (c *Controllers) HealthCheck(controller string, ok bool) {
 	if c == nil {
 		return

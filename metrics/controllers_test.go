@@ -1,6 +1,10 @@
 package metrics_test
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,13 +23,13 @@ func TestControllers(t *testing.T) {
 	ctl := func(n string) map[string]string { return map[string]string{"controller": n} }
 	tests := []struct {
 		name      string
-		namespace string
+		component string
 		do        func(c *metrics.Controllers)
 		want      []series
 	}{
 		{
 			name:      "started and stopped",
-			namespace: "kube-controller-manager",
+			component: "kube-controller-manager",
 			do: func(c *metrics.Controllers) {
 				c.Started("deployment")
 				c.Running("deployment", false)
@@ -38,7 +42,7 @@ func TestControllers(t *testing.T) {
 		},
 		{
 			name:      "stopped",
-			namespace: "ns",
+			component: "ns",
 			do: func(c *metrics.Controllers) {
 				c.Started("a")
 				c.Running("a", false)
@@ -47,7 +51,7 @@ func TestControllers(t *testing.T) {
 		},
 		{
 			name:      "panic and failure",
-			namespace: "ns",
+			component: "ns",
 			do: func(c *metrics.Controllers) {
 				c.Panicked("a")
 				c.Failed("a")
@@ -61,7 +65,7 @@ func TestControllers(t *testing.T) {
 		},
 		{
 			name:      "health",
-			namespace: "ns",
+			component: "ns",
 			do: func(c *metrics.Controllers) {
 				c.HealthCheck("ok", true)
 				c.HealthCheck("bad", true)
@@ -74,7 +78,7 @@ func TestControllers(t *testing.T) {
 		},
 		{
 			name:      "informers synced",
-			namespace: "ns",
+			component: "ns",
 			do: func(c *metrics.Controllers) {
 				c.InformersSynced("main", true)
 				c.InformersSynced("migration", false)
@@ -86,7 +90,7 @@ func TestControllers(t *testing.T) {
 		},
 		{
 			name:      "init creates zero series",
-			namespace: "ns",
+			component: "ns",
 			do:        func(c *metrics.Controllers) { c.Init("x") },
 			want: []series{
 				{"ns_controller_started_total", ctl("x"), dto.MetricType_COUNTER, 0},
@@ -97,7 +101,7 @@ func TestControllers(t *testing.T) {
 		},
 		{
 			name:      "empty namespace",
-			namespace: "",
+			component: "",
 			do:        func(c *metrics.Controllers) { c.Started("a") },
 			want:      []series{{"controller_started_total", ctl("a"), dto.MetricType_COUNTER, 1}},
 		},
@@ -105,7 +109,7 @@ func TestControllers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			c := metrics.NewControllers(tt.namespace)
+			c := metrics.NewControllers(tt.component)
 			if err := c.Register(reg); err != nil {
 				t.Fatalf("Register: %v", err)
 			}
@@ -138,5 +142,30 @@ func TestControllersNil(t *testing.T) {
 	c.Init("a")
 	if err := c.Register(prometheus.NewRegistry()); err != nil {
 		t.Errorf("nil Register: %v", err)
+	}
+}
+
+// A controller named by Init is scraped at zero before anything happened to
+// it, so an alert on increase(..._panics_total) sees the first panic.
+func TestControllersInitScrapedAtZero(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := metrics.NewControllers("my-controller-manager")
+	if err := c.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	c.Init("deployment", "podgc")
+	rec := httptest.NewRecorder()
+	metrics.Handler(reg).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	for _, ctl := range []string{"deployment", "podgc"} {
+		for _, name := range []string{"controller_panics_total", "controller_failures_total", "controller_started_total", "controller_running"} {
+			line := fmt.Sprintf("my_controller_manager_%s{controller=%q} 0\n", name, ctl)
+			if !strings.Contains(body, line) {
+				t.Errorf("/metrics lacks %q", strings.TrimSpace(line))
+			}
+		}
+	}
+	if strings.Contains(body, "controller_health_check{") {
+		t.Error("health gauge present before any check ran")
 	}
 }

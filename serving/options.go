@@ -23,9 +23,15 @@ type Options struct {
 	// interface by default; ctrlhost keeps loopback so that a library user
 	// exposes the endpoints to the network only by asking for it.
 	BindAddress string
-	// SecurePort is the port to serve HTTPS on. Default: 10257. A negative
-	// value disables serving; on the command line --secure-port=0 does
-	// that, as in KCM.
+	// SecurePort is the port to serve HTTPS on: 1-65535, PortDisabled or
+	// PortEphemeral. Default (zero): DefaultSecurePort, 10257, so that
+	// Options{} serves as KCM does.
+	//
+	// One rule, two spellings of "off": in Go, zero is "unset" and takes the
+	// default, so serving is turned off with PortDisabled; on the command
+	// line --secure-port=0 turns it off, as in KCM, and AddFlags stores
+	// PortDisabled for it. PortEphemeral (no flag) listens on a port the
+	// kernel picks, for tests; Listen returns the address.
 	SecurePort int
 
 	// CertFile is the PEM file of the serving certificate, followed by any
@@ -76,6 +82,17 @@ type Options struct {
 	// after it, connections are closed. Default: 5s. No flag.
 	ShutdownTimeout time.Duration
 }
+
+// Values of SecurePort that are not port numbers.
+const (
+	// PortDisabled turns serving off: New loads no certificate and no auth
+	// kubeconfig, Listen and Serve do nothing. --secure-port=0 sets it.
+	PortDisabled = -1
+	// PortEphemeral serves on a free port the kernel picks when Listen
+	// binds; Listen (and manager.Manager.ServingAddr) return it. For tests,
+	// which then never race for a port; there is no flag for it.
+	PortEphemeral = -2
+)
 
 // Defaults.
 const (
@@ -130,8 +147,19 @@ func copyOr(s, def []string) []string {
 	return append(make([]string, 0, len(s)), s...)
 }
 
-// Enabled reports whether o serves at all (SecurePort not disabled).
-func (o Options) Enabled() bool { return o.WithDefaults().SecurePort > 0 }
+// Enabled reports whether o serves at all (SecurePort not PortDisabled).
+func (o Options) Enabled() bool {
+	p := o.WithDefaults().SecurePort
+	return p > 0 || p == PortEphemeral
+}
+
+// listenPort is the port number Listen binds: 0 asks the kernel for one.
+func (o Options) listenPort() int {
+	if o.SecurePort == PortEphemeral {
+		return 0
+	}
+	return o.SecurePort
+}
 
 // Validate reports every invalid field of o (after defaulting), each error
 // naming its flag.
@@ -141,8 +169,9 @@ func (o Options) Validate() []error {
 	if net.ParseIP(o.BindAddress) == nil {
 		errs = append(errs, fmt.Errorf("--bind-address: %q is not an IP address", o.BindAddress))
 	}
-	if o.SecurePort > 65535 {
-		errs = append(errs, fmt.Errorf("--secure-port: %d is not a port; use 1-65535, or 0 to disable serving", o.SecurePort))
+	if p := o.SecurePort; p > 65535 || (p < 0 && p != PortDisabled && p != PortEphemeral) {
+		errs = append(errs, fmt.Errorf("--secure-port: %d is not a port; use 1-65535, or 0 to disable serving "+
+			"(in Go, SecurePort: 1-65535, serving.PortDisabled or serving.PortEphemeral)", p))
 	}
 	if (o.CertFile == "") != (o.KeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file: set both or neither"))
@@ -193,13 +222,16 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Enable profiling via web interface host:port/debug/pprof/ (authorized like any other path).")
 }
 
-// portValue maps "--secure-port=0 disables serving" onto a negative
-// SecurePort, since a zero SecurePort means "default".
+// portValue maps "--secure-port=0 disables serving" onto PortDisabled,
+// since a zero SecurePort means "default".
 type portValue struct{ p *int }
 
 func (v portValue) String() string {
-	if v.p == nil || *v.p < 0 {
+	switch {
+	case v.p == nil || *v.p == PortDisabled:
 		return "0"
+	case *v.p == PortEphemeral:
+		return "ephemeral" // set in Go; no flag value means it
 	}
 	return strconv.Itoa(*v.p)
 }
@@ -213,7 +245,7 @@ func (v portValue) Set(s string) error {
 		return fmt.Errorf("%d is not a port; use 1-65535, or 0 to disable serving", n)
 	}
 	if n == 0 {
-		n = -1
+		n = PortDisabled
 	}
 	*v.p = n
 	return nil

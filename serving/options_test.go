@@ -24,8 +24,64 @@ func TestOptionsDefaults(t *testing.T) {
 	if got := (Options{AlwaysAllowPaths: []string{}}).WithDefaults().AlwaysAllowPaths; got == nil || len(got) != 0 {
 		t.Errorf("an empty AlwaysAllowPaths became %v, want it kept empty", got)
 	}
-	if !(Options{}).Enabled() || (Options{SecurePort: -1}).Enabled() {
-		t.Error("Enabled: want the zero value enabled and a negative port disabled")
+}
+
+// SecurePort, set in Go: zero is the default port, PortDisabled turns
+// serving off, PortEphemeral asks the kernel, anything else outside
+// 1-65535 is an error naming the flag and the Go values.
+func TestSecurePortGo(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		port        int
+		wantPort    int
+		wantEnabled bool
+		wantErr     string
+	}{
+		{"zero is the default", 0, DefaultSecurePort, true, ""},
+		{"a port", 8443, 8443, true, ""},
+		{"disabled", PortDisabled, PortDisabled, false, ""},
+		{"ephemeral", PortEphemeral, PortEphemeral, true, ""},
+		{"other negative", -5, -5, true, "--secure-port: -5 is not a port"},
+		{"too large", 70000, 70000, true, "serving.PortDisabled or serving.PortEphemeral"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{SecurePort: tc.port}
+			if got := o.WithDefaults().SecurePort; got != tc.wantPort {
+				t.Errorf("WithDefaults().SecurePort = %d, want %d", got, tc.wantPort)
+			}
+			errs := o.Validate()
+			if tc.wantErr == "" {
+				if len(errs) > 0 {
+					t.Fatalf("Validate: %v", errs)
+				}
+				if o.Enabled() != tc.wantEnabled {
+					t.Errorf("Enabled() = %v, want %v", o.Enabled(), tc.wantEnabled)
+				}
+				return
+			}
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.wantErr) {
+				t.Errorf("Validate = %v, want one error containing %q", errs, tc.wantErr)
+			}
+		})
+	}
+}
+
+// The flag spells "off" as 0, as in KCM, and shows PortDisabled that way.
+func TestSecurePortFlag(t *testing.T) {
+	o := Options{SecurePort: PortDisabled}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if got := fs.Lookup("secure-port").DefValue; got != "0" {
+		t.Errorf("--secure-port default shown for PortDisabled = %q, want 0", got)
+	}
+	if err := fs.Parse([]string{"--secure-port=0"}); err != nil {
+		t.Fatal(err)
+	}
+	if o.SecurePort != PortDisabled || o.Enabled() {
+		t.Errorf("--secure-port=0: SecurePort = %d, Enabled %v; want PortDisabled, false", o.SecurePort, o.Enabled())
+	}
+	if err := fs.Parse([]string{"--secure-port=-2"}); err == nil {
+		t.Error("--secure-port=-2 accepted; the flag has no ephemeral value")
 	}
 }
 

@@ -14,9 +14,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/go-logr/logr/testr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -519,4 +522,103 @@ func newTLSAPIServer(t *testing.T, h http.HandlerFunc) string {
 		<-done
 	})
 	return "https://" + ln.Addr().String()
+}
+
+// messages is a logger that records every message it is given.
+type messages struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (m *messages) logger() logr.Logger {
+	return funcr.New(func(_, args string) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.msgs = append(m.msgs, args)
+	}, funcr.Options{})
+}
+
+func (m *messages) count(substr string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, s := range m.msgs {
+		if strings.Contains(s, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+const generatedMsg = "Generated a self-signed serving certificate"
+
+func TestSelfSignedGeneratedAtListen(t *testing.T) {
+	var log messages
+	s, err := New(Options{SecurePort: PortEphemeral, DisableAuth: true}, endpoints(), nil, log.logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := log.count(generatedMsg); n != 0 {
+		t.Fatalf("New logged %q %d times; it must wait for Listen, since the program may still fail", generatedMsg, n)
+	}
+	addr, err := s.Listen(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n := log.count(generatedMsg); n != 1 {
+		t.Errorf("after Listen, %q logged %d times, want once", generatedMsg, n)
+	}
+	if s.CertPEM() == nil {
+		t.Error("no certificate after Listen")
+	}
+	if n := log.count(generatedMsg); n != 1 {
+		t.Errorf("after CertPEM, %q logged %d times, want once", generatedMsg, n)
+	}
+	if port := addr.(*net.TCPAddr).Port; port == 0 {
+		t.Errorf("PortEphemeral: Listen bound %v, want a kernel-picked port", addr)
+	}
+}
+
+func TestSelfSignedNotGeneratedOnFailedNew(t *testing.T) {
+	var log messages
+	if _, err := New(Options{SecurePort: 70000}, endpoints(), nil, log.logger()); err == nil {
+		t.Fatal("New accepted port 70000")
+	}
+	if n := log.count(generatedMsg); n != 0 {
+		t.Errorf("failed New logged %q", generatedMsg)
+	}
+}
+
+func TestEphemeralServes(t *testing.T) {
+	s, err := New(Options{SecurePort: PortEphemeral, DisableAuth: true}, endpoints(), nil, testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := s.Listen(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Serve still running 10s after its context ended")
+		}
+	}()
+	resp, err := trustingClient(t, s.CertPEM()).Get("https://" + addr.String() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /healthz on the ephemeral port: %d, want 200", resp.StatusCode)
+	}
 }

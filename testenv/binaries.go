@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ctrlhost/ctrlhost/testenv/testbin"
 )
 
 const (
@@ -30,10 +32,11 @@ const (
 	sourceTestBin     = "$" + EnvTestBin
 	sourceKubebuilder = "$" + EnvKubebuilderAssets
 	sourceModule      = "the ctrlhost module root"
+	sourceCache       = "the per-user cache directory"
 )
 
 // defaultBinDir is the directory, relative to the ctrlhost module root, that
-// "make testbin" writes to and that BinaryPaths falls back to.
+// "make testbin" writes to and that BinaryPaths looks in first by default.
 func defaultBinDir() string { return filepath.Join("_output", "testbin", KubernetesVersion) }
 
 // BinaryPaths returns the paths of the kube-apiserver and etcd binaries that
@@ -81,22 +84,49 @@ func binDir(opts Options) (dir, source string, err error) {
 	case os.Getenv(EnvKubebuilderAssets) != "":
 		dir, source = os.Getenv(EnvKubebuilderAssets), sourceKubebuilder
 	default:
-		wd, err := os.Getwd()
+		dir, source, err = defaultDir()
 		if err != nil {
-			return "", "", fmt.Errorf("testenv: cannot find the binaries: working directory: %w", err)
+			return "", "", err
 		}
-		root, err := findModuleRoot(wd, modulePath)
-		if err != nil {
-			return "", "", fmt.Errorf("testenv: cannot find the binaries: %w; set %s (or %s) to a directory holding %s and %s",
-				err, EnvTestBin, EnvKubebuilderAssets, etcdBinary, apiserverBinary)
-		}
-		dir, source = filepath.Join(root, defaultBinDir()), sourceModule
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", "", fmt.Errorf("testenv: binary directory %q (from %s): %w", dir, source, err)
 	}
 	return abs, source, nil
+}
+
+// defaultDir is the first existing directory of: <ctrlhost module
+// root>/_output/testbin/<version> (when the working directory is inside the
+// ctrlhost module) and the per-user cache directory that cmd/testbin builds
+// into. When neither exists it returns the first of them, so that the
+// error names the directory that was expected.
+func defaultDir() (dir, source string, err error) {
+	type candidate struct{ dir, source string }
+	var candidates []candidate
+	var problems []string
+	if wd, err := os.Getwd(); err != nil {
+		problems = append(problems, "working directory: "+err.Error())
+	} else if root, err := findModuleRoot(wd, modulePath); err != nil {
+		problems = append(problems, err.Error())
+	} else {
+		candidates = append(candidates, candidate{filepath.Join(root, defaultBinDir()), sourceModule})
+	}
+	if cache, err := testbin.CacheDir(KubernetesVersion); err != nil {
+		problems = append(problems, err.Error())
+	} else {
+		candidates = append(candidates, candidate{cache, sourceCache})
+	}
+	if len(candidates) == 0 {
+		return "", "", fmt.Errorf("testenv: cannot find the binaries: %s; set %s (or %s) to a directory holding %s and %s",
+			strings.Join(problems, "; "), EnvTestBin, EnvKubebuilderAssets, etcdBinary, apiserverBinary)
+	}
+	for _, c := range candidates {
+		if fi, err := os.Stat(c.dir); err == nil && fi.IsDir() {
+			return c.dir, c.source, nil
+		}
+	}
+	return candidates[0].dir, candidates[0].source, nil
 }
 
 // findModuleRoot walks up from dir to the directory whose go.mod declares
@@ -139,8 +169,9 @@ func moduleName(gomod []byte) string {
 
 // buildAdvice ends every error about a missing or wrong binary.
 func buildAdvice() string {
-	return fmt.Sprintf("run %q in the ctrlhost module to build %s and %s, or set %s or %s to a directory holding them",
-		BuildHint, etcdBinary, apiserverBinary, EnvTestBin, EnvKubebuilderAssets)
+	return fmt.Sprintf("run %q in the ctrlhost module, or %q from any other module, to build %s and %s; "+
+		"or set %s or %s to a directory holding them",
+		BuildHint, DownstreamBuildHint, etcdBinary, apiserverBinary, EnvTestBin, EnvKubebuilderAssets)
 }
 
 // checkExecutable reports whether path is a regular file someone may execute.

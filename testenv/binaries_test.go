@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ctrlhost/ctrlhost/testenv/testbin"
 )
 
 // fakeAPIServer is a kube-apiserver stand-in that reports version and
@@ -36,10 +38,27 @@ func binDirWith(t *testing.T, version string) string {
 	return dir
 }
 
-// clearBinEnv unsets both environment variables for the test.
-func clearBinEnv(t *testing.T) {
+// clearBinEnv unsets both environment variables for the test and points
+// the per-user cache directory at an empty temporary one, which it returns.
+func clearBinEnv(t *testing.T) string {
 	t.Setenv(EnvTestBin, "")
 	t.Setenv(EnvKubebuilderAssets, "")
+	return isolateUserCache(t)
+}
+
+// isolateUserCache points os.UserCacheDir at a new temporary directory
+// (XDG_CACHE_HOME on Linux; HOME elsewhere on unix) and returns the binary
+// directory cmd/testbin would build into there.
+func isolateUserCache(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, ".cache"))
+	t.Setenv("HOME", home)
+	dir, err := testbin.CacheDir(KubernetesVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func TestBinaryPathsResolutionOrder(t *testing.T) {
@@ -60,11 +79,17 @@ func TestBinaryPathsResolutionOrder(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(root, "hack", "testbin", "go.mod"), "module github.com/ctrlhost/ctrlhost/hack/testbin\n")
 
+	// A directory outside the module, and a module tree without binaries.
+	outside := t.TempDir()
+	bare := t.TempDir()
+	writeFile(t, filepath.Join(bare, "go.mod"), "module github.com/ctrlhost/ctrlhost\n")
+
 	for _, tc := range []struct {
 		name            string
 		binDir          string
 		testbin, assets string
 		wd              string
+		cache           bool // binaries in the per-user cache
 		want            string
 	}{
 		{name: "explicit BinDir wins", binDir: explicit, testbin: testbin, assets: assets, wd: nested, want: explicit},
@@ -73,10 +98,22 @@ func TestBinaryPathsResolutionOrder(t *testing.T) {
 		{name: "module root from a nested module", wd: nested, want: moduleBins},
 		{name: "module root from the root", wd: root, want: moduleBins},
 		{name: "relative BinDir", binDir: filepath.Join("_output", "testbin", KubernetesVersion), wd: root, want: moduleBins},
+		{name: "module root before the user cache", wd: nested, cache: true, want: moduleBins},
+		{name: "user cache when the module has none", wd: bare, cache: true, want: "<cache>"},
+		{name: "user cache outside the module", wd: outside, cache: true, want: "<cache>"},
+		{name: "CTRLHOST_TESTBIN before the user cache", testbin: testbin, wd: outside, cache: true, want: testbin},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(EnvTestBin, tc.testbin)
 			t.Setenv(EnvKubebuilderAssets, tc.assets)
+			cache := isolateUserCache(t)
+			if tc.cache {
+				writeBin(t, cache, etcdBinary, "#!/bin/sh\n")
+				writeBin(t, cache, apiserverBinary, fakeAPIServer(KubernetesVersion))
+			}
+			if tc.want == "<cache>" {
+				tc.want = cache
+			}
 			t.Chdir(tc.wd)
 			apiserver, etcd, err := BinaryPaths(Options{BinDir: tc.binDir})
 			if err != nil {
@@ -93,7 +130,7 @@ func TestBinaryPathsResolutionOrder(t *testing.T) {
 }
 
 func TestBinaryPathsErrors(t *testing.T) {
-	hints := []string{`run "make testbin"`, EnvTestBin, EnvKubebuilderAssets}
+	hints := []string{`run "make testbin"`, "go run github.com/ctrlhost/ctrlhost/cmd/testbin@", EnvTestBin, EnvKubebuilderAssets}
 
 	missing := filepath.Join(t.TempDir(), "nope")
 	empty := t.TempDir()
@@ -178,14 +215,14 @@ func TestBinaryPathsErrors(t *testing.T) {
 		}
 	})
 
-	t.Run("outside the module", func(t *testing.T) {
-		clearBinEnv(t)
+	t.Run("outside the module, nothing in the user cache", func(t *testing.T) {
+		cache := clearBinEnv(t)
 		t.Chdir(t.TempDir())
 		_, _, err := BinaryPaths(Options{})
 		if err == nil {
 			t.Fatal("BinaryPaths succeeded outside the module, want an error")
 		}
-		for _, w := range []string{"no go.mod for module github.com/ctrlhost/ctrlhost", EnvTestBin, EnvKubebuilderAssets} {
+		for _, w := range append([]string{"binary directory " + cache + " (from the per-user cache directory) does not exist"}, hints...) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("error does not mention %q:\n%v", w, err)
 			}

@@ -1,8 +1,11 @@
 // Package testenv runs a real etcd and kube-apiserver for tests.
 //
-// Start launches both from binaries that are already on the machine (built by
-// "make testbin" from the Go module proxy, or any directory named by
-// CTRLHOST_TESTBIN or KUBEBUILDER_ASSETS), waits until the API server is
+// Start launches both from binaries that are already on the machine (built
+// from the Go module proxy by cmd/testbin, which "make testbin" runs inside
+// the ctrlhost repository and downstream modules run with
+// "go run github.com/ctrlhost/ctrlhost/cmd/testbin@<version>", or any
+// directory named by CTRLHOST_TESTBIN or KUBEBUILDER_ASSETS; see
+// Options.BinDir for the lookup order), waits until the API server is
 // ready, and returns an Env with an administrator rest.Config. Stop ends both
 // processes and removes every file Start wrote. Nothing is downloaded at test
 // time.

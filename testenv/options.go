@@ -5,18 +5,25 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ctrlhost/ctrlhost/testenv/testbin"
 )
 
 const (
 	// KubernetesVersion is the kube-apiserver version this package expects.
 	KubernetesVersion = "v1.37.1"
 
-	// BuildHint is the command that builds the binaries Start needs.
+	// BuildHint is the command that builds the binaries Start needs, run
+	// in the ctrlhost repository.
 	BuildHint = "make testbin"
+
+	// DownstreamBuildHint is the command that builds them from any other
+	// module, into the per-user cache directory where Start finds them.
+	DownstreamBuildHint = "go run github.com/ctrlhost/ctrlhost/cmd/testbin@<ctrlhost version>"
 
 	// EnvTestBin names the environment variable that points at a directory
 	// holding the etcd and kube-apiserver binaries.
-	EnvTestBin = "CTRLHOST_TESTBIN"
+	EnvTestBin = testbin.EnvTestBin
 
 	// EnvKubebuilderAssets is controller-runtime envtest's variable for the
 	// same purpose; it is honoured so that existing setups keep working.
@@ -46,10 +53,13 @@ const (
 type Options struct {
 	// BinDir is the directory holding the etcd and kube-apiserver binaries.
 	// Default: $CTRLHOST_TESTBIN if set, else $KUBEBUILDER_ASSETS if set,
-	// else <module root>/_output/testbin/<KubernetesVersion>, where the module
-	// root is found by walking up from the working directory to the go.mod of
-	// module github.com/ctrlhost/ctrlhost. A relative path is taken relative
-	// to the working directory.
+	// else <module root>/_output/testbin/<KubernetesVersion> if it exists,
+	// where the module root is found by walking up from the working
+	// directory to the go.mod of module github.com/ctrlhost/ctrlhost, else
+	// the per-user cache directory that cmd/testbin builds into,
+	// <os.UserCacheDir()>/ctrlhost/testbin/<KubernetesVersion> (see
+	// testbin.CacheDir). A relative path is taken relative to the working
+	// directory.
 	BinDir string
 
 	// SkipVersionCheck turns off the check that "kube-apiserver --version"

@@ -71,8 +71,19 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 
+	// The logger first, with client-go's klog routed into it, so that Build
+	// already logs in the chosen format, to stderr.
+	log, flush, err := logging.New(host.Logging, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 2
+	}
+	defer flush()
+	defer logging.RouteKlog(log)()
+
 	m, err := manager.NewBuilder(component).
 		WithOptions(host).
+		WithLogger(log).
 		Register(
 			replicaset.Descriptor(rs),
 			replicaset.ReplicationControllerDescriptor(rs),
@@ -87,9 +98,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	// client-go logs through klog: route it into the same logger, once,
-	// before anything runs.
-	defer logging.RouteKlog(m.Logger())()
 	if err := m.Run(ctx); err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1

@@ -53,21 +53,30 @@ func main() {
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
-	m, err := manager.NewBuilder("minimal-controller-manager").
-		WithOptions(opts).
-		Register(configMapLogger()).
-		Build()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// client-go logs through klog: route it into the same logger, once,
-	// before anything runs.
-	defer logging.RouteKlog(m.Logger())()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := m.Run(ctx); err != nil {
+	if err := run(opts); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
+}
+
+func run(opts manager.Options) error {
+	// The logger comes first, and client-go's klog is routed into it, so
+	// that Build already logs in the chosen format.
+	log, flush, err := logging.New(opts.Logging, os.Stderr)
+	if err != nil {
+		return err
+	}
+	defer flush()
+	defer logging.RouteKlog(log)()
+	m, err := manager.NewBuilder("minimal-controller-manager").
+		WithOptions(opts).
+		WithLogger(log).
+		Register(configMapLogger()).
+		Build()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return m.Run(ctx)
 }
