@@ -138,7 +138,9 @@ func (s *stubInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.Reso
 	return syncedRegistration{}, nil
 }
 
-type syncedRegistration struct{ cache.ResourceEventHandlerRegistration }
+type syncedRegistration struct {
+	cache.ResourceEventHandlerRegistration
+}
 
 func (syncedRegistration) HasSynced() bool { return true }
 
