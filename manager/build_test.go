@@ -173,7 +173,7 @@ func TestOptionsFlags(t *testing.T) {
 
 func TestWithHealthCheck(t *testing.T) {
 	m, err := manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).
-		WithHealthCheck("my-db", func(*http.Request) error { return errors.New("db down") }, healthz.Readyz).
+		WithHealthCheck("my-db", func(*http.Request) error { return errors.New("db down") }, healthz.EndpointReadyz).
 		Build()
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/metrics"
 	"github.com/ctrlhost/ctrlhost/selection"
 	"github.com/ctrlhost/ctrlhost/serving"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 // Builder collects what a Manager is made of. Its methods record and return
@@ -114,7 +115,7 @@ func (b *Builder) WithMetricsRegistry(reg *prometheus.Registry) *Builder {
 // (all three when none are given).
 func (b *Builder) WithHealthCheck(name string, c healthz.Checker, eps ...healthz.Endpoint) *Builder {
 	if len(eps) == 0 {
-		eps = []healthz.Endpoint{healthz.Healthz, healthz.Livez, healthz.Readyz}
+		eps = []healthz.Endpoint{healthz.EndpointHealthz, healthz.EndpointLivez, healthz.EndpointReadyz}
 	}
 	b.checks = append(b.checks, extraCheck{healthz.Check{Name: name, Checker: c}, eps})
 	return b
@@ -194,7 +195,10 @@ func (b *Builder) Build() (*Manager, error) {
 	}
 	metrics.InstallClientGoProviders()
 	m.metrics = metrics.NewControllers(b.component)
-	for _, reg := range []func(prometheus.Registerer) error{metrics.RegisterClientGo, m.metrics.Register} {
+	if set != nil {
+		m.metrics.Init(set.Names()...)
+	}
+	for _, reg := range []func(prometheus.Registerer) error{metrics.RegisterClientGo, m.metrics.Register, workloop.RegisterMetrics} {
 		if err := reg(m.registry); err != nil {
 			errs = append(errs, fmt.Errorf("metrics: %w", err))
 		}

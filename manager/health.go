@@ -20,14 +20,14 @@ const (
 	CheckLeaderMigration = "leader-migration"
 )
 
-var allEndpoints = []healthz.Endpoint{healthz.Healthz, healthz.Livez, healthz.Readyz}
+var allEndpoints = []healthz.Endpoint{healthz.EndpointHealthz, healthz.EndpointLivez, healthz.EndpointReadyz}
 
 // healthChecks registers the manager's checks. Every check is an adaptor
 // that is safe to call before, during and after any term.
 func (m *Manager) healthChecks() *healthz.Registry {
 	reg := &healthz.Registry{}
 	reg.Add(healthz.Check{Name: CheckPing, Checker: healthz.Ping}, allEndpoints...)
-	reg.Add(healthz.Check{Name: CheckInformerSync, Checker: m.informerSyncCheck}, healthz.Readyz)
+	reg.Add(healthz.Check{Name: CheckInformerSync, Checker: m.informerSyncCheck}, healthz.EndpointReadyz)
 	for _, lock := range []struct {
 		name string
 		e    *leader.Elector
@@ -35,8 +35,8 @@ func (m *Manager) healthChecks() *healthz.Registry {
 		if lock.e == nil {
 			continue
 		}
-		reg.Add(healthz.Check{Name: lock.name, Checker: lock.e.Watchdog}, healthz.Healthz, healthz.Livez)
-		reg.Add(healthz.Check{Name: lock.name, Checker: roleCheck(lock.e)}, healthz.Readyz)
+		reg.Add(healthz.Check{Name: lock.name, Checker: lock.e.Watchdog}, healthz.EndpointHealthz, healthz.EndpointLivez)
+		reg.Add(healthz.Check{Name: lock.name, Checker: roleCheck(lock.e)}, healthz.EndpointReadyz)
 	}
 	for _, s := range m.order {
 		st, _ := s.snapshot()
@@ -47,10 +47,10 @@ func (m *Manager) healthChecks() *healthz.Registry {
 			// Visible in /readyz?verbose, never failing.
 			reg.Add(healthz.Check{Name: st.Name, Checker: func(*http.Request) error {
 				return healthz.Note("skipped: " + st.Reason)
-			}}, healthz.Readyz)
+			}}, healthz.EndpointReadyz)
 		default:
-			reg.Add(healthz.Check{Name: st.Name, Checker: m.controllerCheck(s, false)}, healthz.Healthz, healthz.Livez)
-			reg.Add(healthz.Check{Name: st.Name, Checker: m.controllerCheck(s, true)}, healthz.Readyz)
+			reg.Add(healthz.Check{Name: st.Name, Checker: m.controllerCheck(s, false)}, healthz.EndpointHealthz, healthz.EndpointLivez)
+			reg.Add(healthz.Check{Name: st.Name, Checker: m.controllerCheck(s, true)}, healthz.EndpointReadyz)
 		}
 	}
 	return reg
@@ -66,7 +66,7 @@ func (m *Manager) controllerCheck(s *state, readiness bool) healthz.Checker {
 	}
 	return func(req *http.Request) error {
 		err := check(req)
-		m.metrics.HealthCheck(s.desc.Name(), err == nil || errors.As(err, new(healthz.Note)))
+		m.metrics.HealthCheck(s.desc.Name(), healthz.Passed(err))
 		return err
 	}
 }
@@ -93,10 +93,11 @@ func (m *Manager) controllerCheckOnce(s *state, readiness bool) healthz.Checker 
 		case PhaseFailed:
 			return st.Err
 		case PhaseRunning:
-			if hc, ok := c.(descriptor.HealthChecker); ok {
-				return hc.HealthCheck(req)
+			live, ready := descriptor.HealthChecks(c)
+			if readiness {
+				return ready(req)
 			}
-			return nil
+			return live(req)
 		case PhaseNotStarted, PhaseFinished:
 			return nil
 		}

@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -87,6 +88,50 @@ func TestHealthGaugeCountsANoteAsPassing(t *testing.T) {
 	}
 	if _, body := h.Get("/metrics"); !strings.Contains(body, `note_manager_controller_health_check{controller="noted-controller"} 1`) {
 		t.Errorf("/metrics: health gauge of a noted controller is not 1:\n%s", body)
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sided has a readiness-only and a liveness-only check.
+type sided struct{ ready, live error }
+
+func (sided) Run(ctx context.Context) error        { <-ctx.Done(); return nil }
+func (s sided) ReadinessCheck(*http.Request) error { return s.ready }
+func (s sided) LivenessCheck(*http.Request) error  { return s.live }
+
+// A readiness-only check fails /readyz only; a liveness-only one fails
+// /healthz and /livez only.
+func TestReadinessAndLivenessOnlyChecks(t *testing.T) {
+	h := managertest.New(t, "sided-manager", []descriptor.Descriptor{
+		descriptor.New("not-ready-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			return sided{ready: errors.New("catching up")}, nil
+		}),
+		descriptor.New("wedged-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			return sided{live: errors.New("worker wedged")}, nil
+		}),
+	}).Start()
+	h.WaitRunning("not-ready-controller", "wedged-controller")
+	for _, tc := range []struct {
+		path    string
+		failing string
+		passing string
+	}{
+		{"/readyz/not-ready-controller", "catching up", ""},
+		{"/healthz/not-ready-controller", "", "ok"},
+		{"/livez/not-ready-controller", "", "ok"},
+		{"/readyz/wedged-controller", "", "ok"},
+		{"/healthz/wedged-controller", "worker wedged", ""},
+		{"/livez/wedged-controller", "worker wedged", ""},
+	} {
+		code, body := h.Get(tc.path + "?verbose")
+		switch {
+		case tc.failing != "" && (code != http.StatusInternalServerError || !strings.Contains(body, tc.failing)):
+			t.Errorf("%s = %d %q, want 500 with %q", tc.path, code, body, tc.failing)
+		case tc.passing != "" && code != http.StatusOK:
+			t.Errorf("%s = %d %q, want 200", tc.path, code, body)
+		}
 	}
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)

@@ -199,6 +199,7 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 		Name:                            name,
 		ClientBuilder:                   clientBuilder{m: m, gate: env.gate},
 		InformerFactory:                 env.set.Typed(),
+		NamespacedInformerFactory:       env.set.TypedFor,
 		MetadataInformerFactory:         env.set.Metadata(),
 		ObjectOrMetadataInformerFactory: env.set.ObjectOrMetadata(),
 		InformersStarted:                env.started,

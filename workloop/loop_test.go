@@ -198,3 +198,12 @@ func TestRunWorkersValidates(t *testing.T) {
 		t.Fatalf("RunWorkers(0) = %v", err)
 	}
 }
+
+func TestRegisterMetricsTwice(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	for range 2 {
+		if err := workloop.RegisterMetrics(reg); err != nil {
+			t.Fatalf("RegisterMetrics: %v", err)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package workloop
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // The package's metrics are process-wide, like client-go's workqueue
 // metrics, and labelled with the loop's name. Nothing is registered at
@@ -17,10 +21,11 @@ var (
 )
 
 // RegisterMetrics registers the package's metrics in reg. Registering them
-// in several registries is fine; registering twice in one is an error.
+// again in the same registry (two Managers sharing one) is not an error.
 func RegisterMetrics(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{syncPanics, staleSkips} {
-		if err := reg.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if err := reg.Register(c); err != nil && !(errors.As(err, &already) && already.ExistingCollector == c) {
 			return err
 		}
 	}
