@@ -23,7 +23,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/metrics"
 	"github.com/ctrlhost/ctrlhost/selection"
 	"github.com/ctrlhost/ctrlhost/serving"
-	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 // Builder collects what a Manager is made of. Its methods record and return
@@ -198,7 +197,7 @@ func (b *Builder) Build() (*Manager, error) {
 	if set != nil {
 		m.metrics.Init(set.Names()...)
 	}
-	for _, reg := range []func(prometheus.Registerer) error{metrics.RegisterClientGo, m.metrics.Register, workloop.RegisterMetrics} {
+	for _, reg := range []func(prometheus.Registerer) error{metrics.RegisterClientGo, m.metrics.Register} {
 		if err := reg(m.registry); err != nil {
 			errs = append(errs, fmt.Errorf("metrics: %w", err))
 		}
