@@ -112,3 +112,7 @@ func (g *guard) fresh(key string) bool {
 	}
 	return len(g.pending[key]) == 0
 }
+
+// Stale reports whether the staleness guard is holding key back: a write
+// recorded with Wrote has not yet been delivered by an informer.
+func (l *Loop) Stale(key string) bool { return !l.guard.fresh(key) }

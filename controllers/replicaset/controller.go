@@ -202,6 +202,7 @@ func (c *controller) enqueue(rs *appsv1.ReplicaSet) {
 }
 
 func (c *controller) addOwner(obj any) {
+	c.loop.Observe(obj)
 	if rs, ok := c.kind.view(obj); ok {
 		c.enqueue(rs)
 	}
@@ -213,6 +214,7 @@ func (c *controller) updateOwner(oldObj, newObj any) {
 	if !ok1 || !ok2 {
 		return
 	}
+	c.loop.Observe(newObj)
 	if old.UID != cur.UID {
 		// Deleted and recreated between two events: forget the old one.
 		c.deleteOwner(cache.DeletedFinalStateUnknown{Key: old.Namespace + "/" + old.Name, Obj: oldObj})
@@ -224,6 +226,7 @@ func (c *controller) updateOwner(oldObj, newObj any) {
 }
 
 func (c *controller) deleteOwner(obj any) {
+	c.loop.ObserveDelete(obj)
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
