@@ -23,6 +23,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/metrics"
 	"github.com/ctrlhost/ctrlhost/selection"
 	"github.com/ctrlhost/ctrlhost/serving"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 // Builder collects what a Manager is made of. Its methods record and return
@@ -197,7 +198,7 @@ func (b *Builder) Build() (*Manager, error) {
 	if set != nil {
 		m.metrics.Init(set.Names()...)
 	}
-	for _, reg := range []func(prometheus.Registerer) error{metrics.RegisterClientGo, m.metrics.Register} {
+	for _, reg := range []func(prometheus.Registerer) error{metrics.RegisterClientGo, m.metrics.Register, workloop.RegisterMetrics} {
 		if err := reg(m.registry); err != nil {
 			errs = append(errs, fmt.Errorf("metrics: %w", err))
 		}

@@ -22,7 +22,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/expectations"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podcontrol"
-	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 // Index names. They are shared with any other controller of this package
@@ -71,7 +71,7 @@ type controller struct {
 	podIndexer  cache.Indexer
 	ownerIndex  cache.Indexer
 	synced      []cache.InformerSynced
-	loop        *queue.Loop[string]
+	loop        *workloop.Loop
 	workers     int
 	burst       int
 	terminating bool
@@ -119,7 +119,7 @@ func newController(cfg config) (*controller, error) {
 		return nil, err
 	}
 	// The queue exists from here on; release it if construction fails.
-	c.loop = queue.New(cfg.name, c.sync, queue.Options{})
+	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{})
 	c.enqueueAfter = c.loop.AddAfter
 	if _, err := owners.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addOwner,
@@ -150,7 +150,8 @@ func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Starting workers", "kind", c.kindName, "workers", c.workers)
 	defer log.Info("Workers stopped", "kind", c.kindName)
-	return c.loop.RunAfterSync(ctx, c.workers, c.synced...)
+	c.loop.WaitFor(c.synced...)
+	return c.loop.RunWorkers(ctx, c.workers)
 }
 
 // addIndex adds an index unless one of that name is there already.
@@ -201,6 +202,7 @@ func (c *controller) enqueue(rs *appsv1.ReplicaSet) {
 }
 
 func (c *controller) addOwner(obj any) {
+	c.loop.Observe(obj)
 	if rs, ok := c.kind.view(obj); ok {
 		c.enqueue(rs)
 	}
@@ -212,6 +214,7 @@ func (c *controller) updateOwner(oldObj, newObj any) {
 	if !ok1 || !ok2 {
 		return
 	}
+	c.loop.Observe(newObj)
 	if old.UID != cur.UID {
 		// Deleted and recreated between two events: forget the old one.
 		c.deleteOwner(cache.DeletedFinalStateUnknown{Key: old.Namespace + "/" + old.Name, Obj: oldObj})
@@ -223,6 +226,7 @@ func (c *controller) updateOwner(oldObj, newObj any) {
 }
 
 func (c *controller) deleteOwner(obj any) {
+	c.loop.ObserveDelete(obj)
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}

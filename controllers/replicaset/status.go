@@ -105,7 +105,8 @@ func statusUnchanged(rs *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) bool {
 
 // updateStatus writes st (with observedGeneration set to rs's generation)
 // unless nothing would change; on failure it re-reads the object and tries
-// again, statusUpdateRetries times. rs must be a copy the caller owns.
+// again, statusUpdateRetries times. rs must be a copy the caller owns. A
+// write is recorded with the loop's staleness guard.
 func (c *controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
 	if statusUnchanged(rs, st) {
 		return rs, nil
@@ -122,6 +123,10 @@ func (c *controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st
 		rs.Status = st
 		updated, err := c.kind.updateStatus(ctx, rs)
 		if err == nil {
+			// Staleness guard (as KCM 1.36+): no sync of this object until
+			// the informer has delivered this write, so the next sync never
+			// computes from a status older than the one just written.
+			c.loop.Wrote(rs.Namespace+"/"+rs.Name, updated)
 			return updated, nil
 		}
 		if i >= statusUpdateRetries {

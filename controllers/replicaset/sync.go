@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
-	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 // Event reasons this package records besides podcontrol's.
@@ -52,7 +52,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 
 	namespace, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return queue.Permanent(err)
+		return workloop.Permanent(err)
 	}
 	rs, err := c.kind.get(namespace, name)
 	if apierrors.IsNotFound(err) {
@@ -68,7 +68,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	selector, err := selectorOf(rs)
 	if err != nil {
 		c.recorder.Eventf(c.kind.object(rs), corev1.EventTypeWarning, ReasonInvalidSelector, "Invalid selector: %v", err)
-		return queue.Permanent(fmt.Errorf("%s %s: invalid selector: %w", c.kindName, key, err))
+		return workloop.Permanent(fmt.Errorf("%s %s: invalid selector: %w", c.kindName, key, err))
 	}
 
 	// Pods controlled by rs, plus orphans that might be adopted. They come
@@ -129,7 +129,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	}
 	if len(refErrs) > 0 {
 		// Retrying changes nothing; an update of the pod enqueues us again.
-		return queue.Permanent(errors.Join(refErrs...))
+		return workloop.Permanent(errors.Join(refErrs...))
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 func quotaForbidden() error {
@@ -573,7 +573,7 @@ func TestInvalidObjectsAreIsolated(t *testing.T) {
 
 	for _, key := range []string{"ns/bad", "ns/empty"} {
 		err := f.sync(key)
-		if err == nil || !queue.IsPermanent(err) || !strings.Contains(err.Error(), "selector") {
+		if err == nil || !workloop.IsPermanent(err) || !strings.Contains(err.Error(), "selector") {
 			t.Errorf("sync %s = %v, want a permanent selector error", key, err)
 		}
 	}
@@ -599,7 +599,7 @@ func TestMalformedOwnerRefs(t *testing.T) {
 	})
 	f := newFixture(t, kindRS, rs, broken, newPod("fine", rs))
 	err := f.sync("ns/web")
-	if err == nil || !queue.IsPermanent(err) || !strings.Contains(err.Error(), "broken") {
+	if err == nil || !workloop.IsPermanent(err) || !strings.Contains(err.Error(), "broken") {
 		t.Fatalf("sync = %v, want a permanent error naming the pod", err)
 	}
 	if !hasEvent(f.events(), "Warning InvalidOwnerReferences Ignoring pod: ns/broken") {
@@ -626,7 +626,7 @@ func TestDeletedObjectForgetsExpectations(t *testing.T) {
 	if _, _, ok := f.c.exp.Pending("ns/gone"); ok {
 		t.Error("expectations of a deleted object kept")
 	}
-	if err := f.sync("not/a/key"); !queue.IsPermanent(err) {
+	if err := f.sync("not/a/key"); !workloop.IsPermanent(err) {
 		t.Errorf("sync of a malformed key = %v, want a permanent error", err)
 	}
 }

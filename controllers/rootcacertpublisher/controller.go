@@ -13,8 +13,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 // The published ConfigMap, as KCM writes it.
@@ -34,7 +34,7 @@ type controller struct {
 	synced     []cache.InformerSynced
 	data       map[string]string
 	workers    int
-	loop       *queue.Loop[string]
+	loop       *workloop.Loop
 }
 
 func newController(cc descriptor.Context, ca []byte, workers int) (*controller, error) {
@@ -68,7 +68,7 @@ func newController(cc descriptor.Context, ca []byte, workers int) (*controller, 
 	}
 	c.synced = []cache.InformerSynced{nsReg.HasSynced, cmReg.HasSynced}
 	// Created last: nothing can fail after it, and Run releases it.
-	c.loop = queue.New(cc.Name, c.sync, queue.Options{})
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
 	return c, nil
 }
 
@@ -77,7 +77,8 @@ func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Publishing the root CA in every namespace", "configMap", ConfigMapName, "workers", c.workers)
 	defer log.Info("Stopped publishing the root CA")
-	return c.loop.RunAfterSync(ctx, c.workers, c.synced...)
+	c.loop.WaitFor(c.synced...)
+	return c.loop.RunWorkers(ctx, c.workers)
 }
 
 func (c *controller) namespaceAdded(obj any) {

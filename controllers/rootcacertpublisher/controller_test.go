@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
-	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 const testCA = "-----BEGIN CERTIFICATE-----\ntest\n-----END CERTIFICATE-----\n"
@@ -46,7 +46,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) (*controller, *fake.Client
 		data:       map[string]string{DataKey: testCA},
 		workers:    1,
 	}
-	c.loop = queue.New("test", c.sync, queue.Options{})
+	c.loop = workloop.New("test", c.sync, workloop.Options{})
 	t.Cleanup(c.loop.ShutDown)
 	return c, client
 }

@@ -15,8 +15,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 // controller ensures service accounts; its keys are namespace names.
@@ -27,7 +27,7 @@ type controller struct {
 	synced     []cache.InformerSynced
 	names      []string
 	workers    int
-	loop       *queue.Loop[string]
+	loop       *workloop.Loop
 }
 
 func newController(cc descriptor.Context, o Options) (*controller, error) {
@@ -59,7 +59,7 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 	}
 	c.synced = []cache.InformerSynced{nsReg.HasSynced, saReg.HasSynced}
 	// Created last: nothing can fail after it, and Run releases it.
-	c.loop = queue.New(cc.Name, c.sync, queue.Options{})
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
 	return c, nil
 }
 
@@ -68,7 +68,8 @@ func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Ensuring service accounts in every active namespace", "serviceAccounts", c.names, "workers", c.workers)
 	defer log.Info("Stopped ensuring service accounts")
-	return c.loop.RunAfterSync(ctx, c.workers, c.synced...)
+	c.loop.WaitFor(c.synced...)
+	return c.loop.RunWorkers(ctx, c.workers)
 }
 
 func (c *controller) namespaceChanged(obj any) {

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
-	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 func namespace(name string, phase corev1.NamespacePhase) *corev1.Namespace {
@@ -42,7 +42,7 @@ func newFixture(t *testing.T, names []string, objs ...runtime.Object) (*controll
 		names:      names,
 		workers:    1,
 	}
-	c.loop = queue.New("test", c.sync, queue.Options{})
+	c.loop = workloop.New("test", c.sync, workloop.Options{})
 	t.Cleanup(c.loop.ShutDown)
 	return c, client
 }

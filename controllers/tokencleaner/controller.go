@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
-	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 // workers is KCM's: one.
@@ -28,7 +28,7 @@ type controller struct {
 	synced    cache.InformerSynced
 	namespace string
 	clock     clock.PassiveClock
-	loop      *queue.Loop[string]
+	loop      *workloop.Loop
 	// after requeues a key after a delay: loop.AddAfter, replaced in tests.
 	after func(key string, d time.Duration)
 }
@@ -57,7 +57,7 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 	}
 	c.synced = reg.HasSynced
 	// Created last: nothing can fail after it, and Run releases it.
-	c.loop = queue.New(cc.Name, c.sync, queue.Options{})
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
 	c.after = c.loop.AddAfter
 	return c, nil
 }
@@ -67,7 +67,8 @@ func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Cleaning expired bootstrap tokens", "namespace", c.namespace)
 	defer log.Info("Stopped cleaning bootstrap tokens")
-	return c.loop.RunAfterSync(ctx, workers, c.synced)
+	c.loop.WaitFor(c.synced)
+	return c.loop.RunWorkers(ctx, workers)
 }
 
 func (c *controller) isToken(obj any) bool {
@@ -120,7 +121,7 @@ func (c *controller) due(ctx context.Context, key string, s *corev1.Secret) bool
 func (c *controller) sync(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return queue.Permanent(err)
+		return workloop.Permanent(err)
 	}
 	cached, err := c.secrets.Secrets(ns).Get(name)
 	switch {

@@ -16,7 +16,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
-	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -58,7 +58,7 @@ func newFixture(t *testing.T, cached []*corev1.Secret, api []*corev1.Secret) *fi
 		clock:     f.clock,
 		after:     f.requeues.AddAfter,
 	}
-	f.c.loop = queue.New("test", f.c.sync, queue.Options{})
+	f.c.loop = workloop.New("test", f.c.sync, workloop.Options{})
 	t.Cleanup(f.c.loop.ShutDown)
 	return f
 }
@@ -152,7 +152,7 @@ func TestSync(t *testing.T) {
 	}
 	t.Run("malformed key is dropped", func(t *testing.T) {
 		f := newFixture(t, nil, nil)
-		if err := f.c.sync(controllertest.LogContext(t), "a/b/c"); !queue.IsPermanent(err) {
+		if err := f.c.sync(controllertest.LogContext(t), "a/b/c"); !workloop.IsPermanent(err) {
 			t.Errorf("sync error %v, want a permanent error", err)
 		}
 	})

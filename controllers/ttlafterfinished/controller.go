@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
-	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 // controller deletes finished Jobs; its keys are namespace/name.
@@ -26,7 +26,7 @@ type controller struct {
 	synced  cache.InformerSynced
 	clock   clock.PassiveClock
 	workers int
-	loop    *queue.Loop[string]
+	loop    *workloop.Loop
 	// after requeues a key after a delay: loop.AddAfter, replaced in tests.
 	after func(key string, d time.Duration)
 }
@@ -52,7 +52,7 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 	}
 	c.synced = reg.HasSynced
 	// Created last: nothing can fail after it, and Run releases it.
-	c.loop = queue.New(cc.Name, c.sync, queue.Options{})
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
 	c.after = c.loop.AddAfter
 	return c, nil
 }
@@ -62,7 +62,8 @@ func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Deleting Jobs after their TTL", "workers", c.workers)
 	defer log.Info("Stopped deleting Jobs after their TTL")
-	return c.loop.RunAfterSync(ctx, c.workers, c.synced)
+	c.loop.WaitFor(c.synced)
+	return c.loop.RunWorkers(ctx, c.workers)
 }
 
 func (c *controller) jobChanged(obj any) {
@@ -101,7 +102,7 @@ func (c *controller) due(ctx context.Context, key string, j *batchv1.Job) (bool,
 	}
 	cond, _ := finishCondition(j)
 	if cond.LastTransitionTime.IsZero() {
-		return false, queue.Permanent(fmt.Errorf("job %s: its %s condition has no lastTransitionTime, so its finish time is unknown", key, cond.Type))
+		return false, workloop.Permanent(fmt.Errorf("job %s: its %s condition has no lastTransitionTime, so its finish time is unknown", key, cond.Type))
 	}
 	now := c.clock.Now()
 	finished := cond.LastTransitionTime.Time
@@ -121,7 +122,7 @@ func (c *controller) due(ctx context.Context, key string, j *batchv1.Job) (bool,
 func (c *controller) sync(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return queue.Permanent(err)
+		return workloop.Permanent(err)
 	}
 	cached, err := c.jobs.Jobs(ns).Get(name)
 	if apierrors.IsNotFound(err) {

@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
-	"github.com/ctrlhost/ctrlhost/controllers/internal/queue"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -85,7 +85,7 @@ func newFixture(t *testing.T, cached *batchv1.Job, api []*batchv1.Job) *fixture 
 		workers: 1,
 		after:   f.requeues.AddAfter,
 	}
-	f.c.loop = queue.New("test", f.c.sync, queue.Options{})
+	f.c.loop = workloop.New("test", f.c.sync, workloop.Options{})
 	t.Cleanup(f.c.loop.ShutDown)
 	return f
 }
@@ -179,7 +179,7 @@ func TestSync(t *testing.T) {
 				before = tt.cached.DeepCopy()
 			}
 			err := f.c.sync(controllertest.LogContext(t), "ns/j")
-			if (err != nil) != tt.wantErr || queue.IsPermanent(err) != tt.wantPerm {
+			if (err != nil) != tt.wantErr || workloop.IsPermanent(err) != tt.wantPerm {
 				t.Errorf("sync error %v, want error %v (permanent %v)", err, tt.wantErr, tt.wantPerm)
 			}
 			if got := f.gets(); got != tt.wantGets {

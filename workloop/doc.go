@@ -1,0 +1,34 @@
+// Package workloop is the controller kit ctrlhost's built-in controllers
+// use and operator authors may use: a named, rate-limited work queue with
+// panic-safe workers, event-handler helpers that turn objects into
+// "namespace/name" keys, and a staleness guard that holds a key back until
+// the informer has caught up with the controller's own writes. It is plain
+// client-go underneath (typed workqueue, shared informers, listers); it adds
+// no cache.
+//
+// Guarantees:
+//   - A key is never synced by two workers at once (workqueue's rule).
+//   - A panic in a sync is recovered, counted in
+//     workloop_sync_panics_total{controller}, logged with the controller
+//     name, key and stack, and the key is retried with back-off; the process
+//     keeps running.
+//   - Run waits until every watched informer's handler has synced; if ctx is
+//     done first it returns nil without starting a worker. Run returns only
+//     after every worker has returned, and the queue is shut down on every
+//     path out of Run.
+//   - A nil error forgets the key's failures; Permanent errors are logged
+//     and dropped; RequeueAfter schedules the key again without counting a
+//     failure; any other error retries with the controller rate limiter
+//     (per-key exponential plus overall token bucket), up to MaxRetries.
+//   - Nothing is registered at import time: the kit's counters reach a
+//     registry only through RegisterMetrics.
+//
+// Non-guarantees:
+//   - Ordering between keys, and exactly-once delivery: a key may be synced
+//     again with nothing changed (resyncs, retries).
+//   - A key dropped after MaxRetries or a Permanent error is only logged;
+//     the next event for the object enqueues it again.
+//   - The staleness guard is best effort: if the informer delivers a written
+//     object before the write is recorded, the guard cannot tell and holds
+//     the key until Options.StaleTimeout ends. It never blocks a key longer.
+package workloop

@@ -1,0 +1,118 @@
+package workloop
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// guard is the staleness guard (after KEP-5647): per key, the objects the
+// controller wrote and the resourceVersion each write returned. A key with
+// a pending write is not synced, because its informers would show the
+// world as it was before that write.
+type guard struct {
+	clock   clock.PassiveClock
+	timeout time.Duration
+
+	mu      sync.Mutex
+	pending map[string]map[types.UID]write // by loop key
+	keyOf   map[types.UID]string
+}
+
+type write struct {
+	rv string
+	at time.Time
+}
+
+func newGuard(c clock.PassiveClock, timeout time.Duration) *guard {
+	return &guard{clock: c, timeout: timeout, pending: map[string]map[types.UID]write{}, keyOf: map[types.UID]string{}}
+}
+
+// Wrote records that syncing key wrote obj (the object the API server
+// returned from a create, update or patch). Until an informer feeding this
+// Loop delivers that object at the same or a newer resourceVersion, or its
+// deletion, syncs of key are skipped and retried after Options.StaleRetry
+// (counted in workloop_stale_syncs_skipped_total). The informer must feed
+// the Loop through Watch, or its handler must call Observe. A nil obj, or
+// one without a UID or resourceVersion, records nothing.
+func (l *Loop) Wrote(key string, obj any) {
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetUID() == "" || m.GetResourceVersion() == "" {
+		return
+	}
+	g := l.guard
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pending[key] == nil {
+		g.pending[key] = map[types.UID]write{}
+	}
+	g.pending[key][m.GetUID()] = write{rv: m.GetResourceVersion(), at: g.clock.Now()}
+	g.keyOf[m.GetUID()] = key
+}
+
+// Observe tells the staleness guard an informer delivered obj (an add or
+// update). Watch calls it; a handler registered without Watch calls it
+// before it enqueues.
+func (l *Loop) Observe(obj any) { l.guard.observe(obj, false) }
+
+// ObserveDelete tells the staleness guard an informer delivered obj's
+// deletion (obj may be a cache.DeletedFinalStateUnknown).
+func (l *Loop) ObserveDelete(obj any) { l.guard.observe(obj, true) }
+
+func (g *guard) observe(obj any, deleted bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, deleted = t.Obj, true
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	key, ok := g.keyOf[m.GetUID()]
+	if !ok {
+		return
+	}
+	w := g.pending[key][m.GetUID()]
+	if deleted || caughtUp(m.GetResourceVersion(), w.rv) {
+		g.forget(key, m.GetUID())
+	}
+}
+
+// caughtUp reports whether seen is at or after written. resourceVersions
+// that are not well-formed integers cannot be ordered; then any delivery
+// counts, so a guard never holds a key on a value it cannot read.
+func caughtUp(seen, written string) bool {
+	c, err := resourceversion.CompareResourceVersion(seen, written)
+	return err != nil || c >= 0
+}
+
+func (g *guard) forget(key string, uid types.UID) {
+	delete(g.keyOf, uid)
+	delete(g.pending[key], uid)
+	if len(g.pending[key]) == 0 {
+		delete(g.pending, key)
+	}
+}
+
+// fresh reports whether key has no pending write younger than the timeout.
+func (g *guard) fresh(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.clock.Now()
+	for uid, w := range g.pending[key] {
+		if now.Sub(w.at) >= g.timeout {
+			g.forget(key, uid)
+		}
+	}
+	return len(g.pending[key]) == 0
+}
+
+// Stale reports whether the staleness guard is holding key back: a write
+// recorded with Wrote has not yet been delivered by an informer.
+func (l *Loop) Stale(key string) bool { return !l.guard.fresh(key) }

@@ -1,0 +1,84 @@
+package workloop
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+func TestStalenessGuard(t *testing.T) {
+	written := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1", ResourceVersion: "10"}}
+	at := func(rv string) *corev1.Pod {
+		p := written.DeepCopy()
+		p.ResourceVersion = rv
+		return p
+	}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q", UID: "u2", ResourceVersion: "99"}}
+	tests := []struct {
+		name      string
+		observe   func(l *Loop)
+		wantStale bool
+	}{
+		{name: "nothing delivered", observe: func(*Loop) {}, wantStale: true},
+		{name: "older version delivered", observe: func(l *Loop) { l.Observe(at("9")) }, wantStale: true},
+		{name: "another object delivered", observe: func(l *Loop) { l.Observe(other) }, wantStale: true},
+		{name: "written version delivered", observe: func(l *Loop) { l.Observe(at("10")) }},
+		{name: "newer version delivered", observe: func(l *Loop) { l.Observe(at("11")) }},
+		{name: "deletion delivered", observe: func(l *Loop) { l.ObserveDelete(at("9")) }},
+		{name: "tombstone delivered", observe: func(l *Loop) {
+			l.ObserveDelete(cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: at("9")})
+		}},
+		{name: "unordered versions count as delivered", observe: func(l *Loop) { l.Observe(at("not-a-number")) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := New("stale-test", func(context.Context, string) error { return nil }, Options{})
+			defer l.ShutDown()
+			l.Wrote("ns/owner", written)
+			tt.observe(l)
+			if got := l.Stale("ns/owner"); got != tt.wantStale {
+				t.Errorf("Stale = %v, want %v", got, tt.wantStale)
+			}
+		})
+	}
+}
+
+func TestStalenessGuardTimesOut(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	l := New("stale-timeout", func(context.Context, string) error { return nil }, Options{Clock: clk, StaleTimeout: time.Minute})
+	defer l.ShutDown()
+	l.Wrote("k", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u", ResourceVersion: "5"}})
+	if !l.Stale("k") {
+		t.Fatal("key not held after a write")
+	}
+	clk.Step(time.Minute)
+	if l.Stale("k") {
+		t.Error("key still held after StaleTimeout")
+	}
+}
+
+func TestStaleSyncIsSkippedCountedAndRetried(t *testing.T) {
+	var r recorder
+	name := "stale-skip"
+	before := counterValue(t, staleSkipsTotal, name)
+	l := New(name, func(_ context.Context, key string) error { r.inc(key); return nil },
+		Options{StaleRetry: time.Millisecond})
+	written := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u", ResourceVersion: "5"}}
+	l.Wrote("k", written)
+	l.Add("k")
+	stop := runLoop(t, l)
+	waitFor(t, "a skipped sync", func() bool { return counterValue(t, staleSkipsTotal, name) > before })
+	if r.get("k") != 0 {
+		t.Fatal("a stale key was synced")
+	}
+	l.Observe(written)
+	waitFor(t, "the sync once the write was delivered", func() bool { return r.get("k") == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
