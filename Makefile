@@ -7,7 +7,7 @@ TESTBIN_DIR := $(CURDIR)/_output/testbin/$(KUBE_VERSION)
 export CTRLHOST_TESTBIN ?= $(TESTBIN_DIR)
 GOTEST_FLAGS ?= -race -count=1
 
-.PHONY: all deps build test verify unit integration testbin demo bench clean
+.PHONY: all deps build test verify unit integration testbin demo bench fuzz chaos clean
 
 all: build
 
@@ -51,6 +51,24 @@ demo: testbin
 bench: testbin
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/integration/
+
+## fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a
+## time). Seeds alone already run in `make unit`.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./manager:FuzzControllersFlag ./manager:FuzzFlagValue ./leader:FuzzMigrationConfig ./descriptor:FuzzNewSet
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+## chaos: three replicas of a small operator on testenv under random
+## partitions, signals, API server restarts and misbehaving controllers;
+## prints a table and fails on overlap or stuck processes (docs/chaos.md).
+## CHAOS_ROUNDS scales it; not part of `make test`.
+chaos: testbin
+	$(GO) test -count=1 -tags chaos -run TestChaos -timeout 60m -v ./test/chaos/...
 
 clean:
 	rm -rf _output
