@@ -28,6 +28,7 @@ verify:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./test/... ./testenv/...
+	$(GO) vet -tags chaos ./test/chaos/...
 
 ## unit: fast tests, no binaries needed (same as `go test -race ./...`).
 unit:
@@ -35,7 +36,7 @@ unit:
 
 ## integration: tests tagged `integration`, on testenv.
 integration: testbin
-	$(GO) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./testenv/... ./test/integration/...
+	$(GO) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./testenv/... ./test/integration/... ./test/chaos/...
 
 ## testbin: build etcd and kube-apiserver from the Go module proxy into
 ## _output/testbin/$(KUBE_VERSION) (skips what is already built).

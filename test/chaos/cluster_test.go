@@ -68,6 +68,7 @@ type event struct {
 	at   int64
 	term int64
 	res  string
+	msg  string // a failed write's error, quoted
 }
 
 // replica is one operator process and its proxy.
@@ -275,6 +276,9 @@ func (c *cluster) events() []event {
 		}
 		if len(fs) > 4 {
 			e.res = fs[4]
+		}
+		if len(fs) > 5 {
+			e.msg = strings.Join(fs[5:], " ")
 		}
 		out = append(out, e)
 	}

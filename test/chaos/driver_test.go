@@ -317,19 +317,24 @@ func (r *run) report(t *testing.T, fencingExpected bool) {
 		t.Fatalf("listing writes: %v", err)
 	}
 	outcomes := map[string]int{}
+	errorKinds := map[string]int{}
 	for _, e := range events {
 		if e.what == "write" {
 			outcomes[e.res]++
+			if e.msg != "" {
+				errorKinds[e.msg]++
+			}
 		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "policy=%s lease=%v renew=%v retry=%v; writes attempted: ok=%d fenced=%d error=%d; accepted writes listed: %d\n",
 		c.policy, leaseDuration, renewDeadline, retryPeriod, outcomes["ok"], outcomes["fenced"], outcomes["error"], total)
 	fmt.Fprintf(&b, "%-18s %5s %5s %7s %10s  %s\n", "scenario", "count", "stuck", "no-lead", "", "timings min/median/max")
-	stuck := 0
+	stuck, noLeader := 0, 0
 	for _, s := range scenarios {
 		res := r.results[s]
 		stuck += res.stuck
+		noLeader += res.noLeader
 		var names []string
 		for n := range res.timings {
 			names = append(names, n)
@@ -343,12 +348,17 @@ func (r *run) report(t *testing.T, fencingExpected bool) {
 	}
 	fmt.Fprintf(&b, "overlaps=%d accepted-after-takeover=%d (fencing expected: %v)\n", nOver, viol, fencingExpected)
 	t.Log("\n" + b.String())
-	fmt.Print(b.String())
+	for msg, n := range errorKinds {
+		t.Logf("%d failed writes: %s", n, msg)
+	}
 	if nOver != 0 {
 		t.Errorf("policy %s: %d overlapping active intervals: %s", c.policy, nOver, strings.Join(detail[:min(len(detail), 5)], "; "))
 	}
 	if stuck != 0 {
 		t.Errorf("policy %s: %d replicas did not exit within %v", c.policy, stuck, exitDeadline)
+	}
+	if noLeader != 0 {
+		t.Errorf("policy %s: %d rounds in which no replica took over (or a panic did not end the controller) within %v", c.policy, noLeader, handoffDeadline)
 	}
 	if fencingExpected && viol != 0 {
 		t.Errorf("policy %s: %d writes accepted from a replica after another had started a newer term", c.policy, viol)

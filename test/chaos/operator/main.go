@@ -7,7 +7,7 @@
 //
 //	start <identity> <unix-nanos> <term>
 //	stop <identity> <unix-nanos> <term>
-//	write <identity> <unix-nanos> <term> ok|fenced|error
+//	write <identity> <unix-nanos> <term> ok|fenced|error [quoted error]
 //
 // where term is the start's unix-nanos. The driver steers a replica through
 // files in --control-dir: "<identity>.panic" makes its controller panic,
@@ -163,7 +163,11 @@ func (w *writer) write(ctx context.Context) {
 	}}
 	at := time.Now().UnixNano()
 	_, err := w.client.CoreV1().ConfigMaps(w.ns).Create(ctx, cm, metav1.CreateOptions{})
-	w.record("write %s %d %d %s", w.id, at, w.term, outcome(err))
+	msg := ""
+	if err != nil {
+		msg = strconv.Quote(err.Error())
+	}
+	w.record("write %s %d %d %s %s", w.id, at, w.term, outcome(err), msg)
 }
 
 func outcome(err error) string {
