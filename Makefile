@@ -7,7 +7,7 @@ TESTBIN_DIR := $(CURDIR)/_output/testbin/$(KUBE_VERSION)
 export CTRLHOST_TESTBIN ?= $(TESTBIN_DIR)
 GOTEST_FLAGS ?= -race -count=1
 
-.PHONY: all deps build test verify unit integration testbin demo bench clean
+.PHONY: all deps build test verify unit integration testbin demo bench fuzz chaos clean
 
 all: build
 
@@ -29,6 +29,7 @@ verify:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./test/... ./testenv/...
+	$(GO) vet -tags chaos ./test/chaos/...
 
 ## unit: fast tests, no binaries needed (same as `go test -race ./...`).
 unit:
@@ -36,7 +37,7 @@ unit:
 
 ## integration: tests tagged `integration`, on testenv.
 integration: testbin
-	$(GO) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./testenv/... ./test/integration/...
+	$(GO) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./testenv/... ./test/integration/... ./test/chaos/...
 
 ## testbin: build etcd and kube-apiserver from the Go module proxy into
 ## _output/testbin/$(KUBE_VERSION) (skips what is already built), with
@@ -53,6 +54,24 @@ demo: testbin
 bench: testbin
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/integration/
+
+## fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a
+## time). Seeds alone already run in `make unit`.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./manager:FuzzControllersFlag ./manager:FuzzFlagValue ./leader:FuzzMigrationConfig ./descriptor:FuzzNewSet
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+## chaos: three replicas of a small operator on testenv under random
+## partitions, signals, API server restarts and misbehaving controllers;
+## prints a table and fails on overlap or stuck processes (docs/chaos.md).
+## CHAOS_ROUNDS scales it; not part of `make test`.
+chaos: testbin
+	$(GO) test -count=1 -tags chaos -run TestChaos -timeout 60m -v ./test/chaos/...
 
 clean:
 	rm -rf _output

@@ -1,0 +1,38 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestChaos is the full run: per lost-lease policy, CHAOS_ROUNDS (default
+// 1) times the base plan, which with both policies makes 32 leader
+// partitions, 50 SIGTERMs (plus 10 behind an ignoring controller), 10
+// SIGKILLs and 6 API server restarts; it stops at CHAOS_DEADLINE (default
+// 40m) and reports what it ran.
+func TestChaos(t *testing.T) {
+	rounds := 1
+	if s := os.Getenv("CHAOS_ROUNDS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			t.Fatalf("CHAOS_ROUNDS=%q: want a positive integer", s)
+		}
+		rounds = v
+	}
+	budget := 40 * time.Minute
+	if s := os.Getenv("CHAOS_DEADLINE"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			t.Fatalf("CHAOS_DEADLINE=%q: want a positive duration such as 40m", s)
+		}
+		budget = d
+	}
+	runPolicies(t, plan{
+		partitionHang: 8 * rounds, partitionCut: 8 * rounds, sigterm: 25 * rounds, sigkill: 5 * rounds,
+		apiRestart: 3 * rounds, ctrlPanic: 3 * rounds, ignoreContext: 5 * rounds,
+	}, budget)
+}

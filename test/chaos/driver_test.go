@@ -1,0 +1,430 @@
+//go:build chaos || integration
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ctrlhost/ctrlhost/testenv"
+)
+
+// Scenario names, as the table prints them.
+const (
+	partitionHang = "partition-hang"
+	partitionCut  = "partition-cut"
+	sigterm       = "sigterm"
+	sigkill       = "sigkill"
+	apiRestart    = "apiserver-restart"
+	ctrlPanic     = "controller-panic"
+	ignoreContext = "ignore-context"
+)
+
+var scenarios = []string{partitionHang, partitionCut, sigterm, sigkill, apiRestart, ctrlPanic, ignoreContext}
+
+// plan is how many rounds of each scenario to run, per lost-lease policy.
+type plan map[string]int
+
+// result gathers one scenario's measurements.
+type result struct {
+	count    int
+	stuck    int
+	noLeader int // rounds after which no replica took over in time
+	timings  map[string][]time.Duration
+}
+
+func (r *result) add(name string, d time.Duration) {
+	if r.timings == nil {
+		r.timings = map[string][]time.Duration{}
+	}
+	r.timings[name] = append(r.timings[name], d)
+}
+
+// run is one policy's chaos run.
+type run struct {
+	c       *cluster
+	env     *testenv.Env
+	results map[string]*result
+	rng     *rand.Rand
+}
+
+// runChaos drives a cluster through the plan in random order until it is
+// done or deadline passes, then returns the results.
+func runChaos(t *testing.T, env *testenv.Env, policy string, p plan, deadline time.Time, seed uint64) *run {
+	c := newCluster(t, env, policy)
+	r := &run{c: c, env: env, results: map[string]*result{}, rng: rand.New(rand.NewPCG(seed, 0))}
+	var order []string
+	for _, s := range scenarios {
+		for range p[s] {
+			order = append(order, s)
+		}
+		r.results[s] = &result{}
+	}
+	r.rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	t.Logf("policy %s: %d rounds, seed %d", policy, len(order), seed)
+	for i, s := range order {
+		if time.Now().After(deadline) {
+			t.Logf("policy %s: global deadline reached after %d of %d rounds", policy, i, len(order))
+			break
+		}
+		leader, ok := c.waitLeader(handoffDeadline)
+		if !ok {
+			t.Errorf("policy %s round %d (%s): no replica became active within %v", policy, i, s, handoffDeadline)
+			r.recover()
+			continue
+		}
+		r.round(t, s, leader)
+		r.recover()
+	}
+	return r
+}
+
+// recover heals every proxy, clears every control file and restarts
+// replicas that exited (the driver's job under the exit policy).
+func (r *run) recover() {
+	for _, id := range r.c.ids {
+		r.c.replicas[id].proxy.set(forward)
+		r.c.control(id, "panic", false)
+		r.c.control(id, "ignore-context", false)
+	}
+	r.c.restartExited()
+}
+
+func (r *run) round(t *testing.T, s, leader string) {
+	c, res := r.c, r.results[s]
+	res.count++
+	t0 := time.Now()
+	t0n := t0.UnixNano()
+	wantExit := false
+	switch s {
+	case partitionHang, partitionCut:
+		mode := hang
+		if s == partitionCut {
+			mode = cut
+		}
+		c.replicas[leader].proxy.set(mode)
+		wantExit = c.policy == "exit"
+	case sigterm:
+		c.signal(leader, syscall.SIGTERM)
+		wantExit = true
+	case sigkill:
+		c.signal(leader, syscall.SIGKILL)
+	case apiRestart:
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := r.env.RestartAPIServer(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("restarting kube-apiserver: %v", err)
+		}
+		res.add("restart", time.Since(t0))
+		// The leader may keep its lease through a short outage; either way
+		// some replica must be active again.
+		if _, ok := c.waitLeader(handoffDeadline); !ok {
+			res.noLeader++
+		} else {
+			res.add("active-again", time.Since(t0))
+		}
+		return
+	case ctrlPanic:
+		c.control(leader, "panic", true)
+	case ignoreContext:
+		c.control(leader, "ignore-context", true)
+		c.signal(leader, syscall.SIGTERM)
+		wantExit = true
+	}
+	stop, start, stopped, started := c.handoff(t0n, leader, handoffDeadline)
+	if s == ctrlPanic {
+		// A panicking controller ends its interval; it is a failed
+		// controller, not a lost lease, so no takeover is required.
+		if stopped {
+			res.add("panic→stop", time.Duration(stop.at-t0n))
+		} else {
+			res.noLeader++
+		}
+		c.control(leader, "panic", false)
+		// Hand over, so the next round starts from a working leader.
+		c.signal(leader, syscall.SIGTERM)
+		if !c.waitExit(leader, exitDeadline) {
+			res.stuck++
+			c.signal(leader, syscall.SIGKILL)
+			c.waitExit(leader, exitDeadline)
+		}
+		return
+	}
+	if stopped {
+		res.add("old-stop", time.Duration(stop.at-t0n))
+	}
+	if started {
+		res.add("new-start", time.Duration(start.at-t0n))
+	} else {
+		res.noLeader++
+	}
+	if stopped && started {
+		res.add("margin", time.Duration(start.at-stop.at))
+	}
+	if wantExit {
+		if !c.waitExit(leader, exitDeadline) {
+			res.stuck++
+			t.Logf("%s: %s still running %v after %s", c.policy, leader, exitDeadline, s)
+			c.signal(leader, syscall.SIGKILL)
+			c.waitExit(leader, exitDeadline)
+		} else {
+			res.add("exit", time.Since(t0))
+		}
+	}
+}
+
+// interval is one active interval of one replica.
+type interval struct {
+	id         string
+	start, end int64
+}
+
+// overlaps counts pairs of intervals of different replicas that intersect;
+// an interval not closed by stop or exit ends at now.
+func overlaps(events []event, now int64) (int, []string) {
+	var ivs []interval
+	open := map[string]int{}
+	for _, e := range events {
+		switch e.what {
+		case "start":
+			open[e.id] = len(ivs)
+			ivs = append(ivs, interval{id: e.id, start: e.at, end: -1})
+		case "stop", "exit":
+			if i, ok := open[e.id]; ok {
+				ivs[i].end = e.at
+				delete(open, e.id)
+			}
+		}
+	}
+	for i := range ivs {
+		if ivs[i].end < 0 {
+			ivs[i].end = now
+		}
+	}
+	n := 0
+	var detail []string
+	for i := range ivs {
+		for j := i + 1; j < len(ivs); j++ {
+			a, b := ivs[i], ivs[j]
+			if a.id != b.id && a.start < b.end && b.start < a.end {
+				n++
+				detail = append(detail, fmt.Sprintf("%s [%d,%d] and %s [%d,%d]", a.id, a.start, a.end, b.id, b.start, b.end))
+			}
+		}
+	}
+	return n, detail
+}
+
+// write is one accepted write as the API server ordered it.
+type write struct {
+	id   string
+	term string
+	rv   uint64
+}
+
+// acceptedAfterTakeover lists every write in the namespace and counts
+// writes of a term accepted after a newer term of another replica had
+// written: a write w of replica A is a violation when some term of another
+// replica B made its first write after A's term's first write and before w.
+func acceptedAfterTakeover(ctx context.Context, client kubernetes.Interface, prefix string) (violations, total int, err error) {
+	var ws []write
+	opts := metav1.ListOptions{LabelSelector: "chaos.ctrlhost.io/write=true", Limit: 500}
+	for {
+		list, err := client.CoreV1().ConfigMaps(namespace).List(ctx, opts)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, cm := range list.Items {
+			id := cm.Annotations["chaos.ctrlhost.io/identity"]
+			if !strings.HasPrefix(id, prefix) {
+				continue
+			}
+			rv, err := strconv.ParseUint(cm.ResourceVersion, 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("configmap %s: resourceVersion %q: %w", cm.Name, cm.ResourceVersion, err)
+			}
+			ws = append(ws, write{id: id, term: cm.Annotations["chaos.ctrlhost.io/term"], rv: rv})
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i].rv < ws[j].rv })
+	type termKey struct{ id, term string }
+	first := map[termKey]uint64{}
+	var firsts []write // first write of each term, in RV order
+	for _, w := range ws {
+		k := termKey{w.id, w.term}
+		if _, ok := first[k]; !ok {
+			first[k] = w.rv
+			firsts = append(firsts, w)
+		}
+	}
+	for _, w := range ws {
+		f := first[termKey{w.id, w.term}]
+		// firsts is sorted by RV: look for another replica's term that began
+		// strictly between this term's first write and w.
+		i := sort.Search(len(firsts), func(i int) bool { return firsts[i].rv > f })
+		for ; i < len(firsts) && firsts[i].rv < w.rv; i++ {
+			if firsts[i].id != w.id {
+				violations++
+				break
+			}
+		}
+	}
+	return violations, len(ws), nil
+}
+
+func durStats(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	r := func(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
+	return fmt.Sprintf("%s/%s/%s", r(s[0]), r(s[len(s)/2]), r(s[len(s)-1]))
+}
+
+// report prints the table and checks the invariants.
+func (r *run) report(t *testing.T, fencingExpected bool) {
+	c := r.c
+	c.stopAll()
+	events := c.events()
+	nOver, detail := overlaps(events, time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client, err := kubernetes.NewForConfig(r.env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	viol, total, err := acceptedAfterTakeover(ctx, client, c.policy+"-")
+	if err != nil {
+		t.Fatalf("listing writes: %v", err)
+	}
+	outcomes := map[string]int{}
+	errorKinds := map[string]int{}
+	for _, e := range events {
+		if e.what == "write" {
+			outcomes[e.res]++
+			if e.msg != "" {
+				errorKinds[e.msg]++
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "policy=%s lease=%v renew=%v retry=%v; writes attempted: ok=%d fenced=%d error=%d; accepted writes listed: %d\n",
+		c.policy, leaseDuration, renewDeadline, retryPeriod, outcomes["ok"], outcomes["fenced"], outcomes["error"], total)
+	fmt.Fprintf(&b, "%-18s %5s %5s %7s %10s  %s\n", "scenario", "count", "stuck", "no-lead", "", "timings min/median/max")
+	stuck, noLeader := 0, 0
+	for _, s := range scenarios {
+		res := r.results[s]
+		stuck += res.stuck
+		noLeader += res.noLeader
+		var names []string
+		for n := range res.timings {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var parts []string
+		for _, n := range names {
+			parts = append(parts, n+"="+durStats(res.timings[n]))
+		}
+		fmt.Fprintf(&b, "%-18s %5d %5d %7d %10s  %s\n", s, res.count, res.stuck, res.noLeader, "", strings.Join(parts, " "))
+	}
+	fmt.Fprintf(&b, "overlaps=%d accepted-after-takeover=%d (fencing expected: %v)\n", nOver, viol, fencingExpected)
+	t.Log("\n" + b.String())
+	for msg, n := range errorKinds {
+		t.Logf("%d failed writes: %s", n, msg)
+	}
+	if nOver != 0 {
+		t.Errorf("policy %s: %d overlapping active intervals: %s", c.policy, nOver, strings.Join(detail[:min(len(detail), 5)], "; "))
+	}
+	if stuck != 0 {
+		t.Errorf("policy %s: %d replicas did not exit within %v", c.policy, stuck, exitDeadline)
+	}
+	if noLeader != 0 {
+		t.Errorf("policy %s: %d rounds in which no replica took over (or a panic did not end the controller) within %v", c.policy, noLeader, handoffDeadline)
+	}
+	if fencingExpected && viol != 0 {
+		t.Errorf("policy %s: %d writes accepted from a replica after another had started a newer term", c.policy, viol)
+	}
+}
+
+// fencingExpected reads CHAOS_EXPECT_FENCING (default true).
+func fencingExpected(t *testing.T) bool {
+	v := os.Getenv("CHAOS_EXPECT_FENCING")
+	if v == "" {
+		return true
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		t.Fatalf("CHAOS_EXPECT_FENCING=%q: want true or false", v)
+	}
+	return b
+}
+
+// startEnv starts a control plane with the chaos namespace.
+func startEnv(t *testing.T) *testenv.Env {
+	t.Helper()
+	ctx := context.Background()
+	env, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	client, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// runPolicies runs the plan under both lost-lease policies, one after the
+// other on one control plane, within budget.
+func runPolicies(t *testing.T, p plan, budget time.Duration) {
+	env := startEnv(t)
+	deadline := time.Now().Add(budget)
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("CHAOS_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("CHAOS_SEED=%q: want an unsigned integer", s)
+		}
+		seed = v
+	}
+	expect := fencingExpected(t)
+	for i, policy := range []string{"exit", "recampaign"} {
+		t.Run(policy, func(t *testing.T) {
+			// Each policy gets half of what is left.
+			left := time.Until(deadline)
+			if i == 0 {
+				left /= 2
+			}
+			r := runChaos(t, env, policy, p, time.Now().Add(left), seed+uint64(i))
+			r.report(t, expect)
+		})
+	}
+}
