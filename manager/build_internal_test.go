@@ -122,3 +122,18 @@ type fakeAddr struct{}
 
 func (fakeAddr) Network() string { return "tcp" }
 func (fakeAddr) String() string  { return "127.0.0.1:1" }
+
+// Two zero-Options Managers never collide on a port: the zero Options serve
+// nothing, as --secure-port=0 does; NewOptions serves on KCM's 10257.
+func TestZeroOptionsDoNotServe(t *testing.T) {
+	m, err := NewBuilder("quiet").WithRESTConfig(&rest.Config{Host: "https://127.0.0.1:1"}).WithLogger(logr.Discard()).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Options().Serving.Enabled() {
+		t.Errorf("zero Options serve on %d", m.Options().Serving.SecurePort)
+	}
+	if p := NewOptions().Serving.SecurePort; p != 10257 {
+		t.Errorf("NewOptions().Serving.SecurePort = %d, want 10257", p)
+	}
+}

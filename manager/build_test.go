@@ -131,7 +131,7 @@ func TestOptionsFlags(t *testing.T) {
 			func(o manager.Options) bool {
 				return strings.Join(o.Controllers, ",") == "*,-foo,bar" && o.Kubeconfig == "/k" && o.Master == "https://m" && o.KubeAPIQPS == 50 && o.KubeAPIBurst == 100
 			}, ""},
-		{[]string{"--secure-port=0"}, func(o manager.Options) bool { return o.Serving.SecurePort < 0 }, ""},
+		{[]string{"--secure-port=0"}, func(o manager.Options) bool { return o.Serving.SecurePort == 0 && !o.Serving.Enabled() }, ""},
 		{[]string{"--secure-port=10300", "--bind-address=0.0.0.0"}, func(o manager.Options) bool {
 			return o.Serving.SecurePort == 10300 && o.Serving.BindAddress == "0.0.0.0"
 		}, ""},

@@ -123,7 +123,9 @@ const (
 
 // NewOptions returns Options with every default filled in, ready for
 // AddFlags.
-func NewOptions() Options { return Options{LeaderElect: true}.WithDefaults() }
+func NewOptions() Options {
+	return Options{LeaderElect: true, Serving: serving.NewOptions()}.WithDefaults()
+}
 
 // WithDefaults returns a copy of o with every zero field set to its default.
 func (o Options) WithDefaults() Options {

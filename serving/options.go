@@ -23,15 +23,16 @@ type Options struct {
 	// interface by default; ctrlhost keeps loopback so that a library user
 	// exposes the endpoints to the network only by asking for it.
 	BindAddress string
-	// SecurePort is the port to serve HTTPS on: 1-65535, PortDisabled or
-	// PortEphemeral. Default (zero): DefaultSecurePort, 10257, so that
-	// Options{} serves as KCM does.
+	// SecurePort is the port to serve HTTPS on: 1-65535; 0 (or
+	// PortDisabled) turns serving off; PortEphemeral serves on a free port
+	// the kernel picks (Listen returns the address), for tests.
 	//
-	// One rule, two spellings of "off": in Go, zero is "unset" and takes the
-	// default, so serving is turned off with PortDisabled; on the command
-	// line --secure-port=0 turns it off, as in KCM, and AddFlags stores
-	// PortDisabled for it. PortEphemeral (no flag) listens on a port the
-	// kernel picks, for tests; Listen returns the address.
+	// One rule in Go and on the command line: 0 is off, as KCM's
+	// --secure-port=0. The zero Options therefore serve nothing, so that
+	// two Managers in one test never collide on a fixed port (mount
+	// Manager.Handler on a server of your own, or ask for PortEphemeral);
+	// NewOptions, which programs bind to flags, sets DefaultSecurePort
+	// (10257), KCM's default.
 	SecurePort int
 
 	// CertFile is the PEM file of the serving certificate, followed by any
@@ -85,8 +86,8 @@ type Options struct {
 
 // Values of SecurePort that are not port numbers.
 const (
-	// PortDisabled turns serving off: New loads no certificate and no auth
-	// kubeconfig, Listen and Serve do nothing. --secure-port=0 sets it.
+	// PortDisabled turns serving off, as 0 does: New loads no certificate
+	// and no auth kubeconfig, Listen and Serve do nothing.
 	PortDisabled = -1
 	// PortEphemeral serves on a free port the kernel picks when Listen
 	// binds; Listen (and manager.Manager.ServingAddr) return it. For tests,
@@ -111,16 +112,13 @@ var DefaultAlwaysAllowGroups = []string{"system:masters"}
 
 // NewOptions returns Options with every default filled in, ready for
 // AddFlags.
-func NewOptions() Options { return Options{}.WithDefaults() }
+func NewOptions() Options { return Options{SecurePort: DefaultSecurePort}.WithDefaults() }
 
 // WithDefaults returns a copy of o with every zero field set to its
 // default. Slices are copied.
 func (o Options) WithDefaults() Options {
 	if o.BindAddress == "" {
 		o.BindAddress = DefaultBindAddress
-	}
-	if o.SecurePort == 0 {
-		o.SecurePort = DefaultSecurePort
 	}
 	o.AlwaysAllowPaths = copyOr(o.AlwaysAllowPaths, DefaultAlwaysAllowPaths)
 	o.AlwaysAllowGroups = copyOr(o.AlwaysAllowGroups, DefaultAlwaysAllowGroups)
@@ -147,7 +145,7 @@ func copyOr(s, def []string) []string {
 	return append(make([]string, 0, len(s)), s...)
 }
 
-// Enabled reports whether o serves at all (SecurePort not PortDisabled).
+// Enabled reports whether o serves at all (SecurePort not 0 or PortDisabled).
 func (o Options) Enabled() bool {
 	p := o.WithDefaults().SecurePort
 	return p > 0 || p == PortEphemeral
@@ -222,8 +220,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Enable profiling via web interface host:port/debug/pprof/ (authorized like any other path).")
 }
 
-// portValue maps "--secure-port=0 disables serving" onto PortDisabled,
-// since a zero SecurePort means "default".
+// portValue parses --secure-port: 1-65535, or 0 to disable serving.
 type portValue struct{ p *int }
 
 func (v portValue) String() string {
@@ -243,9 +240,6 @@ func (v portValue) Set(s string) error {
 	}
 	if n < 0 || n > 65535 {
 		return fmt.Errorf("%d is not a port; use 1-65535, or 0 to disable serving", n)
-	}
-	if n == 0 {
-		n = PortDisabled
 	}
 	*v.p = n
 	return nil

@@ -37,7 +37,7 @@ func TestSecurePortGo(t *testing.T) {
 		wantEnabled bool
 		wantErr     string
 	}{
-		{"zero is the default", 0, DefaultSecurePort, true, ""},
+		{"zero is off, as on the command line", 0, 0, false, ""},
 		{"a port", 8443, 8443, true, ""},
 		{"disabled", PortDisabled, PortDisabled, false, ""},
 		{"ephemeral", PortEphemeral, PortEphemeral, true, ""},
@@ -66,7 +66,7 @@ func TestSecurePortGo(t *testing.T) {
 	}
 }
 
-// The flag spells "off" as 0, as in KCM, and shows PortDisabled that way.
+// The flag spells "off" as 0, as in KCM and in Go, and shows PortDisabled that way.
 func TestSecurePortFlag(t *testing.T) {
 	o := Options{SecurePort: PortDisabled}
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
@@ -77,8 +77,8 @@ func TestSecurePortFlag(t *testing.T) {
 	if err := fs.Parse([]string{"--secure-port=0"}); err != nil {
 		t.Fatal(err)
 	}
-	if o.SecurePort != PortDisabled || o.Enabled() {
-		t.Errorf("--secure-port=0: SecurePort = %d, Enabled %v; want PortDisabled, false", o.SecurePort, o.Enabled())
+	if o.SecurePort != 0 || o.Enabled() {
+		t.Errorf("--secure-port=0: SecurePort = %d, Enabled %v; want 0, false", o.SecurePort, o.Enabled())
 	}
 	if err := fs.Parse([]string{"--secure-port=-2"}); err == nil {
 		t.Error("--secure-port=-2 accepted; the flag has no ephemeral value")
@@ -93,7 +93,7 @@ func TestOptionsFlags(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", check: func(o Options) bool { return o.SecurePort == 10257 && o.BindAddress == "127.0.0.1" }},
-		{name: "port 0 disables", args: []string{"--secure-port=0"}, check: func(o Options) bool { return o.SecurePort < 0 && !o.Enabled() }},
+		{name: "port 0 disables", args: []string{"--secure-port=0"}, check: func(o Options) bool { return o.SecurePort == 0 && !o.Enabled() }},
 		{name: "port", args: []string{"--secure-port=1234", "--bind-address=0.0.0.0"},
 			check: func(o Options) bool { return o.SecurePort == 1234 && o.BindAddress == "0.0.0.0" }},
 		{name: "port out of range", args: []string{"--secure-port=70000"}, wantErr: "not a port"},
@@ -112,7 +112,7 @@ func TestOptionsFlags(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var o Options
+			o := NewOptions()
 			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 			o.AddFlags(fs)
 			err := fs.Parse(tc.args)

@@ -137,8 +137,8 @@ func TestServe(t *testing.T) {
 		wantCert []byte // nil: any
 	}{
 		{name: "self-signed"},
-		{name: "from files", opts: Options{CertFile: certFile, KeyFile: keyFile}, wantCert: fromFiles.pem},
-		{name: "bound to all interfaces", opts: Options{BindAddress: "0.0.0.0"}},
+		{name: "from files", opts: Options{SecurePort: DefaultSecurePort, CertFile: certFile, KeyFile: keyFile}, wantCert: fromFiles.pem},
+		{name: "bound to all interfaces", opts: Options{SecurePort: DefaultSecurePort, BindAddress: "0.0.0.0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
@@ -265,13 +265,13 @@ func TestNewErrors(t *testing.T) {
 		client  kubernetes.Interface
 		want    []string
 	}{
-		{name: "no client", opts: Options{}, handler: endpoints(),
+		{name: "no client", opts: Options{SecurePort: DefaultSecurePort}, handler: endpoints(),
 			want: []string{"--authentication-kubeconfig: not set and New was given no client"}},
-		{name: "bad kubeconfig", opts: Options{AuthorizationKubeconfig: missing}, handler: endpoints(), client: newFakeAPI(),
+		{name: "bad kubeconfig", opts: Options{SecurePort: DefaultSecurePort, AuthorizationKubeconfig: missing}, handler: endpoints(), client: newFakeAPI(),
 			want: []string{"--authorization-kubeconfig: loading " + missing}},
-		{name: "every problem at once", opts: Options{CertFile: missing, KeyFile: missing}, handler: endpoints(),
+		{name: "every problem at once", opts: Options{SecurePort: DefaultSecurePort, CertFile: missing, KeyFile: missing}, handler: endpoints(),
 			want: []string{"--authentication-kubeconfig", "--tls-cert-file: reading " + missing}},
-		{name: "nil handler and bad options", opts: Options{BindAddress: "nowhere"}, client: newFakeAPI(),
+		{name: "nil handler and bad options", opts: Options{SecurePort: DefaultSecurePort, BindAddress: "nowhere"}, client: newFakeAPI(),
 			want: []string{"handler is nil", "--bind-address"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -409,7 +409,7 @@ func TestDisabled(t *testing.T) {
 }
 
 func TestDisableAuth(t *testing.T) {
-	s, err := New(Options{DisableAuth: true}, endpoints(), nil, testr.New(t))
+	s, err := New(Options{SecurePort: DefaultSecurePort, DisableAuth: true}, endpoints(), nil, testr.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestProfiling(t *testing.T) {
 		{profiling: true, path: "/metrics", token: aliceToken, wantCode: 200, wantBody: "metric 1"},
 	} {
 		t.Run(strconv.FormatBool(tc.profiling)+tc.path+tc.token, func(t *testing.T) {
-			s, err := New(Options{Profiling: tc.profiling}, endpoints(), newFakeAPI(), testr.New(t))
+			s, err := New(Options{SecurePort: DefaultSecurePort, Profiling: tc.profiling}, endpoints(), newFakeAPI(), testr.New(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -488,7 +488,7 @@ current-context: x
 		t.Fatal(err)
 	}
 	// The fake given to New would answer 401 to kc-token: it must not be used.
-	s, err := New(Options{AuthenticationKubeconfig: kubeconfig, AuthorizationKubeconfig: kubeconfig},
+	s, err := New(Options{SecurePort: DefaultSecurePort, AuthenticationKubeconfig: kubeconfig, AuthorizationKubeconfig: kubeconfig},
 		endpoints(), newFakeAPI(), testr.New(t))
 	if err != nil {
 		t.Fatal(err)
