@@ -1,6 +1,7 @@
 package workloop
 
 import (
+	"reflect"
 	"sync"
 	"time"
 
@@ -38,9 +39,13 @@ func newGuard(c clock.PassiveClock, timeout time.Duration) *guard {
 // Loop delivers that object at the same or a newer resourceVersion, or its
 // deletion, syncs of key are skipped and retried after Options.StaleRetry
 // (counted in workloop_stale_syncs_skipped_total). The informer must feed
-// the Loop through Watch, or its handler must call Observe. A nil obj, or
+// the Loop through Watch, or its handler must call Observe. A nil obj
+// (typed or not), or
 // one without a UID or resourceVersion, records nothing.
 func (l *Loop) Wrote(key string, obj any) {
+	if v := reflect.ValueOf(obj); !v.IsValid() || (v.Kind() == reflect.Pointer && v.IsNil()) {
+		return
+	}
 	m, err := meta.Accessor(obj)
 	if err != nil || m.GetUID() == "" || m.GetResourceVersion() == "" {
 		return
