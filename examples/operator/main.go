@@ -22,8 +22,10 @@
 //     reads Secret data) and reports healthy once its informer has synced.
 //   - serviceaccount is ctrlhost's built-in ("default" in every namespace).
 //
-// Size: mirror.go is 87 lines (wc -l), the controller-runtime equivalent in
-// mirror_controllerruntime.go.txt is 67 lines: 1.30x.
+// Size (wc -l): mirror.go is 87 lines; the controller-runtime equivalent,
+// mirror_controllerruntime.go.txt (same scheme, not compiled), is 65. The
+// budget was 1.3x the 67-line controller-runtime mirror a user reported,
+// i.e. 87 lines.
 //
 // The Manager's own HTTPS serving is disabled (Serving.SecurePort = -1);
 // Manager.Handler (healthz, livez, readyz, metrics) is mounted on the
