@@ -28,7 +28,10 @@
 //     again with nothing changed (resyncs, retries).
 //   - A key dropped after MaxRetries or a Permanent error is only logged;
 //     the next event for the object enqueues it again.
-//   - The staleness guard is best effort: if the informer delivers a written
-//     object before the write is recorded, the guard cannot tell and holds
-//     the key until Options.StaleTimeout ends. It never blocks a key longer.
+//   - The staleness guard never holds a key longer than Options.StaleTimeout
+//     (for example when the written object is deleted before Wrote is
+//     called, or is delivered only through an informer that does not feed
+//     the loop). To recognise a write whose event arrived before Wrote, it
+//     keeps the last resourceVersion of every live object delivered to the
+//     loop (one map entry per object in the watched informers).
 package workloop

@@ -23,6 +23,10 @@ type guard struct {
 	mu      sync.Mutex
 	pending map[string]map[types.UID]write // by loop key
 	keyOf   map[types.UID]string
+	// seen is the last resourceVersion delivered per live object, so a
+	// write whose event beat Wrote (the API server may send the watch event
+	// before the response) is recognised as already delivered.
+	seen map[types.UID]string
 }
 
 type write struct {
@@ -31,7 +35,7 @@ type write struct {
 }
 
 func newGuard(c clock.PassiveClock, timeout time.Duration) *guard {
-	return &guard{clock: c, timeout: timeout, pending: map[string]map[types.UID]write{}, keyOf: map[types.UID]string{}}
+	return &guard{clock: c, timeout: timeout, pending: map[string]map[types.UID]write{}, keyOf: map[types.UID]string{}, seen: map[types.UID]string{}}
 }
 
 // Wrote records that syncing key wrote obj (the object the API server
@@ -53,6 +57,9 @@ func (l *Loop) Wrote(key string, obj any) {
 	g := l.guard
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if seen, ok := g.seen[m.GetUID()]; ok && caughtUp(seen, m.GetResourceVersion()) {
+		return
+	}
 	if g.pending[key] == nil {
 		g.pending[key] = map[types.UID]write{}
 	}
@@ -79,6 +86,11 @@ func (g *guard) observe(obj any, deleted bool) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if deleted {
+		delete(g.seen, m.GetUID())
+	} else {
+		g.seen[m.GetUID()] = m.GetResourceVersion()
+	}
 	key, ok := g.keyOf[m.GetUID()]
 	if !ok {
 		return
