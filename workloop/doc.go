@@ -21,7 +21,9 @@
 //     failure; any other error retries with the controller rate limiter
 //     (per-key exponential plus overall token bucket), up to MaxRetries.
 //   - Nothing is registered at import time: the kit's counters reach a
-//     registry only through RegisterMetrics.
+//     registry only through RegisterMetrics (the Manager calls it). Like
+//     client-go's workqueue metrics they are process-wide: every registry
+//     they are registered with shows the same series.
 //
 // Non-guarantees:
 //   - Ordering between keys, and exactly-once delivery: a key may be synced

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +20,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/managertest"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 func ns(name string) *corev1.Namespace {
@@ -125,6 +128,9 @@ func TestMirrorLeavesForeignConfigMapAlone(t *testing.T) {
 // reactor, inside the sync) and checks the Manager keeps running, the key
 // is retried, and /metrics shows the panic.
 func TestPanicInMirrorIsRecoveredAndCounted(t *testing.T) {
+	// The kit's counters are process-wide (as client-go's workqueue
+	// metrics): read the count before, so the test holds under -count.
+	before := mirrorPanics(t)
 	h := startOperator(t, source("dst", "v1"))
 	var panicked atomic.Bool
 	h.Client.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -143,12 +149,36 @@ func TestPanicInMirrorIsRecoveredAndCounted(t *testing.T) {
 		t.Fatal("the reactor never panicked")
 	}
 	_, body := h.Get("/metrics")
-	if !strings.Contains(body, `workloop_sync_panics_total{controller="configmap-mirror"} 1`) {
-		t.Errorf("/metrics lacks the counted panic:\n%s", grepLines(body, "workloop_"))
+	want := fmt.Sprintf(`workloop_sync_panics_total{controller="configmap-mirror"} %v`, before+1)
+	if !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %q:\n%s", want, grepLines(body, "workloop_"))
 	}
 	if st, _ := h.Manager.Status("configmap-mirror"); st.Err != nil {
 		t.Errorf("controller status err = %v", st.Err)
 	}
+}
+
+// mirrorPanics reads the mirror's panic count through a registry of its own.
+func mirrorPanics(t *testing.T) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := workloop.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if mf.GetName() == "workloop_sync_panics_total" && l.GetValue() == "configmap-mirror" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func grepLines(s, sub string) string {
