@@ -44,8 +44,7 @@ func newGuard(c clock.PassiveClock, timeout time.Duration) *guard {
 // deletion, syncs of key are skipped and retried after Options.StaleRetry
 // (counted in workloop_stale_syncs_skipped_total). The informer must feed
 // the Loop through Watch, or its handler must call Observe. A nil obj
-// (typed or not), or
-// one without a UID or resourceVersion, records nothing.
+// (typed or not), or one without a UID or resourceVersion, records nothing.
 func (l *Loop) Wrote(key string, obj any) {
 	if v := reflect.ValueOf(obj); !v.IsValid() || (v.Kind() == reflect.Pointer && v.IsNil()) {
 		return
@@ -81,7 +80,7 @@ func (g *guard) observe(obj any, deleted bool) {
 		obj, deleted = t.Obj, true
 	}
 	m, err := meta.Accessor(obj)
-	if err != nil {
+	if err != nil || m.GetUID() == "" {
 		return
 	}
 	g.mu.Lock()
