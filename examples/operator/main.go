@@ -14,10 +14,8 @@
 //     deleted; a copy whose source is gone is found again after a restart,
 //     because the copy's own events map to its source. A ConfigMap already
 //     in the target namespace that is not a copy of this source is left
-//     alone (a permanent error is logged). Non-guarantees: names longer than
-//     63 characters cannot be mirrored (label values); a source deleted
-//     while the operator is down leaves its copy until the copy next changes
-//     or the informer resyncs.
+//     alone (a permanent error is logged). Non-guarantee: names longer than
+//     63 characters cannot be mirrored (they do not fit a label value).
 //   - secret-counter counts Secrets from a metadata-only informer (it never
 //     reads Secret data) and reports healthy once its informer has synced.
 //   - serviceaccount is ctrlhost's built-in ("default" in every namespace).
