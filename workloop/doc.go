@@ -21,14 +21,19 @@
 //     failure; any other error retries with the controller rate limiter
 //     (per-key exponential plus overall token bucket), up to MaxRetries.
 //   - Nothing is registered at import time: the kit's counters reach a
-//     registry only through RegisterMetrics.
+//     registry only through RegisterMetrics (the Manager calls it). Like
+//     client-go's workqueue metrics they are process-wide: every registry
+//     they are registered with shows the same series.
 //
 // Non-guarantees:
 //   - Ordering between keys, and exactly-once delivery: a key may be synced
 //     again with nothing changed (resyncs, retries).
 //   - A key dropped after MaxRetries or a Permanent error is only logged;
 //     the next event for the object enqueues it again.
-//   - The staleness guard is best effort: if the informer delivers a written
-//     object before the write is recorded, the guard cannot tell and holds
-//     the key until Options.StaleTimeout ends. It never blocks a key longer.
+//   - The staleness guard never holds a key longer than Options.StaleTimeout
+//     (for example when the written object is deleted before Wrote is
+//     called, or is delivered only through an informer that does not feed
+//     the loop). To recognise a write whose event arrived before Wrote, it
+//     keeps the last resourceVersion of every live object delivered to the
+//     loop (one map entry per object in the watched informers).
 package workloop

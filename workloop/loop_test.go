@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -39,12 +40,10 @@ func (r *recorder) get(key string) int {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling interval, not a wait for an event
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

@@ -1,6 +1,7 @@
 package workloop
 
 import (
+	"reflect"
 	"sync"
 	"time"
 
@@ -22,6 +23,10 @@ type guard struct {
 	mu      sync.Mutex
 	pending map[string]map[types.UID]write // by loop key
 	keyOf   map[types.UID]string
+	// seen is the last resourceVersion delivered per live object, so a
+	// write whose event beat Wrote (the API server may send the watch event
+	// before the response) is recognised as already delivered.
+	seen map[types.UID]string
 }
 
 type write struct {
@@ -30,7 +35,7 @@ type write struct {
 }
 
 func newGuard(c clock.PassiveClock, timeout time.Duration) *guard {
-	return &guard{clock: c, timeout: timeout, pending: map[string]map[types.UID]write{}, keyOf: map[types.UID]string{}}
+	return &guard{clock: c, timeout: timeout, pending: map[string]map[types.UID]write{}, keyOf: map[types.UID]string{}, seen: map[types.UID]string{}}
 }
 
 // Wrote records that syncing key wrote obj (the object the API server
@@ -38,9 +43,12 @@ func newGuard(c clock.PassiveClock, timeout time.Duration) *guard {
 // Loop delivers that object at the same or a newer resourceVersion, or its
 // deletion, syncs of key are skipped and retried after Options.StaleRetry
 // (counted in workloop_stale_syncs_skipped_total). The informer must feed
-// the Loop through Watch, or its handler must call Observe. A nil obj, or
-// one without a UID or resourceVersion, records nothing.
+// the Loop through Watch, or its handler must call Observe. A nil obj
+// (typed or not), or one without a UID or resourceVersion, records nothing.
 func (l *Loop) Wrote(key string, obj any) {
+	if v := reflect.ValueOf(obj); !v.IsValid() || (v.Kind() == reflect.Pointer && v.IsNil()) {
+		return
+	}
 	m, err := meta.Accessor(obj)
 	if err != nil || m.GetUID() == "" || m.GetResourceVersion() == "" {
 		return
@@ -48,6 +56,9 @@ func (l *Loop) Wrote(key string, obj any) {
 	g := l.guard
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if seen, ok := g.seen[m.GetUID()]; ok && caughtUp(seen, m.GetResourceVersion()) {
+		return
+	}
 	if g.pending[key] == nil {
 		g.pending[key] = map[types.UID]write{}
 	}
@@ -69,11 +80,16 @@ func (g *guard) observe(obj any, deleted bool) {
 		obj, deleted = t.Obj, true
 	}
 	m, err := meta.Accessor(obj)
-	if err != nil {
+	if err != nil || m.GetUID() == "" {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if deleted {
+		delete(g.seen, m.GetUID())
+	} else {
+		g.seen[m.GetUID()] = m.GetResourceVersion()
+	}
 	key, ok := g.keyOf[m.GetUID()]
 	if !ok {
 		return

@@ -82,3 +82,22 @@ func TestStaleSyncIsSkippedCountedAndRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStalenessGuardEventBeforeWrote covers the API server sending the
+// watch event before the write's response reaches the controller.
+func TestStalenessGuardEventBeforeWrote(t *testing.T) {
+	l := New("stale-race", func(context.Context, string) error { return nil }, Options{})
+	defer l.ShutDown()
+	written := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1", ResourceVersion: "10"}}
+	l.Observe(written)
+	l.Wrote("ns/p", written)
+	if l.Stale("ns/p") {
+		t.Error("key held although the informer had already delivered the write")
+	}
+	newer := written.DeepCopy()
+	newer.ResourceVersion = "11"
+	l.Wrote("ns/p", newer)
+	if !l.Stale("ns/p") {
+		t.Error("key not held for a write newer than the last delivery")
+	}
+}

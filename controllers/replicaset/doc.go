@@ -36,10 +36,13 @@
 // defaults (both on) apply.
 //
 // Differences from upstream, and what is not guaranteed:
-//   - No stale-controller consistency check (upstream's
-//     StaleControllerConsistencyReplicaSet gate, beta in 1.37): a sync may
-//     read a cache older than this controller's own last status write; the
-//     write then fails on its resourceVersion and is retried.
+//   - Stale-controller consistency (upstream's
+//     StaleControllerConsistencyReplicaSet gate, beta in 1.37) is always on
+//     and covers the owner's own status write: after it, syncs of that key
+//     are skipped (counted in workloop_stale_syncs_skipped_total) until the
+//     owner informer delivers that resourceVersion, or for at most a minute.
+//     Pod creates and deletes are covered by expectations only, not by
+//     resourceVersion. There is no gate to turn it off.
 //   - No replicaset_controller metrics (sorting_deletion_age_ratio, requeue
 //     skips).
 //   - An empty selector is refused with an event instead of selecting every

@@ -82,7 +82,7 @@ type Requeue struct {
 }
 
 // Requeues records delayed enqueues in order. A fixture puts its AddAfter
-// where the controller would call queue.Loop.AddAfter.
+// where the controller would call workloop.Loop.AddAfter.
 type Requeues []Requeue
 
 // AddAfter records that key was to be enqueued after d.

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/managertest"
+	"github.com/ctrlhost/ctrlhost/workloop"
+)
+
+func ns(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func source(to string, data string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "src", Name: "settings", Labels: map[string]string{toLabel: to}},
+		Data:       map[string]string{"k": data},
+	}
+}
+
+// eventually polls cond until it holds or 10s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func startOperator(t *testing.T, objs ...runtime.Object) *managertest.Harness {
+	t.Helper()
+	h := managertest.New(t, "ctrlhost-operator", descriptors(), append([]runtime.Object{ns("src"), ns("dst"), ns("other")}, objs...)...)
+	return h
+}
+
+func copyIn(t *testing.T, h *managertest.Harness, namespace string) (*corev1.ConfigMap, bool) {
+	t.Helper()
+	cm, err := h.Client.CoreV1().ConfigMaps(namespace).Get(context.Background(), "settings", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("get copy: %v", err)
+	}
+	return cm, true
+}
+
+func TestMirrorLifecycle(t *testing.T) {
+	h := startOperator(t, source("dst", "v1")).Start()
+	h.WaitRunning("configmap-mirror")
+	ctx := context.Background()
+	cms := h.Client.CoreV1().ConfigMaps("src")
+
+	eventually(t, "the copy is created", func() bool {
+		cm, ok := copyIn(t, h, "dst")
+		return ok && cm.Data["k"] == "v1" && cm.Annotations[fromAnnote] == "src/settings" &&
+			cm.Labels[fromNSLbl] == "src" && cm.Labels[fromName] == "settings"
+	})
+
+	if _, err := cms.Update(ctx, source("dst", "v2"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the copy follows an update", func() bool {
+		cm, ok := copyIn(t, h, "dst")
+		return ok && cm.Data["k"] == "v2"
+	})
+
+	if _, err := cms.Update(ctx, source("other", "v2"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the copy moves to the new target", func() bool {
+		_, inDst := copyIn(t, h, "dst")
+		_, inOther := copyIn(t, h, "other")
+		return !inDst && inOther
+	})
+
+	if err := cms.Delete(ctx, "settings", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the copy is deleted with its source", func() bool {
+		_, ok := copyIn(t, h, "other")
+		return !ok
+	})
+	if err := h.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+}
+
+func TestMirrorLeavesForeignConfigMapAlone(t *testing.T) {
+	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "dst", Name: "settings"}, Data: map[string]string{"k": "mine"}}
+	h := startOperator(t, source("dst", "v1"), foreign).Start()
+	h.WaitRunning("configmap-mirror")
+	// The mirror's sync runs once the caches have synced; a later source
+	// (in another namespace) being mirrored proves the first was handled.
+	marker := source("other", "x")
+	marker.Name = "marker"
+	if _, err := h.Client.CoreV1().ConfigMaps("src").Create(context.Background(), marker, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the marker is mirrored", func() bool {
+		_, err := h.Client.CoreV1().ConfigMaps("other").Get(context.Background(), "marker", metav1.GetOptions{})
+		return err == nil
+	})
+	cm, ok := copyIn(t, h, "dst")
+	if !ok || cm.Data["k"] != "mine" || cm.Annotations[fromAnnote] != "" {
+		t.Errorf("foreign ConfigMap changed: %+v", cm)
+	}
+}
+
+// TestPanicInMirrorIsRecoveredAndCounted makes the first create panic (in a
+// reactor, inside the sync) and checks the Manager keeps running, the key
+// is retried, and /metrics shows the panic.
+func TestPanicInMirrorIsRecoveredAndCounted(t *testing.T) {
+	// The kit's counters are process-wide (as client-go's workqueue
+	// metrics): read the count before, so the test holds under -count.
+	before := mirrorPanics(t)
+	h := startOperator(t, source("dst", "v1"))
+	var panicked atomic.Bool
+	h.Client.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if panicked.CompareAndSwap(false, true) {
+			panic("reactor panic")
+		}
+		return false, nil, nil
+	})
+	h.Start()
+	h.WaitRunning("configmap-mirror")
+	eventually(t, "the copy is created on retry", func() bool {
+		_, ok := copyIn(t, h, "dst")
+		return ok
+	})
+	if !panicked.Load() {
+		t.Fatal("the reactor never panicked")
+	}
+	_, body := h.Get("/metrics")
+	want := fmt.Sprintf(`workloop_sync_panics_total{controller="configmap-mirror"} %v`, before+1)
+	if !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %q:\n%s", want, grepLines(body, "workloop_"))
+	}
+	if st, _ := h.Manager.Status("configmap-mirror"); st.Err != nil {
+		t.Errorf("controller status err = %v", st.Err)
+	}
+}
+
+// mirrorPanics reads the mirror's panic count through a registry of its own.
+func mirrorPanics(t *testing.T) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := workloop.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if mf.GetName() == "workloop_sync_panics_total" && l.GetValue() == "configmap-mirror" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestSecretCounterAndHealth(t *testing.T) {
+	var counter atomic.Pointer[secretCounter]
+	h := startOperator(t)
+	ds := descriptors()
+	ds[1] = descriptor.New("secret-counter", func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		c, err := newSecretCounter(ctx, cc)
+		if err == nil {
+			counter.Store(c.(*secretCounter))
+		}
+		return c, err
+	})
+	h.Builder = manager.NewBuilder("ctrlhost-operator").Register(ds...).WithClient(h.Client, h.Metadata)
+	gvr := corev1.SchemeGroupVersion.WithResource("secrets")
+	for _, name := range []string{"a", "b"} {
+		obj := &metav1.PartialObjectMetadata{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "src", Name: name},
+		}
+		if _, err := h.Metadata.Resource(gvr).Namespace("src").(metadatafake.MetadataClient).CreateFake(obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.Start()
+	h.WaitRunning("secret-counter", "serviceaccount-controller", "configmap-mirror")
+	h.WaitHealthy("/readyz")
+	if _, body := h.Get("/readyz?verbose"); !strings.Contains(body, "secret-counter") {
+		t.Errorf("/readyz does not list secret-counter:\n%s", body)
+	}
+	eventually(t, "two secrets are counted", func() bool {
+		c := counter.Load()
+		return c != nil && c.Count() == 2
+	})
+}
