@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,7 +19,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
-// The mirror scheme's labels and annotation (see the package doc).
 const toLabel, fromNSLbl, fromName, fromAnnote = "mirror.ctrlhost.io/to", "mirror.ctrlhost.io/from-namespace", "mirror.ctrlhost.io/from-name", "mirror.ctrlhost.io/from"
 
 type mirror struct {
@@ -38,8 +38,7 @@ func newMirror(ctx context.Context, cc descriptor.Context) (descriptor.Controlle
 	return m.loop, m.loop.Watch(inf.Informer(), workloop.EnqueueMapped(sourceKey))
 }
 
-// sourceKey maps a copy to its source and any other ConfigMap to itself
-// (unlabelled ones sync as one lister read: no labels, no copies).
+// sourceKey maps a copy to its source and any other ConfigMap to itself.
 func sourceKey(obj any) []string {
 	cm := obj.(*corev1.ConfigMap)
 	if ns, name := cm.Labels[fromNSLbl], cm.Labels[fromName]; ns != "" && name != "" {
@@ -59,11 +58,9 @@ func (m *mirror) sync(ctx context.Context, key string) error {
 	}
 	copies, _ := m.cms.List(labels.SelectorFromSet(labels.Set{fromNSLbl: ns, fromName: name}))
 	var errs []error
-	for _, c := range copies { // label-based cleanup: copies outside target go
-		if c.Namespace != target {
-			if err := m.client.CoreV1().ConfigMaps(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
-				errs = append(errs, err)
-			}
+	for _, c := range slices.DeleteFunc(copies, func(c *corev1.ConfigMap) bool { return c.Namespace == target }) {
+		if err := m.client.CoreV1().ConfigMaps(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
+			errs = append(errs, err) // label-based cleanup: copies outside target go
 		}
 	}
 	if target == "" {
