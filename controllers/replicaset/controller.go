@@ -97,7 +97,15 @@ func newController(cfg config) (*controller, error) {
 	if cfg.burst < 1 {
 		cfg.burst = BurstReplicas
 	}
-	c := &controller{
+	var c *controller
+	// As KCM 1.36+ does, a pod created for an owner holds the owner's key
+	// until the pod informer has delivered it.
+	pc.OnCreate = func(p *corev1.Pod) {
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+			c.loop.Wrote(p.Namespace+"/"+ref.Name, p)
+		}
+	}
+	c = &controller{
 		kind:        cfg.kind,
 		kindName:    cfg.kind.gvk().Kind,
 		pods:        pc,
@@ -277,6 +285,7 @@ func (c *controller) ownersSelecting(p *corev1.Pod) []*appsv1.ReplicaSet {
 }
 
 func (c *controller) addPod(obj any) {
+	c.loop.Observe(obj)
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -305,6 +314,7 @@ func (c *controller) addPod(obj any) {
 }
 
 func (c *controller) updatePod(oldObj, newObj any) {
+	c.loop.Observe(newObj)
 	old, ok1 := oldObj.(*corev1.Pod)
 	cur, ok2 := newObj.(*corev1.Pod)
 	if !ok1 || !ok2 || cur.ResourceVersion == old.ResourceVersion {
@@ -348,6 +358,7 @@ func (c *controller) updatePod(oldObj, newObj any) {
 }
 
 func (c *controller) deletePod(obj any) {
+	c.loop.ObserveDelete(obj)
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}

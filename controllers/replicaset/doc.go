@@ -38,11 +38,12 @@
 // Differences from upstream, and what is not guaranteed:
 //   - Stale-controller consistency (upstream's
 //     StaleControllerConsistencyReplicaSet gate, beta in 1.37) is always on
-//     and covers the owner's own status write: after it, syncs of that key
-//     are skipped (counted in workloop_stale_syncs_skipped_total) until the
-//     owner informer delivers that resourceVersion, or for at most a minute.
-//     Pod creates and deletes are covered by expectations only, not by
-//     resourceVersion. There is no gate to turn it off.
+//     and covers, as upstream does, the owner's own status write and every
+//     pod it creates: after such a write, syncs of that key are skipped
+//     (counted in workloop_stale_syncs_skipped_total) until the informer
+//     delivers that resourceVersion, or for at most a minute. Pod deletes
+//     return no object and are covered by expectations only. There is no
+//     gate to turn it off.
 //   - No replicaset_controller metrics (sorting_deletion_age_ratio, requeue
 //     skips).
 //   - An empty selector is refused with an event instead of selecting every

@@ -56,6 +56,9 @@ type Interface interface {
 type Client struct {
 	client   kubernetes.Interface
 	recorder record.EventRecorder
+	// OnCreate, if set, is called with every pod the API server created,
+	// as it returned it (with its resourceVersion), for a staleness guard.
+	OnCreate func(pod *corev1.Pod)
 }
 
 var _ Interface = (*Client)(nil)
@@ -94,6 +97,9 @@ func (c *Client) CreatePod(ctx context.Context, namespace string, template *core
 		return err
 	}
 	c.recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: %v", created.Name)
+	if c.OnCreate != nil {
+		c.OnCreate(created)
+	}
 	return nil
 }
 
