@@ -259,8 +259,12 @@ controllerLeaders:
   component: other-manager
 `
 
-func TestLeaderMigrationSplitsControllers(t *testing.T) {
-	act := &activity{active: map[string]int{}}
+// migrationHarness is a replica "me" of "mig-manager" with leader migration
+// per migrationFile: main-controller under the main lock,
+// node-route-controller under the migration lock, cloud-node-controller run
+// by another component. act records when each ran.
+func migrationHarness(t *testing.T, act *activity) *managertest.Harness {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "migration.yaml")
 	if err := os.WriteFile(path, []byte(migrationFile), 0o600); err != nil {
 		t.Fatal(err)
@@ -273,6 +277,12 @@ func TestLeaderMigrationSplitsControllers(t *testing.T) {
 	h.Options = fastElection("me")
 	h.Options.EnableLeaderMigration = true
 	h.Options.LeaderMigrationConfig = path
+	return h
+}
+
+func TestLeaderMigrationSplitsControllers(t *testing.T) {
+	act := &activity{active: map[string]int{}}
+	h := migrationHarness(t, act)
 	h.Start()
 	h.WaitRunning("main-controller", "node-route-controller")
 	if st, _ := h.Manager.Status("cloud-node-controller"); st.Phase != manager.PhaseSkipped || !strings.Contains(st.Reason, "test-migration") {

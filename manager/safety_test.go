@@ -3,8 +3,6 @@ package manager_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -105,21 +103,10 @@ func failLeaseUpdatesNamed(cs *fake.Clientset, name string, on *atomic.Bool) {
 // the migration lock.
 func TestMigrationEndsWithMainTerm(t *testing.T) {
 	act := &activity{active: map[string]int{}}
-	path := filepath.Join(t.TempDir(), "migration.yaml")
-	if err := os.WriteFile(path, []byte(migrationFile), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	h := managertest.New(t, "mig-manager", []descriptor.Descriptor{
-		act.controller("main-controller", "main"),
-		act.controller("node-route-controller", "migration").WithAliases("route"),
-		act.controller("cloud-node-controller", "unowned"),
-	})
+	h := migrationHarness(t, act)
 	var failing atomic.Bool
 	failLeaseUpdatesNamed(h.Client, "mig-manager", &failing)
-	h.Options = fastElection("me")
 	h.Options.LostLeasePolicy = leader.Recampaign
-	h.Options.EnableLeaderMigration = true
-	h.Options.LeaderMigrationConfig = path
 	h.Start()
 	h.WaitRunning("main-controller", "node-route-controller")
 
