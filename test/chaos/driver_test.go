@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -233,6 +234,7 @@ func overlaps(events []event, now int64) (int, []string) {
 type write struct {
 	id   string
 	term string
+	seq  string
 	rv   uint64
 }
 
@@ -240,13 +242,13 @@ type write struct {
 // writes of a term accepted after a newer term of another replica had
 // written: a write w of replica A is a violation when some term of another
 // replica B made its first write after A's term's first write and before w.
-func acceptedAfterTakeover(ctx context.Context, client kubernetes.Interface, prefix string) (violations, total int, err error) {
+func acceptedAfterTakeover(ctx context.Context, client kubernetes.Interface, prefix string) (violations, total int, detail []string, err error) {
 	var ws []write
 	opts := metav1.ListOptions{LabelSelector: "chaos.ctrlhost.io/write=true", Limit: 500}
 	for {
 		list, err := client.CoreV1().ConfigMaps(namespace).List(ctx, opts)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		for _, cm := range list.Items {
 			id := cm.Annotations["chaos.ctrlhost.io/identity"]
@@ -255,9 +257,9 @@ func acceptedAfterTakeover(ctx context.Context, client kubernetes.Interface, pre
 			}
 			rv, err := strconv.ParseUint(cm.ResourceVersion, 10, 64)
 			if err != nil {
-				return 0, 0, fmt.Errorf("configmap %s: resourceVersion %q: %w", cm.Name, cm.ResourceVersion, err)
+				return 0, 0, nil, fmt.Errorf("configmap %s: resourceVersion %q: %w", cm.Name, cm.ResourceVersion, err)
 			}
-			ws = append(ws, write{id: id, term: cm.Annotations["chaos.ctrlhost.io/term"], rv: rv})
+			ws = append(ws, write{id: id, term: cm.Annotations["chaos.ctrlhost.io/term"], seq: cm.Annotations["chaos.ctrlhost.io/seq"], rv: rv})
 		}
 		if list.Continue == "" {
 			break
@@ -281,13 +283,15 @@ func acceptedAfterTakeover(ctx context.Context, client kubernetes.Interface, pre
 		// strictly between this term's first write and w.
 		i := sort.Search(len(firsts), func(i int) bool { return firsts[i].rv > f })
 		for ; i < len(firsts) && firsts[i].rv < w.rv; i++ {
-			if firsts[i].id != w.id {
+			if b := firsts[i]; b.id != w.id {
 				violations++
+				detail = append(detail, fmt.Sprintf("%s term %s seq %s at rv %d, after %s term %s first wrote at rv %d",
+					w.id, w.term, w.seq, w.rv, b.id, b.term, b.rv))
 				break
 			}
 		}
 	}
-	return violations, len(ws), nil
+	return violations, len(ws), detail, nil
 }
 
 func durStats(ds []time.Duration) string {
@@ -312,7 +316,7 @@ func (r *run) report(t *testing.T, fencingExpected bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	viol, total, err := acceptedAfterTakeover(ctx, client, c.policy+"-")
+	viol, total, violDetail, err := acceptedAfterTakeover(ctx, client, c.policy+"-")
 	if err != nil {
 		t.Fatalf("listing writes: %v", err)
 	}
@@ -322,7 +326,7 @@ func (r *run) report(t *testing.T, fencingExpected bool) {
 		if e.what == "write" {
 			outcomes[e.res]++
 			if e.msg != "" {
-				errorKinds[e.msg]++
+				errorKinds[addrs.ReplaceAllString(e.msg, "127.0.0.1:*")]++
 			}
 		}
 	}
@@ -351,6 +355,9 @@ func (r *run) report(t *testing.T, fencingExpected bool) {
 	for msg, n := range errorKinds {
 		t.Logf("%d failed writes: %s", n, msg)
 	}
+	for _, d := range violDetail {
+		t.Logf("accepted after takeover: %s", d)
+	}
 	if nOver != 0 {
 		t.Errorf("policy %s: %d overlapping active intervals: %s", c.policy, nOver, strings.Join(detail[:min(len(detail), 5)], "; "))
 	}
@@ -364,6 +371,9 @@ func (r *run) report(t *testing.T, fencingExpected bool) {
 		t.Errorf("policy %s: %d writes accepted from a replica after another had started a newer term", c.policy, viol)
 	}
 }
+
+// addrs matches loopback addresses, so error messages group by kind.
+var addrs = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 
 // fencingExpected reads CHAOS_EXPECT_FENCING (default true).
 func fencingExpected(t *testing.T) bool {
