@@ -104,6 +104,9 @@ func run() error {
 			defer func() { record("stop %s %d %d", *identity, time.Now().UnixNano(), w.term) }()
 			tick := time.NewTicker(*interval)
 			defer tick.Stop()
+			// Write at once, so a new term's first write (by which the
+			// driver orders terms) follows its start closely.
+			w.write(ctx)
 			for {
 				select {
 				case <-ctx.Done():
