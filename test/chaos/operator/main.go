@@ -167,7 +167,6 @@ func (w *writer) write(ctx context.Context) {
 			AnnotAttempt:  strconv.FormatInt(at, 10),
 		},
 	}}
-	at := time.Now().UnixNano()
 	_, err := w.client.CoreV1().ConfigMaps(w.ns).Create(ctx, cm, metav1.CreateOptions{})
 	msg := ""
 	if err != nil {
