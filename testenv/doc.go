@@ -30,6 +30,9 @@
 //     process group, which Stop terminates (SIGTERM, then SIGKILL); on Linux
 //     they are also killed if the test process dies.
 //   - Every goroutine Start creates has ended when Stop returns.
+//   - RestartAPIServer brings kube-apiserver back on the same port against
+//     the same etcd, so configs handed out before keep working and data
+//     survives; it is not safe concurrently with other Env methods.
 //
 // What it does not do:
 //

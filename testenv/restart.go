@@ -15,7 +15,7 @@ import (
 // working; data survives. It returns once the new process is ready, or
 // with an error when the port could not be reused, the process failed, ctx
 // ended or Options.StartTimeout passed. It must not be called concurrently
-// with itself or Stop.
+// with any other method of e.
 func (e *Env) RestartAPIServer(ctx context.Context) error {
 	e.mu.Lock()
 	stopped, old := e.stopped, e.apiserver

@@ -25,7 +25,10 @@ func TestRestartAPIServer(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	client := kubernetes.NewForConfigOrDie(e.Config())
+	client, err := kubernetes.NewForConfig(e.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survivor", Namespace: "default"}}
 	if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ func TestChaos(t *testing.T) {
 		budget = d
 	}
 	runPolicies(t, plan{
-		partitionHang: 8 * rounds, partitionCut: 8 * rounds, sigterm: 25 * rounds, sigkill: 5 * rounds,
+		partitionHang: 6 * rounds, partitionCut: 6 * rounds, partitionLate: 4 * rounds, sigterm: 25 * rounds, sigkill: 5 * rounds,
 		apiRestart: 3 * rounds, ctrlPanic: 3 * rounds, ignoreContext: 5 * rounds,
 	}, budget)
 }

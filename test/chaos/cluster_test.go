@@ -3,7 +3,6 @@
 package chaos
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -257,17 +256,18 @@ func (c *cluster) control(id, what string, on bool) {
 func (c *cluster) events() []event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	f, err := os.Open(c.activity)
+	data, err := os.ReadFile(c.activity)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	defer f.Close()
-	var out []event
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
+	lines := strings.Split(string(data), "\n")
+	// The last piece is empty or a line still being written: skip it.
+	lines = lines[:len(lines)-1]
+	out := make([]event, 0, len(lines))
+	for _, line := range lines {
+		fs := strings.Fields(line)
 		if len(fs) < 3 {
-			continue // a line being written
+			continue
 		}
 		e := event{what: fs[0], id: fs[1]}
 		e.at, _ = strconv.ParseInt(fs[2], 10, 64)

@@ -13,8 +13,12 @@ type proxyMode int
 const (
 	forward proxyMode = iota
 	// hang accepts connections and reads bytes but forwards nothing, as a
-	// black-holed network does; held bytes flow again on heal.
+	// black-holed network does; on heal the connections it held are closed,
+	// so what they carried is lost.
 	hang
+	// delay is hang, except that on heal the held bytes flow on, as TCP
+	// retransmission delivers them once a partition heals.
+	delay
 	// cut closes every connection and closes new ones at once.
 	cut
 	closed
@@ -51,6 +55,11 @@ func (p *proxy) set(m proxyMode) {
 	defer p.mu.Unlock()
 	if p.mode == closed {
 		return
+	}
+	if p.mode == hang && m == forward {
+		for c := range p.conns {
+			_ = c.Close()
+		}
 	}
 	p.mode = m
 	if m == cut {
@@ -96,7 +105,7 @@ func (p *proxy) untrack(c net.Conn) {
 func (p *proxy) pass() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for p.mode == hang {
+	for p.mode == hang || p.mode == delay {
 		p.cond.Wait()
 	}
 	return p.mode == forward

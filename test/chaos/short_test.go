@@ -11,7 +11,7 @@ import (
 // policy, for make test.
 func TestChaosShort(t *testing.T) {
 	runPolicies(t, plan{
-		partitionHang: 1, partitionCut: 1, sigterm: 2, sigkill: 1,
+		partitionHang: 1, partitionCut: 1, partitionLate: 1, sigterm: 2, sigkill: 1,
 		apiRestart: 1, ctrlPanic: 1, ignoreContext: 1,
 	}, 150*time.Second)
 }

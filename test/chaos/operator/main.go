@@ -44,6 +44,7 @@ const (
 	AnnotIdentity   = "chaos.ctrlhost.io/identity"
 	AnnotTerm       = "chaos.ctrlhost.io/term"
 	AnnotSequence   = "chaos.ctrlhost.io/seq"
+	AnnotAttempt    = "chaos.ctrlhost.io/attempt"
 	controllerName  = "chaos-controller"
 	writeTimeout    = 2 * time.Second
 	defaultInterval = 200 * time.Millisecond
@@ -104,6 +105,9 @@ func run() error {
 			defer func() { record("stop %s %d %d", *identity, time.Now().UnixNano(), w.term) }()
 			tick := time.NewTicker(*interval)
 			defer tick.Stop()
+			// Write at once, so a new term's first write (by which the
+			// driver orders terms) follows its start closely.
+			w.write(ctx)
 			for {
 				select {
 				case <-ctx.Done():
@@ -152,6 +156,7 @@ func (w *writer) write(ctx context.Context) {
 	w.seq++
 	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
+	at := time.Now().UnixNano()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name:   fmt.Sprintf("w-%s-%d-%d", w.id, w.term, w.seq),
 		Labels: map[string]string{LabelWrite: "true"},
@@ -159,9 +164,9 @@ func (w *writer) write(ctx context.Context) {
 			AnnotIdentity: w.id,
 			AnnotTerm:     strconv.FormatInt(w.term, 10),
 			AnnotSequence: strconv.Itoa(w.seq),
+			AnnotAttempt:  strconv.FormatInt(at, 10),
 		},
 	}}
-	at := time.Now().UnixNano()
 	_, err := w.client.CoreV1().ConfigMaps(w.ns).Create(ctx, cm, metav1.CreateOptions{})
 	msg := ""
 	if err != nil {
