@@ -25,7 +25,9 @@
 // # Guarantees
 //
 //   - A term has returned before its lease is released, and before Run
-//     campaigns again: the lease is never released while a term runs.
+//     campaigns again: the lease is never released while a term runs, nor
+//     after a term that returned with work still running
+//     (ErrTermStillRunning): that lease expires instead.
 //   - One Elector runs at most one term at a time.
 //   - Every goroutine Run starts has ended when Run returns.
 //   - A lease lost while the term runs or stops makes Run return an error

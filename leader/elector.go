@@ -37,6 +37,13 @@ const (
 // this replica stopped leading because it could not renew the lease.
 var ErrLeaseLost = errors.New("leader election lost")
 
+// ErrTermStillRunning is wrapped by a term's error when the term returned
+// while some of its work is still running (controllers that ignored
+// cancellation past their deadline). Run then never releases the lease: it
+// expires, so no other replica can take over before LeaseDuration has
+// passed, by when the process has usually exited.
+var ErrTermStillRunning = errors.New("term returned with work still running")
+
 // WatchdogGrace is how long past LeaseDuration without a renewal Watchdog
 // tolerates while a term is still running; KCM uses the same 20s.
 const WatchdogGrace = 20 * time.Second
@@ -183,7 +190,7 @@ func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error)
 			// stopping is still a loss the caller must hear of.
 			// The term has returned, so giving the lease back (if the API
 			// server still names us) cannot make two terms overlap.
-			e.release(base, c)
+			e.releaseUnlessRunning(base, c, termErr)
 			lostErr := fmt.Errorf("leader: lock %s: identity %s: %w", e.desc, e.cfg.Identity, ErrLeaseLost)
 			if termErr != nil && !errors.Is(termErr, context.Canceled) {
 				e.log.Error(termErr, "Term failed after the lease was lost")
@@ -198,14 +205,14 @@ func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error)
 			if e.cfg.KeepLeaseOnCancel {
 				e.log.Info("Term stopped; keeping the lease until it expires (KeepLeaseOnCancel)")
 			} else {
-				e.release(base, c)
+				e.releaseUnlessRunning(base, c, termErr)
 			}
 			if errors.Is(termErr, context.Canceled) || errors.Is(termErr, ctx.Err()) {
 				return nil
 			}
 			return termErr
 		default:
-			e.release(base, c)
+			e.releaseUnlessRunning(base, c, termErr)
 			if termErr != nil {
 				e.log.Error(termErr, "Term failed; lease released")
 			} else {
@@ -472,6 +479,16 @@ func (e *Elector) watchTerm(ctx, lctx context.Context, termDone <-chan struct{},
 			return
 		}
 	}
+}
+
+// releaseUnlessRunning releases the lease unless the term left work
+// running (ErrTermStillRunning), in which case the lease must expire.
+func (e *Elector) releaseUnlessRunning(base context.Context, c *campaign, termErr error) {
+	if errors.Is(termErr, ErrTermStillRunning) {
+		e.log.Info("Term returned with work still running; keeping the lease until it expires")
+		return
+	}
+	e.release(base, c)
 }
 
 // release gives the lease back if the API server still names this replica

@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -109,5 +110,43 @@ func TestTermGate(t *testing.T) {
 func TestTermFromOutsideATerm(t *testing.T) {
 	if TermFrom(context.Background()) != nil {
 		t.Error("TermFrom(background) is not nil")
+	}
+}
+
+// A term that returns with work still running (ErrTermStillRunning) does
+// not get its lease released, under cancellation or on its own: the lease
+// must expire before another replica may lead.
+func TestLeaseKeptWhenTermLeftWorkRunning(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cancel bool
+	}{{"cancelled", true}, {"returned on its own", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := newClientset()
+			e := newElector(t, cs, testConfig("a"), Exit)
+			stuck := fmt.Errorf("controllers did not stop: %w", ErrTermStillRunning)
+			leading := make(chan struct{})
+			r := start(t, e, func(ctx context.Context) error {
+				close(leading)
+				if tc.cancel {
+					<-ctx.Done()
+				}
+				return stuck
+			})
+			select {
+			case <-leading:
+			case <-time.After(deadline):
+				t.Fatal("a never led")
+			}
+			if tc.cancel {
+				r.cancel()
+			}
+			if err := r.wait(t); !errors.Is(err, ErrTermStillRunning) {
+				t.Fatalf("Run = %v, want the term's error", err)
+			}
+			if h := holderOf(getLease(t, cs)); h != "a" {
+				t.Errorf("lease holder after Run returned = %q, want a (kept until it expires)", h)
+			}
+		})
 	}
 }

@@ -31,7 +31,8 @@
 //     (ErrShutdownTimeout); such a term ends Run instead of campaigning
 //     again. The term's informers are shut down after it.
 //   - With leader election the lease is released only after the term's
-//     controllers returned; losing it is an error from Run (leader.ErrLeaseLost),
+//     controllers returned; a term that abandoned stragglers keeps it until
+//     it expires (leader.ErrTermStillRunning); losing it is an error from Run (leader.ErrLeaseLost),
 //     even when it happens while Run is already stopping, or, under the
 //     recampaign policy, a fresh campaign after the term fully stopped.
 //   - Under leader migration the migration lock is sought only within a main

@@ -251,3 +251,32 @@ func TestAbandonedControllerLeavesOnlyItsGoroutine(t *testing.T) {
 	}
 	close(release)
 }
+
+// On SIGTERM (cancellation), a controller that ignores its context past
+// the shutdown timeout keeps the lease from being released: another replica
+// can only take over once it expired. Releasing it let a follower start
+// while the straggler still ran (found by the chaos suite).
+func TestStragglerKeepsTheLease(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	h := managertest.New(t, "straggler-manager", []descriptor.Descriptor{
+		descriptor.New("stubborn-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			return stubbornController{release}, nil
+		}),
+	})
+	h.Options = fastElection("a")
+	h.Options.ControllerShutdownTimeout = 100 * time.Millisecond
+	h.Start()
+	h.WaitRunning("stubborn-controller")
+	cancelRun(h)
+	if err := runErr(t, h); !errors.Is(err, manager.ErrShutdownTimeout) || !errors.Is(err, leader.ErrTermStillRunning) {
+		t.Fatalf("Run = %v, want ErrShutdownTimeout wrapping leader.ErrTermStillRunning", err)
+	}
+	l, err := h.Client.CoordinationV1().Leases("kube-system").Get(context.Background(), "straggler-manager", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "a" {
+		t.Errorf("lease holder after Run returned = %v, want a (not released while a controller may still act)", l.Spec.HolderIdentity)
+	}
+}

@@ -143,7 +143,9 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	}
 	var stuckErr error
 	if len(stuck) > 0 {
-		stuckErr = fmt.Errorf("%w: still running after %s: %v", ErrShutdownTimeout, stop.Limit(), stuck)
+		// Wrapping leader.ErrTermStillRunning keeps the lease from being
+		// released while they may still act.
+		stuckErr = fmt.Errorf("%w: still running after %s: %v (%w)", ErrShutdownTimeout, stop.Limit(), stuck, leader.ErrTermStillRunning)
 		log.Error(stuckErr, "Abandoning controllers")
 	} else {
 		log.Info("All controllers stopped")

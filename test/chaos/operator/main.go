@@ -23,7 +23,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -34,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/manager"
 )
@@ -187,6 +187,5 @@ func outcome(err error) string {
 }
 
 // isFenced reports whether a term's client refused the write because the
-// lease was no longer known to be held. Until package fence lands this
-// matches the text; then it becomes errors.Is(err, fence.ErrFenced).
-func isFenced(err error) bool { return strings.Contains(err.Error(), "fenced") }
+// lease was no longer known to be valid.
+func isFenced(err error) bool { return errors.Is(err, fence.ErrFenced) }
