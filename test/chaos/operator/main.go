@@ -92,6 +92,10 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// A controller that ignores its context goes on in a process that stays
+	// up until it is done, so that its writes after its term ended meet the
+	// fence instead of the process's exit.
+	var misbehaving sync.WaitGroup
 	init := func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		client, err := cc.ClientBuilder.Client(cc.Name)
 		if err != nil {
@@ -114,6 +118,8 @@ func run() error {
 					if told("ignore-context") {
 						// Misbehave: keep writing, as a controller that
 						// drops its context would.
+						misbehaving.Add(1)
+						defer misbehaving.Done()
 						until := time.Now().Add(*ignoreFor)
 						for time.Now().Before(until) {
 							<-tick.C
@@ -139,7 +145,9 @@ func run() error {
 	}
 	defer logging.RouteKlog(m.Logger())()
 	record("ready %s %d", *identity, time.Now().UnixNano())
-	return m.Run(ctx)
+	err = m.Run(ctx)
+	misbehaving.Wait() // bounded by --ignore-for
+	return err
 }
 
 // writer creates one ConfigMap per write; its creation resourceVersion is
