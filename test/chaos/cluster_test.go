@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/ctrlhost/ctrlhost/test/gobuild"
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
 
@@ -34,30 +35,11 @@ const (
 	namespace       = "chaos"
 )
 
-var operatorBin struct {
-	once sync.Once
-	path string
-	err  error
-}
+var operatorBin = gobuild.New("./operator")
 
 func buildOperator(t *testing.T) string {
 	t.Helper()
-	operatorBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "ctrlhost-chaos-bin-")
-		if err != nil {
-			operatorBin.err = err
-			return
-		}
-		operatorBin.path = filepath.Join(dir, "operator")
-		out, err := exec.Command("go", "build", "-o", operatorBin.path, "./operator").CombinedOutput()
-		if err != nil {
-			operatorBin.err = fmt.Errorf("go build ./operator: %v\n%s", err, out)
-		}
-	})
-	if operatorBin.err != nil {
-		t.Fatal(operatorBin.err)
-	}
-	return operatorBin.path
+	return operatorBin.Path(t)
 }
 
 // event is one line of the activity file.

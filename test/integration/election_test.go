@@ -17,6 +17,7 @@ import (
 	"time"
 
 	leaderpkg "github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/test/gobuild"
 )
 
 // replicas runs controller-manager replicas (test/integration/replica) as
@@ -33,30 +34,12 @@ type replicas struct {
 	killedAt   map[string]time.Time
 }
 
-var replicaBin struct {
-	once sync.Once
-	path string
-	err  error
-}
+var replicaBin = gobuild.New("./replica")
 
 // buildReplica compiles the replica program once per test binary.
 func buildReplica(tb testing.TB) string {
-	replicaBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "ctrlhost-replica-")
-		if err != nil {
-			replicaBin.err = err
-			return
-		}
-		replicaBin.path = filepath.Join(dir, "replica")
-		out, err := exec.Command("go", "build", "-o", replicaBin.path, "./replica").CombinedOutput()
-		if err != nil {
-			replicaBin.err = fmt.Errorf("go build ./replica: %v\n%s", err, out)
-		}
-	})
-	if replicaBin.err != nil {
-		tb.Fatal(replicaBin.err)
-	}
-	return replicaBin.path
+	tb.Helper()
+	return replicaBin.Path(tb)
 }
 
 func newReplicas(tb testing.TB, kubeconfig, lease string) *replicas {
