@@ -2,8 +2,6 @@ package manager
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -89,51 +87,5 @@ func TestBuildWithoutOptionsDoesNotElect(t *testing.T) {
 	}
 	if !m.Options().LeaderElect || m.elector == nil {
 		t.Error("WithOptions(NewOptions()) does not elect")
-	}
-}
-
-// A serving error after start is reported once, by watch, which ends Run.
-func TestServingFailureAfterStart(t *testing.T) {
-	boom := errors.New("listener closed")
-	s := &servingRun{addr: fakeAddr{}, cancel: func() {}, done: make(chan struct{}), log: logr.Discard()}
-	s.err = boom
-	close(s.done)
-	if err := s.watch(context.Background()); !errors.Is(err, boom) {
-		t.Fatalf("watch = %v, want the serving error", err)
-	}
-	if err := s.stop(); err != nil {
-		t.Errorf("stop after watch reported = %v, want nil (reported once)", err)
-	}
-
-	quiet := &servingRun{addr: fakeAddr{}, cancel: func() {}, done: make(chan struct{}), log: logr.Discard()}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := quiet.watch(ctx); err != nil {
-		t.Errorf("watch after ctx done = %v", err)
-	}
-	quiet.err = boom
-	close(quiet.done)
-	if err := quiet.stop(); !errors.Is(err, boom) || !strings.Contains(err.Error(), "listener closed") {
-		t.Errorf("stop = %v, want the serving error", err)
-	}
-}
-
-type fakeAddr struct{}
-
-func (fakeAddr) Network() string { return "tcp" }
-func (fakeAddr) String() string  { return "127.0.0.1:1" }
-
-// Two zero-Options Managers never collide on a port: the zero Options serve
-// nothing, as --secure-port=0 does; NewOptions serves on KCM's 10257.
-func TestZeroOptionsDoNotServe(t *testing.T) {
-	m, err := NewBuilder("quiet").WithRESTConfig(&rest.Config{Host: "https://127.0.0.1:1"}).WithLogger(logr.Discard()).Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Options().Serving.Enabled() {
-		t.Errorf("zero Options serve on %d", m.Options().Serving.SecurePort)
-	}
-	if p := NewOptions().Serving.SecurePort; p != 10257 {
-		t.Errorf("NewOptions().Serving.SecurePort = %d, want 10257", p)
 	}
 }

@@ -3,7 +3,6 @@ package manager
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -127,11 +126,11 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 	}
 	m.logSelection(log)
 
-	serving, err := m.serve(ctx, log)
+	served, err := m.serve(ctx, log)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, serving.stop()) }()
+	defer func() { err = errors.Join(err, served.Stop()) }()
 
 	m.events = record.NewBroadcaster(record.WithContext(ctx))
 	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.client.CoreV1().Events("")})
@@ -147,7 +146,13 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 	// Serving that fails after it started ends Run: health and metrics are
 	// gone, and the probes that depend on them would restart the process
 	// anyway, without saying why.
-	g.Go(ctx, serving.watch)
+	g.Go(ctx, func(ctx context.Context) error {
+		if err := served.Wait(ctx); err != nil {
+			log.Error(err, "Serving failed; stopping")
+			return err
+		}
+		return nil
+	})
 	if len(m.unelected) > 0 {
 		g.Go(ctx, func(ctx context.Context) error {
 			return m.runTerm(ctx, termSpec{name: "unelected", states: m.unelected})
@@ -179,73 +184,18 @@ func (m *Manager) logSelection(log logr.Logger) {
 	}
 }
 
-// serve binds the endpoints unless disabled, so that a port in use fails
-// Run before any controller starts, and serves them in the background.
-func (m *Manager) serve(ctx context.Context, log logr.Logger) (*servingRun, error) {
-	addr, err := m.server.Listen(ctx)
-	if err != nil {
-		return nil, err
+// serve starts serving unless disabled, so that a port in use fails Run
+// before any controller starts.
+func (m *Manager) serve(ctx context.Context, log logr.Logger) (*serving.Running, error) {
+	r, err := m.server.Start(ctx)
+	if err != nil || r.Addr() == nil {
+		return r, err
 	}
-	s := &servingRun{done: make(chan struct{}), log: log}
-	if addr == nil {
-		s.cancel = func() {}
-		close(s.done)
-		return s, nil
-	}
-	s.addr = addr
 	m.addrMu.Lock()
-	m.addr = addr
+	m.addr = r.Addr()
 	m.addrMu.Unlock()
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
-	go func() {
-		defer close(s.done)
-		if err := m.server.Serve(sctx); err != nil {
-			s.err = fmt.Errorf("serving on %s: %w", addr, err)
-		} else if sctx.Err() == nil {
-			s.err = fmt.Errorf("serving on %s: stopped unexpectedly", addr)
-		}
-	}()
-	log.Info("Serving health, metrics and debug endpoints", "address", "https://"+addr.String(), "auth", !m.opts.Serving.DisableAuth)
-	return s, nil
-}
-
-// servingRun is the background server of one Run.
-type servingRun struct {
-	addr   net.Addr // nil when serving is disabled
-	cancel context.CancelFunc
-	done   chan struct{} // closed when serving ended; err is set then
-	err    error
-	log    logr.Logger
-	// reported: watch returned err already (stop runs after watch ended).
-	reported bool
-}
-
-// watch returns the serving error if serving ends before ctx does.
-func (s *servingRun) watch(ctx context.Context) error {
-	if s.addr == nil {
-		return nil
-	}
-	select {
-	case <-s.done:
-		if s.err != nil {
-			s.log.Error(s.err, "Serving failed; stopping")
-			s.reported = true
-		}
-		return s.err
-	case <-ctx.Done():
-		return nil
-	}
-}
-
-// stop ends serving and returns its error, unless watch already did.
-func (s *servingRun) stop() error {
-	s.cancel()
-	<-s.done
-	if s.reported {
-		return nil
-	}
-	return s.err
+	log.Info("Serving health, metrics and debug endpoints", "address", "https://"+r.Addr().String(), "auth", !m.opts.Serving.DisableAuth)
+	return r, nil
 }
 
 // ServingCertificate returns the PEM certificate the endpoints are served
