@@ -3,7 +3,6 @@ package manager
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/go-logr/logr"
 
@@ -151,28 +150,4 @@ func (m *Manager) runElected(ctx context.Context, e *leader.Elector, lease strin
 func (m *Manager) migrationCampaign(ctx context.Context) error {
 	logr.FromContextOrDiscard(ctx).Info("Main lock held and StartFirst controllers running; seeking the migration lock")
 	return m.runElected(ctx, m.migElector, m.migLease, termSpec{name: "migration", states: m.migStates})
-}
-
-// group runs functions until the first error, which cancels the others.
-type group struct {
-	wg     sync.WaitGroup
-	cancel context.CancelFunc
-	mu     sync.Mutex
-	errs   []error
-}
-
-func (g *group) Go(ctx context.Context, f func(context.Context) error) {
-	g.wg.Go(func() {
-		if err := f(ctx); err != nil {
-			g.mu.Lock()
-			g.errs = append(g.errs, err)
-			g.mu.Unlock()
-			g.cancel()
-		}
-	})
-}
-
-func (g *group) Wait() error {
-	g.wg.Wait()
-	return errors.Join(g.errs...)
 }

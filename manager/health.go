@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
+	"github.com/ctrlhost/ctrlhost/debugmux"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/leader"
@@ -140,55 +140,28 @@ func (m *Manager) newMux() http.Handler {
 		mux.Handle(p, m.health)
 		mux.Handle(p+"/", m.health)
 	}
-	mux.HandleFunc(debugPrefix, m.serveDebug)
+	mux.Handle(debugPrefix, m.debugHandler())
 	mux.Handle("/metrics", metrics.Handler(m.registry))
 	return mux
 }
 
 const debugPrefix = "/debug/controllers/"
 
-// serveDebug hands /debug/controllers/<name>/... to the named controller's
-// DebuggingHandler, with "/debug/controllers/<name>" stripped.
-func (m *Manager) serveDebug(w http.ResponseWriter, r *http.Request) {
-	rest := strings.TrimPrefix(r.URL.Path, debugPrefix)
-	name, _, _ := strings.Cut(rest, "/")
-	if name == "" {
-		m.serveDebugIndex(w)
-		return
-	}
-	s, ok := m.states[name]
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	_, c := s.snapshot()
-	if c == nil {
-		http.Error(w, fmt.Sprintf("controller %q is not running", name), http.StatusServiceUnavailable)
-		return
-	}
-	d, ok := c.(descriptor.Debuggable)
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	h := d.DebuggingHandler()
-	if h == nil {
-		http.NotFound(w, r)
-		return
-	}
-	http.StripPrefix(debugPrefix+name, h).ServeHTTP(w, r)
-}
-
-// serveDebugIndex lists, one per line, the controllers whose debug handler
-// is served now, as paths under /debug/controllers/.
-func (m *Manager) serveDebugIndex(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	for _, s := range m.order {
-		if _, c := s.snapshot(); c != nil {
-			if d, ok := c.(descriptor.Debuggable); ok && d.DebuggingHandler() != nil {
-				fmt.Fprintf(w, "%s%s/\n", debugPrefix, s.desc.Name())
-			}
+// debugHandler serves the running controllers' debugging pages.
+func (m *Manager) debugHandler() http.Handler {
+	names := func() []string {
+		out := make([]string, 0, len(m.order))
+		for _, s := range m.order {
+			out = append(out, s.desc.Name())
 		}
+		return out
 	}
+	return debugmux.New(debugPrefix, names, func(name string) (descriptor.Controller, bool) {
+		s, ok := m.states[name]
+		if !ok {
+			return nil, false
+		}
+		_, c := s.snapshot()
+		return c, true
+	})
 }

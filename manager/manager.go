@@ -21,6 +21,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/metrics"
 	"github.com/ctrlhost/ctrlhost/serving"
+	"github.com/ctrlhost/ctrlhost/supervisor"
 )
 
 // Manager hosts controllers: it selects them, builds them over shared
@@ -142,7 +143,7 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	g := &group{cancel: cancel}
+	g := supervisor.NewFailFast(cancel)
 	// Serving that fails after it started ends Run: health and metrics are
 	// gone, and the probes that depend on them would restart the process
 	// anyway, without saying why.

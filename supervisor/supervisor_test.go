@@ -1,9 +1,11 @@
 package supervisor_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,5 +159,28 @@ func TestDeadlineSpansWaits(t *testing.T) {
 	}
 	if waited := time.Since(start); waited > long {
 		t.Fatalf("second Wait took %v", waited)
+	}
+}
+
+func TestFailFast(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := supervisor.NewFailFast(cancel)
+	boom := errors.New("boom")
+	var cancelled atomic.Bool
+	g.Go(ctx, func(ctx context.Context) error {
+		<-ctx.Done() // ended by the other's failure
+		cancelled.Store(true)
+		return errors.New("stopped")
+	})
+	g.Go(ctx, func(context.Context) error { return boom })
+	err := g.Wait()
+	if !errors.Is(err, boom) || !cancelled.Load() || !strings.Contains(err.Error(), "stopped") {
+		t.Fatalf("Wait = %v, want both errors after the first cancelled the other", err)
+	}
+	ok := supervisor.NewFailFast(func() { t.Error("cancelled without a failure") })
+	ok.Go(context.Background(), func(context.Context) error { return nil })
+	if err := ok.Wait(); err != nil {
+		t.Fatalf("Wait = %v", err)
 	}
 }
