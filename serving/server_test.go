@@ -77,28 +77,31 @@ func get(t *testing.T, c *http.Client, url, token string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// start runs s.Serve until the test ends, and returns the base URL and a
-// func that stops serving and returns Serve's error.
+// start serves s in the background (Server.Start) until the test ends, and
+// returns the base URL and a func that stops serving and returns its error,
+// failing if serving has not ended 10s after it was stopped.
 func start(t *testing.T, s *Server) (string, func() error) {
 	t.Helper()
-	addr, err := s.Listen(t.Context())
+	r, err := s.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
+	var once sync.Once
 	var result error
-	stopped := false
 	stop := func() error {
-		if !stopped {
-			cancel()
-			result, stopped = <-done, true
-		}
+		once.Do(func() {
+			done := make(chan error, 1)
+			go func() { done <- r.Stop() }()
+			select {
+			case result = <-done:
+			case <-time.After(10 * time.Second):
+				result = errors.New("still serving 10s after Stop")
+			}
+		})
 		return result
 	}
 	t.Cleanup(func() { _ = stop() })
-	return "https://" + addr.String(), stop
+	return "https://" + r.Addr().String(), stop
 }
 
 // writePair writes a generated certificate and key to files.
@@ -595,25 +598,13 @@ func TestEphemeralServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := s.Listen(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
+	url, stop := start(t, s)
 	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("Serve still running 10s after its context ended")
+		if err := stop(); err != nil {
+			t.Errorf("Serve: %v", err)
 		}
 	}()
-	resp, err := trustingClient(t, s.CertPEM()).Get("https://" + addr.String() + "/healthz")
+	resp, err := trustingClient(t, s.CertPEM()).Get(url + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
