@@ -22,7 +22,17 @@ type Context struct {
 	// Name is the controller's canonical name.
 	Name string
 	// ClientBuilder hands out clients whose user agent names the controller.
+	// With --use-service-account-credentials they authenticate as the
+	// controller's own ServiceAccount.
 	ClientBuilder ClientBuilder
+	// RootClientBuilder hands out clients with the host's own credentials,
+	// whatever --use-service-account-credentials says, fenced like
+	// ClientBuilder's. KCM uses such clients for machinery shared by
+	// controllers (informers, the garbage collector's graph) and for the
+	// service-account token controller, which mints the tokens the others'
+	// credentials need. A controller acting on its own behalf uses
+	// ClientBuilder.
+	RootClientBuilder ClientBuilder
 	// InformerFactory is the term's typed shared informer factory.
 	InformerFactory kinformers.SharedInformerFactory
 	// NamespacedInformerFactory returns the term's typed shared informer

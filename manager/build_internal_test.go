@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -87,5 +88,30 @@ func TestBuildWithoutOptionsDoesNotElect(t *testing.T) {
 	}
 	if !m.Options().LeaderElect || m.elector == nil {
 		t.Error("WithOptions(NewOptions()) does not elect")
+	}
+}
+
+// TestRootClientBuilderKeepsHostCredentials: with service-account
+// credentials, ClientBuilder drops the host's bearer token (the controller
+// authenticates as its ServiceAccount) while RootClientBuilder keeps it.
+func TestRootClientBuilderKeepsHostCredentials(t *testing.T) {
+	for _, useSA := range []bool{false, true} {
+		m, err := NewBuilder("my-manager").
+			WithRESTConfig(&rest.Config{Host: "https://127.0.0.1:1", BearerToken: "host-token"}).
+			WithOptions(Options{UseServiceAccountCredentials: useSA}).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctrl, _ := clientBuilder{m: m}.Config("x-controller")
+		root, _ := clientBuilder{m: m, root: true}.Config("x-controller")
+		if got, want := ctrl.BearerToken != "", !useSA; got != want {
+			t.Errorf("useSA=%v: ClientBuilder keeps the host token = %v, want %v", useSA, got, want)
+		}
+		if root.BearerToken != "host-token" {
+			t.Errorf("useSA=%v: RootClientBuilder token = %q, want the host's", useSA, root.BearerToken)
+		}
+		if !strings.HasSuffix(root.UserAgent, "/x-controller") {
+			t.Errorf("useSA=%v: RootClientBuilder user agent %q does not name the controller", useSA, root.UserAgent)
+		}
 	}
 }

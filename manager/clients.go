@@ -17,13 +17,14 @@ import (
 type clientBuilder struct {
 	m    *Manager
 	gate *fence.Gate // nil: not fenced
+	root bool        // the host's credentials, never a ServiceAccount's
 }
 
 func (c clientBuilder) Config(name string) (*rest.Config, error) {
 	if c.m.restConfig == nil {
 		return nil, fmt.Errorf("controller %q: no REST config: the manager was built WithClient", name)
 	}
-	cfg := c.m.controllerConfig(name)
+	cfg := c.m.controllerConfig(name, c.root)
 	if c.gate != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fence.RoundTripper(c.gate, name, rt) })
 	}

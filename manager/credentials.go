@@ -18,8 +18,8 @@ type ClientBudget struct {
 // controllerConfig is the REST config of one controller: the manager's,
 // with a user agent naming the controller, its own rate-limit budget, and
 // with --use-service-account-credentials a bearer token of its own
-// ServiceAccount instead of the manager's credentials.
-func (m *Manager) controllerConfig(name string) *rest.Config {
+// ServiceAccount instead of the manager's credentials (unless root).
+func (m *Manager) controllerConfig(name string, root bool) *rest.Config {
 	cfg := withUserAgent(m.restConfig, name)
 	if b, ok := m.opts.ClientBudgets[name]; ok {
 		if b.QPS != 0 {
@@ -29,7 +29,7 @@ func (m *Manager) controllerConfig(name string) *rest.Config {
 			cfg.Burst = int(b.Burst)
 		}
 	}
-	if !m.opts.UseServiceAccountCredentials {
+	if root || !m.opts.UseServiceAccountCredentials {
 		return cfg
 	}
 	anon := rest.AnonymousClientConfig(cfg)

@@ -200,6 +200,7 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 	cc := descriptor.Context{
 		Name:                            name,
 		ClientBuilder:                   clientBuilder{m: m, gate: env.gate},
+		RootClientBuilder:               clientBuilder{m: m, gate: env.gate, root: true},
 		InformerFactory:                 env.set.Typed(),
 		NamespacedInformerFactory:       env.set.TypedFor,
 		MetadataInformerFactory:         env.set.Metadata(),
