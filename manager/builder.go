@@ -41,6 +41,7 @@ type Builder struct {
 	logger      *logr.Logger
 	checks      []extraCheck
 	registry    *prometheus.Registry
+	gatherers   []prometheus.Gatherer
 }
 
 type extraCheck struct {
@@ -108,6 +109,16 @@ func (b *Builder) WithLogger(l logr.Logger) *Builder {
 // collectors. Nothing is registered anywhere at import time.
 func (b *Builder) WithMetricsRegistry(reg *prometheus.Registry) *Builder {
 	b.registry = reg
+	return b
+}
+
+// WithMetricsGatherer adds a source that /metrics serves beside the
+// registry, such as k8s.io/component-base's legacyregistry, where
+// upstream Kubernetes controllers register their metrics. A metric family
+// found in two sources is served once, merged as prometheus.Gatherers does
+// (a clash of help or type is reported at scrape time).
+func (b *Builder) WithMetricsGatherer(g prometheus.Gatherer) *Builder {
+	b.gatherers = append(b.gatherers, g)
 	return b
 }
 
@@ -193,6 +204,7 @@ func (b *Builder) Build() (*Manager, error) {
 	if m.registry == nil {
 		m.registry = metrics.NewRegistry()
 	}
+	m.gatherer = prometheus.Gatherers(append([]prometheus.Gatherer{m.registry}, b.gatherers...))
 	metrics.InstallClientGoProviders()
 	m.metrics = metrics.NewControllers(b.component)
 	if set != nil {

@@ -141,7 +141,7 @@ func (m *Manager) newMux() http.Handler {
 		mux.Handle(p+"/", m.health)
 	}
 	mux.Handle(debugPrefix, m.debugHandler())
-	mux.Handle("/metrics", metrics.Handler(m.registry))
+	mux.Handle("/metrics", metrics.Handler(m.gatherer))
 	return mux
 }
 

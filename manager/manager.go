@@ -57,6 +57,7 @@ type Manager struct {
 	server  *serving.Server
 
 	registry *prometheus.Registry
+	gatherer prometheus.Gatherer // registry and WithMetricsGatherer's, for /metrics
 	metrics  *metrics.Controllers
 	flushLog func() // set when the Manager built its own logger
 

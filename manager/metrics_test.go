@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -131,6 +132,36 @@ func TestReadinessAndLivenessOnlyChecks(t *testing.T) {
 			t.Errorf("%s = %d %q, want 500 with %q", tc.path, code, body, tc.failing)
 		case tc.passing != "" && code != http.StatusOK:
 			t.Errorf("%s = %d %q, want 200", tc.path, code, body)
+		}
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMetricsGathererServedBesideTheRegistry: a source added with
+// WithMetricsGatherer (upstream controllers' legacyregistry, say) is served
+// on /metrics together with the Manager's own registry.
+func TestMetricsGathererServedBesideTheRegistry(t *testing.T) {
+	extra := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "upstream_side_total", Help: "From another registry."})
+	extra.MustRegister(c)
+	c.Add(7)
+	h := managertest.New(t, "gatherer-manager", []descriptor.Descriptor{
+		descriptor.New("idle-controller", func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+			return descriptor.ControllerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), nil
+		}),
+	})
+	h.Builder.WithMetricsGatherer(extra)
+	h.Start()
+	h.WaitRunning("idle-controller")
+	code, body := h.Get("/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d\n%s", code, body)
+	}
+	for _, want := range []string{"upstream_side_total 7", `gatherer_manager_controller_running{controller="idle-controller"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
 		}
 	}
 	if err := h.Stop(); err != nil {
