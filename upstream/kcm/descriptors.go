@@ -1,0 +1,110 @@
+package kcm
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
+	ctrlconfig "k8s.io/kubernetes/pkg/controller/apis/config"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// Config is what Descriptors needs.
+type Config struct {
+	// Component is the configuration upstream's controllers read; build it
+	// with Options.Config. Required.
+	Component *ctrlconfig.KubeControllerManagerConfiguration
+}
+
+// Descriptors returns one ctrlhost descriptor per controller of upstream's
+// app.NewControllerDescriptors(), sorted by name: the same canonical name,
+// aliases, required feature gates and disabled-by-default flag, and the
+// controller that needs special handling (the service-account token
+// controller) marked StartFirst, as KCM starts it before all others.
+//
+// Each InitFunc builds upstream's controller over an app.ControllerContext
+// filled from the term's descriptor.Context (see the package doc); the
+// controllers of one term share one ControllerContext, and nothing of it
+// outlives the term.
+func Descriptors(cfg Config) ([]descriptor.Descriptor, error) {
+	if cfg.Component == nil {
+		return nil, fmt.Errorf("kcm.Config.Component is required: build it with kcm.NewOptions and Options.Config")
+	}
+	up := app.NewControllerDescriptors()
+	h := &host{cfg: cfg, terms: map[<-chan struct{}]*termContext{}}
+	out := make([]descriptor.Descriptor, 0, len(up))
+	for _, name := range slices.Sorted(maps.Keys(up)) {
+		u := up[name]
+		d := descriptor.New(name, h.initFunc(u)).WithAliases(u.GetAliases()...)
+		if gates := u.GetRequiredFeatureGates(); len(gates) > 0 {
+			d = d.WithFeatureGates(gates...)
+		}
+		if u.IsDisabledByDefault() {
+			d = d.DisabledByDefault()
+		}
+		if u.RequiresSpecialHandling() {
+			d = d.StartFirst()
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// host builds upstream controllers for every term of one Manager.
+type host struct {
+	cfg Config
+
+	mu    sync.Mutex
+	terms map[<-chan struct{}]*termContext // by the term's InformersStarted
+}
+
+// initFunc adapts one upstream descriptor.
+func (h *host) initFunc(u *app.ControllerDescriptor) descriptor.InitFunc {
+	return func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		uc, err := h.term(ctx, cc).get(ctx, cc, h.cfg)
+		if err != nil {
+			return nil, err
+		}
+		var c app.Controller
+		if u.Name() == names.ServiceAccountTokenController {
+			// Upstream's descriptor carries its root client builder from
+			// Run; ctrlhost's term provides it instead.
+			c, err = newTokensController(ctx, uc, cc)
+		} else {
+			c, err = u.BuildController(ctx, uc)
+		}
+		if err != nil || c == nil {
+			if c == nil && err == nil {
+				logr.FromContextOrDiscard(ctx).Info("Upstream controller chose not to start with this configuration")
+			}
+			return nil, err
+		}
+		return adapt(c), nil
+	}
+}
+
+// term returns the shared context of the term cc belongs to, creating it
+// on the term's first InitFunc; it is forgotten when the term's context
+// ends.
+func (h *host) term(ctx context.Context, cc descriptor.Context) *termContext {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t, ok := h.terms[cc.InformersStarted]; ok {
+		return t
+	}
+	t := &termContext{}
+	h.terms[cc.InformersStarted] = t
+	key := cc.InformersStarted
+	context.AfterFunc(ctx, func() {
+		h.mu.Lock()
+		delete(h.terms, key)
+		h.mu.Unlock()
+	})
+	return t
+}
