@@ -67,5 +67,5 @@ type tokensController struct {
 	name    string
 }
 
-func (t tokensController) Name() string                { return t.name }
-func (t tokensController) Run(ctx context.Context)     { t.tc.Run(ctx, t.workers) }
+func (t tokensController) Name() string            { return t.name }
+func (t tokensController) Run(ctx context.Context) { t.tc.Run(ctx, t.workers) }
