@@ -108,3 +108,23 @@ func (h *host) term(ctx context.Context, cc descriptor.Context) *termContext {
 	})
 	return t
 }
+
+// AlwaysOn returns --controllers entries under which the controllers that
+// KCM starts whatever --controllers says (those needing special handling:
+// the service-account token controller, which itself only starts given
+// --service-account-private-key-file) are enabled: their names come first,
+// and the first entry naming a controller wins. Pass the result as
+// manager.Options.Controllers to select exactly as KCM does.
+func AlwaysOn(controllers []string) []string {
+	var first []string
+	for name, d := range app.NewControllerDescriptors() {
+		if d.RequiresSpecialHandling() {
+			first = append(first, name)
+		}
+	}
+	slices.Sort(first)
+	if len(controllers) == 0 {
+		controllers = []string{"*"}
+	}
+	return append(first, controllers...)
+}

@@ -77,6 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
+	// KCM starts the token controller whatever --controllers says.
+	host.Controllers = kcm.AlwaysOn(host.Controllers)
 	descs, err := kcm.Descriptors(kcm.Config{Component: cfg})
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
