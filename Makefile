@@ -6,6 +6,10 @@ TESTBIN_DIR := $(CURDIR)/_output/testbin/$(KUBE_VERSION)
 # testenv finds the binaries here unless the caller points it elsewhere.
 export CTRLHOST_TESTBIN ?= $(TESTBIN_DIR)
 GOTEST_FLAGS ?= -race -count=1
+# The upstream module (k8s.io/kubernetes' controllers) is vetted with -race
+# too, so vet, tests and the drop-in binary the tests build share one set of
+# compiled packages: compiling k8s.io/kubernetes twice would cost minutes.
+UPSTREAM := $(GO) -C upstream
 
 .PHONY: all deps build test verify unit integration testbin demo bench fuzz chaos clean
 
@@ -17,6 +21,7 @@ build:
 ## deps: fetch every module the build needs, before any test runs.
 deps:
 	$(GO) mod download
+	$(UPSTREAM) mod download
 	@tools="$$(mktemp -d)"; trap 'rm -rf "$$tools"' EXIT; \
 	$(GO) run ./cmd/testbin -write-module "$$tools" && GOWORK=off $(GO) -C "$$tools" mod download
 
@@ -30,14 +35,18 @@ verify:
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./test/... ./testenv/...
 	$(GO) vet -tags chaos ./test/chaos/...
+	$(UPSTREAM) vet -race -tags integration ./...
 
-## unit: fast tests, no binaries needed (same as `go test -race ./...`).
+## unit: fast tests, no binaries needed (`go test -race ./...` in the root
+## module and in upstream/).
 unit:
 	$(GO) test $(GOTEST_FLAGS) ./...
+	$(UPSTREAM) test $(GOTEST_FLAGS) ./...
 
 ## integration: tests tagged `integration`, on testenv.
 integration: testbin
 	$(GO) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./testenv/... ./test/integration/... ./test/chaos/...
+	$(UPSTREAM) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./...
 
 ## testbin: build etcd and kube-apiserver from the Go module proxy into
 ## _output/testbin/$(KUBE_VERSION) (skips what is already built), with

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -132,6 +133,20 @@ func (r refused) Set(string) error {
 // given the host's settings (its --controllers and --cloud-provider take part
 // in upstream's checks).
 func (o *Options) Validate(host manager.Options) []error {
+	var unknown []string
+	known := app.NewControllerDescriptors()
+	aliases := app.ControllerAliases()
+	for _, entry := range host.Controllers {
+		name := strings.TrimPrefix(entry, "-")
+		if _, ok := known[name]; ok || name == "*" || aliases[name] != "" {
+			continue
+		}
+		unknown = append(unknown, strconv.Quote(entry))
+	}
+	if len(unknown) > 0 {
+		return []error{fmt.Errorf("--controllers: unknown %s; the known names and aliases are: %s",
+			strings.Join(unknown, ", "), knownNames())}
+	}
 	o.fromHost(host)
 	err := o.s.Validate(app.KnownControllers(), app.ControllersDisabledByDefault(), app.ControllerAliases())
 	if err == nil {
@@ -146,6 +161,11 @@ func (o *Options) Validate(host manager.Options) []error {
 
 // fromHost copies the host settings upstream's option groups also hold.
 func (o *Options) fromHost(host manager.Options) {
+	// The flags are parsed: settle the component registry now rather
+	// than have upstream warn about a fallback. Its --feature-gates is the
+	// host's, applied to the same process-wide gate when the Manager is
+	// built.
+	_ = o.s.ComponentGlobalsRegistry.Set()
 	g := o.s.Generic
 	g.Controllers = slices.Clone(host.Controllers)
 	if len(g.Controllers) == 0 {

@@ -25,6 +25,7 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/metrics/legacyregistry"
 
+	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/upstream/kcm"
@@ -43,49 +44,11 @@ func main() {
 // 0 on a clean stop (and for --help and --version), 1 on any error once
 // running (a lost lease included, as KCM), 2 on a bad command line.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	host := manager.NewOptions()
-	ctl, err := kcm.NewOptions()
-	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
+	p, code, done := prepare(args, stdout, stderr)
+	if done {
+		return code
 	}
-	fs, showVersion := flags(&host, ctl, stdout)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintln(stderr, "error:", err)
-		return 2
-	}
-	if *showVersion {
-		fmt.Fprintln(stdout, version())
-		return 0
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "error: unexpected arguments: %v\n", fs.Args())
-		return 2
-	}
-	if errs := ctl.Validate(host); len(errs) > 0 {
-		for _, err := range errs {
-			fmt.Fprintln(stderr, "error:", err)
-		}
-		return 2
-	}
-	cfg, err := ctl.Config(host)
-	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 2
-	}
-	// KCM starts the token controller whatever --controllers says.
-	host.Controllers = kcm.AlwaysOn(host.Controllers)
-	descs, err := kcm.Descriptors(kcm.Config{Component: cfg})
-	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 2
-	}
-
-	log, flush, err := logging.New(host.Logging, stderr)
+	log, flush, err := logging.New(p.host.Logging, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
@@ -95,13 +58,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log.Info("Starting kube-controller-manager's controllers on ctrlhost", "version", version())
 
 	m, err := manager.NewBuilder(component).
-		WithOptions(host).
+		WithOptions(p.host).
 		WithLogger(log).
 		// Upstream controllers read the process-wide gate: --feature-gates
 		// sets it, and descriptors' gates are checked against it.
 		WithFeatureGate(utilfeature.DefaultMutableFeatureGate).
 		WithMetricsGatherer(legacyregistry.DefaultGatherer).
-		Register(descs...).
+		Register(p.descriptors...).
 		Build()
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
@@ -112,6 +75,59 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// program is a parsed and validated command line.
+type program struct {
+	host        manager.Options
+	descriptors []descriptor.Descriptor
+}
+
+// prepare parses and validates args. done means the process should exit
+// with code (help, version, or a bad command line, reported on stderr).
+func prepare(args []string, stdout, stderr io.Writer) (p *program, code int, done bool) {
+	host := manager.NewOptions()
+	ctl, err := kcm.NewOptions()
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return nil, 1, true
+	}
+	fs, showVersion := flags(&host, ctl, stdout)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, 0, true
+		}
+		fmt.Fprintln(stderr, "error:", err)
+		return nil, 2, true
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version())
+		return nil, 0, true
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "error: unexpected arguments: %v\n", fs.Args())
+		return nil, 2, true
+	}
+	if errs := ctl.Validate(host); len(errs) > 0 {
+		for _, err := range errs {
+			fmt.Fprintln(stderr, "error:", err)
+		}
+		return nil, 2, true
+	}
+	cfg, err := ctl.Config(host)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return nil, 2, true
+	}
+	// KCM starts the token controller whatever --controllers says.
+	host.Controllers = kcm.AlwaysOn(host.Controllers)
+	descs, err := kcm.Descriptors(kcm.Config{Component: cfg})
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return nil, 2, true
+	}
+	return &program{host: host, descriptors: descs}, 0, false
 }
 
 // flags is KCM's command line: sections as KCM's --help, then the host's

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Goroutines upstream packages start at import time are not ours.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
+
+// kubeadmArgs is kubeadm's static-pod command line for KCM, with its files
+// under dir.
+func kubeadmArgs(dir string) []string {
+	f := func(name string) string { return filepath.Join(dir, name) }
+	return []string{
+		"--allocate-node-cidrs=true",
+		"--authentication-kubeconfig=" + f("controller-manager.conf"),
+		"--authorization-kubeconfig=" + f("controller-manager.conf"),
+		"--bind-address=127.0.0.1",
+		"--client-ca-file=" + f("ca.crt"),
+		"--cluster-cidr=10.244.0.0/16",
+		"--cluster-name=kubernetes",
+		"--cluster-signing-cert-file=" + f("ca.crt"),
+		"--cluster-signing-key-file=" + f("ca.key"),
+		"--controllers=*,bootstrapsigner,tokencleaner",
+		"--kubeconfig=" + f("controller-manager.conf"),
+		"--leader-elect=true",
+		"--requestheader-client-ca-file=" + f("front-proxy-ca.crt"),
+		"--root-ca-file=" + f("ca.crt"),
+		"--service-account-private-key-file=" + f("sa.key"),
+		"--service-cluster-ip-range=10.96.0.0/12",
+		"--use-service-account-credentials=true",
+	}
+}
+
+// TestKubeadmCommandLineParses: kubeadm's command line is accepted as is,
+// and its values reach the host and the controllers' configuration.
+func TestKubeadmCommandLineParses(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	p, code, done := prepare(kubeadmArgs(t.TempDir()), &stdout, &stderr)
+	if done {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	h := p.host
+	if !h.LeaderElect || !h.UseServiceAccountCredentials || h.Serving.BindAddress != "127.0.0.1" {
+		t.Errorf("host options: leader-elect=%v use-sa-credentials=%v bind-address=%q", h.LeaderElect, h.UseServiceAccountCredentials, h.Serving.BindAddress)
+	}
+	if got := strings.Join(h.Controllers, ","); !strings.HasSuffix(got, "*,bootstrapsigner,tokencleaner") {
+		t.Errorf("--controllers = %q", got)
+	}
+	if len(p.descriptors) < 40 {
+		t.Errorf("%d descriptors; want every KCM controller", len(p.descriptors))
+	}
+}
+
+// TestBadCommandLines: each is refused with exit code 2 and an error that
+// names the problem.
+func TestBadCommandLines(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--contention-profiling"}, "--contention-profiling is a kube-controller-manager flag that ctrlhost does not implement"},
+		{[]string{"--emulated-version=1.36"}, "--emulated-version is a kube-controller-manager flag that ctrlhost does not implement"},
+		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"--controllers=*,nonsense"}, `unknown "nonsense"; the known names and aliases are: attachdetach, `},
+		{[]string{"--concurrent-deployment-syncs=x"}, "concurrent-deployment-syncs"},
+		{[]string{"--cidr-allocator-type=CloudAllocator"}, "CloudAllocator"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			_, code, done := prepare(tc.args, &stdout, &stderr)
+			if !done || code != 2 {
+				t.Fatalf("done=%v code=%d, want exit 2; stderr:\n%s", done, code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("stderr lacks %q:\n%s", tc.want, stderr.String())
+			}
+		})
+	}
+}
+
+// TestFlagNamesNormalised: underscores are dashes, as in KCM.
+func TestFlagNamesNormalised(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	p, code, done := prepare([]string{"--concurrent_deployment_syncs=3", "--leader_elect=false"}, &stdout, &stderr)
+	if done {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	if p.host.LeaderElect {
+		t.Error("--leader_elect=false did not reach --leader-elect")
+	}
+}
+
+// TestVersionAndHelp: --version prints KCM's format with the Kubernetes
+// release of the controllers; --help groups flags in KCM's sections.
+func TestVersionAndHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if _, code, done := prepare([]string{"--version"}, &stdout, &stderr); !done || code != 0 {
+		t.Fatalf("--version: done=%v code=%d", done, code)
+	}
+	if got := strings.TrimSpace(stdout.String()); !strings.HasPrefix(got, "Kubernetes ") {
+		t.Errorf("--version printed %q", got)
+	}
+	stdout.Reset()
+	if _, code, done := prepare([]string{"--help"}, &stdout, &stderr); !done || code != 0 {
+		t.Fatalf("--help: done=%v code=%d", done, code)
+	}
+	for _, section := range []string{"Generic flags:", "Deployment-controller flags:", "Leader-migration flags:", "Secure serving flags:"} {
+		if !strings.Contains(stdout.String(), section) {
+			t.Errorf("--help lacks section %q", section)
+		}
+	}
+	if strings.Contains(stdout.String(), "--contention-profiling") {
+		t.Error("--help shows a flag this host refuses")
+	}
+}
+
