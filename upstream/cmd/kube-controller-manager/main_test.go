@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,8 +11,22 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Goroutines upstream packages start at import time are not ours.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
+// Goroutines upstream packages start at import time are not ours. The
+// integration tests' shared environment is stopped before the check.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(cleanup{m}, goleak.IgnoreCurrent())
+}
+
+type cleanup struct{ m *testing.M }
+
+func (c cleanup) Run() int {
+	code := c.m.Run()
+	if err := stopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the shared test environment:", err)
+		code = 1
+	}
+	return code
+}
 
 // kubeadmArgs is kubeadm's static-pod command line for KCM, with its files
 // under dir.

@@ -1,0 +1,6 @@
+//go:build !integration
+
+package main
+
+// stopShared: unit tests start no environment.
+func stopShared() error { return nil }
