@@ -136,4 +136,3 @@ func TestVersionAndHelp(t *testing.T) {
 		t.Error("--help shows a flag this host refuses")
 	}
 }
-
