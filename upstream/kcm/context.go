@@ -27,20 +27,38 @@ const componentName = "kube-controller-manager"
 // termContext is upstream's ControllerContext for one term, built on the
 // term's first InitFunc.
 type termContext struct {
-	mu   sync.Mutex
-	done bool
-	uc   app.ControllerContext
-	err  error
+	mu    sync.Mutex
+	done  bool
+	uc    app.ControllerContext
+	err   error
+	graph bool // GraphBuilder considered
 }
 
-func (t *termContext) get(ctx context.Context, cc descriptor.Context, cfg Config) (app.ControllerContext, error) {
+// get returns the term's ControllerContext; for a controller that uses the
+// garbage collector's graph it includes the graph builder.
+//
+// The graph builder is made on the first such InitFunc, not with the
+// context: its queues run until the garbage collector's Run shuts them,
+// and the host calls Run on every controller it built, so made this late
+// they are always shut.
+func (t *termContext) get(ctx context.Context, cc descriptor.Context, cfg Config, withGraph bool) (app.ControllerContext, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.done {
 		t.uc, t.err = newControllerContext(ctx, cc, cfg)
 		t.done = true
 	}
+	if t.err == nil && withGraph && !t.graph {
+		t.graph = true
+		t.uc.GraphBuilder, t.err = newGraphBuilder(ctx, cc, cfg, t.uc)
+	}
 	return t.uc, t.err
+}
+
+// usesGraph names the upstream controllers that take the GraphBuilder.
+var usesGraph = map[string]bool{
+	names.GarbageCollectorController:       true,
+	names.StorageVersionMigratorController: true,
 }
 
 // newControllerContext fills upstream's ControllerContext from the term's
@@ -69,21 +87,27 @@ func newControllerContext(ctx context.Context, cc descriptor.Context, cfg Config
 		ControllerManagerMetrics:        controllersmetrics.NewControllerManagerMetrics(componentName),
 	}
 	controllersmetrics.Register()
-
-	gc := cfg.Component.GarbageCollectorController
-	if gc.EnableGarbageCollector && uc.IsControllerEnabled(app.NewControllerDescriptors()[names.GarbageCollectorController]) {
-		meta, err := cc.RootClientBuilder.MetadataClient("metadata-informers")
-		if err != nil {
-			return app.ControllerContext{}, fmt.Errorf("garbage collector graph: %w", err)
-		}
-		ignored := make(map[schema.GroupResource]struct{}, len(gc.GCIgnoredResources))
-		for _, r := range gc.GCIgnoredResources {
-			ignored[schema.GroupResource{Group: r.Group, Resource: r.Resource}] = struct{}{}
-		}
-		uc.GraphBuilder = garbagecollector.NewDependencyGraphBuilder(ctx, meta, mapper, ignored,
-			uc.ObjectOrMetadataInformerFactory, uc.InformersStarted)
-	}
 	return uc, nil
+}
+
+// newGraphBuilder builds the garbage collector's dependency graph as
+// upstream does: only when the garbage collector is enabled and selected
+// (nil otherwise), over the host's own metadata client.
+func newGraphBuilder(ctx context.Context, cc descriptor.Context, cfg Config, uc app.ControllerContext) (*garbagecollector.GraphBuilder, error) {
+	gc := cfg.Component.GarbageCollectorController
+	if !gc.EnableGarbageCollector || !uc.IsControllerEnabled(app.NewControllerDescriptors()[names.GarbageCollectorController]) {
+		return nil, nil
+	}
+	meta, err := cc.RootClientBuilder.MetadataClient("metadata-informers")
+	if err != nil {
+		return nil, fmt.Errorf("garbage collector graph: %w", err)
+	}
+	ignored := make(map[schema.GroupResource]struct{}, len(gc.GCIgnoredResources))
+	for _, r := range gc.GCIgnoredResources {
+		ignored[schema.GroupResource{Group: r.Group, Resource: r.Resource}] = struct{}{}
+	}
+	return garbagecollector.NewDependencyGraphBuilder(ctx, meta, uc.RESTMapper, ignored,
+		uc.ObjectOrMetadataInformerFactory, uc.InformersStarted), nil
 }
 
 // relay returns a channel closed once in is closed (the informers started)

@@ -67,7 +67,7 @@ type host struct {
 // initFunc adapts one upstream descriptor.
 func (h *host) initFunc(u *app.ControllerDescriptor) descriptor.InitFunc {
 	return func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
-		uc, err := h.term(ctx, cc).get(ctx, cc, h.cfg)
+		uc, err := h.term(ctx, cc).get(ctx, cc, h.cfg, usesGraph[u.Name()])
 		if err != nil {
 			return nil, err
 		}
