@@ -85,9 +85,19 @@ var dropIn = &kcmProcess{exited: make(chan struct{})}
 // it holds its lease; it returns the admin clientset.
 func startKCM(t testing.TB) kubernetes.Interface {
 	t.Helper()
+	begin := time.Now()
 	env := sharedEnv(t)
+	envReady := time.Now()
 	bin := kcmProgram.Path(t)
-	dropIn.once.Do(func() { dropIn.err = dropIn.launch(env, bin) })
+	built := time.Now()
+	dropIn.once.Do(func() {
+		dropIn.err = dropIn.launch(env, bin)
+		if dropIn.err == nil {
+			t.Logf("started the shared Env in %v, built kube-controller-manager in %v; it took its lease %v after starting",
+				envReady.Sub(begin).Round(time.Millisecond), built.Sub(envReady).Round(time.Millisecond),
+				time.Since(built).Round(time.Millisecond))
+		}
+	})
 	if dropIn.err != nil {
 		t.Fatalf("starting kube-controller-manager: %v", dropIn.err)
 	}

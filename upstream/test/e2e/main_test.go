@@ -58,6 +58,7 @@ func sharedEnv(t testing.TB) *testenv.Env {
 func TestMain(m *testing.M) {
 	// Upstream packages start goroutines at import time; they are not ours.
 	ignore := goleak.IgnoreCurrent()
+	expected.names, expected.err = startedControllers()
 	code := m.Run()
 	if err := stopKCM(); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
@@ -88,7 +89,16 @@ func TestMain(m *testing.M) {
 func setup(t *testing.T) (kubernetes.Interface, string) {
 	t.Helper()
 	cs := startKCM(t)
-	return cs, namespace(t, cs)
+	ns := namespace(t, cs)
+	timed(t)
+	return cs, ns
+}
+
+// timed logs how long the rest of the test takes, which excludes the
+// shared start and the namespace's setup.
+func timed(t *testing.T) {
+	begin := time.Now()
+	t.Cleanup(func() { t.Logf("scenario took %v", time.Since(begin).Round(time.Millisecond)) })
 }
 
 func namespace(t *testing.T, cs kubernetes.Interface) string {

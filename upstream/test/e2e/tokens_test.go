@@ -136,6 +136,7 @@ func keys[V any](m map[string]V) []string {
 func TestBootstrapSigner(t *testing.T) {
 	t.Parallel()
 	cs := startKCM(t)
+	timed(t)
 	ctx := t.Context()
 	id, secret := randomString(t, 6), randomString(t, 16)
 	kubeconfig := "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: https://127.0.0.1:6443\n"

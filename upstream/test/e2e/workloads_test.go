@@ -275,18 +275,26 @@ func affinityNode(p *corev1.Pod) string {
 func readyNode(t *testing.T, cs kubernetes.Interface, name string, lbls map[string]string) {
 	t.Helper()
 	ctx := t.Context()
-	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	now := metav1.Now()
-	n.Status.Conditions = []corev1.NodeCondition{{
-		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		LastHeartbeatTime: now, LastTransitionTime: now,
-	}}
-	n.Status.Capacity = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")}
-	n.Status.Allocatable = n.Status.Capacity
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// KCM's node controllers write to a new Node too (the TTL annotation).
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		n.Status.Conditions = []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: now, LastTransitionTime: now,
+		}}
+		n.Status.Capacity = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")}
+		n.Status.Allocatable = n.Status.Capacity
+		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
