@@ -213,6 +213,15 @@ func stopKCM() error {
 		return fmt.Errorf("kube-controller-manager after SIGTERM: %v, want exit status 0", dropIn.exitErr)
 	}
 	fmt.Fprintf(os.Stderr, "kube-controller-manager exited 0, %v after SIGTERM\n", time.Since(begin).Round(time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := dropIn.cs.CoordinationV1().Leases("kube-system").Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading the lease after the stop: %w", err)
+	}
+	if h := l.Spec.HolderIdentity; h != nil && *h != "" {
+		return fmt.Errorf("lease still held by %q after a graceful stop; it should be released", *h)
+	}
 	return nil
 }
 

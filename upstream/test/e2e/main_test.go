@@ -10,7 +10,7 @@
 //
 // Guarantees: the process is started once, by the first test that needs it,
 // and stopped by TestMain with SIGTERM, which must make it exit 0 within
-// stopTimeout; every wait has a deadline.
+// stopTimeout, releasing its lease; every wait has a deadline.
 // Non-guarantees: the health port is picked free just before the process
 // binds it, so another process could take it in between; cluster-scoped
 // objects (nodes, CSRs, kube-public's cluster-info) are not cleaned up —
