@@ -123,10 +123,13 @@ func namespace(t *testing.T, cs kubernetes.Interface) string {
 	return ns.Name
 }
 
-// Poll intervals and the default deadline for one expected state.
+// Poll intervals and deadlines: for one expected state, and for one call
+// of its condition (which may overrun the former, so that the error
+// reported is the condition's own and not the deadline's).
 const (
-	pollInterval = 100 * time.Millisecond
-	waitTimeout  = 60 * time.Second
+	pollInterval   = 100 * time.Millisecond
+	waitTimeout    = 60 * time.Second
+	attemptTimeout = 10 * time.Second
 )
 
 // eventually calls cond every pollInterval until it returns nil, failing t
@@ -134,22 +137,22 @@ const (
 // exits.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
-	last := errors.New("not checked yet")
 	for {
-		if err := cond(ctx); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
+		err := cond(ctx)
+		cancel()
+		if err == nil {
 			return
-		} else if ctx.Err() == nil {
-			last = err
 		}
 		select {
 		case <-dropIn.exited:
 			t.Fatalf("waiting for %s: kube-controller-manager exited: %v", what, dropIn.exitErr)
-		case <-ctx.Done():
-			t.Fatalf("waiting %v for %s: %v", timeout, what, last)
+		case <-deadline.C:
+			t.Fatalf("waiting %v for %s: %v", timeout, what, err)
 		case <-tick.C:
 		}
 	}
