@@ -22,7 +22,11 @@ var installOnce sync.Once
 // metrics should be reported, for example when a Manager is built.
 //
 // client-go accepts each hook only once: if something set one earlier (see
-// the package documentation), that hook keeps its earlier provider.
+// the package documentation), that hook keeps its earlier provider. It
+// also sets them without synchronisation, so the first call races with
+// client-go requests already in flight in the process (the race detector
+// says so): call it, or build the first Manager, before other client-go
+// traffic starts.
 func InstallClientGoProviders() {
 	installOnce.Do(func() {
 		workqueue.SetProvider(workqueueProvider{})

@@ -62,7 +62,7 @@ var (
 // stopTimeout bounds the drop-in's exit after SIGTERM.
 const stopTimeout = 30 * time.Second
 
-var kcmProgram = gobuild.New("../../cmd/kube-controller-manager")
+var kcmProgram = gobuild.New("../../cmd/kube-controller-manager").RaceLikeTest()
 
 // kcmProcess is the package's one kube-controller-manager process.
 type kcmProcess struct {
