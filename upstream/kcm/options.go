@@ -62,6 +62,7 @@ const HostSection = "ctrlhost"
 func (o *Options) AddFlags(fss *cliflag.NamedFlagSets, host *pflag.FlagSet) {
 	up := o.s.Flags(app.KnownControllers(), app.ControllersDisabledByDefault(), app.ControllerAliases())
 	passThrough := o.controllerFlags()
+	controllers := app.NewControllerDescriptors()
 	taken := map[string]bool{}
 	for _, section := range up.Order {
 		into := fss.FlagSet(section)
@@ -70,7 +71,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets, host *pflag.FlagSet) {
 			switch {
 			case host.Lookup(f.Name) != nil:
 				into.AddFlag(host.Lookup(f.Name))
-			case passThrough[f.Name] || isControllerSection(section):
+			case passThrough[f.Name] || controllers[section] != nil || slices.Contains(controllerSections, section):
 				into.AddFlag(f)
 			default:
 				into.AddFlag(notImplemented(f))
@@ -95,14 +96,6 @@ func (o *Options) controllerFlags() map[string]bool {
 	names := map[string]bool{}
 	fs.VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
 	return names
-}
-
-func isControllerSection(section string) bool {
-	if slices.Contains(controllerSections, section) {
-		return true
-	}
-	_, ok := app.NewControllerDescriptors()[section]
-	return ok
 }
 
 // notImplemented returns a hidden copy of f whose every use is an error.
