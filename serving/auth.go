@@ -3,6 +3,7 @@ package serving
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,16 @@ type AuthConfig struct {
 	// SubjectAccessReviews creates the SubjectAccessReviews that authorize
 	// requests. Required.
 	SubjectAccessReviews authorizationv1client.SubjectAccessReviewInterface
+
+	// ClientCAs, when set, authenticate requests with a client certificate
+	// they sign (for client authentication): the user is the certificate's
+	// common name, its organizations the groups. The server must request
+	// client certificates (Server does when this is set).
+	ClientCAs *x509.CertPool
+	// RequestHeader, when set, lets a front proxy with a certificate its
+	// CAs sign assert the user in request headers. Its headers are removed
+	// from every request before the handler sees it.
+	RequestHeader *RequestHeaderConfig
 
 	// AlwaysAllowPaths are passed through without credentials; see
 	// Options.AlwaysAllowPaths. Default: DefaultAlwaysAllowPaths. An empty
@@ -129,6 +140,9 @@ func NewAuthFilter(cfg AuthConfig) (*AuthFilter, error) {
 	if cfg.TokenReviews == nil {
 		errs = append(errs, errors.New("AuthConfig.TokenReviews is required"))
 	}
+	if cfg.RequestHeader != nil && cfg.RequestHeader.CAs == nil {
+		errs = append(errs, errors.New("AuthConfig.RequestHeader.CAs is required when RequestHeader is set"))
+	}
 	if cfg.SubjectAccessReviews == nil {
 		errs = append(errs, errors.New("AuthConfig.SubjectAccessReviews is required"))
 	}
@@ -161,7 +175,7 @@ func NewAuthFilter(cfg AuthConfig) (*AuthFilter, error) {
 func (f *AuthFilter) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.open.match(r.URL.Path) {
-			next.ServeHTTP(w, withoutToken(r.Context(), r))
+			next.ServeHTTP(w, f.withoutCredentials(r.Context(), r))
 			return
 		}
 		user, ok := f.authenticate(r)
@@ -179,24 +193,32 @@ func (f *AuthFilter) Wrap(next http.Handler) http.Handler {
 			http.Error(w, msg, http.StatusForbidden)
 			return
 		}
-		next.ServeHTTP(w, withoutToken(withUser(r.Context(), user), r))
+		next.ServeHTTP(w, f.withoutCredentials(withUser(r.Context(), user), r))
 	})
 }
 
-// withoutToken returns r with ctx and without its Authorization header,
-// so that the wrapped handler cannot leak the caller's token.
-func withoutToken(ctx context.Context, r *http.Request) *http.Request {
-	if _, ok := r.Header["Authorization"]; !ok && ctx == r.Context() {
-		return r
-	}
+// withoutCredentials returns r with ctx, without its Authorization header
+// and without the front-proxy user headers, so that the wrapped handler can
+// neither leak the caller's token nor trust an asserted user.
+func (f *AuthFilter) withoutCredentials(ctx context.Context, r *http.Request) *http.Request {
 	r = r.Clone(ctx)
 	r.Header.Del("Authorization")
+	if f.cfg.RequestHeader != nil {
+		f.cfg.RequestHeader.strip(r.Header)
+	}
 	return r
 }
 
-// authenticate returns the user of r's bearer token, false when there is
-// none, it is not valid, or it could not be reviewed.
+// authenticate returns the user of r: asserted by a verified front proxy,
+// else of a verified client certificate, else of its bearer token; false
+// when none of them authenticates it.
 func (f *AuthFilter) authenticate(r *http.Request) (authenticationv1.UserInfo, bool) {
+	if u, ok := headerUser(r, f.cfg.RequestHeader); ok {
+		return u, true
+	}
+	if u, ok := certUser(r, f.cfg.ClientCAs); ok {
+		return u, true
+	}
 	token, ok := bearerToken(r.Header.Get("Authorization"))
 	if !ok {
 		f.cfg.Log.V(4).Info("Unauthorized: no bearer token", "path", r.URL.Path)

@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -95,4 +96,39 @@ func chainPEM(ders [][]byte) []byte {
 		_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: der}) // writes to a Buffer do not fail
 	}
 	return b.Bytes()
+}
+
+// selfSignedInDir returns the pair kept in dir as <name>.crt and <name>.key
+// (--cert-dir): loaded when both exist, otherwise generated and written,
+// the key readable by its owner only.
+func selfSignedInDir(dir, name, bindAddress string, now time.Time) (servingCert, error) {
+	certFile, keyFile := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	_, certErr := os.Stat(certFile)
+	_, keyErr := os.Stat(keyFile)
+	if certErr == nil && keyErr == nil {
+		c, err := loadCert(certFile, keyFile)
+		if err != nil {
+			return servingCert{}, fmt.Errorf("--cert-dir %s: %w", dir, err)
+		}
+		return c, nil
+	}
+	c, err := selfSigned(bindAddress, now)
+	if err != nil {
+		return servingCert{}, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(c.tls.PrivateKey)
+	if err != nil {
+		return servingCert{}, fmt.Errorf("--cert-dir %s: encoding the key: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return servingCert{}, fmt.Errorf("--cert-dir %s: %w", dir, err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return servingCert{}, fmt.Errorf("--cert-dir %s: %w", dir, err)
+	}
+	if err := os.WriteFile(certFile, c.pem, 0o644); err != nil {
+		return servingCert{}, fmt.Errorf("--cert-dir %s: %w", dir, err)
+	}
+	c.source = "self-signed, kept in " + certFile
+	return c, nil
 }

@@ -1,10 +1,13 @@
 package serving
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -42,6 +45,42 @@ type Options struct {
 	// does without --tls-cert-file.
 	CertFile string
 	KeyFile  string
+	// CertDir is where the self-signed pair is kept when CertFile is not
+	// set: <CertDir>/<PairName>.crt and .key are used when present and
+	// written (key 0600) when not, so that the certificate outlives a
+	// restart. Default: "", generated in memory each start, as KCM.
+	CertDir string
+	// PairName names the files in CertDir. Default: "ctrlhost"; the
+	// Manager sets its component name (KCM: kube-controller-manager).
+	PairName string
+	// TLSMinVersion is the lowest TLS version served, by name
+	// (VersionTLS12, VersionTLS13). Default: VersionTLS12; lower versions
+	// are refused.
+	TLSMinVersion string
+	// TLSCipherSuites are the cipher suites offered for TLS 1.2, by the
+	// names crypto/tls and KCM use. Default: Go's.
+	TLSCipherSuites []string
+	// PermitAddressSharing binds with SO_REUSEADDR, so that a restarted
+	// process can bind while connections of the old one linger. Default:
+	// false.
+	PermitAddressSharing bool
+
+	// ClientCAFile is a PEM bundle of CAs: a request with a client
+	// certificate one of them signs is authenticated as the certificate's
+	// common name, with its organizations as groups. Default: "", looked
+	// up in the cluster (SkipLookup).
+	ClientCAFile string
+	// RequestHeader configures front-proxy authentication.
+	RequestHeader RequestHeaderOptions
+	// SkipLookup, when false, reads what ClientCAFile and
+	// RequestHeader.ClientCAFile leave unset from the API server's
+	// kube-system/extension-apiserver-authentication ConfigMap, once, when
+	// the Server is built, as KCM does. Default: false.
+	SkipLookup bool
+	// TolerateLookupFailure turns a failed lookup (say, no RBAC to read
+	// the ConfigMap) into a logged warning instead of an error; requests
+	// can then only authenticate with bearer tokens. Default: false.
+	TolerateLookupFailure bool
 
 	// DisableAuth serves every path to anyone, without authentication or
 	// authorization (still over TLS). For development only. KCM has no such
@@ -101,6 +140,8 @@ const (
 	DefaultSecurePort      = 10257
 	DefaultCacheTTL        = 10 * time.Second
 	DefaultShutdownTimeout = 5 * time.Second
+	DefaultPairName        = "ctrlhost"
+	DefaultTLSMinVersion   = "VersionTLS12"
 )
 
 // DefaultAlwaysAllowPaths are the paths served without credentials by
@@ -134,6 +175,14 @@ func (o Options) WithDefaults() Options {
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if o.PairName == "" {
+		o.PairName = DefaultPairName
+	}
+	if o.TLSMinVersion == "" {
+		o.TLSMinVersion = DefaultTLSMinVersion
+	}
+	o.TLSCipherSuites = slices.Clone(o.TLSCipherSuites)
+	o.RequestHeader = o.RequestHeader.withDefaults()
 	return o
 }
 
@@ -177,6 +226,17 @@ func (o Options) Validate() []error {
 	if _, err := newPathMatcher(o.AlwaysAllowPaths); err != nil {
 		errs = append(errs, fmt.Errorf("--authorization-always-allow-paths: %w", err))
 	}
+	if v, err := tlsVersion(o.TLSMinVersion); err != nil {
+		errs = append(errs, fmt.Errorf("--tls-min-version: %w; use one of %s", err, strings.Join(versionNames(), ", ")))
+	} else if v < tls.VersionTLS12 {
+		errs = append(errs, fmt.Errorf("--tls-min-version: %s is below TLS 1.2, which ctrlhost always requires; use VersionTLS12 or VersionTLS13", o.TLSMinVersion))
+	}
+	if _, err := cipherSuites(o.TLSCipherSuites); err != nil {
+		errs = append(errs, fmt.Errorf("--tls-cipher-suites: %w; use names from: %s", err, strings.Join(preferredCipherNames(), ", ")))
+	}
+	if o.CertFile != "" && o.CertDir != "" {
+		errs = append(errs, errors.New("--cert-dir is ignored when --tls-cert-file is set; set one of them"))
+	}
 	if o.ShutdownTimeout < 0 {
 		errs = append(errs, fmt.Errorf("ShutdownTimeout: must not be negative, got %v", o.ShutdownTimeout))
 	}
@@ -200,6 +260,38 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"generated in memory for localhost and the bind address.")
 	fs.StringVar(&o.KeyFile, "tls-private-key-file", o.KeyFile,
 		"File containing the default x509 private key matching --tls-cert-file.")
+	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, ""+
+		"The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored.")
+	fs.StringVar(&o.TLSMinVersion, "tls-min-version", o.TLSMinVersion, ""+
+		"Minimum TLS version supported. Possible values: VersionTLS12, VersionTLS13 (ctrlhost refuses lower versions).")
+	fs.StringSliceVar(&o.TLSCipherSuites, "tls-cipher-suites", o.TLSCipherSuites, ""+
+		"Comma-separated list of cipher suites for the server. If omitted, the default Go cipher suites will be used.\n"+
+		"Preferred values: "+strings.Join(preferredCipherNames(), ", ")+".\n"+
+		"Insecure values: "+strings.Join(insecureCipherNames(), ", ")+".")
+	fs.BoolVar(&o.PermitAddressSharing, "permit-address-sharing", o.PermitAddressSharing, ""+
+		"If true, SO_REUSEADDR will be used when binding the port. This allows binding to wildcard IPs like 0.0.0.0 and specific IPs in parallel, and it avoids waiting for the kernel to release sockets in TIME_WAIT state.")
+	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, ""+
+		"If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file "+
+		"is authenticated with an identity corresponding to the CommonName of the client certificate.")
+	fs.StringVar(&o.RequestHeader.ClientCAFile, "requestheader-client-ca-file", o.RequestHeader.ClientCAFile, ""+
+		"Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers "+
+		"specified by --requestheader-username-headers. WARNING: generally do not depend on authorization being already done for incoming requests.")
+	fs.StringSliceVar(&o.RequestHeader.AllowedNames, "requestheader-allowed-names", o.RequestHeader.AllowedNames, ""+
+		"List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. "+
+		"If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed.")
+	fs.StringSliceVar(&o.RequestHeader.UsernameHeaders, "requestheader-username-headers", o.RequestHeader.UsernameHeaders, ""+
+		"List of request headers to inspect for usernames. X-Remote-User is common.")
+	fs.StringSliceVar(&o.RequestHeader.UIDHeaders, "requestheader-uid-headers", o.RequestHeader.UIDHeaders, ""+
+		"List of request headers to inspect for UIDs. X-Remote-Uid is suggested.")
+	fs.StringSliceVar(&o.RequestHeader.GroupHeaders, "requestheader-group-headers", o.RequestHeader.GroupHeaders, ""+
+		"List of request headers to inspect for groups. X-Remote-Group is suggested.")
+	fs.StringSliceVar(&o.RequestHeader.ExtraHeaderPrefixes, "requestheader-extra-headers-prefix", o.RequestHeader.ExtraHeaderPrefixes, ""+
+		"List of request header prefixes to inspect. X-Remote-Extra- is suggested.")
+	fs.BoolVar(&o.SkipLookup, "authentication-skip-lookup", o.SkipLookup, ""+
+		"If false, the authentication-kubeconfig will be used to lookup missing authentication configuration from the cluster.")
+	fs.BoolVar(&o.TolerateLookupFailure, "authentication-tolerate-lookup-failure", o.TolerateLookupFailure, ""+
+		"If true, failures to look up missing authentication configuration from the cluster are not considered fatal. "+
+		"Note that this can result in authentication that treats all requests as anonymous.")
 	fs.BoolVar(&o.DisableAuth, "disable-serving-auth", o.DisableAuth, ""+
 		"If true, serve every endpoint without authentication or authorization (still over TLS). For development only.")
 	fs.StringVar(&o.AuthenticationKubeconfig, "authentication-kubeconfig", o.AuthenticationKubeconfig, ""+

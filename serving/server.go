@@ -3,6 +3,7 @@ package serving
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	stdlog "log"
@@ -26,6 +27,7 @@ type Server struct {
 	log     logr.Logger
 	handler http.Handler
 	cert    servingCert // zero when serving is disabled, or until a self-signed one is generated
+	tls     *tls.Config // without certificates
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -58,7 +60,11 @@ func New(opts Options, handler http.Handler, client kubernetes.Interface, log lo
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	s := &Server{opts: opts, log: log}
+	s := &Server{opts: opts, log: log, tls: &tls.Config{MinVersion: tls.VersionTLS12}}
+	if v, err := tlsVersion(opts.TLSMinVersion); err == nil {
+		s.tls.MinVersion = v
+	}
+	s.tls.CipherSuites, _ = cipherSuites(opts.TLSCipherSuites) // validated above
 	if !opts.Enabled() {
 		// As KCM: no certificate, no delegated auth, nothing to fail on.
 		log.Info("Serving is disabled: SecurePort is serving.PortDisabled (on the command line, --secure-port=0)")
@@ -80,6 +86,10 @@ func New(opts Options, handler http.Handler, client kubernetes.Interface, log lo
 			errs = append(errs, err)
 		} else {
 			s.handler = filter.Wrap(inner)
+			if filter.cfg.ClientCAs != nil || filter.cfg.RequestHeader != nil {
+				// Asked for, verified by the filter against the right CAs.
+				s.tls.ClientAuth = tls.RequestClientCert
+			}
 		}
 	}
 
@@ -99,8 +109,12 @@ func New(opts Options, handler http.Handler, client kubernetes.Interface, log lo
 	return s, nil
 }
 
+// lookupTimeout bounds the read of the cluster's authentication ConfigMap.
+const lookupTimeout = 10 * time.Second
+
 // newFilter builds the AuthFilter of opts, with clients from the
-// kubeconfig flags or client.
+// kubeconfig flags or client, the CA files, and what the cluster publishes
+// for the ones not given.
 func newFilter(opts Options, client kubernetes.Interface, log logr.Logger) (*AuthFilter, error) {
 	authn, err := reviewClient(client, opts.AuthenticationKubeconfig, "--authentication-kubeconfig")
 	if err != nil {
@@ -110,7 +124,44 @@ func newFilter(opts Options, client kubernetes.Interface, log logr.Logger) (*Aut
 	if err != nil {
 		return nil, err
 	}
+	var clientCAs *x509.CertPool
+	var rh *RequestHeaderConfig
+	if opts.ClientCAFile != "" {
+		if clientCAs, err = readCAs("--client-ca-file", opts.ClientCAFile); err != nil {
+			return nil, err
+		}
+	}
+	if r := opts.RequestHeader; r.ClientCAFile != "" {
+		pool, err := readCAs("--requestheader-client-ca-file", r.ClientCAFile)
+		if err != nil {
+			return nil, err
+		}
+		rh = &RequestHeaderConfig{CAs: pool, AllowedNames: r.AllowedNames, UsernameHeaders: r.UsernameHeaders,
+			UIDHeaders: r.UIDHeaders, GroupHeaders: r.GroupHeaders, ExtraHeaderPrefixes: r.ExtraHeaderPrefixes}
+	}
+	if !opts.SkipLookup && (clientCAs == nil || rh == nil) {
+		ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+		found, err := lookUp(ctx, authn)
+		cancel()
+		switch {
+		case err != nil && opts.TolerateLookupFailure:
+			log.Info("WARNING: continuing without the cluster's client CA and front-proxy settings; only bearer tokens (and the CA files given) authenticate",
+				"err", err.Error(), "flag", "--authentication-tolerate-lookup-failure")
+		case err != nil:
+			return nil, err
+		}
+		if clientCAs == nil && found.clientCAs != nil {
+			clientCAs = found.clientCAs
+			log.V(1).Info("Client certificates are verified with the client CA the cluster publishes")
+		}
+		if rh == nil && found.requestHeader != nil {
+			rh = found.requestHeader
+			log.V(1).Info("Front-proxy requests are verified with the settings the cluster publishes")
+		}
+	}
 	return NewAuthFilter(AuthConfig{
+		ClientCAs:            clientCAs,
+		RequestHeader:        rh,
 		TokenReviews:         authn.AuthenticationV1().TokenReviews(),
 		SubjectAccessReviews: authz.AuthorizationV1().SubjectAccessReviews(),
 		AlwaysAllowPaths:     opts.AlwaysAllowPaths,
@@ -190,9 +241,15 @@ func (s *Server) certLocked() error {
 	if s.cert.pem != nil {
 		return nil
 	}
-	cert, err := selfSigned(s.opts.BindAddress, time.Now())
+	var cert servingCert
+	var err error
+	if s.opts.CertDir != "" {
+		cert, err = selfSignedInDir(s.opts.CertDir, s.opts.PairName, s.opts.BindAddress, time.Now())
+	} else {
+		cert, err = selfSigned(s.opts.BindAddress, time.Now())
+	}
 	if err != nil {
-		return fmt.Errorf("serving: generating a self-signed certificate: %w", err)
+		return fmt.Errorf("serving: self-signed certificate: %w", err)
 	}
 	s.cert = cert
 	leaf := cert.tls.Leaf
@@ -226,7 +283,11 @@ func (s *Server) listenLocked(ctx context.Context) (net.Addr, error) {
 		return nil, err
 	}
 	addr := net.JoinHostPort(s.opts.BindAddress, strconv.Itoa(s.opts.listenPort()))
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	lc := net.ListenConfig{}
+	if s.opts.PermitAddressSharing {
+		lc.Control = reuseAddress
+	}
+	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--bind-address/--secure-port: cannot listen on %s: %w", addr, err)
 	}
@@ -281,11 +342,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler: s.handler,
-		TLSConfig: &tls.Config{
-			MinVersion:   tls.VersionTLS12,
-			Certificates: []tls.Certificate{s.cert.tls},
-		},
+		Handler:           s.handler,
+		TLSConfig:         s.tlsConfig(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    1 << 20,
@@ -317,6 +375,13 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.log.Info("Stopped serving", "address", ln.Addr().String())
 	return shutErr
+}
+
+// tlsConfig is the server's TLS configuration, with its certificate.
+func (s *Server) tlsConfig() *tls.Config {
+	c := s.tls.Clone()
+	c.Certificates = []tls.Certificate{s.cert.tls}
+	return c
 }
 
 // serverErrorWriter sends net/http's own error log (TLS handshake

@@ -491,7 +491,7 @@ current-context: x
 		t.Fatal(err)
 	}
 	// The fake given to New would answer 401 to kc-token: it must not be used.
-	s, err := New(Options{SecurePort: DefaultSecurePort, AuthenticationKubeconfig: kubeconfig, AuthorizationKubeconfig: kubeconfig},
+	s, err := New(Options{SecurePort: DefaultSecurePort, AuthenticationKubeconfig: kubeconfig, AuthorizationKubeconfig: kubeconfig, SkipLookup: true},
 		endpoints(), newFakeAPI(), testr.New(t))
 	if err != nil {
 		t.Fatal(err)
