@@ -154,6 +154,12 @@ func (b *Builder) Build() (*Manager, error) {
 	if fg == nil {
 		fg = featuregate.NewFeatureGate()
 	}
+	if err := applyFeatureGates(fg, opts.FeatureGates); err != nil {
+		errs = append(errs, err)
+	}
+	if opts.Serving.PairName == "" {
+		opts.Serving.PairName = b.component
+	}
 
 	m := &Manager{
 		component:   b.component,

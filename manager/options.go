@@ -110,6 +110,13 @@ type Options struct {
 	// file (controllermanager.config.k8s.io v1alpha1, v1beta1 or v1). Empty
 	// with EnableLeaderMigration uses KCM's default configuration.
 	LeaderMigrationConfig string
+
+	// FeatureGates (--feature-gates) are set on the Builder's feature gate
+	// by Build: the gate descriptors' required gates are checked against,
+	// and that controllers read through descriptor.Context.FeatureGate
+	// (upstream controllers: the process-wide gate the upstream module
+	// passes). An unknown name is a Build error listing the known ones.
+	FeatureGates map[string]bool
 }
 
 // Defaults, as kube-controller-manager has them.
@@ -238,6 +245,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CloudProvider, "cloud-provider", o.CloudProvider,
 		"The provider for cloud services. Empty or 'external' leaves controllers marked as cloud loops off.")
 	o.Serving.AddFlags(fs)
+	fs.Var(gatesValue{&o.FeatureGates}, "feature-gates", ""+
+		"A set of key=value pairs that describe feature gates for alpha/experimental features. "+
+		"An unknown gate is an error listing the gates this program knows.")
 
 	o.Logging.AddFlags(fs)
 	fs.BoolVar(&o.UseServiceAccountCredentials, "use-service-account-credentials", o.UseServiceAccountCredentials,

@@ -30,6 +30,16 @@ const (
 	FeaturePodDeletionCost featuregate.Feature = "PodDeletionCost"
 )
 
+// FeatureSpecs returns the gates above with their Kubernetes 1.37
+// defaults, for a program to add to its feature gate (so that
+// --feature-gates can set them).
+func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
+	return map[featuregate.Feature]featuregate.FeatureSpec{
+		FeatureTerminatingReplicas: {Default: true, PreRelease: featuregate.Beta},
+		FeaturePodDeletionCost:     {Default: true, PreRelease: featuregate.Beta},
+	}
+}
+
 // Descriptor returns the ReplicaSet controller (replicaset-controller, alias
 // replicaset) with o.ConcurrentReplicaSetSyncs workers.
 func Descriptor(o Options) descriptor.Descriptor {

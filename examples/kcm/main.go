@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/controllers/podgc"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
@@ -81,9 +82,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	defer flush()
 	defer logging.RouteKlog(log)()
 
+	// The gates the built-ins consult, so that --feature-gates sets them.
+	gates := featuregate.NewFeatureGate()
+	if err := gates.Add(replicaset.FeatureSpecs()); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
 	m, err := manager.NewBuilder(component).
 		WithOptions(host).
 		WithLogger(log).
+		WithFeatureGate(gates).
 		Register(
 			replicaset.Descriptor(rs),
 			replicaset.ReplicationControllerDescriptor(rs),

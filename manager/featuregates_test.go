@@ -1,0 +1,77 @@
+package manager_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/manager"
+)
+
+// TestFeatureGatesFlag: --feature-gates sets the Builder's gate, which the
+// descriptors' required gates are checked against; an unknown gate, a bad
+// value and a gate that cannot be set are errors naming the flag.
+func TestFeatureGatesFlag(t *testing.T) {
+	const gated featuregate.Feature = "ShinyThing"
+	newGate := func() featuregate.MutableFeatureGate {
+		fg := featuregate.NewFeatureGate()
+		if err := fg.Add(map[featuregate.Feature]featuregate.FeatureSpec{gated: {Default: true, PreRelease: featuregate.Beta}}); err != nil {
+			t.Fatal(err)
+		}
+		return fg
+	}
+	d := descriptor.New("shiny-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+		return nil, nil
+	}).WithFeatureGates(gated)
+	build := func(args []string, fg featuregate.FeatureGate) (*manager.Manager, error) {
+		var o manager.Options
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		o.Serving.SecurePort = 0
+		return manager.NewBuilder("gates").WithClient(fake.NewClientset(), metadatafake.NewSimpleMetadataClient(runtime.NewScheme())).
+			WithOptions(o).WithFeatureGate(fg).Register(d).Build()
+	}
+	for _, tc := range []struct {
+		args      []string
+		wantPhase manager.Phase
+	}{
+		{nil, manager.PhaseWaiting},
+		{[]string{"--feature-gates=ShinyThing=false"}, manager.PhaseSkipped},
+		{[]string{"--feature-gates=ShinyThing=false,ShinyThing=true"}, manager.PhaseWaiting},
+	} {
+		m, err := build(tc.args, newGate())
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if st, _ := m.Status("shiny-controller"); st.Phase != tc.wantPhase {
+			t.Errorf("%v: phase %s, want %s", tc.args, st.Phase, tc.wantPhase)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		fg   featuregate.FeatureGate
+		want string
+	}{
+		{[]string{"--feature-gates=Nope=true"}, newGate(), "--feature-gates: unknown gate(s) Nope; this program knows: "},
+		{[]string{"--feature-gates=ShinyThing=maybe"}, newGate(), `"maybe" is not a boolean`},
+		{[]string{"--feature-gates=ShinyThing"}, newGate(), "want Name=true or Name=false"},
+		{[]string{"--feature-gates=ShinyThing=true"}, readOnly{newGate()}, "cannot be set; pass a featuregate.MutableFeatureGate"},
+	} {
+		if _, err := build(tc.args, tc.fg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// readOnly hides a gate's mutability.
+type readOnly struct{ featuregate.FeatureGate }
