@@ -28,11 +28,66 @@ const (
 // PEM-encoded.
 type pki struct {
 	caCert     *x509.Certificate
+	caKey      crypto.Signer
+	caKeyPEM   []byte // the cluster CA's key, PKCS#8, for signers such as KCM's
 	caPEM      []byte
 	servingPEM []byte // certificate for the secure port, signed by the CA
 	servingKey []byte // its private key, PKCS#8
 	saKey      []byte // service account signing key, RSA, PKCS#8
 	saPub      []byte // its public key, PKIX
+
+	frontProxyCAPEM  []byte // the front-proxy CA (kubeadm's front-proxy-ca.crt)
+	frontProxyCert   []byte // front-proxy-client, signed by it
+	frontProxyKeyPEM []byte
+}
+
+// FrontProxyClientName is the common name of the front-proxy client
+// certificate, the one name --requestheader-allowed-names allows.
+const FrontProxyClientName = "front-proxy-client"
+
+// newCA generates a self-signed CA named cn.
+func newCA(cn string, now time.Time) (*x509.Certificate, []byte, crypto.Signer, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("generating %s key: %w", cn, err)
+	}
+	tmpl := &x509.Certificate{
+		Subject:               pkix.Name{CommonName: cn},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(certValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	cert, der, err := signCert(tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("creating %s certificate: %w", cn, err)
+	}
+	return cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key, nil
+}
+
+// clientCert signs a client certificate for user and groups with the CA;
+// it returns the certificate and key as PEM.
+func clientCert(ca *x509.Certificate, caKey crypto.Signer, user string, groups []string, now time.Time) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generating a client key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.Add(certValidity),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	_, der, err := signCert(tmpl, ca, key.Public(), caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("signing a client certificate for %q: %w", user, err)
+	}
+	if keyPEM, err = pkcs8PEM(key); err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
 }
 
 // servingIPs and servingDNS are the names the serving certificate is valid
@@ -98,13 +153,31 @@ func newPKI(now time.Time) (*pki, error) {
 		return nil, fmt.Errorf("encoding service account public key: %w", err)
 	}
 
+	caKeyPEM, err := pkcs8PEM(caKey)
+	if err != nil {
+		return nil, fmt.Errorf("encoding CA key: %w", err)
+	}
+	fpCA, fpCAPEM, fpKey, err := newCA("ctrlhost-testenv-front-proxy-ca", now)
+	if err != nil {
+		return nil, err
+	}
+	fpCert, fpCertKey, err := clientCert(fpCA, fpKey, FrontProxyClientName, nil, now)
+	if err != nil {
+		return nil, err
+	}
+
 	return &pki{
-		caCert:     caCert,
-		caPEM:      pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		servingPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER}),
-		servingKey: srvKeyPEM,
-		saKey:      saKeyPEM,
-		saPub:      pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+		caCert:           caCert,
+		caKey:            caKey,
+		caKeyPEM:         caKeyPEM,
+		frontProxyCAPEM:  fpCAPEM,
+		frontProxyCert:   fpCert,
+		frontProxyKeyPEM: fpCertKey,
+		caPEM:            pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		servingPEM:       pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER}),
+		servingKey:       srvKeyPEM,
+		saKey:            saKeyPEM,
+		saPub:            pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
 	}, nil
 }
 

@@ -143,3 +143,50 @@ func TestNewPKI(t *testing.T) {
 		t.Error("service account public key does not belong to the private key")
 	}
 }
+
+// TestPKIKeysAndClientCertificates: the CA key signs for the CA, the
+// front-proxy client certificate verifies against the front-proxy CA only,
+// and client certificates verify against the cluster CA for client use,
+// with the user and groups as subject.
+func TestPKIKeysAndClientCertificates(t *testing.T) {
+	p, err := newPKI(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tls.X509KeyPair(p.caPEM, p.caKeyPEM); err != nil {
+		t.Errorf("the CA key does not match the CA certificate: %v", err)
+	}
+	pool := func(pemData []byte) *x509.CertPool {
+		cp := x509.NewCertPool()
+		if !cp.AppendCertsFromPEM(pemData) {
+			t.Fatal("no certificate in PEM")
+		}
+		return cp
+	}
+	verify := func(certPEM []byte, roots *x509.CertPool) (*x509.Certificate, error) {
+		block, _ := pem.Decode(certPEM)
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		return c, err
+	}
+	if c, err := verify(p.frontProxyCert, pool(p.frontProxyCAPEM)); err != nil || c.Subject.CommonName != FrontProxyClientName {
+		t.Errorf("front-proxy client certificate: CN %q, %v", c.Subject.CommonName, err)
+	}
+	if _, err := verify(p.frontProxyCert, pool(p.caPEM)); err == nil {
+		t.Error("the front-proxy client certificate verifies against the cluster CA; the CAs must differ")
+	}
+	certPEM, keyPEM, err := clientCert(p.caCert, p.caKey, "system:kube-controller-manager", []string{"g1", "g2"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		t.Errorf("client key does not match: %v", err)
+	}
+	c, err := verify(certPEM, pool(p.caPEM))
+	if err != nil || c.Subject.CommonName != "system:kube-controller-manager" || strings.Join(c.Subject.Organization, ",") != "g1,g2" {
+		t.Errorf("client certificate: subject %v, %v", c.Subject, err)
+	}
+}

@@ -30,6 +30,15 @@
 //     process group, which Stop terminates (SIGTERM, then SIGKILL); on Linux
 //     they are also killed if the test process dies.
 //   - Every goroutine Start creates has ended when Stop returns.
+//   - The certificates and keys are laid out as kubeadm's (PKI): a cluster
+//     CA with its key (for signers such as KCM's --cluster-signing-*), a
+//     front-proxy CA the API server is configured with and publishes in
+//     kube-system/extension-apiserver-authentication, and the
+//     service-account key pair; keys are 0600. WriteClientCert and
+//     WriteClientCertKubeconfig issue client certificates the API server
+//     accepts. The Env's service range (ServiceClusterIPRange) is not
+//     kubeadm's 10.96.0.0/12; a controller manager given kubeadm's flags
+//     only uses its own value for node IPAM.
 //   - RestartAPIServer brings kube-apiserver back on the same port against
 //     the same etcd, so configs handed out before keep working and data
 //     survives; it is not safe concurrently with other Env methods.

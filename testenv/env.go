@@ -37,6 +37,10 @@ const (
 // Files in the Env's directory.
 const (
 	caFile           = "ca.crt"
+	caKeyFile        = "ca.key"
+	frontProxyCAFile = "front-proxy-ca.crt"
+	frontProxyCert   = "front-proxy-client.crt"
+	frontProxyKey    = "front-proxy-client.key"
 	servingCertFile  = "apiserver.crt"
 	servingKeyFile   = "apiserver.key"
 	saKeyFile        = "sa.key"
@@ -57,6 +61,7 @@ type Env struct {
 	etcdURL      string
 	apiserverURL string
 	caPEM        []byte
+	pki          *pki              // signs client certificates
 	tokens       map[string]string // user name -> token; includes AdminUser
 
 	etcd      *process
@@ -128,7 +133,7 @@ func (e *Env) writeCredentials() error {
 	if err != nil {
 		return fmt.Errorf("testenv: %w", err)
 	}
-	e.caPEM = p.caPEM
+	e.caPEM, e.pki = p.caPEM, p
 
 	users := append([]User{{Name: AdminUser, Groups: []string{"system:masters"}}}, e.opts.Users...)
 	e.tokens = make(map[string]string, len(users))
@@ -147,12 +152,16 @@ func (e *Env) writeCredentials() error {
 	}
 
 	for name, data := range map[string][]byte{
-		caFile:          p.caPEM,
-		servingCertFile: p.servingPEM,
-		servingKeyFile:  p.servingKey,
-		saKeyFile:       p.saKey,
-		saPubFile:       p.saPub,
-		tokenFile:       tokens,
+		caFile:           p.caPEM,
+		caKeyFile:        p.caKeyPEM,
+		frontProxyCAFile: p.frontProxyCAPEM,
+		frontProxyCert:   p.frontProxyCert,
+		frontProxyKey:    p.frontProxyKeyPEM,
+		servingCertFile:  p.servingPEM,
+		servingKeyFile:   p.servingKey,
+		saKeyFile:        p.saKey,
+		saPubFile:        p.saPub,
+		tokenFile:        tokens,
 	} {
 		if err := os.WriteFile(e.path(name), data, 0o600); err != nil {
 			return fmt.Errorf("testenv: %w", err)
@@ -226,6 +235,15 @@ func (e *Env) startAPIServer(ctx context.Context, path string) error {
 			"--api-audiences=" + ServiceAccountIssuer,
 			"--service-cluster-ip-range=" + ServiceClusterIPRange,
 			"--allow-privileged=true",
+			// Front-proxy settings as kubeadm sets them; the API server
+			// publishes them in kube-system/extension-apiserver-authentication.
+			"--requestheader-client-ca-file=" + e.path(frontProxyCAFile),
+			"--requestheader-allowed-names=" + FrontProxyClientName,
+			"--requestheader-username-headers=X-Remote-User",
+			"--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+			"--proxy-client-cert-file=" + e.path(frontProxyCert),
+			"--proxy-client-key-file=" + e.path(frontProxyKey),
 			// The lease and master-count reconcilers refuse a loopback
 			// advertise address; there are no in-cluster clients anyway.
 			"--endpoint-reconciler-type=none",
@@ -437,6 +455,77 @@ func (e *Env) WriteKubeconfig(path string) error {
 	}
 	cfg.AuthInfos[AdminUser] = &clientcmdapi.AuthInfo{Token: e.tokens[AdminUser]}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: AdminUser, Namespace: "default"}
+	cfg.CurrentContext = name
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("testenv: writing kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// PKIFiles are the paths of the Env's certificates and keys, as a kubeadm
+// cluster has them, for programs that take them on their command line
+// (kube-controller-manager's --cluster-signing-*, --root-ca-file,
+// --client-ca-file, --requestheader-client-ca-file,
+// --service-account-private-key-file). Keys are readable by their owner
+// only.
+type PKIFiles struct {
+	// CAFile and CAKeyFile are the cluster CA: it signs the API server's
+	// serving certificate and client certificates the API server trusts
+	// (--client-ca-file).
+	CAFile, CAKeyFile string
+	// FrontProxyCAFile is the front-proxy CA (--requestheader-client-ca-file);
+	// FrontProxyClientCertFile and FrontProxyClientKeyFile are the API
+	// server's proxy client certificate (common name FrontProxyClientName).
+	FrontProxyCAFile, FrontProxyClientCertFile, FrontProxyClientKeyFile string
+	// ServiceAccountKeyFile signs service-account tokens (RSA, PKCS#8); the
+	// API server verifies them with ServiceAccountPublicKeyFile.
+	ServiceAccountKeyFile, ServiceAccountPublicKeyFile string
+}
+
+// PKI returns the paths of the Env's certificates and keys.
+func (e *Env) PKI() PKIFiles {
+	return PKIFiles{
+		CAFile: e.path(caFile), CAKeyFile: e.path(caKeyFile),
+		FrontProxyCAFile: e.path(frontProxyCAFile), FrontProxyClientCertFile: e.path(frontProxyCert),
+		FrontProxyClientKeyFile: e.path(frontProxyKey),
+		ServiceAccountKeyFile:   e.path(saKeyFile), ServiceAccountPublicKeyFile: e.path(saPubFile),
+	}
+}
+
+// WriteClientCert writes a client certificate for user and groups, signed
+// by the cluster CA, to prefix+".crt" and its key to prefix+".key" (0600),
+// and returns both paths. The API server authenticates it as user.
+func (e *Env) WriteClientCert(prefix, user string, groups ...string) (certFile, keyFile string, err error) {
+	certPEM, keyPEM, err := clientCert(e.pki.caCert, e.pki.caKey, user, groups, time.Now())
+	if err != nil {
+		return "", "", fmt.Errorf("testenv: %w", err)
+	}
+	certFile, keyFile = prefix+".crt", prefix+".key"
+	if err := os.MkdirAll(filepath.Dir(prefix), 0o700); err != nil {
+		return "", "", fmt.Errorf("testenv: %w", err)
+	}
+	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+		return "", "", fmt.Errorf("testenv: %w", err)
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		return "", "", fmt.Errorf("testenv: %w", err)
+	}
+	return certFile, keyFile, nil
+}
+
+// WriteClientCertKubeconfig writes a kubeconfig to path that authenticates
+// with a client certificate for user and groups (embedded), as kubeadm's
+// controller-manager.conf does for system:kube-controller-manager.
+func (e *Env) WriteClientCertKubeconfig(path, user string, groups ...string) error {
+	certPEM, keyPEM, err := clientCert(e.pki.caCert, e.pki.caKey, user, groups, time.Now())
+	if err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	const name = "testenv"
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: e.apiserverURL, CertificateAuthorityData: slices.Clone(e.caPEM)}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: user}
 	cfg.CurrentContext = name
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		return fmt.Errorf("testenv: writing kubeconfig: %w", err)
