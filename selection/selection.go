@@ -27,6 +27,10 @@ type Selection struct {
 	entries []string // "*", "name" or "-name", canonical names only
 }
 
+// ErrUnknownController is wrapped by Resolve's error for each entry that
+// names no registered controller.
+var ErrUnknownController = errors.New("is not a known controller")
+
 // Resolve resolves entries against ds. ds need not be a valid registry
 // (a caller reporting every problem at once still gets the --controllers
 // ones): the first descriptor with a given name or alias answers for it.
@@ -97,7 +101,7 @@ func resolve(ds []descriptor.Descriptor, entries []string) ([]string, []error) {
 	}
 	errs := make([]error, 0, len(unknown))
 	for _, u := range unknown {
-		errs = append(errs, fmt.Errorf("--controllers: %q is not a known controller; known controllers: %s", u, known))
+		errs = append(errs, fmt.Errorf("--controllers: %q %w; known controllers: %s", u, ErrUnknownController, known))
 	}
 	return out, errs
 }

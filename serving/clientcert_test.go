@@ -212,6 +212,7 @@ func TestFrontProxyAuthentication(t *testing.T) {
 
 // TestLookupFromTheCluster: without CA files, the client CA and the
 // front-proxy settings come from kube-system/extension-apiserver-authentication;
+// the lookup happens when the Server binds (Listen), not when it is built;
 // a failed lookup is an error naming the fix, or a warning when tolerated;
 // a missing ConfigMap configures nothing.
 func TestLookupFromTheCluster(t *testing.T) {
@@ -245,20 +246,30 @@ func TestLookupFromTheCluster(t *testing.T) {
 	denied.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "extension-apiserver-authentication", errors.New("no RBAC"))
 	})
-	_, err := New(Options{SecurePort: PortEphemeral}, whoami, denied, testr.New(t))
+	start := func(opts Options, api *fakeAPI) error {
+		opts.SecurePort = PortEphemeral
+		s, err := New(opts, whoami, api, testr.New(t))
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		_, err = s.Listen(t.Context())
+		return err
+	}
+	err := start(Options{}, denied)
 	for _, want := range []string{"extension-apiserver-authentication-reader", "--authentication-tolerate-lookup-failure", "--client-ca-file"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("New with a forbidden lookup: %v; want an error mentioning %q", err, want)
+			t.Errorf("Listen with a forbidden lookup: %v; want an error mentioning %q", err, want)
 		}
 	}
-	if _, err := New(Options{SecurePort: PortEphemeral, TolerateLookupFailure: true}, whoami, denied, testr.New(t)); err != nil {
-		t.Errorf("New with a forbidden lookup, tolerated: %v", err)
+	if err := start(Options{TolerateLookupFailure: true}, denied); err != nil {
+		t.Errorf("Listen with a forbidden lookup, tolerated: %v", err)
 	}
-	if _, err := New(Options{SecurePort: PortEphemeral, SkipLookup: true}, whoami, denied, testr.New(t)); err != nil {
-		t.Errorf("New with the lookup skipped: %v", err)
+	if err := start(Options{SkipLookup: true}, denied); err != nil {
+		t.Errorf("Listen with the lookup skipped: %v", err)
 	}
-	if _, err := New(Options{SecurePort: PortEphemeral}, whoami, newFakeAPI(), testr.New(t)); err != nil {
-		t.Errorf("New without the ConfigMap: %v", err)
+	if err := start(Options{}, newFakeAPI()); err != nil {
+		t.Errorf("Listen without the ConfigMap: %v", err)
 	}
 }
 

@@ -18,8 +18,19 @@
 //     their sub-paths) are served to anyone, without credentials, so probes
 //     need no token. A path that is not in clean form (say /healthz/../x)
 //     never matches.
-//   - Every other request needs a bearer token that a TokenReview accepts
-//     (401 otherwise) and a SubjectAccessReview that allows the user the
+//   - Every other request must authenticate (401 otherwise), by the first
+//     of: a client certificate of a front proxy that --requestheader-client-ca-file
+//     signed (and whose common name --requestheader-allowed-names allows,
+//     when set), asserting the user in the --requestheader-*-headers; a
+//     client certificate --client-ca-file signed for client use (user: its
+//     common name, groups: its organizations); a bearer token a TokenReview
+//     accepts. CA files not given are read from the API server's
+//     kube-system/extension-apiserver-authentication ConfigMap when the
+//     port is bound, unless --authentication-skip-lookup; failing to read
+//     it fails Listen unless --authentication-tolerate-lookup-failure.
+//   - The front-proxy headers are removed from every request before the
+//     handler sees it, whoever sent them.
+//   - It must then be authorized: a SubjectAccessReview that allows the user the
 //     lower-cased HTTP method on the path (403 otherwise), unless
 //     authentication and authorization were explicitly disabled.
 //   - Fail closed: a TokenReview that cannot be made or reports an error
@@ -41,6 +52,8 @@
 //     too (no reload on change). Use files for anything that lives long.
 //   - A handler that ignores its request's context may still be running
 //     after Serve returned, once the shutdown bound forced connections shut.
-//   - Client certificates, anonymous requests and the API server's
-//     front-proxy headers are not supported as ways to authenticate.
+//   - Anonymous requests are not supported. CA files and the looked-up
+//     ConfigMap are read once: a rotated CA needs a restart (KCM reloads
+//     them).
+//   - TLS 1.0 and 1.1 are refused even when --tls-min-version asks for them.
 package serving

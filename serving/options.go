@@ -75,7 +75,8 @@ type Options struct {
 	// SkipLookup, when false, reads what ClientCAFile and
 	// RequestHeader.ClientCAFile leave unset from the API server's
 	// kube-system/extension-apiserver-authentication ConfigMap, once, when
-	// the Server is built, as KCM does. Default: false.
+	// the Server binds its port (Listen), as KCM does at start. Default:
+	// false.
 	SkipLookup bool
 	// TolerateLookupFailure turns a failed lookup (say, no RBAC to read
 	// the ConfigMap) into a logged warning instead of an error; requests

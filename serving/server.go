@@ -26,8 +26,10 @@ type Server struct {
 	opts    Options
 	log     logr.Logger
 	handler http.Handler
-	cert    servingCert // zero when serving is disabled, or until a self-signed one is generated
-	tls     *tls.Config // without certificates
+	cert    servingCert          // zero when serving is disabled, or until a self-signed one is generated
+	tls     *tls.Config          // without certificates
+	filter  *AuthFilter          // nil without auth
+	lookup  kubernetes.Interface // reads the cluster's authentication ConfigMap at Listen; nil: no lookup
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -81,14 +83,13 @@ func New(opts Options, handler http.Handler, client kubernetes.Interface, log lo
 		log.Info("Serving WITHOUT authentication or authorization: every endpoint is open to anyone who can connect",
 			"flag", "--disable-serving-auth")
 	} else {
-		filter, err := newFilter(opts, client, log)
+		filter, authn, err := newFilter(opts, client, log)
 		if err != nil {
 			errs = append(errs, err)
 		} else {
-			s.handler = filter.Wrap(inner)
-			if filter.cfg.ClientCAs != nil || filter.cfg.RequestHeader != nil {
-				// Asked for, verified by the filter against the right CAs.
-				s.tls.ClientAuth = tls.RequestClientCert
+			s.handler, s.filter = filter.Wrap(inner), filter
+			if !opts.SkipLookup && (filter.cfg.ClientCAs == nil || filter.cfg.RequestHeader == nil) {
+				s.lookup = authn
 			}
 		}
 	}
@@ -113,53 +114,33 @@ func New(opts Options, handler http.Handler, client kubernetes.Interface, log lo
 const lookupTimeout = 10 * time.Second
 
 // newFilter builds the AuthFilter of opts, with clients from the
-// kubeconfig flags or client, the CA files, and what the cluster publishes
-// for the ones not given.
-func newFilter(opts Options, client kubernetes.Interface, log logr.Logger) (*AuthFilter, error) {
+// kubeconfig flags or client, and the CA files; it also returns the
+// authentication client, for the cluster lookup.
+func newFilter(opts Options, client kubernetes.Interface, log logr.Logger) (*AuthFilter, kubernetes.Interface, error) {
 	authn, err := reviewClient(client, opts.AuthenticationKubeconfig, "--authentication-kubeconfig")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	authz, err := reviewClient(client, opts.AuthorizationKubeconfig, "--authorization-kubeconfig")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var clientCAs *x509.CertPool
 	var rh *RequestHeaderConfig
 	if opts.ClientCAFile != "" {
 		if clientCAs, err = readCAs("--client-ca-file", opts.ClientCAFile); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if r := opts.RequestHeader; r.ClientCAFile != "" {
 		pool, err := readCAs("--requestheader-client-ca-file", r.ClientCAFile)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rh = &RequestHeaderConfig{CAs: pool, AllowedNames: r.AllowedNames, UsernameHeaders: r.UsernameHeaders,
 			UIDHeaders: r.UIDHeaders, GroupHeaders: r.GroupHeaders, ExtraHeaderPrefixes: r.ExtraHeaderPrefixes}
 	}
-	if !opts.SkipLookup && (clientCAs == nil || rh == nil) {
-		ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
-		found, err := lookUp(ctx, authn)
-		cancel()
-		switch {
-		case err != nil && opts.TolerateLookupFailure:
-			log.Info("WARNING: continuing without the cluster's client CA and front-proxy settings; only bearer tokens (and the CA files given) authenticate",
-				"err", err.Error(), "flag", "--authentication-tolerate-lookup-failure")
-		case err != nil:
-			return nil, err
-		}
-		if clientCAs == nil && found.clientCAs != nil {
-			clientCAs = found.clientCAs
-			log.V(1).Info("Client certificates are verified with the client CA the cluster publishes")
-		}
-		if rh == nil && found.requestHeader != nil {
-			rh = found.requestHeader
-			log.V(1).Info("Front-proxy requests are verified with the settings the cluster publishes")
-		}
-	}
-	return NewAuthFilter(AuthConfig{
+	f, err := NewAuthFilter(AuthConfig{
 		ClientCAs:            clientCAs,
 		RequestHeader:        rh,
 		TokenReviews:         authn.AuthenticationV1().TokenReviews(),
@@ -171,6 +152,7 @@ func newFilter(opts Options, client kubernetes.Interface, log logr.Logger) (*Aut
 		UnauthorizedCacheTTL: opts.UnauthorizedCacheTTL,
 		Log:                  log.WithName("auth"),
 	})
+	return f, authn, err
 }
 
 // reviewClient returns a client from the kubeconfig file, or client when
@@ -282,6 +264,9 @@ func (s *Server) listenLocked(ctx context.Context) (net.Addr, error) {
 	if err := s.certLocked(); err != nil {
 		return nil, err
 	}
+	if err := s.lookUpLocked(ctx); err != nil {
+		return nil, err
+	}
 	addr := net.JoinHostPort(s.opts.BindAddress, strconv.Itoa(s.opts.listenPort()))
 	lc := net.ListenConfig{}
 	if s.opts.PermitAddressSharing {
@@ -377,10 +362,46 @@ func (s *Server) Serve(ctx context.Context) error {
 	return shutErr
 }
 
-// tlsConfig is the server's TLS configuration, with its certificate.
+// lookUpLocked completes the filter with what the cluster publishes for the
+// CA files not given (once, before serving starts), as KCM does at start.
+// s.mu must be held.
+func (s *Server) lookUpLocked(ctx context.Context) error {
+	if s.lookup == nil {
+		return nil
+	}
+	client := s.lookup
+	s.lookup = nil
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	found, err := lookUp(ctx, client)
+	switch {
+	case err != nil && s.opts.TolerateLookupFailure:
+		s.log.Info("WARNING: continuing without the cluster's client CA and front-proxy settings; only bearer tokens (and the CA files given) authenticate",
+			"err", err.Error(), "flag", "--authentication-tolerate-lookup-failure")
+		return nil
+	case err != nil:
+		return err
+	}
+	cfg := &s.filter.cfg
+	if cfg.ClientCAs == nil && found.clientCAs != nil {
+		cfg.ClientCAs = found.clientCAs
+		s.log.V(1).Info("Client certificates are verified with the client CA the cluster publishes")
+	}
+	if cfg.RequestHeader == nil && found.requestHeader != nil {
+		cfg.RequestHeader = found.requestHeader
+		s.log.V(1).Info("Front-proxy requests are verified with the settings the cluster publishes")
+	}
+	return nil
+}
+
+// tlsConfig is the server's TLS configuration, with its certificate; it
+// asks for client certificates when the filter verifies them.
 func (s *Server) tlsConfig() *tls.Config {
 	c := s.tls.Clone()
 	c.Certificates = []tls.Certificate{s.cert.tls}
+	if f := s.filter; f != nil && (f.cfg.ClientCAs != nil || f.cfg.RequestHeader != nil) {
+		c.ClientAuth = tls.RequestClientCert // verified by the filter, against the right CAs
+	}
 	return c
 }
 

@@ -17,6 +17,7 @@ func TestCommandLine(t *testing.T) {
 	}{
 		{"unknown KCM flag", []string{"--concurrent-deployment-syncs=5"}, 2, "unknown flag: --concurrent-deployment-syncs"},
 		{"unknown controller", []string{"--controllers=*,deployment-controller", "--kubeconfig=/nonexistent"}, 1, `"deployment-controller" is not a known controller`},
+		{"unknown controller: where to find it", []string{"--controllers=*,garbagecollector", "--kubeconfig=/nonexistent"}, 1, "Every kube-controller-manager controller is in the upstream module's drop-in binary, github.com/ctrlhost/ctrlhost/upstream/cmd/kube-controller-manager"},
 		{"bad worker count", []string{"--concurrent-replicaset-syncs=-1", "--kubeconfig=/nonexistent"}, 1, "--concurrent-replicaset-syncs"},
 		{"bad duration", []string{"--controller-shutdown-timeout=0"}, 2, "must be a positive duration"},
 		{"help", []string{"--help"}, 0, "--terminated-pod-gc-threshold"},
