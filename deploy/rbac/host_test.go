@@ -105,7 +105,15 @@ func TestHostRBAC(t *testing.T) {
 	if len(m.clusterRoleBindings) != 1 || m.clusterRoleBindings[0].RoleRef.Name != cluster.Name || m.clusterRoleBindings[0].RoleRef.Kind != "ClusterRole" {
 		t.Errorf("want one ClusterRoleBinding to ClusterRole %q, got %+v", cluster.Name, m.clusterRoleBindings)
 	}
-	if len(m.roleBindings) != 1 || m.roleBindings[0].RoleRef.Name != ns.Name || m.roleBindings[0].RoleRef.Kind != "Role" || m.roleBindings[0].Namespace != ns.Namespace {
-		t.Errorf("want one RoleBinding in %s to Role %q, got %+v", ns.Namespace, ns.Name, m.roleBindings)
+	// The host's Role, and the API server's authentication reader (for
+	// serving's client CA and front-proxy lookup).
+	var bound []string
+	for _, rb := range m.roleBindings {
+		if rb.Namespace == "kube-system" && rb.RoleRef.Kind == "Role" {
+			bound = append(bound, rb.RoleRef.Name)
+		}
+	}
+	if want := []string{ns.Name, "extension-apiserver-authentication-reader"}; strings.Join(bound, ",") != strings.Join(want, ",") {
+		t.Errorf("RoleBindings in kube-system to Roles %v, want %v", bound, want)
 	}
 }
