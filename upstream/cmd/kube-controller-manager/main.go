@@ -20,6 +20,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -57,15 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer logging.RouteKlog(log)()
 	log.Info("Starting kube-controller-manager's controllers on ctrlhost", "version", version())
 
-	m, err := manager.NewBuilder(component).
-		WithOptions(p.host).
-		WithLogger(log).
-		// Upstream controllers read the process-wide gate: --feature-gates
-		// sets it, and descriptors' gates are checked against it.
-		WithFeatureGate(utilfeature.DefaultMutableFeatureGate).
-		WithMetricsGatherer(legacyregistry.DefaultGatherer).
-		Register(p.descriptors...).
-		Build()
+	m, err := p.builder(log).Build()
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
@@ -81,6 +74,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type program struct {
 	host        manager.Options
 	descriptors []descriptor.Descriptor
+}
+
+// builder is the Manager's builder for p: KCM's component name, and the
+// process-wide feature gate and metrics registry upstream controllers use.
+func (p *program) builder(log logr.Logger) *manager.Builder {
+	return manager.NewBuilder(component).
+		WithOptions(p.host).
+		WithLogger(log).
+		// Upstream controllers read the process-wide gate: --feature-gates
+		// sets it, and descriptors' gates are checked against it.
+		WithFeatureGate(utilfeature.DefaultMutableFeatureGate).
+		WithMetricsGatherer(legacyregistry.DefaultGatherer).
+		Register(p.descriptors...)
 }
 
 // prepare parses and validates args. done means the process should exit

@@ -5,10 +5,22 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr/testr"
 	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	"k8s.io/kubernetes/pkg/features"
+
+	"github.com/ctrlhost/ctrlhost/manager"
 )
 
 // Goroutines upstream packages start at import time are not ours. The
@@ -135,4 +147,50 @@ func TestVersionAndHelp(t *testing.T) {
 	if strings.Contains(stdout.String(), "--contention-profiling") {
 		t.Error("--help shows a flag this host refuses")
 	}
+}
+
+// TestFeatureGatesReachUpstream: --feature-gates sets the process-wide gate
+// upstream controllers read, and the Manager skips a controller whose
+// required gate it turns off.
+func TestFeatureGatesReachUpstream(t *testing.T) {
+	gate, gated := settableGate(t)
+	was := utilfeature.DefaultFeatureGate.Enabled(gate)
+	t.Cleanup(func() {
+		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(gate): was}); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, on := range []bool{!was, was} {
+		var stdout, stderr bytes.Buffer
+		p, code, done := prepare([]string{"--feature-gates=" + string(gate) + "=" + strconv.FormatBool(on), "--secure-port=0"}, &stdout, &stderr)
+		if done {
+			t.Fatalf("exit %d:\n%s", code, stderr.String())
+		}
+		m, err := p.builder(testr.New(t)).
+			WithClient(fake.NewClientset(), metadatafake.NewSimpleMetadataClient(runtime.NewScheme())).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := utilfeature.DefaultFeatureGate.Enabled(gate); got != on {
+			t.Errorf("--feature-gates=%s=%v: the process-wide gate says %v", gate, on, got)
+		}
+		st, _ := m.Status(gated)
+		if skipped := st.Phase == manager.PhaseSkipped; skipped == on {
+			t.Errorf("--feature-gates=%s=%v: %s is %s", gate, on, gated, st.Phase)
+		}
+	}
+}
+
+// settableGate is an alpha gate an upstream controller requires (off by
+// default, not locked, nothing depending on it). Trying gates with
+// SetFromMap to find one would not do: a refused map stays in the gate and
+// fails every later call.
+func settableGate(t *testing.T) (featuregate.Feature, string) {
+	t.Helper()
+	const gate, controller = features.DRAResourcePoolStatus, "resourcepoolstatusrequest-controller"
+	spec, ok := utilfeature.DefaultMutableFeatureGate.GetAll()[gate]
+	if !ok || spec.LockToDefault || !slices.Contains(app.NewControllerDescriptors()[controller].GetRequiredFeatureGates(), gate) {
+		t.Fatalf("%s (%+v) is no longer a settable gate of %s in this Kubernetes release; pick another", gate, spec, controller)
+	}
+	return gate, controller
 }
