@@ -14,6 +14,7 @@ require (
 	k8s.io/component-base v0.37.2
 	k8s.io/controller-manager v0.37.1
 	k8s.io/kubernetes v1.37.1
+	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 )
 
 require (
@@ -154,7 +155,6 @@ require (
 	k8s.io/mount-utils v0.0.0 // indirect
 	k8s.io/pod-security-admission v0.0.0 // indirect
 	k8s.io/streaming v0.37.1 // indirect
-	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
