@@ -8,7 +8,10 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	kcmconfig "k8s.io/kubernetes/cmd/kube-controller-manager/app/config"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
 	ctrlconfig "k8s.io/kubernetes/pkg/controller/apis/config"
 
@@ -127,4 +130,37 @@ func AlwaysOn(controllers []string) []string {
 		controllers = []string{"*"}
 	}
 	return append(first, controllers...)
+}
+
+// UpstreamSelection returns, sorted, the controllers kube-controller-manager
+// itself would start for the --controllers entries, decided by upstream's
+// own code (its option groups resolve aliases, IsControllerEnabled decides,
+// the special controllers always start, then the required feature gates of
+// utilfeature.DefaultFeatureGate). A Manager given AlwaysOn(controllers) and
+// Descriptors selects the same set; it is here to check that, and to tell
+// an operator what KCM would have run.
+func UpstreamSelection(controllers []string) ([]string, error) {
+	s, err := options.NewKubeControllerManagerOptions()
+	if err != nil {
+		return nil, err
+	}
+	s.Generic.Controllers = controllers
+	s.SecureServing.BindPort = 0
+	var c kcmconfig.Config
+	if err := s.ApplyTo(&c, app.KnownControllers(), app.ControllersDisabledByDefault(), app.ControllerAliases()); err != nil {
+		return nil, err
+	}
+	uc := app.ControllerContext{ComponentConfig: c.ComponentConfig}
+	var out []string
+	for name, d := range app.NewControllerDescriptors() {
+		on := d.RequiresSpecialHandling() || uc.IsControllerEnabled(d)
+		for _, g := range d.GetRequiredFeatureGates() {
+			on = on && utilfeature.DefaultFeatureGate.Enabled(g)
+		}
+		if on {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -12,7 +12,6 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
-	kcmconfig "k8s.io/kubernetes/cmd/kube-controller-manager/app/config"
 	"k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
 
@@ -78,7 +77,6 @@ func TestDescriptorsMatchUpstream(t *testing.T) {
 // the Manager runs exactly the controllers KCM v1.37 would start: those
 // upstream's IsControllerEnabled accepts whose feature gates are on.
 func TestControllersFlagSelectsWhatKCMSelects(t *testing.T) {
-	up := app.NewControllerDescriptors()
 	for _, controllers := range [][]string{
 		{"*"},
 		{"*", "bootstrapsigner", "tokencleaner"},
@@ -88,30 +86,10 @@ func TestControllersFlagSelectsWhatKCMSelects(t *testing.T) {
 		{"-serviceaccount-token-controller", "*"},
 	} {
 		t.Run(strings.Join(controllers, ","), func(t *testing.T) {
-			// Upstream: the option groups apply --controllers (aliases
-			// resolved) and IsControllerEnabled decides, then the gates.
-			s, err := options.NewKubeControllerManagerOptions()
+			want, err := kcm.UpstreamSelection(controllers)
 			if err != nil {
 				t.Fatal(err)
 			}
-			s.Generic.Controllers = controllers
-			s.SecureServing.BindPort = 0
-			var c kcmconfig.Config
-			if err := s.ApplyTo(&c, app.KnownControllers(), app.ControllersDisabledByDefault(), app.ControllerAliases()); err != nil {
-				t.Fatal(err)
-			}
-			uc := app.ControllerContext{ComponentConfig: c.ComponentConfig}
-			var want []string
-			for name, d := range up {
-				on := d.RequiresSpecialHandling() || uc.IsControllerEnabled(d)
-				for _, g := range d.GetRequiredFeatureGates() {
-					on = on && utilfeature.DefaultFeatureGate.Enabled(g)
-				}
-				if on {
-					want = append(want, name)
-				}
-			}
-			slices.Sort(want)
 
 			opts := manager.Options{Controllers: kcm.AlwaysOn(controllers)}
 			m, err := manager.NewBuilder("kube-controller-manager").

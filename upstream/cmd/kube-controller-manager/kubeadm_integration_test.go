@@ -8,20 +8,16 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
-	kcmconfig "k8s.io/kubernetes/cmd/kube-controller-manager/app/config"
-	"k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 
 	"github.com/ctrlhost/ctrlhost/testenv"
+	"github.com/ctrlhost/ctrlhost/upstream/kcm"
 )
 
 // kubeadmCommandLine is kubeadm's static-pod command line for KCM, with the
@@ -52,34 +48,6 @@ func kubeadmCommandLine(t testing.TB, env *testenv.Env) []string {
 		"--service-cluster-ip-range=10.96.0.0/12",
 		"--use-service-account-credentials=true",
 	}
-}
-
-// kcmEnabled is the set of controllers KCM v1.37.1 starts for
-// --controllers=*,bootstrapsigner,tokencleaner with the default gates.
-func kcmEnabled(t testing.TB) []string {
-	s, err := options.NewKubeControllerManagerOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Generic.Controllers = []string{"*", "bootstrapsigner", "tokencleaner"}
-	s.SecureServing.BindPort = 0
-	var c kcmconfig.Config
-	if err := s.ApplyTo(&c, app.KnownControllers(), app.ControllersDisabledByDefault(), app.ControllerAliases()); err != nil {
-		t.Fatal(err)
-	}
-	uc := app.ControllerContext{ComponentConfig: c.ComponentConfig}
-	var out []string
-	for name, d := range app.NewControllerDescriptors() {
-		on := d.RequiresSpecialHandling() || uc.IsControllerEnabled(d)
-		for _, g := range d.GetRequiredFeatureGates() {
-			on = on && utilfeature.DefaultFeatureGate.Enabled(g)
-		}
-		if on {
-			out = append(out, name)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 func freePort(t testing.TB) int {
@@ -130,7 +98,11 @@ func TestKubeadmCommandLine(t *testing.T) {
 			t.Fatalf("/healthz never answered 200 (last: %v)\n%s\nlog:\n%s", err, body, p.lastLines())
 		}
 	}
-	for _, name := range kcmEnabled(t) {
+	enabled, err := kcm.UpstreamSelection([]string{"*", "bootstrapsigner", "tokencleaner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range enabled {
 		if !strings.Contains(body, "[+]"+name+" ok") {
 			t.Errorf("/healthz?verbose has no passing check for %s", name)
 		}
