@@ -138,6 +138,9 @@ func TestKCMFlagsAllPresent(t *testing.T) {
 			}
 		})
 	}
+	if u := fss.FlagSets["generic"].Lookup("controllers").Usage; !strings.Contains(u, "Disabled-by-default controllers: bootstrap-signer-controller") {
+		t.Errorf("--controllers help does not list the controllers as KCM's does: %q", u)
+	}
 	if fss.FlagSets[names.DeploymentController].Lookup("concurrent-deployment-syncs") == nil {
 		t.Error("the deployment controller's section lacks --concurrent-deployment-syncs")
 	}

@@ -70,7 +70,13 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets, host *pflag.FlagSet) {
 			taken[f.Name] = true
 			switch {
 			case host.Lookup(f.Name) != nil:
-				into.AddFlag(host.Lookup(f.Name))
+				hf := host.Lookup(f.Name)
+				if f.Name == "controllers" {
+					// Upstream's help lists every controller and the
+					// disabled-by-default ones; the semantics are the same.
+					hf.Usage = f.Usage
+				}
+				into.AddFlag(hf)
 			case passThrough[f.Name] || controllers[section] != nil || slices.Contains(controllerSections, section):
 				into.AddFlag(f)
 			default:
