@@ -88,19 +88,31 @@ func (a Assignment) String() string {
 	return fmt.Sprintf("Assignment(%d)", int(a))
 }
 
-// DefaultMigrationConfig is the configuration KCM (and CCM) use when
+// DefaultMigrationConfig is the configuration used when
 // --enable-leader-migration is set without --leader-migration-config: Lease
-// "cloud-provider-extraction-migration", and route-controller,
-// service-controller and cloud-node-lifecycle-controller runnable by any
-// component ("*"). The value is the same for every component; component is
-// accepted for symmetry with Config.WithDefaults.
+// "cloud-provider-extraction-migration", and the three cloud controllers
+// that move from kube-controller-manager to cloud-controller-manager
+// (node-route-controller, service-lb-controller,
+// cloud-node-lifecycle-controller), runnable by any component ("*"). The
+// value is the same for every component; component is accepted for symmetry
+// with Config.WithDefaults.
+//
+// Upstream's default (k8s.io/controller-manager v0.37) has the same Lease
+// but still names "route-controller" and "service-controller", names no
+// v1.37 controller has (CCM calls them node-route-controller and
+// service-lb-controller, and matches entries by canonical name only): with
+// it upstream migrates only cloud-node-lifecycle-controller and runs the
+// other two under each component's main lock, where two components can run
+// them at once. ctrlhost names them as v1.37 does, so the default does what
+// it is for. Only the Lease name has to agree between components, and it
+// does.
 func DefaultMigrationConfig(component string) *MigrationConfig {
 	return &MigrationConfig{
 		LeaderName:   "cloud-provider-extraction-migration",
 		ResourceLock: ResourceLockLeases,
 		ControllerLeaders: []ControllerLeader{
-			{Name: "route-controller", Component: ComponentWildcard},
-			{Name: "service-controller", Component: ComponentWildcard},
+			{Name: "node-route-controller", Component: ComponentWildcard},
+			{Name: "service-lb-controller", Component: ComponentWildcard},
 			{Name: "cloud-node-lifecycle-controller", Component: ComponentWildcard},
 		},
 	}
@@ -245,11 +257,12 @@ func unknownFields(top map[string]json.RawMessage, v1 bool, apiVersion string) e
 		strings.Join(unknown, ", "), apiVersion, note, strings.Join(fields, ", "), strings.Join(leaderFields, ","))
 }
 
-// Validate reports every problem at once: a missing or invalid leaderName,
-// a resourceLock other than "leases", entries without name or component,
-// and duplicate names. KCM also accepts resourceLock "endpoints", but
-// client-go no longer has that lock, so it could not be used; and KCM lets
-// a duplicate silently override the earlier entry.
+// Validate reports, all at once, what kube-controller-manager rejects or
+// what cannot work: a missing leaderName, or one that is not a valid Lease
+// name even in lower case; a resourceLock other than "leases" (KCM also
+// accepts "endpoints", but client-go no longer has that lock); entries
+// without name or component. What KCM accepts and is likely a mistake is
+// reported by Warnings instead.
 func (c *MigrationConfig) Validate() error {
 	if c == nil {
 		return errors.New("leader: leader migration configuration is nil")
@@ -260,8 +273,9 @@ func (c *MigrationConfig) Validate() error {
 	}
 	if c.LeaderName == "" {
 		add("leaderName is required")
-	} else if msgs := validation.IsDNS1123Subdomain(c.LeaderName); len(msgs) > 0 {
-		add("leaderName %q is not a valid Lease name: %s", c.LeaderName, strings.Join(msgs, "; "))
+	} else if msgs := validation.IsDNS1123Subdomain(c.LeaseName()); len(msgs) > 0 {
+		add("leaderName %q is not a valid Lease name: %s; use a lower-case DNS subdomain such as %q",
+			c.LeaderName, strings.Join(msgs, "; "), "cloud-provider-extraction-migration")
 	}
 	if c.ResourceLock != ResourceLockLeases {
 		hint := ""
@@ -270,20 +284,64 @@ func (c *MigrationConfig) Validate() error {
 		}
 		add("resourceLock must be %q, got %q%s", ResourceLockLeases, c.ResourceLock, hint)
 	}
-	first := map[string]int{}
 	for i, l := range c.ControllerLeaders {
 		if l.Name == "" {
 			add("controllerLeaders[%d].name is required", i)
-		} else if j, dup := first[l.Name]; dup {
-			add("controllerLeaders[%d].name %q duplicates controllerLeaders[%d]", i, l.Name, j)
-		} else {
-			first[l.Name] = i
 		}
 		if l.Component == "" {
 			add("controllerLeaders[%d].component is required (a component name, or %q for any)", i, ComponentWildcard)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// LeaseName is the name of the migration Lease: LeaderName, in lower case
+// when only its case keeps it from being a valid Lease name (upstream's own
+// example is "1-20-KCM-to-1-21-CCM", which the API server refuses as a
+// Lease name, so upstream never acquires that lock). Every ctrlhost
+// component lower-cases it alike, so they still share one lock.
+func (c *MigrationConfig) LeaseName() string {
+	if len(validation.IsDNS1123Subdomain(c.LeaderName)) == 0 {
+		return c.LeaderName
+	}
+	if lower := strings.ToLower(c.LeaderName); len(validation.IsDNS1123Subdomain(lower)) == 0 {
+		return lower
+	}
+	return c.LeaderName
+}
+
+// Warnings lists what kube-controller-manager accepts but is likely a
+// mistake, one sentence each: a leaderName used in lower case (LeaseName),
+// entries naming the same controller (the last wins, as in KCM), and
+// entries naming no controller known accepts (known should accept every
+// canonical name and alias of this component's controllers; a nil known
+// skips that check). Entries for controllers of another component are the
+// point of the file, so they are reported without blame: a typo reads the
+// same. A nil configuration has no warnings.
+func (c *MigrationConfig) Warnings(known func(name string) bool) []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	if lease := c.LeaseName(); lease != c.LeaderName {
+		out = append(out, fmt.Sprintf("leaderName %q is not a valid Lease name (the API server refuses upper case); the migration lock is the Lease %q", c.LeaderName, lease))
+	}
+	first := map[string]int{}
+	var unknown []string
+	for i, l := range c.ControllerLeaders {
+		if j, dup := first[l.Name]; dup {
+			out = append(out, fmt.Sprintf("controllerLeaders[%d] names %q again (first at controllerLeaders[%d]); the last entry wins", i, l.Name, j))
+		} else {
+			first[l.Name] = i
+		}
+		if known != nil && l.Name != "" && !known(l.Name) {
+			unknown = append(unknown, fmt.Sprintf("%q (controllerLeaders[%d])", l.Name, i))
+		}
+	}
+	if len(unknown) > 0 {
+		out = append(out, fmt.Sprintf("no controller of this component is named %s; those entries only matter to the other components taking part (check the spelling if one should be this component's)", strings.Join(unknown, ", ")))
+	}
+	return out
 }
 
 // Assign says under which lock component runs the controller with canonical
@@ -323,34 +381,11 @@ func (c *MigrationConfig) find(name string) (ControllerLeader, bool) {
 	return ControllerLeader{}, false
 }
 
-// UnknownControllers reports the entries whose name known rejects; known
-// should accept every canonical name and alias of the component's
-// controllers. Such an entry is likely a typo or an outdated name, and
-// silently does nothing.
-func (c *MigrationConfig) UnknownControllers(known func(name string) bool) error {
-	if c == nil {
-		return nil
-	}
-	if known == nil {
-		return errors.New("leader: UnknownControllers needs a known function")
-	}
-	var unknown []string
-	for i, l := range c.ControllerLeaders {
-		if !known(l.Name) {
-			unknown = append(unknown, fmt.Sprintf("%q (controllerLeaders[%d])", l.Name, i))
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	return fmt.Errorf("leader migration configuration names unknown controllers: %s", strings.Join(unknown, ", "))
-}
-
 // ElectorConfig is the configuration of the migration lock: main's, with the
-// Lease named LeaderName. Namespace, durations and identity stay the main
+// Lease named LeaseName. Namespace, durations and identity stay the main
 // lock's, as in KCM.
 func (c *MigrationConfig) ElectorConfig(main Config) Config {
-	main.Name = c.LeaderName
+	main.Name = c.LeaseName()
 	main.ResourceLock = c.ResourceLock
 	return main
 }

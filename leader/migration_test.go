@@ -140,8 +140,8 @@ func TestDefaultMigrationConfig(t *testing.T) {
 		LeaderName:   "cloud-provider-extraction-migration",
 		ResourceLock: "leases",
 		ControllerLeaders: []ControllerLeader{
-			{Name: "route-controller", Component: "*"},
-			{Name: "service-controller", Component: "*"},
+			{Name: "node-route-controller", Component: "*"},
+			{Name: "service-lb-controller", Component: "*"},
 			{Name: "cloud-node-lifecycle-controller", Component: "*"},
 		},
 	}
@@ -157,7 +157,7 @@ func TestDefaultMigrationConfig(t *testing.T) {
 	// Each call returns its own copy.
 	a := DefaultMigrationConfig("x")
 	a.ControllerLeaders[0].Name = "changed"
-	if DefaultMigrationConfig("x").ControllerLeaders[0].Name != "route-controller" {
+	if DefaultMigrationConfig("x").ControllerLeaders[0].Name != "node-route-controller" {
 		t.Error("DefaultMigrationConfig returns shared state")
 	}
 }
@@ -172,7 +172,9 @@ func TestMigrationValidate(t *testing.T) {
 		{name: "no controllers is valid", cfg: &MigrationConfig{LeaderName: "m", ResourceLock: "leases"}},
 		{name: "nil", cfg: nil, want: []string{"nil"}},
 		{name: "no leaderName", cfg: &MigrationConfig{ResourceLock: "leases"}, want: []string{"leaderName is required"}},
-		{name: "bad leaderName", cfg: &MigrationConfig{LeaderName: "A B", ResourceLock: "leases"}, want: []string{`leaderName "A B" is not a valid Lease name`}},
+		{name: "bad leaderName", cfg: &MigrationConfig{LeaderName: "A B", ResourceLock: "leases"}, want: []string{`leaderName "A B" is not a valid Lease name`, "lower-case DNS subdomain"}},
+		{name: "upper-case leaderName is accepted (upstream's example)", cfg: &MigrationConfig{LeaderName: "1-20-KCM-to-1-21-CCM", ResourceLock: "leases"}},
+		{name: "duplicates are accepted (upstream: last wins)", cfg: &MigrationConfig{LeaderName: "m", ResourceLock: "leases", ControllerLeaders: []ControllerLeader{{Name: "a", Component: "x"}, {Name: "a", Component: "y"}}}},
 		{name: "endpoints", cfg: &MigrationConfig{LeaderName: "m", ResourceLock: "endpoints"}, want: []string{`resourceLock must be "leases", got "endpoints"`, "removed"}},
 		{name: "empty lock", cfg: &MigrationConfig{LeaderName: "m"}, want: []string{`resourceLock must be "leases", got ""`}},
 		{name: "all at once", cfg: &MigrationConfig{ControllerLeaders: []ControllerLeader{
@@ -180,7 +182,6 @@ func TestMigrationValidate(t *testing.T) {
 		}}, want: []string{
 			"leaderName is required", "resourceLock",
 			"controllerLeaders[1].name is required", "controllerLeaders[2].component is required",
-			`controllerLeaders[3].name "a" duplicates controllerLeaders[0]`,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,30 +235,56 @@ func TestAssign(t *testing.T) {
 	}
 }
 
-func TestUnknownControllers(t *testing.T) {
+func TestMigrationWarnings(t *testing.T) {
 	known := map[string]bool{"service-lb-controller": true, "service": true, "node-route-controller": true, "route": true}
 	isKnown := func(n string) bool { return known[n] }
 	for _, tc := range []struct {
-		name string
-		cfg  *MigrationConfig
-		want []string
+		name  string
+		cfg   *MigrationConfig
+		known func(string) bool
+		want  []string // one substring per warning, in order
 	}{
-		{name: "all known by name or alias", cfg: &MigrationConfig{ControllerLeaders: []ControllerLeader{{Name: "service"}, {Name: "node-route-controller"}}}},
-		{name: "none", cfg: &MigrationConfig{}},
-		{name: "nil", cfg: nil},
-		{name: "KCM default names", cfg: DefaultMigrationConfig("cloud-controller-manager"),
-			want: []string{`"route-controller" (controllerLeaders[0])`, `"service-controller" (controllerLeaders[1])`, `"cloud-node-lifecycle-controller" (controllerLeaders[2])`}},
+		{name: "all known by name or alias", cfg: &MigrationConfig{LeaderName: "m", ControllerLeaders: []ControllerLeader{{Name: "service"}, {Name: "node-route-controller"}}}, known: isKnown},
+		{name: "none", cfg: &MigrationConfig{LeaderName: "m"}, known: isKnown},
+		{name: "nil", cfg: nil, known: isKnown},
+		{name: "upstream's default names, seen from a KCM without cloud controllers",
+			cfg: &MigrationConfig{LeaderName: "cloud-provider-extraction-migration", ControllerLeaders: []ControllerLeader{
+				{Name: "route-controller", Component: "*"}, {Name: "service-controller", Component: "*"}, {Name: "cloud-node-lifecycle-controller", Component: "*"}}},
+			known: func(string) bool { return false },
+			want: []string{`no controller of this component is named "route-controller" (controllerLeaders[0]), "service-controller" (controllerLeaders[1]), "cloud-node-lifecycle-controller" (controllerLeaders[2]); those entries only matter to the other components`}},
+		{name: "duplicate", cfg: &MigrationConfig{LeaderName: "m", ControllerLeaders: []ControllerLeader{{Name: "route", Component: "a"}, {Name: "service"}, {Name: "route", Component: "b"}}}, known: isKnown,
+			want: []string{`controllerLeaders[2] names "route" again (first at controllerLeaders[0]); the last entry wins`}},
+		{name: "upper case", cfg: &MigrationConfig{LeaderName: "1-20-KCM-to-1-21-CCM"},
+			want: []string{`leaderName "1-20-KCM-to-1-21-CCM" is not a valid Lease name (the API server refuses upper case); the migration lock is the Lease "1-20-kcm-to-1-21-ccm"`}},
+		{name: "nil known skips the unknown-name check", cfg: &MigrationConfig{LeaderName: "m", ControllerLeaders: []ControllerLeader{{Name: "x"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.cfg.UnknownControllers(isKnown)
-			checkErr(t, err, tc.want)
-			if err != nil && strings.Contains(err.Error(), `"service"`) {
-				t.Errorf("error names a known controller: %v", err)
+			got := tc.cfg.Warnings(tc.known)
+			if len(got) != len(tc.want) {
+				t.Fatalf("Warnings = %q, want %d warning(s) containing %q", got, len(tc.want), tc.want)
+			}
+			for i := range got {
+				if !strings.Contains(got[i], tc.want[i]) {
+					t.Errorf("warning %d = %q, want it to contain %q", i, got[i], tc.want[i])
+				}
 			}
 		})
 	}
-	if err := (&MigrationConfig{}).UnknownControllers(nil); err == nil {
-		t.Error("nil known accepted")
+}
+
+func TestLeaseName(t *testing.T) {
+	for name, want := range map[string]string{
+		"cloud-provider-extraction-migration": "cloud-provider-extraction-migration",
+		"1-20-KCM-to-1-21-CCM":                "1-20-kcm-to-1-21-ccm",
+		"A B":                                 "A B", // not fixable by case: Validate rejects it
+	} {
+		cfg := &MigrationConfig{LeaderName: name, ResourceLock: "leases"}
+		if got := cfg.LeaseName(); got != want {
+			t.Errorf("LeaseName(%q) = %q, want %q", name, got, want)
+		}
+		if got := cfg.ElectorConfig(Config{}).Name; got != want {
+			t.Errorf("ElectorConfig(%q).Name = %q, want %q", name, got, want)
+		}
 	}
 }
 

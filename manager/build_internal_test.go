@@ -78,15 +78,15 @@ func TestBuildWithoutOptionsDoesNotElect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := m.Options(); o.LeaderElect || m.elector != nil || o.ControllerShutdownTimeout != DefaultControllerShutdownTimeout {
-		t.Errorf("options without WithOptions: LeaderElect %v, elector %v, shutdown %v", o.LeaderElect, m.elector, o.ControllerShutdownTimeout)
+	if o := m.Options(); o.LeaderElect || m.locks.main.elector != nil || o.ControllerShutdownTimeout != DefaultControllerShutdownTimeout {
+		t.Errorf("options without WithOptions: LeaderElect %v, elector %v, shutdown %v", o.LeaderElect, m.locks.main.elector, o.ControllerShutdownTimeout)
 	}
 	m, err = NewBuilder("my-manager").WithRESTConfig(&rest.Config{Host: "https://127.0.0.1:1"}).
 		WithLogger(logr.Discard()).WithOptions(NewOptions()).Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !m.Options().LeaderElect || m.elector == nil {
+	if !m.Options().LeaderElect || m.locks.main.elector == nil {
 		t.Error("WithOptions(NewOptions()) does not elect")
 	}
 }

@@ -193,3 +193,34 @@ func newFlagSet(o *manager.Options) *pflag.FlagSet {
 	o.AddFlags(fs)
 	return fs
 }
+
+// TestCloudProviderRule: as kube-controller-manager since v1.31, a named
+// provider is an error telling to use "external", unless the program runs
+// the provider in-process.
+func TestCloudProviderRule(t *testing.T) {
+	for _, tt := range []struct {
+		provider  string
+		inProcess bool
+		want      string // "" means Build succeeds
+	}{
+		{"", false, ""},
+		{"external", false, ""},
+		{"aws", false, `--cloud-provider "aws": built-in cloud providers are disabled, as in kube-controller-manager since v1.31; set --cloud-provider=external and run a cloud-controller-manager for "aws"`},
+		{"aws", true, ""},
+		{"external", true, ""},
+	} {
+		b := manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).
+			WithOptions(manager.Options{CloudProvider: tt.provider, CloudConfig: "/etc/cloud.conf"}).
+			Register(descriptor.New("cloud-node-controller", nop).CloudProvider())
+		if tt.inProcess {
+			b.WithInProcessCloudProvider()
+		}
+		_, err := b.Build()
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("--cloud-provider=%q in-process=%v: %v", tt.provider, tt.inProcess, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("--cloud-provider=%q in-process=%v: error %v, want %q", tt.provider, tt.inProcess, err, tt.want)
+		}
+	}
+}

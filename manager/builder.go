@@ -42,6 +42,7 @@ type Builder struct {
 	checks      []extraCheck
 	registry    *prometheus.Registry
 	gatherers   []prometheus.Gatherer
+	cloud       bool // WithInProcessCloudProvider
 }
 
 type extraCheck struct {
@@ -122,6 +123,18 @@ func (b *Builder) WithMetricsGatherer(g prometheus.Gatherer) *Builder {
 	return b
 }
 
+// WithInProcessCloudProvider declares that the program runs, in-process,
+// the cloud provider --cloud-provider names: a cloud-controller-manager, or
+// a kube-controller-manager from before in-tree providers were removed
+// (v1.31). A named provider is then accepted, and descriptors marked
+// CloudProvider() run while one other than "external" is named. Without it
+// the Manager follows kube-controller-manager since v1.31: a named provider
+// is an error telling to use "external", and cloud loops never run.
+func (b *Builder) WithInProcessCloudProvider() *Builder {
+	b.cloud = true
+	return b
+}
+
 // WithHealthCheck adds a check of the caller's own to the given endpoints
 // (all three when none are given).
 func (b *Builder) WithHealthCheck(name string, c healthz.Checker, eps ...healthz.Endpoint) *Builder {
@@ -145,6 +158,10 @@ func (b *Builder) Build() (*Manager, error) {
 	}
 	opts := b.opts.WithDefaults()
 	errs = append(errs, opts.validate()...)
+	if !b.cloud && includesCloudLoops(opts.CloudProvider) {
+		errs = append(errs, fmt.Errorf("--cloud-provider %q: built-in cloud providers are disabled, as in kube-controller-manager since v1.31; "+
+			"set --cloud-provider=external and run a cloud-controller-manager for %q", opts.CloudProvider, opts.CloudProvider))
+	}
 
 	set, err := descriptor.NewSet(b.descriptors...)
 	if err != nil {
@@ -174,7 +191,7 @@ func (b *Builder) Build() (*Manager, error) {
 		errs = append(errs, err)
 	}
 	if set != nil {
-		cloud := includesCloudLoops(opts.CloudProvider)
+		cloud := cloudLoops{inProcess: b.cloud, provider: opts.CloudProvider}
 		for _, d := range set.All() {
 			st := newState(d, PhaseWaiting, "")
 			switch {

@@ -11,31 +11,45 @@ import (
 	"github.com/ctrlhost/ctrlhost/metrics"
 )
 
+// lockPlan says which lock runs which selected controllers.
+type lockPlan struct {
+	unelected []*state  // WithoutLeaderElection: one term for all of Run
+	main      lockGroup // the main lock; elector nil without leader election
+	migration lockGroup // elector nil unless this replica seeks the migration lock
+}
+
+// lockGroup is one lock and the controllers its terms run.
+type lockGroup struct {
+	elector *leader.Elector
+	lease   string // for metrics
+	states  []*state
+}
+
 // planElection builds the electors and splits the selected controllers into
 // the groups that run them: without leader election, under the main lock, or
-// under the migration lock. Unowned migrated controllers are skipped.
+// under the migration lock. Unowned migrated controllers are skipped. A
+// component none of whose controllers is migrated does not seek the
+// migration lock at all (KCM does, and then holds it for nothing, keeping it
+// from the component that runs the migrated controllers).
 func (m *Manager) planElection(set *descriptor.Set) []error {
 	var errs []error
 	var migration *leader.MigrationConfig
+	var cfg leader.Config
+	p := &m.locks
+	for _, w := range m.opts.warnings() {
+		m.log.Info("Warning: "+w, "component", m.component)
+	}
 	if m.opts.LeaderElect {
-		cfg := m.opts.LeaderElection.WithDefaults(m.component)
-		m.mainLease = cfg.Name
+		cfg = m.opts.LeaderElection.WithDefaults(m.component)
+		p.main.lease = cfg.Name
 		e, err := leader.NewElector(cfg, m.client, m.opts.LostLeasePolicy, m.log.WithName("leader-election"))
 		if err != nil {
 			errs = append(errs, err)
 		}
-		m.elector = e
+		p.main.elector = e
 		if m.opts.EnableLeaderMigration {
-			migration, err = m.migrationConfig(set)
-			if err != nil {
+			if migration, err = m.migrationConfig(set); err != nil {
 				errs = append(errs, err)
-			} else {
-				m.migLease = migration.LeaderName
-				me, err := leader.NewElector(migration.ElectorConfig(cfg), m.client, m.opts.LostLeasePolicy, m.log.WithName("leader-migration"))
-				if err != nil {
-					errs = append(errs, err)
-				}
-				m.migElector = me
 			}
 		}
 	}
@@ -45,48 +59,63 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 		switch {
 		case !d.NeedsLeaderElection() || !m.opts.LeaderElect:
 			if d.NeedsLeaderElection() {
-				m.mainStates = append(m.mainStates, s)
+				p.main.states = append(p.main.states, s)
 			} else {
-				m.unelected = append(m.unelected, s)
+				p.unelected = append(p.unelected, s)
 			}
 		case migration == nil:
-			s.lock = m.elector
-			m.mainStates = append(m.mainStates, s)
+			s.lock = p.main.elector
+			p.main.states = append(p.main.states, s)
 		default:
 			switch migration.Assign(m.component, d.Name(), d.Aliases()...) {
 			case leader.NonMigrated:
-				s.lock = m.elector
-				m.mainStates = append(m.mainStates, s)
+				s.lock = p.main.elector
+				p.main.states = append(p.main.states, s)
 			case leader.Migrated:
-				s.lock = m.migElector
-				m.migStates = append(m.migStates, s)
+				p.migration.states = append(p.migration.states, s)
 			case leader.Unowned:
-				s.skip("leader migration: run by another component under lock " + migration.LeaderName)
+				s.skip("leader migration: run by another component under lock " + migration.LeaseName())
 				continue
 			}
 		}
 		selected = append(selected, s)
 	}
 	m.selected = selected
+	if migration == nil {
+		return errs
+	}
+	if len(p.migration.states) == 0 {
+		m.log.Info("Leader migration: no controller of this component is migrated; not seeking the migration lock", "lease", migration.LeaseName())
+		return errs
+	}
+	p.migration.lease = migration.LeaseName()
+	me, err := leader.NewElector(migration.ElectorConfig(cfg), m.client, m.opts.LostLeasePolicy, m.log.WithName("leader-migration"))
+	if err != nil {
+		return append(errs, err)
+	}
+	p.migration.elector = me
+	for _, s := range p.migration.states {
+		s.lock = me
+	}
 	return errs
 }
 
-// migrationConfig reads, validates and checks the migration configuration.
+// migrationConfig reads and validates the migration configuration, and logs
+// what KCM accepts but is likely a mistake.
 func (m *Manager) migrationConfig(set *descriptor.Set) (*leader.MigrationConfig, error) {
-	if m.opts.LeaderMigrationConfig == "" {
-		// KCM's default names cloud controllers a given manager may not
-		// have; entries for unknown controllers simply match nothing.
-		return leader.DefaultMigrationConfig(m.component), nil
-	}
-	cfg, err := leader.ReadMigrationConfig(m.opts.LeaderMigrationConfig)
-	if err != nil {
-		return nil, err
+	cfg := leader.DefaultMigrationConfig(m.component)
+	if m.opts.LeaderMigrationConfig != "" {
+		var err error
+		if cfg, err = leader.ReadMigrationConfig(m.opts.LeaderMigrationConfig); err != nil {
+			return nil, err
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := cfg.UnknownControllers(func(name string) bool { _, ok := set.Get(name); return ok }); err != nil {
-		return nil, err
+	known := func(name string) bool { _, ok := set.Get(name); return ok }
+	for _, w := range cfg.Warnings(known) {
+		m.log.Info("Warning: leader migration configuration: "+w, "file", m.opts.LeaderMigrationConfig)
 	}
 	return cfg, nil
 }
@@ -94,34 +123,36 @@ func (m *Manager) migrationConfig(set *descriptor.Set) (*leader.MigrationConfig,
 // IsLeader reports whether this replica holds the main lock. Without leader
 // election it is true while Run runs.
 func (m *Manager) IsLeader() bool {
-	if m.elector == nil {
+	if m.locks.main.elector == nil {
 		return m.running.Load()
 	}
-	return m.elector.IsLeader()
+	return m.locks.main.elector.IsLeader()
 }
 
 // Elected is closed the first time this replica leads (without leader
 // election: when Run starts).
 func (m *Manager) Elected() <-chan struct{} {
-	if m.elector == nil {
+	if m.locks.main.elector == nil {
 		return m.started
 	}
-	return m.elector.Elected()
+	return m.locks.main.elector.Elected()
 }
 
 // Leader returns the identity of the main lock's holder as last observed,
 // and this replica's identity. Both are "" without leader election.
 func (m *Manager) Leader() (holder, self string) {
-	if m.elector == nil {
+	e := m.locks.main.elector
+	if e == nil {
 		return "", ""
 	}
-	return m.elector.Leader(), m.elector.Identity()
+	return e.Leader(), e.Identity()
 }
 
 // runElected campaigns on e and runs spec as a term whenever it leads.
 // A term whose controllers did not stop in time ends the campaign: standing
 // again while they may still act would let two replicas act at once.
-func (m *Manager) runElected(ctx context.Context, e *leader.Elector, lease string, spec termSpec) error {
+func (m *Manager) runElected(ctx context.Context, g lockGroup, spec termSpec) error {
+	e, lease := g.elector, g.lease
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// client-go leaves leader_election_master_status at 1 when its elector
@@ -149,5 +180,5 @@ func (m *Manager) runElected(ctx context.Context, e *leader.Elector, lease strin
 // without the main one, and is sought again only in the next main term.
 func (m *Manager) migrationCampaign(ctx context.Context) error {
 	logr.FromContextOrDiscard(ctx).Info("Main lock held and StartFirst controllers running; seeking the migration lock")
-	return m.runElected(ctx, m.migElector, m.migLease, termSpec{name: "migration", states: m.migStates})
+	return m.runElected(ctx, m.locks.migration, termSpec{name: "migration", states: m.locks.migration.states})
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -317,7 +318,7 @@ func TestElectionBuildErrors(t *testing.T) {
 	}
 	unknownVersion := write("v9.yaml", strings.Replace(migrationFile, "/v1\n", "/v9\n", 1))
 	malformed := write("bad.yaml", "apiVersion: [\n")
-	unknownController := write("unknown.yaml", strings.Replace(migrationFile, "name: route ", "name: no-such ", 1))
+	upperUnfixable := write("upper.yaml", strings.Replace(migrationFile, "leaderName: test-migration", "leaderName: Test_Migration", 1))
 	tests := []struct {
 		name   string
 		modify func(*manager.Options)
@@ -328,8 +329,6 @@ func TestElectionBuildErrors(t *testing.T) {
 		{"negative retry period", func(o *manager.Options) { o.LeaderElection.RetryPeriod = -time.Second }, "RetryPeriod (--leader-elect-retry-period) must be greater than zero"},
 		{"unknown lock type", func(o *manager.Options) { o.LeaderElection.ResourceLock = "endpoints" }, `--leader-elect-resource-lock`},
 		{"bad policy", func(o *manager.Options) { o.LostLeasePolicy = "panic" }, `--leader-elect-lost-lease-policy: "panic" is not a policy`},
-		{"migration without election", func(o *manager.Options) { o.LeaderElect = false; o.EnableLeaderMigration = true }, "--enable-leader-migration requires --leader-elect=true"},
-		{"config without migration", func(o *manager.Options) { o.LeaderMigrationConfig = "/x" }, "--leader-migration-config is set but --enable-leader-migration is not"},
 		{"unreadable migration file", func(o *manager.Options) {
 			o.EnableLeaderMigration = true
 			o.LeaderMigrationConfig = filepath.Join(dir, "missing.yaml")
@@ -337,7 +336,7 @@ func TestElectionBuildErrors(t *testing.T) {
 			"missing.yaml"},
 		{"malformed migration file", func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = malformed }, "bad.yaml"},
 		{"unknown apiVersion", func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = unknownVersion }, "v9"},
-		{"unknown controller in migration", func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = unknownController }, `"no-such"`},
+		{"leaderName no case change can fix", func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = upperUnfixable }, `leaderName "Test_Migration" is not a valid Lease name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -348,6 +347,138 @@ func TestElectionBuildErrors(t *testing.T) {
 				Build()
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Build error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestLeaderMigrationParity: what kube-controller-manager accepts, ctrlhost
+// accepts too, logging a warning for each thing that is likely a mistake,
+// and applies as upstream does.
+func TestLeaderMigrationParity(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const head = "apiVersion: controllermanager.config.k8s.io/v1\nkind: LeaderMigrationConfiguration\n"
+	// Upstream's default configuration, written out, and the files of
+	// upstream's KCM → CCM walkthrough (names are the controllers' aliases).
+	upstreamDefault := write("default.yaml", head+`leaderName: cloud-provider-extraction-migration
+controllerLeaders:
+- {name: route-controller, component: "*"}
+- {name: service-controller, component: "*"}
+- {name: cloud-node-lifecycle-controller, component: "*"}
+`)
+	toKCM := write("kcm.yaml", head+`leaderName: cloud-provider-extraction-migration
+controllerLeaders:
+- {name: route, component: kube-controller-manager}
+- {name: service, component: kube-controller-manager}
+- {name: cloud-node-lifecycle, component: kube-controller-manager}
+`)
+	duplicate := write("dup.yaml", head+`leaderName: m
+controllerLeaders:
+- {name: route, component: kube-controller-manager}
+- {name: route, component: cloud-controller-manager}
+`)
+	upper := write("upper.yaml", head+`leaderName: 1-20-KCM-to-1-21-CCM
+controllerLeaders:
+- {name: cloud-node-lifecycle, component: kube-controller-manager}
+`)
+	cloud := func() []descriptor.Descriptor {
+		return []descriptor.Descriptor{
+			descriptor.New("node-route-controller", nop).WithAliases("route"),
+			descriptor.New("service-lb-controller", nop).WithAliases("service"),
+			descriptor.New("cloud-node-lifecycle-controller", nop).WithAliases("cloud-node-lifecycle"),
+			descriptor.New("cloud-node-controller", nop).WithAliases("cloud-node"),
+		}
+	}
+	kcmOnly := []descriptor.Descriptor{descriptor.New("replicaset-controller", nop).WithAliases("replicaset")}
+	tests := []struct {
+		name         string
+		component    string
+		descriptors  []descriptor.Descriptor
+		modify       func(*manager.Options)
+		wantWarnings []string
+		wantSkipped  map[string]string // controller → part of its skip reason
+		wantRunning  []string
+	}{
+		{name: "upstream's default file names controllers a KCM does not have",
+			component: "kube-controller-manager", descriptors: kcmOnly,
+			modify:       func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = upstreamDefault },
+			wantWarnings: []string{`no controller of this component is named "route-controller" (controllerLeaders[0]), "service-controller" (controllerLeaders[1]), "cloud-node-lifecycle-controller" (controllerLeaders[2])`, "not seeking the migration lock"},
+			wantRunning:  []string{"replicaset-controller"}},
+		{name: "the walkthrough's KCM file, read by the CCM",
+			component: "cloud-controller-manager", descriptors: cloud(),
+			modify: func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = toKCM },
+			wantSkipped: map[string]string{
+				"node-route-controller":           "run by another component under lock cloud-provider-extraction-migration",
+				"service-lb-controller":           "run by another component",
+				"cloud-node-lifecycle-controller": "run by another component",
+			},
+			wantWarnings: []string{"not seeking the migration lock"},
+			wantRunning:  []string{"cloud-node-controller"}},
+		{name: "duplicate entries: the last wins",
+			component: "kube-controller-manager", descriptors: cloud(),
+			modify:       func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = duplicate },
+			wantWarnings: []string{`controllerLeaders[1] names "route" again (first at controllerLeaders[0]); the last entry wins`},
+			wantSkipped:  map[string]string{"node-route-controller": "run by another component under lock m"}},
+		{name: "upper-case leaderName: the Lease is its lower case",
+			component: "cloud-controller-manager", descriptors: cloud(),
+			modify:       func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = upper },
+			wantWarnings: []string{`leaderName "1-20-KCM-to-1-21-CCM" is not a valid Lease name`},
+			wantSkipped:  map[string]string{"cloud-node-lifecycle-controller": "under lock 1-20-kcm-to-1-21-ccm"}},
+		{name: "--leader-migration-config without --enable-leader-migration is not read",
+			component: "kube-controller-manager", descriptors: cloud(),
+			modify:       func(o *manager.Options) { o.LeaderMigrationConfig = filepath.Join(dir, "missing.yaml") },
+			wantWarnings: []string{"--leader-migration-config", "is ignored (not read): --enable-leader-migration is not set"},
+			wantRunning:  []string{"node-route-controller", "service-lb-controller"}},
+		{name: "migration without leader election is ignored",
+			component: "kube-controller-manager", descriptors: cloud(),
+			modify: func(o *manager.Options) {
+				o.LeaderElect = false
+				o.EnableLeaderMigration = true
+				o.LeaderMigrationConfig = toKCM
+			},
+			wantWarnings: []string{"--enable-leader-migration is ignored: leader migration only works with --leader-elect=true"},
+			wantRunning:  []string{"node-route-controller", "cloud-node-controller"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var logged []string
+			log := funcr.New(func(prefix, args string) {
+				mu.Lock()
+				defer mu.Unlock()
+				logged = append(logged, args)
+			}, funcr.Options{})
+			o := fastElection("x")
+			tt.modify(&o)
+			m, err := manager.NewBuilder(tt.component).WithClient(fake.NewClientset(), nil).WithOptions(o).WithLogger(log).
+				WithInProcessCloudProvider().Register(tt.descriptors...).Build()
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			mu.Lock()
+			all := strings.ReplaceAll(strings.Join(logged, "\n"), `\"`, `"`)
+			mu.Unlock()
+			for _, w := range tt.wantWarnings {
+				if !strings.Contains(all, w) {
+					t.Errorf("log lacks %q; it is:\n%s", w, all)
+				}
+			}
+			for name, reason := range tt.wantSkipped {
+				if st, _ := m.Status(name); st.Phase != manager.PhaseSkipped || !strings.Contains(st.Reason, reason) {
+					t.Errorf("%s: %+v, want skipped with %q", name, st, reason)
+				}
+			}
+			for _, name := range tt.wantRunning {
+				if st, _ := m.Status(name); st.Phase != manager.PhaseWaiting {
+					t.Errorf("%s: %+v, want selected (waiting to run)", name, st)
+				}
 			}
 		})
 	}

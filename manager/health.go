@@ -31,7 +31,7 @@ func (m *Manager) healthChecks() *healthz.Registry {
 	for _, lock := range []struct {
 		name string
 		e    *leader.Elector
-	}{{CheckLeaderElection, m.elector}, {CheckLeaderMigration, m.migElector}} {
+	}{{CheckLeaderElection, m.locks.main.elector}, {CheckLeaderMigration, m.locks.migration.elector}} {
 		if lock.e == nil {
 			continue
 		}
@@ -117,8 +117,8 @@ func (m *Manager) controllerCheckOnce(s *state, readiness bool) healthz.Checker 
 func (m *Manager) informerSyncCheck(req *http.Request) error {
 	terms := m.runningTerms()
 	if len(terms) == 0 {
-		if m.elector != nil && !m.elector.IsLeader() {
-			return m.elector.Ready(req)
+		if e := m.locks.main.elector; e != nil && !e.IsLeader() {
+			return e.Ready(req)
 		}
 		return errors.New("no term is running")
 	}

@@ -18,7 +18,6 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/healthz"
-	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/metrics"
 	"github.com/ctrlhost/ctrlhost/serving"
 	"github.com/ctrlhost/ctrlhost/supervisor"
@@ -42,15 +41,7 @@ type Manager struct {
 	selected []*state          // enabled and not skipped, registration order
 	states   map[string]*state // by canonical name
 
-	// The groups of selected controllers, each run by its own terms.
-	unelected  []*state // WithoutLeaderElection: one term for all of Run
-	mainStates []*state // under the main lock (or without election)
-	migStates  []*state // under the migration lock
-
-	elector    *leader.Elector // nil without leader election
-	migElector *leader.Elector // nil without leader migration
-	mainLease  string          // lease names, for metrics
-	migLease   string
+	locks lockPlan // the groups of selected controllers, each run by its own terms
 
 	health  *healthz.Handler
 	handler http.Handler
@@ -155,20 +146,20 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 		}
 		return nil
 	})
-	if len(m.unelected) > 0 {
+	if len(m.locks.unelected) > 0 {
 		g.Go(ctx, func(ctx context.Context) error {
-			return m.runTerm(ctx, termSpec{name: "unelected", states: m.unelected})
+			return m.runTerm(ctx, termSpec{name: "unelected", states: m.locks.unelected})
 		})
 	}
-	main := termSpec{name: "main", states: m.mainStates}
-	if m.migElector != nil {
+	main := termSpec{name: "main", states: m.locks.main.states}
+	if m.locks.migration.elector != nil {
 		main.alongside = m.migrationCampaign
 	}
 	switch {
-	case m.elector == nil:
+	case m.locks.main.elector == nil:
 		g.Go(ctx, func(ctx context.Context) error { return m.runTerm(ctx, main) })
 	default:
-		g.Go(ctx, func(ctx context.Context) error { return m.runElected(ctx, m.elector, m.mainLease, main) })
+		g.Go(ctx, func(ctx context.Context) error { return m.runElected(ctx, m.locks.main, main) })
 	}
 	return g.Wait()
 }

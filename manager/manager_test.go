@@ -201,14 +201,18 @@ func TestSkippingByFeatureGateAndCloud(t *testing.T) {
 	j := &journal{}
 	tests := []struct {
 		cloudProvider string
+		inProcess     bool // WithInProcessCloudProvider
 		wantPhase     map[string]manager.Phase
+		wantReason    string
 	}{
-		{"", map[string]manager.Phase{"gated-off": manager.PhaseSkipped, "gated-on": manager.PhaseRunning, "cloud-loop": manager.PhaseSkipped}},
-		{"external", map[string]manager.Phase{"gated-off": manager.PhaseSkipped, "gated-on": manager.PhaseRunning, "cloud-loop": manager.PhaseSkipped}},
-		{"my-cloud", map[string]manager.Phase{"gated-off": manager.PhaseSkipped, "gated-on": manager.PhaseRunning, "cloud-loop": manager.PhaseRunning}},
+		{"", false, map[string]manager.Phase{"gated-off": manager.PhaseSkipped, "gated-on": manager.PhaseRunning, "cloud-loop": manager.PhaseSkipped}, "this program runs no in-process cloud provider"},
+		{"external", false, map[string]manager.Phase{"gated-off": manager.PhaseSkipped, "gated-on": manager.PhaseRunning, "cloud-loop": manager.PhaseSkipped}, "this program runs no in-process cloud provider"},
+		{"", true, map[string]manager.Phase{"gated-off": manager.PhaseSkipped, "gated-on": manager.PhaseRunning, "cloud-loop": manager.PhaseSkipped}, `--cloud-provider is empty or "external"`},
+		{"external", true, map[string]manager.Phase{"gated-off": manager.PhaseSkipped, "gated-on": manager.PhaseRunning, "cloud-loop": manager.PhaseSkipped}, `--cloud-provider is empty or "external"`},
+		{"my-cloud", true, map[string]manager.Phase{"gated-off": manager.PhaseSkipped, "gated-on": manager.PhaseRunning, "cloud-loop": manager.PhaseRunning}, ""},
 	}
 	for _, tt := range tests {
-		t.Run("cloud-provider="+tt.cloudProvider, func(t *testing.T) {
+		t.Run(fmt.Sprintf("cloud-provider=%s,in-process=%v", tt.cloudProvider, tt.inProcess), func(t *testing.T) {
 			h := managertest.New(t, "test-manager", []descriptor.Descriptor{
 				blocking(j, "gated-off").WithFeatureGates("Beta", "Alpha"),
 				blocking(j, "gated-on").WithFeatureGates("Beta"),
@@ -216,6 +220,9 @@ func TestSkippingByFeatureGateAndCloud(t *testing.T) {
 			})
 			h.Options.CloudProvider = tt.cloudProvider
 			h.Builder.WithFeatureGate(fg)
+			if tt.inProcess {
+				h.Builder.WithInProcessCloudProvider()
+			}
 			h.Start()
 			h.WaitRunning("gated-on")
 			h.WaitHealthy("/readyz")
@@ -232,7 +239,7 @@ func TestSkippingByFeatureGateAndCloud(t *testing.T) {
 			if !strings.Contains(body, "[+]gated-off ok: skipped: feature gate Alpha is disabled") {
 				t.Errorf("/readyz?verbose does not say why gated-off is skipped:\n%s", body)
 			}
-			if tt.wantPhase["cloud-loop"] == manager.PhaseSkipped && !strings.Contains(body, "[+]cloud-loop ok: skipped: cloud-provider loop") {
+			if tt.wantReason != "" && !strings.Contains(body, "[+]cloud-loop ok: skipped: cloud-provider loop") || !strings.Contains(body, tt.wantReason) {
 				t.Errorf("/readyz?verbose does not say why cloud-loop is skipped:\n%s", body)
 			}
 			if err := h.Stop(); err != nil {

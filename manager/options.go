@@ -54,10 +54,17 @@ type Options struct {
 	// "application/vnd.kubernetes.protobuf".
 	KubeAPIContentType string
 
-	// CloudProvider is the --cloud-provider name. Descriptors marked
-	// CloudProvider() run only when it is set and is not "external", KCM's
-	// rule for including cloud loops. Default: "" (cloud loops skipped).
+	// CloudProvider is the --cloud-provider name. By default it must be
+	// empty or "external", as in kube-controller-manager since v1.31, and
+	// descriptors marked CloudProvider() never run. A program that runs a
+	// provider in-process says so with Builder.WithInProcessCloudProvider;
+	// then a named provider is accepted and cloud loops run while one is
+	// named. Default: "".
 	CloudProvider string
+	// CloudConfig is the --cloud-config path: the provider's configuration
+	// file, read by the program that builds the provider (the Manager does
+	// not read it). Default: "" (no file).
+	CloudConfig string
 
 	// Serving configures the HTTPS endpoints (health, metrics, debug):
 	// --bind-address (127.0.0.1), --secure-port (10257; 0 disables),
@@ -104,11 +111,14 @@ type Options struct {
 	LostLeasePolicy leader.LostLeasePolicy
 
 	// EnableLeaderMigration splits controllers between the main lock and a
-	// migration lock, per LeaderMigrationConfig. Requires LeaderElect.
+	// migration lock, per LeaderMigrationConfig. Without LeaderElect it is
+	// ignored, with a warning, as KCM ignores it.
 	EnableLeaderMigration bool
 	// LeaderMigrationConfig is the path of a LeaderMigrationConfiguration
 	// file (controllermanager.config.k8s.io v1alpha1, v1beta1 or v1). Empty
-	// with EnableLeaderMigration uses KCM's default configuration.
+	// with EnableLeaderMigration uses leader.DefaultMigrationConfig. Without
+	// EnableLeaderMigration it is ignored (not even read), with a warning,
+	// as KCM ignores it.
 	LeaderMigrationConfig string
 
 	// FeatureGates (--feature-gates) are set on the Builder's feature gate
@@ -176,6 +186,18 @@ func (o Options) WithDefaults() Options {
 }
 
 // validate reports every invalid field of defaulted options.
+// warnings lists settings KCM accepts and ignores, one sentence each.
+func (o Options) warnings() []string {
+	var out []string
+	if o.EnableLeaderMigration && !o.LeaderElect {
+		out = append(out, "--enable-leader-migration is ignored: leader migration only works with --leader-elect=true")
+	}
+	if o.LeaderMigrationConfig != "" && !o.EnableLeaderMigration {
+		out = append(out, fmt.Sprintf("--leader-migration-config %q is ignored (not read): --enable-leader-migration is not set", o.LeaderMigrationConfig))
+	}
+	return out
+}
+
 func (o Options) validate() []error {
 	var errs []error
 	neg := func(flag string, d time.Duration) {
@@ -195,12 +217,6 @@ func (o Options) validate() []error {
 	errs = append(errs, o.Serving.Validate()...)
 	if o.LostLeasePolicy != leader.Exit && o.LostLeasePolicy != leader.Recampaign {
 		errs = append(errs, fmt.Errorf("--leader-elect-lost-lease-policy: %q is not a policy; use %q or %q", o.LostLeasePolicy, leader.Exit, leader.Recampaign))
-	}
-	if o.EnableLeaderMigration && !o.LeaderElect {
-		errs = append(errs, errors.New("--enable-leader-migration requires --leader-elect=true"))
-	}
-	if o.LeaderMigrationConfig != "" && !o.EnableLeaderMigration {
-		errs = append(errs, errors.New("--leader-migration-config is set but --enable-leader-migration is not"))
 	}
 	if err := o.Logging.Validate(); err != nil {
 		errs = append(errs, err)
@@ -243,7 +259,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst to use while talking with kubernetes apiserver.")
 	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", o.KubeAPIContentType, "Content type of requests sent to apiserver.")
 	fs.StringVar(&o.CloudProvider, "cloud-provider", o.CloudProvider,
-		"The provider for cloud services. Empty or 'external' leaves controllers marked as cloud loops off.")
+		"The provider for cloud services. Empty string for no provider.")
+	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig,
+		"The path to the cloud provider configuration file. Empty string for no configuration file.")
 	o.Serving.AddFlags(fs)
 	fs.Var(gatesValue{&o.FeatureGates}, "feature-gates", ""+
 		"A set of key=value pairs that describe feature gates for alpha/experimental features. "+

@@ -21,6 +21,11 @@ func TestCommandLine(t *testing.T) {
 		{"bad worker count", []string{"--concurrent-replicaset-syncs=-1", "--kubeconfig=/nonexistent"}, 1, "--concurrent-replicaset-syncs"},
 		{"bad duration", []string{"--controller-shutdown-timeout=0"}, 2, "must be a positive duration"},
 		{"help", []string{"--help"}, 0, "--terminated-pod-gc-threshold"},
+		// As KCM since v1.31: no in-tree provider; the message says what to do.
+		{"in-tree cloud provider", []string{"--cloud-provider=aws", "--kubeconfig=/nonexistent"}, 1, `--cloud-provider "aws": built-in cloud providers are disabled, as in kube-controller-manager since v1.31; set --cloud-provider=external and run a cloud-controller-manager for "aws"`},
+		// Upstream's default migration configuration names cloud
+		// controllers this program does not have: accepted (a warning).
+		{"default migration configuration", []string{"--enable-leader-migration", "--cloud-provider=external", "--cloud-config=/etc/kubernetes/cloud.conf", "--kubeconfig=/nonexistent"}, 1, "/nonexistent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

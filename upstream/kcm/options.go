@@ -188,6 +188,7 @@ func (o *Options) fromHost(host manager.Options) {
 	}
 	o.s.KubeCloudShared.UseServiceAccountCredentials = host.UseServiceAccountCredentials
 	o.s.KubeCloudShared.CloudProvider.Name = host.CloudProvider
+	o.s.KubeCloudShared.CloudProvider.CloudConfigFile = host.CloudConfig
 }
 
 // Config returns the KubeControllerManagerConfiguration upstream's
