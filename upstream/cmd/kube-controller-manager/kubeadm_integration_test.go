@@ -74,7 +74,7 @@ func TestKubeadmCommandLine(t *testing.T) {
 	p := startProcess(t, "kubeadm", append(kubeadmCommandLine(t, env),
 		"--leader-elect-resource-name=it-kubeadm-"+strconv.FormatInt(time.Now().UnixNano(), 36),
 		"--secure-port="+strconv.Itoa(port))...)
-	p.waitLog("Starting controllers", "main", start, 3*time.Minute)
+	p.WaitLog("Starting controllers", "main", start, 3*time.Minute)
 
 	insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	base := "https://127.0.0.1:" + strconv.Itoa(port)
@@ -95,7 +95,7 @@ func TestKubeadmCommandLine(t *testing.T) {
 		select {
 		case <-tick.C:
 		case <-deadline:
-			t.Fatalf("/healthz never answered 200 (last: %v)\n%s\nlog:\n%s", err, body, p.lastLines())
+			t.Fatalf("/healthz never answered 200 (last: %v)\n%s\nlog:\n%s", err, body, p.LastLines())
 		}
 	}
 	enabled, err := kcm.UpstreamSelection([]string{"*", "bootstrapsigner", "tokencleaner"})
@@ -142,5 +142,5 @@ func TestKubeadmCommandLine(t *testing.T) {
 			t.Errorf("/metrics without credentials: %d, want 401", resp.StatusCode)
 		}
 	}
-	p.stop(time.Minute)
+	p.Stop(time.Minute)
 }
