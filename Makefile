@@ -10,6 +10,9 @@ GOTEST_FLAGS ?= -race -count=1
 # too, so vet, tests and the drop-in binary the tests build share one set of
 # compiled packages: compiling k8s.io/kubernetes twice would cost minutes.
 UPSTREAM := $(GO) -C upstream
+# The cloud module (k8s.io/cloud-provider's controllers, the example
+# cloud-controller-manager, the KCM → CCM migration test).
+CLOUD := $(GO) -C cloud
 
 .PHONY: all deps build test verify unit integration testbin demo bench fuzz chaos clean
 
@@ -22,6 +25,7 @@ build:
 deps:
 	$(GO) mod download
 	$(UPSTREAM) mod download
+	$(CLOUD) mod download
 	@tools="$$(mktemp -d)"; trap 'rm -rf "$$tools"' EXIT; \
 	$(GO) run ./cmd/testbin -write-module "$$tools" && GOWORK=off $(GO) -C "$$tools" mod download
 
@@ -36,17 +40,20 @@ verify:
 	$(GO) vet -tags integration ./test/... ./testenv/...
 	$(GO) vet -tags chaos ./test/chaos/...
 	$(UPSTREAM) vet -race -tags integration ./...
+	$(CLOUD) vet -tags integration ./...
 
 ## unit: fast tests, no binaries needed (`go test -race ./...` in the root
-## module and in upstream/).
+## module, in upstream/ and in cloud/).
 unit:
 	$(GO) test $(GOTEST_FLAGS) ./...
 	$(UPSTREAM) test $(GOTEST_FLAGS) ./...
+	$(CLOUD) test $(GOTEST_FLAGS) ./...
 
 ## integration: tests tagged `integration`, on testenv.
 integration: testbin
 	$(GO) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./testenv/... ./test/integration/... ./test/chaos/...
 	$(UPSTREAM) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./...
+	$(CLOUD) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./...
 
 ## testbin: build etcd and kube-apiserver from the Go module proxy into
 ## _output/testbin/$(KUBE_VERSION) (skips what is already built), with
@@ -63,6 +70,7 @@ demo: testbin
 bench: testbin
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/integration/
+	$(CLOUD) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/e2e/
 
 ## fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a
 ## time). Seeds alone already run in `make unit`.

@@ -88,10 +88,14 @@ func Register() {
 	})
 }
 
-// Cloud is upstream's fake with instances from a state file.
+// Cloud is upstream's fake with instances from a state file, and its load
+// balancer calls serialised: upstream's fake writes its maps without a lock,
+// while the service controller calls it from its service and node workers
+// at once.
 type Cloud struct {
 	*fake.Cloud
 	state string
+	lbMu  sync.Mutex
 }
 
 // New returns the provider for c.
@@ -158,6 +162,39 @@ func (c *Cloud) NodeAddresses(context.Context, types.NodeName) ([]v1.NodeAddress
 // NodeAddressesByProviderID answers with no addresses.
 func (c *Cloud) NodeAddressesByProviderID(context.Context, string) ([]v1.NodeAddress, error) {
 	return nil, nil
+}
+
+// LoadBalancer answers with the fake's load balancers, one call at a time.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return serialLB{c}, true }
+
+type serialLB struct{ c *Cloud }
+
+func (l serialLB) GetLoadBalancer(ctx context.Context, cluster string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	l.c.lbMu.Lock()
+	defer l.c.lbMu.Unlock()
+	return l.c.Cloud.GetLoadBalancer(ctx, cluster, svc)
+}
+
+func (l serialLB) GetLoadBalancerName(ctx context.Context, cluster string, svc *v1.Service) string {
+	return l.c.Cloud.GetLoadBalancerName(ctx, cluster, svc)
+}
+
+func (l serialLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	l.c.lbMu.Lock()
+	defer l.c.lbMu.Unlock()
+	return l.c.Cloud.EnsureLoadBalancer(ctx, cluster, svc, nodes)
+}
+
+func (l serialLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
+	l.c.lbMu.Lock()
+	defer l.c.lbMu.Unlock()
+	return l.c.Cloud.UpdateLoadBalancer(ctx, cluster, svc, nodes)
+}
+
+func (l serialLB) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) error {
+	l.c.lbMu.Lock()
+	defer l.c.lbMu.Unlock()
+	return l.c.Cloud.EnsureLoadBalancerDeleted(ctx, cluster, svc)
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)

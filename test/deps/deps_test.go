@@ -59,3 +59,27 @@ func TestRootModuleNeverImportsKubernetes(t *testing.T) {
 		}
 	}
 }
+
+// TestCloudProviderStaysInItsModule: k8s.io/cloud-provider, and the
+// Kubernetes-minor-bound modules it requires (apiserver, controller-manager,
+// component-helpers), are not in the root module's graph: a ctrlhost user
+// who does not build a cloud-controller-manager never sees them. And the
+// cloud module, like the root, never reaches k8s.io/kubernetes.
+func TestCloudProviderStaysInItsModule(t *testing.T) {
+	dir := root(t)
+	for _, line := range strings.Split(goCmd(t, dir, "list", "-m", "all"), "\n") {
+		mod, _, _ := strings.Cut(line, " ")
+		switch mod {
+		case "k8s.io/cloud-provider", "k8s.io/apiserver", "k8s.io/controller-manager", "k8s.io/component-helpers", "k8s.io/kubernetes":
+			t.Errorf("the root module's graph holds %s", line)
+		}
+	}
+	cloud := filepath.Join(dir, "cloud")
+	for _, tags := range []string{"", "integration"} {
+		for _, pkg := range strings.Fields(goCmd(t, cloud, "list", "-deps", "-test", "-tags", tags, "./...")) {
+			if pkg == "k8s.io/kubernetes" || strings.HasPrefix(pkg, "k8s.io/kubernetes/") || strings.HasPrefix(pkg, "github.com/ctrlhost/ctrlhost/upstream") {
+				t.Errorf("tags %q: the cloud module reaches %s", tags, pkg)
+			}
+		}
+	}
+}
