@@ -251,7 +251,7 @@ func TestMigrationWarnings(t *testing.T) {
 			cfg: &MigrationConfig{LeaderName: "cloud-provider-extraction-migration", ControllerLeaders: []ControllerLeader{
 				{Name: "route-controller", Component: "*"}, {Name: "service-controller", Component: "*"}, {Name: "cloud-node-lifecycle-controller", Component: "*"}}},
 			known: func(string) bool { return false },
-			want: []string{`no controller of this component is named "route-controller" (controllerLeaders[0]), "service-controller" (controllerLeaders[1]), "cloud-node-lifecycle-controller" (controllerLeaders[2]); those entries only matter to the other components`}},
+			want:  []string{`no controller of this component is named "route-controller" (controllerLeaders[0]), "service-controller" (controllerLeaders[1]), "cloud-node-lifecycle-controller" (controllerLeaders[2]); those entries only matter to the other components`}},
 		{name: "duplicate", cfg: &MigrationConfig{LeaderName: "m", ControllerLeaders: []ControllerLeader{{Name: "route", Component: "a"}, {Name: "service"}, {Name: "route", Component: "b"}}}, known: isKnown,
 			want: []string{`controllerLeaders[2] names "route" again (first at controllerLeaders[0]); the last entry wins`}},
 		{name: "upper case", cfg: &MigrationConfig{LeaderName: "1-20-KCM-to-1-21-CCM"},
