@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -57,4 +59,49 @@ func TestUpstreamCommandLineParses(t *testing.T) {
 	if code := run(context.Background(), args, &out); code != 1 || !strings.Contains(out.String(), "/nonexistent/kubeconfig") {
 		t.Fatalf("code %d:\n%s", code, out.String())
 	}
+}
+
+// TestAcceptsUpstreamMigrationFiles: upstream's default configuration, its
+// walkthrough's files and the KEP's example are accepted, each with the
+// warnings a KCM owes its user, and the manager runs (here: a context
+// already cancelled, against an unreachable API server it never calls).
+func TestAcceptsUpstreamMigrationFiles(t *testing.T) {
+	kubeconfig := unreachableKubeconfig(t)
+	for file, warning := range map[string]string{
+		"default.yaml":              `no controller of this component is named "route-controller"`,
+		"walkthrough-kcm.yaml":      `no controller of this component is named "route"`,
+		"walkthrough-ccm.yaml":      `no controller of this component is named "route"`,
+		"walkthrough-wildcard.yaml": `no controller of this component is named "route"`,
+		"kep-example.yaml":          `the migration lock is the Lease`,
+	} {
+		t.Run(file, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var out strings.Builder
+			args := []string{"--kubeconfig=" + kubeconfig, "--secure-port=0", "--enable-leader-migration",
+				"--leader-migration-config=" + filepath.Join("..", "..", "leader", "testdata", "upstream", file)}
+			if code := run(ctx, args, &out); code != 0 || !strings.Contains(strings.ReplaceAll(out.String(), `\"`, `"`), warning) {
+				t.Fatalf("run = %d, want 0 and a warning containing %q:\n%s", code, warning, out.String())
+			}
+		})
+	}
+}
+
+// unreachableKubeconfig is a valid kubeconfig for a server nothing listens
+// on: Build accepts it, and a Run whose context is already done never
+// calls it.
+func unreachableKubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	const config = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
