@@ -39,6 +39,10 @@
 //     term (once its StartFirst controllers run), and the migration term
 //     ends, releasing its lock, before the main term's controllers are told
 //     to stop: a replica never holds the migration lock without the main one.
+//     A component none of whose controllers is migrated never seeks it.
+//   - --cloud-provider follows kube-controller-manager since v1.31 (empty or
+//     "external"; cloud loops never run) unless the program runs a provider
+//     in-process (Builder.WithInProcessCloudProvider).
 //   - Writes are fenced: the clients and configs a term's ClientBuilder hands
 //     out, and its event recorder, refuse mutating requests (ErrFenced from
 //     package fence, naming the controller and the lock) once the term's
