@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -26,37 +25,24 @@ const (
 	nobody = "nobody"
 )
 
-// shared is one Env for the tests that do not need their own; it is started
-// by the first test that asks for it and stopped by TestMain.
-var shared struct {
-	once sync.Once
-	env  *testenv.Env
-	err  error
-}
+// shared is one Env for the tests that do not need their own.
+var shared = testenv.Shared{Options: testenv.Options{
+	Users: []testenv.User{
+		{Name: rbacUser, Groups: []string{"testers"}, UID: "uid-rbac"},
+		{Name: nobody},
+	},
+}}
 
 func sharedEnv(t testing.TB) *testenv.Env {
 	t.Helper()
-	shared.once.Do(func() {
-		shared.env, shared.err = testenv.Start(context.Background(), testenv.Options{
-			Users: []testenv.User{
-				{Name: rbacUser, Groups: []string{"testers"}, UID: "uid-rbac"},
-				{Name: nobody},
-			},
-		})
-	})
-	if shared.err != nil {
-		t.Fatalf("starting the shared test environment: %v", shared.err)
-	}
-	return shared.env
+	return shared.Get(t)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.env != nil {
-		if err := shared.env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the shared test environment: %v\n", err)
-			code = 1
-		}
+	if err := shared.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping the shared test environment: %v\n", err)
+		code = 1
 	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,19 +36,11 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/kcm"
 )
 
-var shared struct {
-	once sync.Once
-	env  *testenv.Env
-	err  error
-}
+var shared testenv.Shared
 
 func env(t *testing.T) *testenv.Env {
 	t.Helper()
-	shared.once.Do(func() { shared.env, shared.err = testenv.Start(context.Background(), testenv.Options{}) })
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.env
+	return shared.Get(t)
 }
 
 // Goroutines upstream packages start at import time are not ours.
@@ -61,11 +52,9 @@ type stopEnv struct{ m *testing.M }
 
 func (s stopEnv) Run() int {
 	code := s.m.Run()
-	if shared.env != nil {
-		if err := shared.env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the environment:", err)
-			code = 1
-		}
+	if err := shared.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the environment:", err)
+		code = 1
 	}
 	return code
 }

@@ -3,10 +3,8 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -14,29 +12,19 @@ import (
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
 
-var shared struct {
-	once sync.Once
-	env  *testenv.Env
-	err  error
-}
+var shared testenv.Shared
 
-// sharedEnv starts one etcd + kube-apiserver for the package.
+// sharedEnv is the package's one etcd + kube-apiserver.
 func sharedEnv(tb testing.TB) *testenv.Env {
 	tb.Helper()
-	shared.once.Do(func() { shared.env, shared.err = testenv.Start(context.Background(), testenv.Options{}) })
-	if shared.err != nil {
-		tb.Fatalf("starting the shared test environment: %v", shared.err)
-	}
-	return shared.env
+	return shared.Get(tb)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.env != nil {
-		if err := shared.env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the shared test environment: %v\n", err)
-			code = 1
-		}
+	if err := shared.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping the shared test environment: %v\n", err)
+		code = 1
 	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,30 +14,15 @@ import (
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
 
-var shared struct {
-	once sync.Once
-	env  *testenv.Env
-	err  error
-}
+var shared testenv.Shared
 
 // sharedEnv starts one etcd + kube-apiserver for the package.
 func sharedEnv(t testing.TB) *testenv.Env {
 	t.Helper()
-	shared.once.Do(func() {
-		shared.env, shared.err = testenv.Start(context.Background(), testenv.Options{})
-	})
-	if shared.err != nil {
-		t.Fatalf("starting the shared test environment: %v", shared.err)
-	}
-	return shared.env
+	return shared.Get(t)
 }
 
-func stopShared() error {
-	if shared.env == nil {
-		return nil
-	}
-	return shared.env.Stop()
-}
+func stopShared() error { return shared.Stop() }
 
 // namespace creates a namespace for one test.
 func namespace(t testing.TB, cs kubernetes.Interface) string {

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,21 +37,11 @@ import (
 
 // shared is the package's one Env; started by the first test that asks,
 // stopped by TestMain after the drop-in.
-var shared struct {
-	once sync.Once
-	env  *testenv.Env
-	err  error
-}
+var shared testenv.Shared
 
 func sharedEnv(t testing.TB) *testenv.Env {
 	t.Helper()
-	shared.once.Do(func() {
-		shared.env, shared.err = testenv.Start(context.Background(), testenv.Options{})
-	})
-	if shared.err != nil {
-		t.Fatalf("starting the test environment: %v", shared.err)
-	}
-	return shared.env
+	return shared.Get(t)
 }
 
 func TestMain(m *testing.M) {
@@ -68,11 +57,9 @@ func TestMain(m *testing.M) {
 		dropIn.dumpLog(os.Stderr)
 	}
 	dropIn.removeDir()
-	if shared.env != nil {
-		if err := shared.env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the test environment: %v\n", err)
-			code = 1
-		}
+	if err := shared.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping the test environment: %v\n", err)
+		code = 1
 	}
 	if code == 0 {
 		if err := goleak.Find(ignore); err != nil {
