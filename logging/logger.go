@@ -67,3 +67,15 @@ func levelEncoder(base zapcore.LevelEncoder) zapcore.LevelEncoder {
 		base(max(l, zapcore.InfoLevel), pae)
 	}
 }
+
+// ForProgram is what a program does first: New, then RouteKlog into the
+// logger, so that client-go and upstream controllers log in the same format
+// to the same place. done undoes the routing and flushes; defer it in main.
+func ForProgram(o Options, w io.Writer) (l logr.Logger, done func(), err error) {
+	l, flush, err := New(o, w)
+	if err != nil {
+		return logr.Discard(), func() {}, err
+	}
+	restore := RouteKlog(l)
+	return l, func() { restore(); flush() }, nil
+}

@@ -75,13 +75,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 
 	// The logger first, with client-go's klog routed into it, so that Build
 	// already logs in the chosen format, to stderr.
-	log, flush, err := logging.New(host.Logging, stderr)
+	log, done, err := logging.ForProgram(host.Logging, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
-	defer flush()
-	defer logging.RouteKlog(log)()
+	defer done()
 
 	// The gates the built-ins consult, so that --feature-gates sets them.
 	gates := featuregate.NewFeatureGate()

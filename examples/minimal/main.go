@@ -62,12 +62,11 @@ func main() {
 func run(opts manager.Options) error {
 	// The logger comes first, and client-go's klog is routed into it, so
 	// that Build already logs in the chosen format.
-	log, flush, err := logging.New(opts.Logging, os.Stderr)
+	log, done, err := logging.ForProgram(opts.Logging, os.Stderr)
 	if err != nil {
 		return err
 	}
-	defer flush()
-	defer logging.RouteKlog(log)()
+	defer done()
 	m, err := manager.NewBuilder("minimal-controller-manager").
 		WithOptions(opts).
 		WithLogger(log).

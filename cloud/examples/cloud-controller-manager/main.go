@@ -69,13 +69,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 
-	log, flush, err := logging.New(host.Logging, stderr)
+	log, done, err := logging.ForProgram(host.Logging, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
-	defer flush()
-	defer logging.RouteKlog(log)()
+	defer done()
 
 	provider, err := cloud.NewProvider(host.CloudProvider, host.CloudConfig, controllers.AllowUntaggedCloud)
 	if err != nil {

@@ -49,13 +49,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
-	log, flush, err := logging.New(p.host.Logging, stderr)
+	log, finish, err := logging.ForProgram(p.host.Logging, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
-	defer flush()
-	defer logging.RouteKlog(log)()
+	defer finish()
 	log.Info("Starting kube-controller-manager's controllers on ctrlhost", "version", version())
 
 	m, err := p.builder(log).Build()

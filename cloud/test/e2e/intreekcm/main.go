@@ -52,13 +52,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
-	log, flush, err := logging.New(host.Logging, stderr)
+	log, done, err := logging.ForProgram(host.Logging, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 2
 	}
-	defer flush()
-	defer logging.RouteKlog(log)()
+	defer done()
 
 	// The cloud controllers are registered either way, so --controllers
 	// knows their names; they run only while a provider is named.
