@@ -3,6 +3,7 @@ package descriptor
 import (
 	"slices"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/component-base/featuregate"
 )
 
@@ -17,6 +18,7 @@ type Descriptor struct {
 	disabledByDefault bool
 	startFirst        bool
 	noLeaderElection  bool
+	informers         []schema.GroupVersionResource
 	validators        []func() error
 }
 
@@ -38,6 +40,17 @@ func (d Descriptor) WithAliases(aliases ...string) Descriptor {
 // gate is enabled.
 func (d Descriptor) WithFeatureGates(gates ...featuregate.Feature) Descriptor {
 	d.featureGates = append(slices.Clone(d.featureGates), gates...)
+	return d
+}
+
+// WithInformers returns a copy that declares the cluster-wide informers its
+// InitFunc requests, by resource (typed where client-go has the type, as
+// Context.ObjectOrMetadataInformerFactory gives them). Declaring them is
+// optional and changes nothing else: a host with warm standby keeps them
+// synced on a follower, so that the controller starts on warm caches when
+// the follower wins the lease.
+func (d Descriptor) WithInformers(gvrs ...schema.GroupVersionResource) Descriptor {
+	d.informers = append(slices.Clone(d.informers), gvrs...)
 	return d
 }
 
@@ -92,6 +105,9 @@ func (d Descriptor) Aliases() []string { return slices.Clone(d.aliases) }
 
 // FeatureGates returns a copy of the required feature gates.
 func (d Descriptor) FeatureGates() []featuregate.Feature { return slices.Clone(d.featureGates) }
+
+// Informers returns the declared informers (WithInformers).
+func (d Descriptor) Informers() []schema.GroupVersionResource { return slices.Clone(d.informers) }
 
 // IsCloudProvider reports whether the controller is a cloud-provider loop.
 func (d Descriptor) IsCloudProvider() bool { return d.cloud }

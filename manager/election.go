@@ -159,11 +159,25 @@ func (m *Manager) runElected(ctx context.Context, g lockGroup, spec termSpec) er
 	// ends by cancellation; this replica leads nothing once Run returns.
 	defer metrics.LeaderStatus(lease, false)
 	var fatal error
+	// Under warm standby the follower keeps its would-be term's informers
+	// synced; the next term adopts them, and a new set is prepared only if
+	// this replica stands again (the recampaign policy).
+	warm := m.prepareWarm(ectx, spec.states, lease)
+	defer func() {
+		if warm != nil {
+			warm.stop()
+		}
+	}()
 	err := e.Run(ectx, func(tctx context.Context) error {
-		err := m.runTerm(tctx, spec)
+		s := spec
+		s.warm, warm = warm, nil
+		err := m.runTerm(tctx, s)
 		if errors.Is(err, ErrShutdownTimeout) && ctx.Err() == nil {
 			fatal = err
 			cancel()
+		}
+		if m.opts.LostLeasePolicy == leader.Recampaign && ectx.Err() == nil {
+			warm = m.prepareWarm(ectx, spec.states, lease)
 		}
 		return err
 	})

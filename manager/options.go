@@ -110,6 +110,15 @@ type Options struct {
 	// "recampaign" (stop the term fully, then stand again as a follower).
 	LostLeasePolicy leader.LostLeasePolicy
 
+	// WarmStandby (--leader-elect-warm-standby) makes a follower keep the
+	// informers its controllers declare (descriptor.WithInformers) started
+	// and synced, so that when it wins the lease its term starts on warm
+	// caches instead of listing everything first. Its controllers are not
+	// built and nothing is written until then. The cost is a follower that
+	// holds the leader's cache (memory) and keeps its watches open on the
+	// API server. Default: false.
+	WarmStandby bool
+
 	// EnableLeaderMigration splits controllers between the main lock and a
 	// migration lock, per LeaderMigrationConfig. Without LeaderElect it is
 	// ignored, with a warning, as KCM ignores it.
@@ -291,6 +300,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"The name of resource object that is used for locking during leader election (default: the component name).")
 	fs.StringVar(&le.Namespace, "leader-elect-resource-namespace", le.Namespace, ""+
 		"The namespace of resource object that is used for locking during leader election.")
+	fs.BoolVar(&o.WarmStandby, "leader-elect-warm-standby", o.WarmStandby, ""+
+		"Followers keep the informers their controllers declare synced, so that a new leader starts on warm caches. "+
+		"Costs each follower the leader's cache memory and its watches. Not a kube-controller-manager flag.")
 	fs.Var(policyValue{&o.LostLeasePolicy}, "leader-elect-lost-lease-policy", ""+
 		"What to do when the lease is lost: 'exit' (stop the controllers and return an error, as KCM exits) or "+
 		"'recampaign' (stop the controllers, then stand for election again).")

@@ -52,6 +52,9 @@ type termSpec struct {
 	// waits for it like for a controller, and its error ends the term. The
 	// main term runs the migration campaign this way.
 	alongside func(ctx context.Context) error
+	// warm, if set, is the informer set the term runs on (warm standby):
+	// already started and usually synced. The term stops it when it ends.
+	warm *warmSet
 }
 
 // termEnv is what the term hands every InitFunc of one term.
@@ -78,9 +81,13 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	lease := leader.TermFrom(ctx) // nil without leader election
 
 	env := termEnv{
-		set:     informers.New(m.client, m.metaClient, informers.Options{Resync: m.resyncPeriod()}),
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.client.Discovery())),
 		started: make(chan struct{}),
+	}
+	if spec.warm != nil {
+		env.set = spec.warm.set
+	} else {
+		env.set = informers.New(m.client, m.metaClient, informers.Options{Resync: m.resyncPeriod()})
 	}
 	if lease != nil {
 		env.gate = lease.Gate()
@@ -99,7 +106,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	defer cancelCtrl()
 	r := newRunner(ctrlCtx, log, m)
 	stop := stopDeadline(m.opts.ControllerShutdownTimeout, lease, log)
-	log.Info("Starting controllers", "count", len(spec.states))
+	log.Info("Starting controllers", "count", len(spec.states), "warmCaches", spec.warm != nil)
 
 	var later []built
 	alongside, initErr := m.initAll(termCtx, log, spec, env, r, stop, &later)
@@ -137,7 +144,11 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 
 	stuck := r.wait(stop)
 	bg.Wait()
-	env.set.Shutdown()
+	if spec.warm != nil {
+		spec.warm.stop()
+	} else {
+		env.set.Shutdown()
+	}
 	for _, s := range spec.states {
 		s.setController(nil)
 	}

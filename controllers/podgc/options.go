@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -102,5 +103,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		return c, nil
-	}).WithAliases(Alias).WithValidator(o.Validate)
+	}).WithAliases(Alias).WithValidator(o.Validate).
+		WithInformers(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithResource("nodes"))
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/featuregate"
 
@@ -50,7 +52,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 		})
 	}).
 		WithAliases(ReplicaSetControllerAlias).
-		WithValidator(func() error { return validateWorkers("concurrent-replicaset-syncs", workers) })
+		WithValidator(func() error { return validateWorkers("concurrent-replicaset-syncs", workers) }).
+		WithInformers(appsv1.SchemeGroupVersion.WithResource("replicasets"), corev1.SchemeGroupVersion.WithResource("pods"))
 }
 
 // ReplicationControllerDescriptor returns the ReplicationController
@@ -65,7 +68,8 @@ func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 		})
 	}).
 		WithAliases(ReplicationControllerControllerAlias).
-		WithValidator(func() error { return validateWorkers("concurrent-rc-syncs", workers) })
+		WithValidator(func() error { return validateWorkers("concurrent-rc-syncs", workers) }).
+		WithInformers(corev1.SchemeGroupVersion.WithResource("replicationcontrollers"), corev1.SchemeGroupVersion.WithResource("pods"))
 }
 
 func build(ctx context.Context, cc descriptor.Context, workers int, newKind func(kubernetes.Interface) kind) (descriptor.Controller, error) {

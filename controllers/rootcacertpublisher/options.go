@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -137,5 +138,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		}
 		logr.FromContextOrDiscard(ctx).V(1).Info("Publishing root CA", "source", source)
 		return c, nil
-	}).WithAliases(Alias).WithValidator(o.Validate)
+	}).WithAliases(Alias).WithValidator(o.Validate).
+		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"), corev1.SchemeGroupVersion.WithResource("configmaps"))
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
@@ -72,5 +73,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		return c, nil
-	}).WithAliases(Alias).DisabledByDefault().WithValidator(o.Validate)
+	}).WithAliases(Alias).DisabledByDefault().WithValidator(o.Validate).
+		WithInformers(corev1.SchemeGroupVersion.WithResource("secrets"))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -68,5 +69,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		return c, nil
-	}).WithAliases(Alias).WithValidator(o.Validate)
+	}).WithAliases(Alias).WithValidator(o.Validate).
+		WithInformers(batchv1.SchemeGroupVersion.WithResource("jobs"))
 }

@@ -1,0 +1,149 @@
+package manager_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/managertest"
+)
+
+// podWatcher is a controller that declares the pods informer and records,
+// per replica, how many pods its lister held when its Run started.
+type podWatcher struct {
+	mu     sync.Mutex
+	seen   map[string]int // replica → pods cached at Run
+	builds map[string]int // replica → InitFunc calls
+}
+
+func (w *podWatcher) descriptor(replica string) descriptor.Descriptor {
+	return descriptor.New("pod-watcher", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		w.mu.Lock()
+		w.builds[replica]++
+		w.mu.Unlock()
+		pods := cc.InformerFactory.Core().V1().Pods()
+		informer := pods.Informer()
+		return descriptor.ControllerFunc(func(ctx context.Context) error {
+			<-cc.InformersStarted
+			// Acting at once: no wait for a sync here, only what is cached.
+			n := 0
+			if informer.HasSynced() {
+				list, _ := pods.Lister().List(labels.Everything())
+				n = len(list)
+			}
+			w.mu.Lock()
+			w.seen[replica] = n
+			w.mu.Unlock()
+			<-ctx.Done()
+			return nil
+		}), nil
+	}).WithInformers(corev1.SchemeGroupVersion.WithResource("pods"))
+}
+
+// sameAPI returns a clientset of its own over c's objects.
+func sameAPI(c *fake.Clientset) *fake.Clientset {
+	cs := &fake.Clientset{}
+	cs.AddReactor("*", "*", k8stesting.ObjectReaction(c.Tracker()))
+	cs.AddWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := c.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		return true, w, err
+	})
+	return cs
+}
+
+// TestWarmStandby: with warm standby, a follower lists the pods before it
+// leads, builds no controller and writes nothing while it follows, and on
+// taking over its term starts on those caches: no second list, and the
+// controller finds every pod cached the moment it runs. Without warm
+// standby the new leader lists at takeover, as KCM does.
+func TestWarmStandby(t *testing.T) {
+	const pods = 50
+	for _, warm := range []bool{true, false} {
+		t.Run(fmt.Sprintf("warm=%v", warm), func(t *testing.T) {
+			var objects []runtime.Object
+			for i := range pods {
+				objects = append(objects, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "default"}})
+			}
+			w := &podWatcher{seen: map[string]int{}, builds: map[string]int{}}
+			a := managertest.New(t, "warm-manager", []descriptor.Descriptor{w.descriptor("a")}, objects...)
+			var writes atomic.Int32
+			countWrites := func(action k8stesting.Action) (bool, runtime.Object, error) {
+				if v := action.GetVerb(); v != "list" && v != "watch" && v != "get" {
+					writes.Add(1)
+				}
+				return false, nil, nil
+			}
+			a.Client.PrependReactor("*", "pods", countWrites)
+			a.Options = fastElection("a")
+			a.Options.WarmStandby = warm
+			a.Start()
+			a.WaitRunning("pod-watcher")
+			poll(t, "a's controller ran", func() bool { w.mu.Lock(); defer w.mu.Unlock(); _, ok := w.seen["a"]; return ok })
+
+			// b has a clientset of its own over a's objects, so that its
+			// requests are counted apart.
+			b := managertest.New(t, "warm-manager", []descriptor.Descriptor{w.descriptor("b")})
+			b.Client = sameAPI(a.Client)
+			b.Metadata = managertest.NewMetadataClient(b.Client)
+			var lists atomic.Int32 // b's
+			b.Client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				lists.Add(1)
+				return false, nil, nil
+			})
+			b.Client.PrependReactor("*", "pods", countWrites)
+			b.Options = fastElection("b")
+			b.Options.WarmStandby = warm
+			b.Start()
+			if warm {
+				poll(t, "b's warm list", func() bool { return lists.Load() == 1 })
+			}
+			if st, _ := b.Manager.Status("pod-watcher"); st.Phase != manager.PhaseWaiting {
+				t.Errorf("follower b: pod-watcher %s, want waiting (not built)", st.Phase)
+			}
+			w.mu.Lock()
+			if w.builds["b"] != 0 {
+				t.Errorf("follower b built its controller %d times before leading", w.builds["b"])
+			}
+			w.mu.Unlock()
+			atTakeover := lists.Load()
+			if err := a.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			b.WaitRunning("pod-watcher")
+			poll(t, "b's controller ran", func() bool { w.mu.Lock(); defer w.mu.Unlock(); _, ok := w.seen["b"]; return ok })
+			w.mu.Lock()
+			seen := w.seen["b"]
+			w.mu.Unlock()
+			if !warm {
+				poll(t, "b's list at takeover", func() bool { return lists.Load() == atTakeover+1 })
+			}
+			b.WaitHealthy("/readyz") // b's term's informers have synced
+			switch {
+			case warm && lists.Load() != atTakeover:
+				t.Errorf("b listed pods %d more time(s) at takeover; want it to run on its warm caches", lists.Load()-atTakeover)
+			case warm && seen != pods:
+				t.Errorf("b's controller saw %d pods cached when it ran, want all %d", seen, pods)
+			case !warm && lists.Load() != atTakeover+1:
+				t.Errorf("without warm standby b listed %d time(s) at takeover, want 1", lists.Load()-atTakeover)
+			}
+			if writes.Load() != 0 {
+				t.Errorf("%d pod writes; the controllers write nothing", writes.Load())
+			}
+			if err := b.Stop(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
