@@ -14,7 +14,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -30,6 +32,13 @@ type Entry struct {
 	Logger     string // the logger's name, e.g. "leader-migration"
 }
 
+// Line is one line of the process's stderr, JSON or not, with the time it
+// was read.
+type Line struct {
+	At   time.Time
+	Text string
+}
+
 // Process is one running program.
 type Process struct {
 	t    testing.TB
@@ -38,17 +47,28 @@ type Process struct {
 
 	mu      sync.Mutex
 	entries []Entry
+	lines   []Line
 	tail    bytes.Buffer // the last lines, for failures
 
 	exited chan struct{}
 	err    error
 }
 
-// Start runs binary with args; its stderr must carry JSON log lines.
+// Start runs binary with args. JSON log lines on its stderr are parsed
+// into Entries; every line is kept for WaitLine.
 func Start(t testing.TB, name, binary string, args ...string) *Process {
+	return StartEnv(t, name, nil, binary, args...)
+}
+
+// StartEnv is Start with extra environment variables ("K=V"), added to
+// the test's own.
+func StartEnv(t testing.TB, name string, env []string, binary string, args ...string) *Process {
 	t.Helper()
 	p := &Process{t: t, name: name, exited: make(chan struct{})}
 	p.cmd = exec.Command(binary, args...)
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +113,7 @@ func (p *Process) read(r io.Reader) {
 			Logger     string  `json:"logger"`
 		}
 		p.mu.Lock()
+		p.lines = append(p.lines, Line{At: time.Now(), Text: string(line)})
 		if json.Unmarshal(line, &raw) == nil && raw.TS > 0 {
 			p.entries = append(p.entries, Entry{At: time.UnixMilli(int64(raw.TS)), Msg: raw.Msg, Term: raw.Term, Controller: raw.Controller, Logger: raw.Logger})
 		}
@@ -103,6 +124,57 @@ func (p *Process) read(r io.Reader) {
 		p.tail.WriteByte('\n')
 		p.mu.Unlock()
 	}
+}
+
+// Pid is the process's ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Lines returns a copy of the lines read so far.
+func (p *Process) Lines() []Line {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Line(nil), p.lines...)
+}
+
+// WaitLine waits for a line containing text, read at or after since.
+func (p *Process) WaitLine(text string, since time.Time, timeout time.Duration) Line {
+	p.t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		p.mu.Lock()
+		for _, l := range p.lines {
+			if !l.At.Before(since) && strings.Contains(l.Text, text) {
+				p.mu.Unlock()
+				return l
+			}
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.exited:
+			p.t.Fatalf("%s exited (%v) before printing %q; its last lines:\n%s", p.name, p.err, text, p.LastLines())
+		case <-tick.C:
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s did not print %q within %v; its last lines:\n%s", p.name, text, timeout, p.LastLines())
+		}
+	}
+}
+
+// Signal sends sig and waits up to timeout for the exit, whatever its
+// status (a program that dies of SIGTERM, as upstream's does, included);
+// it returns when the signal was sent.
+func (p *Process) Signal(sig os.Signal, timeout time.Duration) time.Time {
+	p.t.Helper()
+	sent := time.Now()
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.exited:
+	case <-time.After(timeout):
+		p.t.Fatalf("%s did not exit within %v of %v; last log lines:\n%s", p.name, timeout, sig, p.LastLines())
+	}
+	return sent
 }
 
 // Entries returns a copy of the entries read so far.

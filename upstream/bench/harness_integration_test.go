@@ -1,0 +1,302 @@
+//go:build integration
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/test/gobuild"
+	"github.com/ctrlhost/ctrlhost/test/procs"
+	"github.com/ctrlhost/ctrlhost/testenv"
+)
+
+// controllers are the ones both programs run: ctrlhost's native built-ins
+// that are on by default, by the aliases both accept.
+const controllers = "replicaset,replicationcontroller,podgc,serviceaccount,root-ca-cert-publisher,ttl-after-finished"
+
+// program is one controller manager under test.
+type program struct {
+	name string
+	bin  *gobuild.Program
+	// extra flags after the common ones.
+	extra []string
+	// follower is a line the program prints once it stands as a follower
+	// (and, for warm standby, once its caches are synced).
+	follower string
+}
+
+var (
+	ctrlhostBin = gobuild.New("github.com/ctrlhost/ctrlhost/examples/kcm")
+	upstreamBin = gobuild.New("k8s.io/kubernetes/cmd/kube-controller-manager")
+
+	ctrlhost     = program{name: "ctrlhost", bin: ctrlhostBin, follower: "Campaigning for the lease"}
+	ctrlhostWarm = program{name: "ctrlhost warm standby", bin: ctrlhostBin, extra: []string{"--leader-elect-warm-standby"},
+		follower: "Warm standby: caches synced"}
+	upstream = program{name: "upstream", bin: upstreamBin, follower: "Attempting to acquire leader lease"}
+)
+
+// harness is one API server and what the scenarios share on it.
+type harness struct {
+	tb         testing.TB
+	env        *testenv.Env
+	cs         kubernetes.Interface // the bench's own client, fast
+	kubeconfig string
+}
+
+func newHarness(tb testing.TB, env *testenv.Env) *harness {
+	tb.Helper()
+	cfg := rest.CopyConfig(env.Config())
+	cfg.QPS, cfg.Burst = 5000, 10000
+	kubeconfig := filepath.Join(tb.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		tb.Fatal(err)
+	}
+	return &harness{tb: tb, env: env, cs: kubernetes.NewForConfigOrDie(cfg), kubeconfig: kubeconfig}
+}
+
+// unique returns a name no earlier run used.
+func unique(prefix string) string { return prefix + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) }
+
+// namespace creates a namespace with its default ServiceAccount (nobody
+// runs the service-account controller before the program does, and the
+// admission plugin refuses pods without it).
+func (h *harness) namespace(prefix string) string {
+	h.tb.Helper()
+	ctx := context.Background()
+	ns, err := h.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+	if err != nil {
+		h.tb.Fatal(err)
+	}
+	if _, err := h.cs.CoreV1().ServiceAccounts(ns.Name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		h.tb.Fatal(err)
+	}
+	return ns.Name
+}
+
+// start runs one replica of p competing for lease, at the given client
+// budget.
+func (h *harness) start(p program, name, lease string, qps, burst int) *procs.Process {
+	h.tb.Helper()
+	args := append([]string{
+		"--kubeconfig=" + h.kubeconfig, "--controllers=" + controllers, "--secure-port=0",
+		"--leader-elect=true", "--leader-elect-resource-name=" + lease,
+		fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", burst),
+	}, p.extra...)
+	// gctrace prints the live heap after every collection, for both
+	// programs alike, without serving /metrics.
+	return procs.StartEnv(h.tb, name, []string{"GODEBUG=gctrace=1"}, p.bin.Path(h.tb), args...)
+}
+
+var podTemplate = corev1.PodTemplateSpec{
+	Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+}
+
+func replicaSet(name string, replicas int32) *appsv1.ReplicaSet {
+	labels := map[string]string{"app": name}
+	tpl := *podTemplate.DeepCopy()
+	tpl.Labels = labels
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: tpl,
+		},
+	}
+}
+
+// probe is a one-replica ReplicaSet whose pod is the program's first
+// action; act reports when that pod was created, as the API server's
+// watch delivered it.
+type probe struct {
+	act <-chan time.Time
+	w   watch.Interface
+}
+
+// newProbe starts watching for the probe's pod; create makes the probe.
+func (h *harness) newProbe(ns string) (p *probe, create func()) {
+	h.tb.Helper()
+	name := unique("probe")
+	w, err := h.cs.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{LabelSelector: "app=" + name})
+	if err != nil {
+		h.tb.Fatal(err)
+	}
+	act := make(chan time.Time, 1)
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Added {
+				act <- time.Now()
+				return
+			}
+		}
+	}()
+	return &probe{act: act, w: w}, func() {
+		if _, err := h.cs.AppsV1().ReplicaSets(ns).Create(context.Background(), replicaSet(name, 1), metav1.CreateOptions{}); err != nil {
+			h.tb.Fatal(err)
+		}
+	}
+}
+
+// wait returns when the probe's pod appeared.
+func (p *probe) wait(tb testing.TB, timeout time.Duration) time.Time {
+	tb.Helper()
+	defer p.w.Stop()
+	select {
+	case at := <-p.act:
+		return at
+	case <-time.After(timeout):
+		tb.Fatalf("no probe pod within %v", timeout)
+		return time.Time{}
+	}
+}
+
+// createPods stores n bare pods in ns, in parallel.
+func (h *harness) createPods(ns string, from, to int) {
+	h.tb.Helper()
+	const workers = 64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	next := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("stored-%d", i)}, Spec: podTemplate.Spec}
+				if _, err := h.cs.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	for i := from; i < to; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		h.tb.Fatal(err)
+	default:
+	}
+}
+
+// memory is a process's footprint at one moment.
+type memory struct {
+	rssMiB  float64
+	heapMiB float64 // live heap after the last GC, from gctrace
+}
+
+var gcLine = regexp.MustCompile(`gc \d+ @.* (\d+)->(\d+)->(\d+) MB`)
+
+func measureMemory(tb testing.TB, p *procs.Process) memory {
+	tb.Helper()
+	var m memory
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			m.rssMiB = kb / 1024
+		}
+	}
+	lines := p.Lines()
+	for i := len(lines) - 1; i >= 0; i-- {
+		if g := gcLine.FindStringSubmatch(lines[i].Text); g != nil {
+			mb, _ := strconv.ParseFloat(g[3], 64)
+			m.heapMiB = mb
+			break
+		}
+	}
+	return m
+}
+
+// samples collects one value per round for each row and program.
+type samples struct {
+	mu   sync.Mutex
+	rows []string
+	vals map[string]map[string][]float64 // row → program → values
+	unit map[string]string
+}
+
+func newSamples() *samples {
+	return &samples{vals: map[string]map[string][]float64{}, unit: map[string]string{}}
+}
+
+func (s *samples) add(row, unit, prog string, v float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.vals[row]; !ok {
+		s.rows = append(s.rows, row)
+		s.vals[row] = map[string][]float64{}
+		s.unit[row] = unit
+	}
+	s.vals[row][prog] = append(s.vals[row][prog], v)
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(v))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// table renders the samples: per row, each program's median and worst
+// (the largest: every row is a time or a size) and ctrlhost's medians over
+// upstream's.
+func (s *samples) table() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	b.WriteString("| scenario | unit | ctrlhost median (worst) | ctrlhost warm standby median (worst) | upstream median (worst) | floor | ctrlhost / upstream | warm / upstream |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	cell := func(v []float64) string {
+		if len(v) == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.3g (%.3g)", median(v), slices.Max(v))
+	}
+	ratio := func(a, b []float64) string {
+		if len(a) == 0 || len(b) == 0 || median(b) == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.3g", median(a)/median(b))
+	}
+	for _, row := range s.rows {
+		v := s.vals[row]
+		floor := "–"
+		if f := v["floor"]; len(f) > 0 {
+			floor = fmt.Sprintf("%.3g", median(f))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row, s.unit[row],
+			cell(v[ctrlhost.name]), cell(v[ctrlhostWarm.name]), cell(v[upstream.name]), floor,
+			ratio(v[ctrlhost.name], v[upstream.name]), ratio(v[ctrlhostWarm.name], v[upstream.name]))
+	}
+	return b.String()
+}

@@ -1,0 +1,278 @@
+//go:build integration
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/ctrlhost/ctrlhost/testenv"
+)
+
+// settings are the bench's sizes, from the environment (the defaults are
+// the issue's; docs/benchmarks.md says how long they take).
+type settings struct {
+	rounds       int      // BENCH_ROUNDS: A B rounds per scenario
+	budgets      [][2]int // BENCH_QPS: "qps/burst,…" for convergence
+	replicaSets  int      // BENCH_RS
+	replicas     int      // BENCH_REPLICAS
+	storedCounts []int    // BENCH_PODS: pods stored for startup and failover
+	kill         bool     // BENCH_KILL: also SIGKILL failovers (each waits out a lease)
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func loadSettings(tb testing.TB) settings {
+	s := settings{
+		rounds:      envInt("BENCH_ROUNDS", 2),
+		replicaSets: envInt("BENCH_RS", 100),
+		replicas:    envInt("BENCH_REPLICAS", 50),
+		kill:        os.Getenv("BENCH_KILL") != "0",
+	}
+	qps := os.Getenv("BENCH_QPS")
+	if qps == "" {
+		qps = "20/30,2000/4000"
+	}
+	for _, b := range strings.Split(qps, ",") {
+		q, burst, ok := strings.Cut(b, "/")
+		qi, err1 := strconv.Atoi(q)
+		bi, err2 := strconv.Atoi(burst)
+		if !ok || err1 != nil || err2 != nil {
+			tb.Fatalf("BENCH_QPS %q: want qps/burst pairs such as 20/30,2000/4000", qps)
+		}
+		s.budgets = append(s.budgets, [2]int{qi, bi})
+	}
+	pods := os.Getenv("BENCH_PODS")
+	if pods == "" {
+		pods = "5000,50000"
+	}
+	for _, p := range strings.Split(pods, ",") {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			tb.Fatalf("BENCH_PODS %q: want increasing pod counts such as 5000,50000", pods)
+		}
+		s.storedCounts = append(s.storedCounts, n)
+	}
+	return s
+}
+
+// BenchmarkVersusUpstream runs every scenario for ctrlhost and upstream
+// kube-controller-manager, alternating, and prints the table. Run it with
+// -benchtime 1x (make bench does).
+func BenchmarkVersusUpstream(b *testing.B) {
+	s := loadSettings(b)
+	env, err := testenv.Start(context.Background(), testenv.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			b.Error(err)
+		}
+	}()
+	h := newHarness(b, env)
+	res := newSamples()
+	for range b.N {
+		for _, budget := range s.budgets {
+			h.convergence(s, budget, res)
+		}
+		stored := h.namespace("bench-stored")
+		have := 0
+		for _, n := range s.storedCounts {
+			h.createPods(stored, have, n)
+			have = n
+			h.startup(s, n, res)
+			h.failover(s, n, syscall.SIGTERM, res)
+			if s.kill {
+				h.failover(s, n, syscall.SIGKILL, res)
+			}
+			h.floorSync(n, res)
+		}
+	}
+	fmt.Printf("\n%d round(s) on %d CPUs, %s; medians of the rounds, worst in parentheses.\n\n%s\n",
+		s.rounds, runtime.NumCPU(), runtime.Version(), res.table())
+	if out := os.Getenv("BENCH_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(res.table()), 0o644); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// alternate runs f for ctrlhost and upstream, A B A B.
+func alternate(rounds int, progs []program, f func(p program)) {
+	for range rounds {
+		for _, p := range progs {
+			f(p)
+		}
+	}
+}
+
+// convergence: one replica, then ReplicaSets × replicas created at once;
+// the time until every ReplicaSet's status counts all its pods. The floor
+// is a bare client creating as many pods on the same budget.
+func (h *harness) convergence(s settings, budget [2]int, res *samples) {
+	tb := h.tb
+	row := fmt.Sprintf("convergence %d×%d at %d/%d QPS", s.replicaSets, s.replicas, budget[0], budget[1])
+	alternate(s.rounds, []program{ctrlhost, upstream}, func(p program) {
+		ns := h.namespace("bench-conv")
+		pr, create := h.newProbe(ns)
+		proc := h.start(p, p.name, unique("bench-conv"), budget[0], budget[1])
+		create()
+		pr.wait(tb, 3*time.Minute)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range s.replicaSets {
+			wg.Go(func() {
+				if _, err := h.cs.AppsV1().ReplicaSets(ns).Create(context.Background(), replicaSet(fmt.Sprintf("rs-%d", i), int32(s.replicas)), metav1.CreateOptions{}); err != nil {
+					tb.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		h.poll("convergence", 30*time.Minute, func() bool {
+			list, err := h.cs.AppsV1().ReplicaSets(ns).List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				return false
+			}
+			done := 0
+			for _, rs := range list.Items {
+				if rs.Status.Replicas == int32(s.replicas) && rs.Status.ObservedGeneration == rs.Generation {
+					done++
+				}
+			}
+			return done == s.replicaSets
+		})
+		res.add(row, "s", p.name, time.Since(start).Seconds())
+		mem := measureMemory(tb, proc)
+		res.add(fmt.Sprintf("RSS after convergence at %d/%d QPS", budget[0], budget[1]), "MiB", p.name, mem.rssMiB)
+		res.add(fmt.Sprintf("Go heap after convergence at %d/%d QPS", budget[0], budget[1]), "MiB", p.name, mem.heapMiB)
+		proc.Signal(syscall.SIGTERM, time.Minute)
+		h.clean(ns)
+	})
+	ns := h.namespace("bench-floor")
+	cfg := rest.CopyConfig(h.env.Config())
+	cfg.QPS, cfg.Burst = float32(budget[0]), budget[1]
+	floor := kubernetes.NewForConfigOrDie(cfg)
+	start := time.Now()
+	total := s.replicaSets * s.replicas
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 100 {
+		wg.Go(func() {
+			for i := range next {
+				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("floor-%d", i)}, Spec: *podTemplate.Spec.DeepCopy()}
+				if _, err := floor.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+					tb.Error(err)
+				}
+			}
+		})
+	}
+	for i := range total {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	res.add(row, "s", "floor", time.Since(start).Seconds())
+	h.clean(ns)
+}
+
+// startup: n pods stored; process start → first action on a probe (every
+// controller running on synced caches, as the probe's controller waits for
+// its caches before it acts).
+func (h *harness) startup(s settings, n int, res *samples) {
+	row := fmt.Sprintf("startup → first action, %d pods", n)
+	alternate(s.rounds, []program{ctrlhost, upstream}, func(p program) {
+		ns := h.namespace("bench-start")
+		pr, create := h.newProbe(ns)
+		create()
+		start := time.Now()
+		proc := h.start(p, p.name, unique("bench-start"), 2000, 4000)
+		at := pr.wait(h.tb, 5*time.Minute)
+		res.add(row, "s", p.name, at.Sub(start).Seconds())
+		mem := measureMemory(h.tb, proc)
+		res.add(fmt.Sprintf("RSS after startup, %d pods", n), "MiB", p.name, mem.rssMiB)
+		res.add(fmt.Sprintf("Go heap after startup, %d pods", n), "MiB", p.name, mem.heapMiB)
+		proc.Signal(syscall.SIGTERM, time.Minute)
+	})
+}
+
+// failover: two replicas; sig to the leader → the other acts on a probe.
+func (h *harness) failover(s settings, n int, sig syscall.Signal, res *samples) {
+	row := fmt.Sprintf("failover (%s) → action, %d pods", sigName(sig), n)
+	alternate(s.rounds, []program{ctrlhost, ctrlhostWarm, upstream}, func(p program) {
+		ns := h.namespace("bench-fail")
+		lease := unique("bench-fail")
+		first, create := h.newProbe(ns)
+		leaderProc := h.start(p, p.name+" a", lease, 2000, 4000)
+		create()
+		first.wait(h.tb, 5*time.Minute)
+		follower := h.start(p, p.name+" b", lease, 2000, 4000)
+		follower.WaitLine(p.follower, time.Time{}, 5*time.Minute)
+		second, create2 := h.newProbe(ns)
+		sent := leaderProc.Signal(sig, time.Minute)
+		create2()
+		at := second.wait(h.tb, 2*time.Minute)
+		res.add(row, "s", p.name, at.Sub(sent).Seconds())
+		follower.Signal(syscall.SIGTERM, time.Minute)
+	})
+}
+
+func sigName(sig syscall.Signal) string {
+	if sig == syscall.SIGKILL {
+		return "SIGKILL"
+	}
+	return "SIGTERM"
+}
+
+// floorSync is the startup floor: a bare client-go informer's LIST+WATCH
+// sync of the same pods.
+func (h *harness) floorSync(n int, res *samples) {
+	cs := kubernetes.NewForConfigOrDie(h.env.Config())
+	start := time.Now()
+	f := informers.NewSharedInformerFactory(cs, 0)
+	f.Core().V1().Pods().Informer()
+	ctx, cancel := context.WithCancel(context.Background())
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	res.add(fmt.Sprintf("startup → first action, %d pods", n), "s", "floor", time.Since(start).Seconds())
+	cancel()
+	f.Shutdown()
+}
+
+// poll waits for cond, checking every 100 ms.
+func (h *harness) poll(what string, timeout time.Duration, cond func() bool) {
+	h.tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.tb.Fatalf("%s: not within %v", what, timeout)
+		}
+		<-time.After(100 * time.Millisecond)
+	}
+}
+
+// clean removes a scenario's objects (no garbage collector runs here).
+func (h *harness) clean(ns string) {
+	ctx := context.Background()
+	_ = h.cs.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = h.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
+}
