@@ -65,12 +65,17 @@ testbin: deps
 demo: testbin
 	$(GO) run ./hack/demo
 
-## bench: every benchmark, including leader failover across processes on
-## testenv (about four minutes: ten crash failovers wait out the lease).
+## bench: the host's hot paths (Go benchmarks); leader failover across
+## processes on testenv (ten crash failovers wait out the lease); the KCM →
+## CCM migration handoff; and ctrlhost against upstream
+## kube-controller-manager v1.37.1 side by side (upstream/bench: about 40
+## minutes at the default sizes; BENCH_ROUNDS, BENCH_QPS, BENCH_RS,
+## BENCH_REPLICAS, BENCH_PODS, BENCH_KILL scale it; docs/benchmarks.md).
 bench: testbin
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	$(GO) test -run '^$$' -bench 'Resolve100|Item$$|TermStartStop|ReadyzVerbose|Handoff' ./selection/ ./workloop/ ./manager/ ./leader/
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/integration/
 	$(CLOUD) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/e2e/
+	$(UPSTREAM) test -run '^$$' -bench VersusUpstream -benchtime 1x -timeout 120m -tags integration ./bench/
 
 ## fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a
 ## time). Seeds alone already run in `make unit`.
