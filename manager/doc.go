@@ -40,6 +40,13 @@
 //     ends, releasing its lock, before the main term's controllers are told
 //     to stop: a replica never holds the migration lock without the main one.
 //     A component none of whose controllers is migrated never seeks it.
+//   - Under warm standby (Options.WarmStandby) a follower keeps the informers
+//     its controllers declare synced, builds no controller and writes
+//     nothing; the next term adopts that set as its one informer set and
+//     stops it when it ends, and the ordering above (StartFirst, InitFuncs,
+//     InformersStarted, Run) is unchanged. An InitFunc that calls
+//     SetTransform or SetWatchErrorHandler on a declared informer gets
+//     client-go's "already started" error under warm standby.
 //   - --cloud-provider follows kube-controller-manager since v1.31 (empty or
 //     "external"; cloud loops never run) unless the program runs a provider
 //     in-process (Builder.WithInProcessCloudProvider).
