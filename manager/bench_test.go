@@ -44,32 +44,9 @@ func benchDescriptors(n int) []descriptor.Descriptor {
 	return ds
 }
 
-// BenchmarkTermStartStop is one term of 20 controllers over fakes: Build,
-// Run until every controller runs, cancel, Run returns.
-func BenchmarkTermStartStop(b *testing.B) {
-	ds := benchDescriptors(20)
-	b.ReportAllocs()
-	for b.Loop() {
-		m, err := manager.NewBuilder("bench").WithClient(fake.NewClientset(), nil).
-			WithOptions(manager.Options{Serving: serving.Options{SecurePort: serving.PortDisabled}}).
-			WithLogger(discard).Register(ds...).Build()
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- m.Run(ctx) }()
-		waitAllRunning(m)
-		cancel()
-		if err := <-done; err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkReadyzVerbose answers /readyz?verbose for 50 running controllers.
-func BenchmarkReadyzVerbose(b *testing.B) {
-	ds := benchDescriptors(50)
+// startBench builds a Manager of ds over fakes and runs it until every
+// controller runs; stop cancels Run and returns its error.
+func startBench(b *testing.B, ds []descriptor.Descriptor) (m *manager.Manager, stop func() error) {
 	m, err := manager.NewBuilder("bench").WithClient(fake.NewClientset(), nil).
 		WithOptions(manager.Options{Serving: serving.Options{SecurePort: serving.PortDisabled}}).
 		WithLogger(discard).Register(ds...).Build()
@@ -79,13 +56,31 @@ func BenchmarkReadyzVerbose(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
+	waitAllRunning(m)
+	return m, func() error { cancel(); return <-done }
+}
+
+// BenchmarkTermStartStop is one term of 20 controllers over fakes: Build,
+// Run until every controller runs, cancel, Run returns.
+func BenchmarkTermStartStop(b *testing.B) {
+	ds := benchDescriptors(20)
+	b.ReportAllocs()
+	for b.Loop() {
+		_, stop := startBench(b, ds)
+		if err := stop(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadyzVerbose answers /readyz?verbose for 50 running controllers.
+func BenchmarkReadyzVerbose(b *testing.B) {
+	m, stop := startBench(b, benchDescriptors(50))
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			b.Error(err)
 		}
 	}()
-	waitAllRunning(m)
 	h := m.Handler()
 	b.ReportAllocs()
 	for b.Loop() {
