@@ -256,6 +256,13 @@ func (s *samples) add(row, unit, prog string, v float64) {
 	s.vals[row][prog] = append(s.vals[row][prog], v)
 }
 
+// get returns the values of one row and program.
+func (s *samples) get(row, prog string) []float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]float64(nil), s.vals[row][prog]...)
+}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0

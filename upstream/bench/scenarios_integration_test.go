@@ -108,6 +108,14 @@ func BenchmarkVersusUpstream(b *testing.B) {
 			h.floorSync(n, res)
 		}
 	}
+	if n := len(s.storedCounts); n >= 2 {
+		first, last := s.storedCounts[0], s.storedCounts[n-1]
+		for _, p := range []program{ctrlhost, upstream} {
+			lo := median(res.get(fmt.Sprintf("Go heap after startup, %d pods", first), p.name))
+			hi := median(res.get(fmt.Sprintf("Go heap after startup, %d pods", last), p.name))
+			res.add("Go heap per cached pod (startup rows)", "KiB", p.name, (hi-lo)*1024/float64(last-first))
+		}
+	}
 	fmt.Printf("\n%d round(s) on %d CPUs, %s; medians of the rounds, worst in parentheses.\n\n%s\n",
 		s.rounds, runtime.NumCPU(), runtime.Version(), res.table())
 	if out := os.Getenv("BENCH_OUT"); out != "" {
