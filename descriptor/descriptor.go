@@ -46,9 +46,12 @@ func (d Descriptor) WithFeatureGates(gates ...featuregate.Feature) Descriptor {
 // WithInformers returns a copy that declares the cluster-wide informers its
 // InitFunc requests, by resource (typed where client-go has the type, as
 // Context.ObjectOrMetadataInformerFactory gives them). Declaring them is
-// optional and changes nothing else: a host with warm standby keeps them
-// synced on a follower, so that the controller starts on warm caches when
-// the follower wins the lease.
+// optional: a host with warm standby keeps them synced on a follower, so
+// that the controller starts on warm caches when the follower wins the
+// lease. Declaring them also promises that the InitFunc is ready for its
+// event handlers to be called as soon as it registers them (a running
+// informer replays its objects at once): whatever the handlers use, such as
+// the work queue, must exist before AddEventHandler.
 func (d Descriptor) WithInformers(gvrs ...schema.GroupVersionResource) Descriptor {
 	d.informers = append(slices.Clone(d.informers), gvrs...)
 	return d

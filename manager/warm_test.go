@@ -11,8 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -52,17 +50,6 @@ func (w *podWatcher) descriptor(replica string) descriptor.Descriptor {
 	}).WithInformers(corev1.SchemeGroupVersion.WithResource("pods"))
 }
 
-// sameAPI returns a clientset of its own over c's objects.
-func sameAPI(c *fake.Clientset) *fake.Clientset {
-	cs := &fake.Clientset{}
-	cs.AddReactor("*", "*", k8stesting.ObjectReaction(c.Tracker()))
-	cs.AddWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
-		w, err := c.Tracker().Watch(action.GetResource(), action.GetNamespace())
-		return true, w, err
-	})
-	return cs
-}
-
 // TestWarmStandby: with warm standby, a follower lists the pods before it
 // leads, builds no controller and writes nothing while it follows, and on
 // taking over its term starts on those caches: no second list, and the
@@ -94,9 +81,7 @@ func TestWarmStandby(t *testing.T) {
 
 			// b has a clientset of its own over a's objects, so that its
 			// requests are counted apart.
-			b := managertest.New(t, "warm-manager", []descriptor.Descriptor{w.descriptor("b")})
-			b.Client = sameAPI(a.Client)
-			b.Metadata = managertest.NewMetadataClient(b.Client)
+			b := managertest.New(t, "warm-manager", []descriptor.Descriptor{w.descriptor("b")}).SameAPI(a)
 			var lists atomic.Int32 // b's
 			b.Client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 				lists.Add(1)

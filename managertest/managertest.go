@@ -27,8 +27,10 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/metadata"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
@@ -87,6 +89,21 @@ func New(t testing.TB, component string, ds []descriptor.Descriptor, objects ...
 // example replicas competing for a lease) see one API.
 func (h *Harness) Share(other *Harness) *Harness {
 	h.Client, h.Metadata = other.Client, other.Metadata
+	return h
+}
+
+// SameAPI gives h a fake clientset of its own over other's objects (and a
+// metadata client over it), so that replicas share one API while their
+// requests can be told apart, for example by reactors on h.Client.
+func (h *Harness) SameAPI(other *Harness) *Harness {
+	tracker := other.Client.Tracker()
+	cs := &fake.Clientset{}
+	cs.AddReactor("*", "*", k8stesting.ObjectReaction(tracker))
+	cs.AddWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := tracker.Watch(action.GetResource(), action.GetNamespace())
+		return true, w, err
+	})
+	h.Client, h.Metadata = cs, NewMetadataClient(cs)
 	return h
 }
 

@@ -126,6 +126,12 @@ func newController(cfg config) (*controller, error) {
 	if err := addIndex(podInf, podByControllerIndex, indexPodByController); err != nil {
 		return nil, err
 	}
+	// Everything the handlers use exists before they are registered: an
+	// informer that is already running (warm standby) calls them at once.
+	c.ownerIndex = owners.GetIndexer()
+	c.podIndexer = podInf.GetIndexer()
+	c.podLister = cfg.pods.Lister()
+	c.synced = []cache.InformerSynced{owners.HasSynced, podInf.HasSynced}
 	// The queue exists from here on; release it if construction fails.
 	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{})
 	c.enqueueAfter = c.loop.AddAfter
@@ -145,10 +151,6 @@ func newController(cfg config) (*controller, error) {
 		c.loop.ShutDown()
 		return nil, err
 	}
-	c.ownerIndex = owners.GetIndexer()
-	c.podIndexer = podInf.GetIndexer()
-	c.podLister = cfg.pods.Lister()
-	c.synced = []cache.InformerSynced{owners.HasSynced, podInf.HasSynced}
 	return c, nil
 }
 

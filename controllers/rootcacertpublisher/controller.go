@@ -51,11 +51,16 @@ func newController(cc descriptor.Context, ca []byte, workers int) (*controller, 
 		data:       map[string]string{DataKey: string(ca)},
 		workers:    workers,
 	}
+	// The loop exists before any handler is registered: an informer that
+	// is already running (warm standby) calls a handler at once. On a
+	// later failure it is shut down here; otherwise Run releases it.
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
 	nsReg, err := nsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.namespaceAdded,
 		UpdateFunc: func(_, obj any) { c.namespaceUpdated(obj) },
 	})
 	if err != nil {
+		c.loop.ShutDown()
 		return nil, fmt.Errorf("namespace event handler: %w", err)
 	}
 	cmReg, err := cmInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -64,11 +69,10 @@ func newController(cc descriptor.Context, ca []byte, workers int) (*controller, 
 		DeleteFunc: c.configMapChanged,
 	})
 	if err != nil {
+		c.loop.ShutDown()
 		return nil, fmt.Errorf("config map event handler: %w", err)
 	}
 	c.synced = []cache.InformerSynced{nsReg.HasSynced, cmReg.HasSynced}
-	// Created last: nothing can fail after it, and Run releases it.
-	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
 	return c, nil
 }
 

@@ -44,22 +44,26 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 		names:      o.ServiceAccounts,
 		workers:    o.Workers,
 	}
+	// The loop exists before any handler is registered: an informer that
+	// is already running (warm standby) calls a handler at once. On a
+	// later failure it is shut down here; otherwise Run releases it.
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
 	nsReg, err := nsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.namespaceChanged,
 		UpdateFunc: func(_, obj any) { c.namespaceChanged(obj) },
 	})
 	if err != nil {
+		c.loop.ShutDown()
 		return nil, fmt.Errorf("namespace event handler: %w", err)
 	}
 	saReg, err := saInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: c.accountDeleted,
 	})
 	if err != nil {
+		c.loop.ShutDown()
 		return nil, fmt.Errorf("service account event handler: %w", err)
 	}
 	c.synced = []cache.InformerSynced{nsReg.HasSynced, saReg.HasSynced}
-	// Created last: nothing can fail after it, and Run releases it.
-	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
 	return c, nil
 }
 

@@ -45,6 +45,11 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 		namespace: o.TokenSecretNamespace,
 		clock:     o.Clock,
 	}
+	// The loop exists before any handler is registered: an informer that
+	// is already running (warm standby) calls a handler at once. On a
+	// later failure it is shut down here; otherwise Run releases it.
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
+	c.after = c.loop.AddAfter
 	reg, err := informer.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
 		FilterFunc: c.isToken,
 		Handler: cache.ResourceEventHandlerFuncs{
@@ -53,12 +58,10 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 		},
 	})
 	if err != nil {
+		c.loop.ShutDown()
 		return nil, fmt.Errorf("secret event handler: %w", err)
 	}
 	c.synced = reg.HasSynced
-	// Created last: nothing can fail after it, and Run releases it.
-	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
-	c.after = c.loop.AddAfter
 	return c, nil
 }
 

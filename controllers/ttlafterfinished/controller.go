@@ -43,17 +43,20 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 		clock:   o.Clock,
 		workers: int(o.ConcurrentTTLSyncs),
 	}
+	// The loop exists before any handler is registered: an informer that
+	// is already running (warm standby) calls a handler at once. On a
+	// later failure it is shut down here; otherwise Run releases it.
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
+	c.after = c.loop.AddAfter
 	reg, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.jobChanged,
 		UpdateFunc: func(_, obj any) { c.jobChanged(obj) },
 	})
 	if err != nil {
+		c.loop.ShutDown()
 		return nil, fmt.Errorf("job event handler: %w", err)
 	}
 	c.synced = reg.HasSynced
-	// Created last: nothing can fail after it, and Run releases it.
-	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
-	c.after = c.loop.AddAfter
 	return c, nil
 }
 

@@ -156,15 +156,20 @@ func (h *harness) newProbe(ns string) (p *probe, create func()) {
 	}
 }
 
-// wait returns when the probe's pod appeared.
-func (p *probe) wait(tb testing.TB, timeout time.Duration) time.Time {
+// wait returns when the probe's pod appeared; on a timeout it fails with
+// the last lines of the processes that should have acted.
+func (p *probe) wait(tb testing.TB, timeout time.Duration, actors ...*procs.Process) time.Time {
 	tb.Helper()
 	defer p.w.Stop()
 	select {
 	case at := <-p.act:
 		return at
 	case <-time.After(timeout):
-		tb.Fatalf("no probe pod within %v", timeout)
+		var tails strings.Builder
+		for _, a := range actors {
+			fmt.Fprintf(&tails, "--- %s:\n%s\n", a.Name(), a.LastLines())
+		}
+		tb.Fatalf("no probe pod within %v\n%s", timeout, tails.String())
 		return time.Time{}
 	}
 }

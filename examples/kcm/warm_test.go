@@ -1,0 +1,113 @@
+package main
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/ctrlhost/ctrlhost/controllers/podgc"
+	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
+	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
+	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
+	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
+	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/managertest"
+	"github.com/ctrlhost/ctrlhost/serving"
+)
+
+// builtins are every built-in, as this program registers them.
+func builtins(t *testing.T) []descriptor.Descriptor {
+	rs := replicaset.NewOptions()
+	ca := rootcacertpublisher.NewOptions()
+	pem, _, err := certutil.GenerateSelfSignedCertKey("ca", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca.RootCAFile, ca.RootCA = "", pem
+	return []descriptor.Descriptor{
+		replicaset.Descriptor(rs), replicaset.ReplicationControllerDescriptor(rs),
+		podgc.Descriptor(podgc.NewOptions()), serviceaccount.Descriptor(serviceaccount.NewOptions()),
+		tokencleaner.Descriptor(tokencleaner.NewOptions()), rootcacertpublisher.Descriptor(ca),
+		ttlafterfinished.Descriptor(ttlafterfinished.NewOptions()),
+	}
+}
+
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(managertest.DefaultTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, managertest.DefaultTimeout)
+		}
+		<-time.After(10 * time.Millisecond)
+	}
+}
+
+// TestBuiltinsTakeOverWarmCaches: under warm standby a new leader's
+// built-ins register their handlers on informers that are already running,
+// which call them at once; every built-in must be ready for that (before
+// the fix, rootcacertpublisher's handler used its queue before it existed,
+// and the process died).
+func TestBuiltinsTakeOverWarmCaches(t *testing.T) {
+	objects := []runtime.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-abcdef", Namespace: "kube-system"}, Type: "bootstrap.kubernetes.io/token"},
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "default"}},
+	}
+	replica := func(identity string) (*managertest.Harness, func() string) {
+		var mu sync.Mutex
+		var logged strings.Builder
+		h := managertest.New(t, component, builtins(t), objects...)
+		gates := featuregate.NewFeatureGate()
+		if err := gates.Add(replicaset.FeatureSpecs()); err != nil {
+			t.Fatal(err)
+		}
+		h.Builder.WithFeatureGate(gates).WithLogger(funcr.New(func(_, args string) {
+			mu.Lock()
+			defer mu.Unlock()
+			logged.WriteString(args + "\n")
+		}, funcr.Options{}))
+		h.Options = manager.Options{
+			Serving:     serving.Options{SecurePort: serving.PortDisabled},
+			Controllers: []string{"*", "tokencleaner"},
+			LeaderElect: true,
+			LeaderElection: leader.Config{Identity: identity,
+				LeaseDuration: 2 * time.Second, RenewDeadline: 1400 * time.Millisecond, RetryPeriod: 300 * time.Millisecond},
+			WarmStandby: true,
+		}
+		return h, func() string { mu.Lock(); defer mu.Unlock(); return logged.String() }
+	}
+	a, _ := replica("a")
+	a.Start()
+	a.WaitRunning(replicaset.ReplicaSetControllerName)
+	b, bLog := replica("b")
+	b.SameAPI(a)
+	b.Start()
+	poll(t, "b's caches synced", func() bool { return strings.Contains(bLog(), "Warm standby: caches synced") })
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	b.WaitRunning(replicaset.ReplicaSetControllerName, replicaset.ReplicationControllerControllerName, podgc.Name,
+		serviceaccount.Name, tokencleaner.Name, rootcacertpublisher.Name, ttlafterfinished.Name)
+	b.WaitHealthy("/readyz")
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
