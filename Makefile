@@ -70,7 +70,8 @@ demo: testbin
 ## CCM migration handoff; and ctrlhost against upstream
 ## kube-controller-manager v1.37.1 side by side (upstream/bench: about 40
 ## minutes at the default sizes; BENCH_ROUNDS, BENCH_QPS, BENCH_RS,
-## BENCH_REPLICAS, BENCH_PODS, BENCH_KILL scale it; docs/benchmarks.md).
+## BENCH_REPLICAS, BENCH_PODS, BENCH_KILL, BENCH_SCENARIOS scale it;
+## docs/benchmarks.md).
 bench: testbin
 	$(GO) test -run '^$$' -bench 'Resolve100|Item$$|TermStartStop|ReadyzVerbose|Handoff' ./selection/ ./workloop/ ./manager/ ./leader/
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/integration/

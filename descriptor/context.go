@@ -49,7 +49,10 @@ type Context struct {
 	// has them and metadata informers otherwise.
 	ObjectOrMetadataInformerFactory informers.ObjectOrMetadataFactory
 	// InformersStarted is closed once every InitFunc of the term has returned
-	// and the informers have been started.
+	// and the informers have been started. Run is called after it closed,
+	// except on a warm standby takeover, where each Run is called as soon as
+	// its InitFunc returned (the declared informers are running already): a
+	// controller that needs every informer of the term started waits for it.
 	InformersStarted <-chan struct{}
 	// ResyncPeriod returns a fresh jittered period in [min, 2·min) where min
 	// is --min-resync-period, for controllers that build their own informers.

@@ -1,9 +1,11 @@
 package descriptor
 
 import (
+	"maps"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 )
 
@@ -19,6 +21,7 @@ type Descriptor struct {
 	startFirst        bool
 	noLeaderElection  bool
 	informers         []schema.GroupVersionResource
+	indexers          map[schema.GroupVersionResource]cache.Indexers
 	validators        []func() error
 }
 
@@ -54,6 +57,30 @@ func (d Descriptor) WithFeatureGates(gates ...featuregate.Feature) Descriptor {
 // the work queue, must exist before AddEventHandler.
 func (d Descriptor) WithInformers(gvrs ...schema.GroupVersionResource) Descriptor {
 	d.informers = append(slices.Clone(d.informers), gvrs...)
+	return d
+}
+
+// WithIndexers returns a copy that declares indexers its InitFunc adds to
+// gvr's informer (and declares that informer, as WithInformers). A host that
+// keeps the informer warm (warm standby) adds them before the informer
+// starts: adding an index to a running informer indexes every object it
+// holds at once, on the new leader's path to its first action (about 30 ms
+// for 50,000 pods). The InitFunc must therefore accept finding an index of
+// the same name already in place, and an index name must mean one function
+// across every descriptor that declares it.
+func (d Descriptor) WithIndexers(gvr schema.GroupVersionResource, indexers cache.Indexers) Descriptor {
+	if !slices.Contains(d.informers, gvr) {
+		d = d.WithInformers(gvr)
+	}
+	all := make(map[schema.GroupVersionResource]cache.Indexers, len(d.indexers)+1)
+	for k, v := range d.indexers {
+		all[k] = maps.Clone(v)
+	}
+	if all[gvr] == nil {
+		all[gvr] = cache.Indexers{}
+	}
+	maps.Copy(all[gvr], indexers)
+	d.indexers = all
 	return d
 }
 
@@ -111,6 +138,11 @@ func (d Descriptor) FeatureGates() []featuregate.Feature { return slices.Clone(d
 
 // Informers returns the declared informers (WithInformers).
 func (d Descriptor) Informers() []schema.GroupVersionResource { return slices.Clone(d.informers) }
+
+// Indexers returns the indexers declared for gvr's informer (WithIndexers).
+func (d Descriptor) Indexers(gvr schema.GroupVersionResource) cache.Indexers {
+	return maps.Clone(d.indexers[gvr])
+}
 
 // IsCloudProvider reports whether the controller is a cloud-provider loop.
 func (d Descriptor) IsCloudProvider() bool { return d.cloud }

@@ -3,9 +3,12 @@ package descriptor_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -213,5 +216,45 @@ func TestControllerFunc(t *testing.T) {
 				t.Errorf("function called %d times, want 1", calls)
 			}
 		})
+	}
+}
+
+func TestWithIndexers(t *testing.T) {
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	nodes := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	byName := func(any) ([]string, error) { return []string{"n"}, nil }
+	byNode := func(any) ([]string, error) { return []string{"x"}, nil }
+
+	base := descriptor.New("d", noop).WithInformers(pods)
+	one := base.WithIndexers(pods, cache.Indexers{"by-name": byName})
+	two := one.WithIndexers(pods, cache.Indexers{"by-node": byNode}).WithIndexers(nodes, cache.Indexers{"by-name": byName})
+
+	names := func(ix cache.Indexers) []string { return slices.Sorted(maps.Keys(ix)) }
+	for _, tc := range []struct {
+		name      string
+		d         descriptor.Descriptor
+		gvr       schema.GroupVersionResource
+		indexes   []string
+		informers []schema.GroupVersionResource
+	}{
+		{"receiver untouched", base, pods, nil, []schema.GroupVersionResource{pods}},
+		{"one index", one, pods, []string{"by-name"}, []schema.GroupVersionResource{pods}},
+		{"indexes add up per resource", two, pods, []string{"by-name", "by-node"}, []schema.GroupVersionResource{pods, nodes}},
+		{"and the earlier copy keeps its own", one, nodes, nil, []schema.GroupVersionResource{pods}},
+		{"a second resource, declared as an informer once", two, nodes, []string{"by-name"}, []schema.GroupVersionResource{pods, nodes}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := names(tc.d.Indexers(tc.gvr)); !slices.Equal(got, tc.indexes) {
+				t.Errorf("Indexers(%s) = %q, want %q", tc.gvr.Resource, got, tc.indexes)
+			}
+			if got := tc.d.Informers(); !slices.Equal(got, tc.informers) {
+				t.Errorf("Informers() = %v, want %v", got, tc.informers)
+			}
+		})
+	}
+	// The map handed out is a copy.
+	two.Indexers(pods)["by-name"] = nil
+	if two.Indexers(pods)["by-name"] == nil {
+		t.Error("Indexers returned the descriptor's own map")
 	}
 }

@@ -43,8 +43,11 @@
 //   - Under warm standby (Options.WarmStandby) a follower keeps the informers
 //     its controllers declare synced, builds no controller and writes
 //     nothing; the next term adopts that set as its one informer set and
-//     stops it when it ends, and the ordering above (StartFirst, InitFuncs,
-//     InformersStarted, Run) is unchanged. An InitFunc that calls
+//     stops it when it ends. StartFirst ordering is unchanged, but every
+//     controller's Run starts as soon as its own InitFunc returned, without
+//     waiting for the other InitFuncs (a controller's first action is not
+//     delayed by its siblings' event handler replays); InformersStarted
+//     still closes only after every InitFunc returned. An InitFunc that calls
 //     SetTransform or SetWatchErrorHandler on a declared informer gets
 //     client-go's "already started" error under warm standby.
 //   - --cloud-provider follows kube-controller-manager since v1.31 (empty or

@@ -114,9 +114,11 @@ type Options struct {
 	// informers its controllers declare (descriptor.WithInformers) started
 	// and synced, so that when it wins the lease its term starts on warm
 	// caches instead of listing everything first. Its controllers are not
-	// built and nothing is written until then. The cost is a follower that
-	// holds the leader's cache (memory) and keeps its watches open on the
-	// API server. Default: false.
+	// built and nothing is written until then; on taking over, each
+	// controller runs as soon as it is built, without waiting for the
+	// others (InformersStarted still closes after all of them). The cost
+	// is a follower that holds the leader's cache (memory) and keeps its
+	// watches open on the API server. Default: false.
 	WarmStandby bool
 
 	// EnableLeaderMigration splits controllers between the main lock and a

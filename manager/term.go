@@ -71,7 +71,8 @@ type termEnv struct {
 // Order: StartFirst controllers are built and started; then alongside
 // starts; then every other InitFunc runs; then the informers start and
 // InformersStarted closes; then every other controller's Run starts in its
-// own goroutine. A term that ends before its informers could start (an
+// own goroutine. On a warm set (warm standby) each controller's Run starts
+// as soon as its InitFunc returned instead, before InformersStarted. A term that ends before its informers could start (an
 // InitFunc failed) closes InformersStarted anyway, with the term's context
 // already done, so that a controller waiting on it returns.
 func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
@@ -186,7 +187,9 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 			}
 			switch {
 			case c == nil:
-			case first:
+			case first || spec.warm != nil:
+				// On warm caches nothing is gained by waiting for the
+				// other InitFuncs: the declared informers run already.
 				r.start(s, c)
 			default:
 				*later = append(*later, built{s, c})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/informers"
 )
@@ -51,7 +52,18 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 			log.Error(err, "Warm standby: cannot keep an informer", "resource", gvr.String())
 			continue
 		}
-		inf.Informer()
+		// Declared indexes are built during the LIST, not at takeover.
+		shared := inf.Informer()
+		for _, s := range states {
+			for name, f := range s.desc.Indexers(gvr) {
+				if _, ok := shared.GetIndexer().GetIndexers()[name]; ok {
+					continue
+				}
+				if err := shared.AddIndexers(cache.Indexers{name: f}); err != nil {
+					log.Error(err, "Warm standby: cannot add a declared index", "resource", gvr.String(), "index", name, "controller", s.desc.Name())
+				}
+			}
+		}
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	w := &warmSet{set: set, resources: gvrs, cancel: cancel}

@@ -6,12 +6,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
@@ -21,10 +23,15 @@ import (
 // podWatcher is a controller that declares the pods informer and records,
 // per replica, how many pods its lister held when its Run started.
 type podWatcher struct {
-	mu     sync.Mutex
-	seen   map[string]int // replica → pods cached at Run
-	builds map[string]int // replica → InitFunc calls
+	mu      sync.Mutex
+	seen    map[string]int  // replica → pods cached at Run
+	builds  map[string]int  // replica → InitFunc calls
+	indexed map[string]bool // replica → its declared index was in place when its InitFunc ran
 }
+
+const byNodeIndex = "by-node"
+
+func indexByNode(obj any) ([]string, error) { return []string{obj.(*corev1.Pod).Spec.NodeName}, nil }
 
 func (w *podWatcher) descriptor(replica string) descriptor.Descriptor {
 	return descriptor.New("pod-watcher", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
@@ -33,6 +40,15 @@ func (w *podWatcher) descriptor(replica string) descriptor.Descriptor {
 		w.mu.Unlock()
 		pods := cc.InformerFactory.Core().V1().Pods()
 		informer := pods.Informer()
+		_, indexed := informer.GetIndexer().GetIndexers()[byNodeIndex]
+		w.mu.Lock()
+		w.indexed[replica] = indexed
+		w.mu.Unlock()
+		if !indexed {
+			if err := informer.AddIndexers(cache.Indexers{byNodeIndex: indexByNode}); err != nil {
+				return nil, err
+			}
+		}
 		return descriptor.ControllerFunc(func(ctx context.Context) error {
 			<-cc.InformersStarted
 			// Acting at once: no wait for a sync here, only what is cached.
@@ -47,13 +63,14 @@ func (w *podWatcher) descriptor(replica string) descriptor.Descriptor {
 			<-ctx.Done()
 			return nil
 		}), nil
-	}).WithInformers(corev1.SchemeGroupVersion.WithResource("pods"))
+	}).WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{byNodeIndex: indexByNode})
 }
 
 // TestWarmStandby: with warm standby, a follower lists the pods before it
 // leads, builds no controller and writes nothing while it follows, and on
 // taking over its term starts on those caches: no second list, and the
-// controller finds every pod cached the moment it runs. Without warm
+// controller finds every pod cached the moment it runs, and its declared
+// index already built (descriptor.WithIndexers). Without warm
 // standby the new leader lists at takeover, as KCM does.
 func TestWarmStandby(t *testing.T) {
 	const pods = 50
@@ -63,7 +80,7 @@ func TestWarmStandby(t *testing.T) {
 			for i := range pods {
 				objects = append(objects, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "default"}})
 			}
-			w := &podWatcher{seen: map[string]int{}, builds: map[string]int{}}
+			w := &podWatcher{seen: map[string]int{}, builds: map[string]int{}, indexed: map[string]bool{}}
 			a := managertest.New(t, "warm-manager", []descriptor.Descriptor{w.descriptor("a")}, objects...)
 			var writes atomic.Int32
 			countWrites := func(action k8stesting.Action) (bool, runtime.Object, error) {
@@ -109,7 +126,7 @@ func TestWarmStandby(t *testing.T) {
 			b.WaitRunning("pod-watcher")
 			poll(t, "b's controller ran", func() bool { w.mu.Lock(); defer w.mu.Unlock(); _, ok := w.seen["b"]; return ok })
 			w.mu.Lock()
-			seen := w.seen["b"]
+			seen, indexed := w.seen["b"], w.indexed["b"]
 			w.mu.Unlock()
 			if !warm {
 				poll(t, "b's list at takeover", func() bool { return lists.Load() == atTakeover+1 })
@@ -120,6 +137,8 @@ func TestWarmStandby(t *testing.T) {
 				t.Errorf("b listed pods %d more time(s) at takeover; want it to run on its warm caches", lists.Load()-atTakeover)
 			case warm && seen != pods:
 				t.Errorf("b's controller saw %d pods cached when it ran, want all %d", seen, pods)
+			case warm != indexed:
+				t.Errorf("b's declared index in place when its InitFunc ran: %v, want %v (built by the warm set before it started)", indexed, warm)
 			case !warm && lists.Load() != atTakeover+1:
 				t.Errorf("without warm standby b listed %d time(s) at takeover, want 1", lists.Load()-atTakeover)
 			}
@@ -127,6 +146,61 @@ func TestWarmStandby(t *testing.T) {
 				t.Errorf("%d pod writes; the controllers write nothing", writes.Load())
 			}
 			if err := b.Stop(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestWarmTakeoverRunsEachControllerOnceBuilt: on warm caches a controller's
+// Run starts as soon as its own InitFunc returned, while a later InitFunc is
+// still running; without warm standby every Run waits for every InitFunc
+// (and InformersStarted), as in KCM.
+func TestWarmTakeoverRunsEachControllerOnceBuilt(t *testing.T) {
+	pods := corev1.SchemeGroupVersion.WithResource("pods")
+	for _, warm := range []bool{true, false} {
+		t.Run(fmt.Sprintf("warm=%v", warm), func(t *testing.T) {
+			ran := make(chan struct{})
+			var informersStartedAtRun atomic.Bool
+			first := descriptor.New("first", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+				cc.InformerFactory.Core().V1().Pods().Informer()
+				return descriptor.ControllerFunc(func(ctx context.Context) error {
+					select {
+					case <-cc.InformersStarted:
+						informersStartedAtRun.Store(true)
+					default:
+					}
+					close(ran)
+					<-ctx.Done()
+					return nil
+				}), nil
+			}).WithInformers(pods)
+			var sawFirstRun atomic.Bool
+			second := descriptor.New("second", func(ctx context.Context, _ descriptor.Context) (descriptor.Controller, error) {
+				wait := time.Duration(0) // without warm standby: only a look
+				if warm {
+					wait = 10 * time.Second
+				}
+				select {
+				case <-ran:
+					sawFirstRun.Store(true)
+				case <-time.After(wait):
+				case <-ctx.Done():
+				}
+				return nil, nil
+			}).WithInformers(pods)
+			h := managertest.New(t, "warm-order", []descriptor.Descriptor{first, second})
+			h.Options = fastElection("a")
+			h.Options.WarmStandby = warm
+			h.Start()
+			h.WaitRunning("first")
+			if sawFirstRun.Load() != warm {
+				t.Errorf("second's InitFunc saw first's Run started: %v, want %v", sawFirstRun.Load(), warm)
+			}
+			if informersStartedAtRun.Load() == warm {
+				t.Errorf("InformersStarted closed when first's Run started: %v, want %v", informersStartedAtRun.Load(), !warm)
+			}
+			if err := h.Stop(); err != nil {
 				t.Fatal(err)
 			}
 		})

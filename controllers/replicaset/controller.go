@@ -143,8 +143,8 @@ func newController(cfg config) (*controller, error) {
 		c.loop.ShutDown()
 		return nil, err
 	}
-	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.addPod,
+	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    c.addPodUnlessListed,
 		UpdateFunc: c.updatePod,
 		DeleteFunc: c.deletePod,
 	}); err != nil {
@@ -284,6 +284,19 @@ func (c *controller) ownersSelecting(p *corev1.Pod) []*appsv1.ReplicaSet {
 		c.log.Info("More than one object selects a pod; only one can adopt it", "kind", c.kindName, "pod", podKey(p), "labels", p.Labels)
 	}
 	return out
+}
+
+// addPodUnlessListed skips the pods of the informer's initial list (or of
+// the replay a running informer gives a new handler, as at a warm standby
+// takeover): every owner is enqueued by its own initial list and its sync
+// reads its pods from the cache, while expectations and the staleness
+// guard are empty in a new term. A pod could only enqueue an owner that is
+// queued already; with 50,000 pods that is 50,000 handler calls less on
+// the way to the first sync.
+func (c *controller) addPodUnlessListed(obj any, isInInitialList bool) {
+	if !isInInitialList {
+		c.addPod(obj)
+	}
 }
 
 func (c *controller) addPod(obj any) {

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -53,7 +54,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 	}).
 		WithAliases(ReplicaSetControllerAlias).
 		WithValidator(func() error { return validateWorkers("concurrent-replicaset-syncs", workers) }).
-		WithInformers(appsv1.SchemeGroupVersion.WithResource("replicasets"), corev1.SchemeGroupVersion.WithResource("pods"))
+		WithIndexers(appsv1.SchemeGroupVersion.WithResource("replicasets"), cache.Indexers{byControllerUIDIndex: indexByControllerUID}).
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByControllerIndex: indexPodByController})
 }
 
 // ReplicationControllerDescriptor returns the ReplicationController
@@ -69,7 +71,8 @@ func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 	}).
 		WithAliases(ReplicationControllerControllerAlias).
 		WithValidator(func() error { return validateWorkers("concurrent-rc-syncs", workers) }).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("replicationcontrollers"), corev1.SchemeGroupVersion.WithResource("pods"))
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("replicationcontrollers"), cache.Indexers{byControllerUIDIndex: indexByControllerUID}).
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByControllerIndex: indexPodByController})
 }
 
 func build(ctx context.Context, cc descriptor.Context, workers int, newKind func(kubernetes.Interface) kind) (descriptor.Controller, error) {

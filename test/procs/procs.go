@@ -50,8 +50,9 @@ type Process struct {
 	entries []Entry
 	lines   []Line
 
-	exited chan struct{}
-	err    error
+	exited   chan struct{}
+	err      error
+	exitedAt time.Time
 
 	allowed []KnownRace
 }
@@ -105,6 +106,7 @@ func StartEnv(t testing.TB, name string, env []string, binary string, args ...st
 	go func() {
 		<-copied
 		p.err = p.cmd.Wait()
+		p.exitedAt = time.Now()
 		close(p.exited)
 	}()
 	t.Cleanup(func() {
@@ -264,14 +266,29 @@ func (p *Process) onlyAllowedRaces() bool {
 // it returns when the signal was sent.
 func (p *Process) Signal(sig os.Signal, timeout time.Duration) time.Time {
 	p.t.Helper()
+	sent := p.Send(sig)
+	p.WaitExit(timeout)
+	return sent
+}
+
+// Send sends sig and returns when it was sent, without waiting.
+func (p *Process) Send(sig os.Signal) time.Time {
 	sent := time.Now()
 	_ = p.cmd.Process.Signal(sig)
+	return sent
+}
+
+// WaitExit waits up to timeout for the exit, whatever its status, and
+// returns when the process was seen to exit.
+func (p *Process) WaitExit(timeout time.Duration) time.Time {
+	p.t.Helper()
 	select {
 	case <-p.exited:
+		return p.exitedAt
 	case <-time.After(timeout):
-		p.t.Fatalf("%s did not exit within %v of %v; last log lines:\n%s", p.name, timeout, sig, p.LastLines())
+		p.t.Fatalf("%s did not exit within %v; last log lines:\n%s", p.name, timeout, p.LastLines())
+		return time.Time{}
 	}
-	return sent
 }
 
 // Entries returns a copy of the entries read so far.

@@ -42,16 +42,18 @@ type program struct {
 	// follower is a line the program prints once it stands as a follower
 	// (and, for warm standby, once its caches are synced).
 	follower string
+	// leads is a line the program prints once it holds the lease.
+	leads string
 }
 
 var (
 	ctrlhostBin = gobuild.New("github.com/ctrlhost/ctrlhost/examples/kcm")
 	upstreamBin = gobuild.New("k8s.io/kubernetes/cmd/kube-controller-manager")
 
-	ctrlhost     = program{name: "ctrlhost", bin: ctrlhostBin, follower: "Campaigning for the lease"}
+	ctrlhost     = program{name: "ctrlhost", bin: ctrlhostBin, follower: "Campaigning for the lease", leads: "Became leader"}
 	ctrlhostWarm = program{name: "ctrlhost warm standby", bin: ctrlhostBin, extra: []string{"--leader-elect-warm-standby"},
-		follower: "Warm standby: caches synced"}
-	upstream = program{name: "upstream", bin: upstreamBin, follower: "Attempting to acquire leader lease"}
+		follower: "Warm standby: caches synced", leads: "Became leader"}
+	upstream = program{name: "upstream", bin: upstreamBin, follower: "Attempting to acquire leader lease", leads: "Successfully acquired lease"}
 )
 
 // harness is one API server and what the scenarios share on it.
