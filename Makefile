@@ -42,10 +42,16 @@ verify:
 	$(UPSTREAM) vet -race -tags integration ./...
 	$(CLOUD) vet -tags integration ./...
 
+# The host's hot-path benchmarks; `make unit` runs each once, so that a
+# broken benchmark fails `make test`, not only `make bench`.
+HOT_BENCH := 'Resolve100|Item$$|TermStartStop|ReadyzVerbose|Handoff'
+HOT_BENCH_PKGS := ./selection/ ./workloop/ ./manager/ ./leader/
+
 ## unit: fast tests, no binaries needed (`go test -race ./...` in the root
 ## module, in upstream/ and in cloud/).
 unit:
 	$(GO) test $(GOTEST_FLAGS) ./...
+	$(GO) test -run '^$$' -bench $(HOT_BENCH) -benchtime 1x $(HOT_BENCH_PKGS)
 	$(UPSTREAM) test $(GOTEST_FLAGS) ./...
 	$(CLOUD) test $(GOTEST_FLAGS) ./...
 
@@ -73,7 +79,7 @@ demo: testbin
 ## BENCH_REPLICAS, BENCH_PODS, BENCH_KILL, BENCH_SCENARIOS scale it;
 ## docs/benchmarks.md).
 bench: testbin
-	$(GO) test -run '^$$' -bench 'Resolve100|Item$$|TermStartStop|ReadyzVerbose|Handoff' ./selection/ ./workloop/ ./manager/ ./leader/
+	$(GO) test -run '^$$' -bench $(HOT_BENCH) $(HOT_BENCH_PKGS)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/integration/
 	$(CLOUD) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/e2e/
 	$(UPSTREAM) test -run '^$$' -bench VersusUpstream -benchtime 1x -timeout 120m -tags integration ./bench/

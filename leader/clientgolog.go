@@ -17,6 +17,9 @@ import (
 // adds its own "lock" to some messages; its copy is dropped so that no line
 // has the key twice.
 func clientGoLogger(l logr.Logger) logr.Logger {
+	if l.GetSink() == nil {
+		return logr.Discard() // the zero Logger: nothing to wrap
+	}
 	return logr.New(canceledSink{l.GetSink()})
 }
 

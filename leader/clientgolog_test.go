@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 )
 
@@ -45,4 +46,13 @@ func TestClientGoLoggerNoDuplicateLockKey(t *testing.T) {
 	if !strings.Contains(lines[1], `"identity"="a"`) {
 		t.Errorf("other keys dropped: %s", lines[1])
 	}
+}
+
+// TestClientGoLoggerOfZeroLogger: an Elector built with the zero
+// logr.Logger (no sink) runs; wrapping it used to panic in logr.New.
+func TestClientGoLoggerOfZeroLogger(t *testing.T) {
+	l := clientGoLogger(logr.Logger{})
+	l.Info("dropped")
+	l.Error(context.Canceled, "dropped")
+	l.V(1).WithValues("k", "v").WithName("n").Info("dropped")
 }

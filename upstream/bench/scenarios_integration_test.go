@@ -96,26 +96,38 @@ func loadSettings(tb testing.TB) settings {
 // -benchtime 1x (make bench does).
 func BenchmarkVersusUpstream(b *testing.B) {
 	s := loadSettings(b)
+	for range b.N {
+		versusUpstream(b, s)
+	}
+}
+
+// TestVersusUpstreamSmoke runs every scenario once at toy sizes, so that
+// `make test` keeps the bench working (the numbers mean nothing here).
+func TestVersusUpstreamSmoke(t *testing.T) {
+	versusUpstream(t, settings{
+		rounds: 1, budgets: [][2]int{{2000, 4000}}, replicaSets: 2, replicas: 2,
+		storedCounts: []int{20, 40}, scenarios: allScenarios,
+	})
+}
+
+func versusUpstream(tb testing.TB, s settings) {
 	env, err := testenv.Start(context.Background(), testenv.Options{})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer func() {
 		if err := env.Stop(); err != nil {
-			b.Error(err)
+			tb.Error(err)
 		}
 	}()
-	h := newHarness(b, env)
+	h := newHarness(tb, env)
 	res := newSamples()
-	for range b.N {
-		for _, budget := range s.budgets {
-			if s.runs("convergence") {
-				h.convergence(s, budget, res)
-			}
+	for _, budget := range s.budgets {
+		if s.runs("convergence") {
+			h.convergence(s, budget, res)
 		}
-		if !s.runs("startup") && !s.runs("failover") {
-			continue
-		}
+	}
+	if s.runs("startup") || s.runs("failover") {
 		stored := h.namespace("bench-stored")
 		have := 0
 		for _, n := range s.storedCounts {
@@ -145,7 +157,7 @@ func BenchmarkVersusUpstream(b *testing.B) {
 		s.rounds, runtime.NumCPU(), runtime.Version(), res.table())
 	if out := os.Getenv("BENCH_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(res.table()), 0o644); err != nil {
-			b.Error(err)
+			tb.Error(err)
 		}
 	}
 }
