@@ -1,0 +1,189 @@
+package shard
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func pod(ns, name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name + "-uid")}}
+}
+
+// TestSlotsAgreeWithTheServer: an object's slot is the one whose selector
+// range the API server's own matcher (k8s.io/apimachinery/pkg/sharding)
+// puts it in, for both keyings and several slot counts.
+func TestSlotsAgreeWithTheServer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, slots := range []int{1, 2, 3, 7, 16, 100, MaxSlots} {
+		for _, keying := range []Keying{ByNamespace, ByUID} {
+			sp := Space{Slots: slots, Keying: keying}
+			for i := range 300 {
+				p := pod(fmt.Sprintf("ns-%d", rng.IntN(1000)), fmt.Sprintf("p-%d", i))
+				got, err := sp.SlotOf(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range []int{got - 1, got, got + 1} { // the neighbours are enough
+					if s < 0 || s >= slots {
+						continue
+					}
+					match, err := sp.Selector([]int{s}).Matches(p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if match != (s == got) {
+						t.Fatalf("Space{%d, %v}: object %s/%s in slot %d by SlotOf, server matcher says slot %d: %v",
+							slots, keying, p.Namespace, p.Name, got, s, match)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestSlotOfHashAtTheBounds(t *testing.T) {
+	for _, slots := range []int{3, 7, 16, 1000} {
+		sp := Space{Slots: slots}
+		for i := range slots {
+			b := sp.bound(i)
+			if got := sp.slotOfHash(b); got != i {
+				t.Errorf("Space{%d}: first hash of slot %d lands in %d", slots, i, got)
+			}
+			if i > 0 {
+				if got := sp.slotOfHash(b - 1); got != i-1 {
+					t.Errorf("Space{%d}: last hash of slot %d lands in %d", slots, i-1, got)
+				}
+			}
+		}
+		if got := sp.slotOfHash(^uint64(0)); got != slots-1 {
+			t.Errorf("Space{%d}: the largest hash lands in %d", slots, got)
+		}
+	}
+}
+
+func TestSelector(t *testing.T) {
+	sp := Space{Slots: 4}
+	for _, tc := range []struct {
+		slots []int
+		want  string
+	}{
+		{[]int{0, 1, 2, 3}, ""},
+		{[]int{1}, "shardRange(object.metadata.namespace, '0x4000000000000000', '0x8000000000000000')"},
+		{[]int{3, 2}, "shardRange(object.metadata.namespace, '0x8000000000000000', '0x10000000000000000')"},
+		{[]int{0, 2, 3, 0}, "shardRange(object.metadata.namespace, '0x0000000000000000', '0x4000000000000000') || " +
+			"shardRange(object.metadata.namespace, '0x8000000000000000', '0x10000000000000000')"},
+		{nil, "shardRange(object.metadata.namespace, '0x0000000000000000', '0x0000000000000000')"},
+	} {
+		if got := sp.Selector(tc.slots).String(); got != tc.want {
+			t.Errorf("Selector(%v) = %q, want %q", tc.slots, got, tc.want)
+		}
+	}
+	if m, _ := sp.Selector(nil).Matches(pod("a", "b")); m {
+		t.Error("the selector of no slot matched an object")
+	}
+	if got := Describe([]int{7, 0, 1, 2, 9, 10, 2}); got != "0-2,7,9-10" {
+		t.Errorf("Describe = %q", got)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		s  Space
+		ok bool
+	}{
+		{Space{Slots: DefaultSlots}, true},
+		{Space{Slots: 0}, false},
+		{Space{Slots: MaxSlots + 1}, false},
+		{Space{Slots: 4, Keying: 7}, false},
+	} {
+		if err := tc.s.Validate(); (err == nil) != tc.ok {
+			t.Errorf("Validate(%+v) = %v", tc.s, err)
+		}
+	}
+}
+
+func members(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("replica-%d", i))
+	}
+	return out
+}
+
+// TestAssignBalances: every member owns ⌊S/M⌋ or ⌈S/M⌉ slots, every slot
+// has an owner, and the answer does not depend on the members' order.
+func TestAssignBalances(t *testing.T) {
+	for _, slots := range []int{1, 5, 16, 64} {
+		for m := 1; m <= 10; m++ {
+			ms := members(m)
+			owners := Assign(ms, slots)
+			rev := slices.Clone(ms)
+			slices.Reverse(rev)
+			if !slices.Equal(owners, Assign(append(rev, rev[0]), slots)) {
+				t.Errorf("S=%d M=%d: the member order (or a duplicate) changed the assignment", slots, m)
+			}
+			for _, id := range ms {
+				n := len(Owned(owners, id))
+				if n != slots/m && n != (slots+m-1)/m {
+					t.Errorf("S=%d M=%d: %s owns %d slots", slots, m, id, n)
+				}
+			}
+			if slices.Contains(owners, "") {
+				t.Errorf("S=%d M=%d: a slot without owner: %q", slots, m, owners)
+			}
+		}
+	}
+	if got := Assign(nil, 3); !slices.Equal(got, []string{"", "", ""}) {
+		t.Errorf("no members: %q", got)
+	}
+}
+
+// TestAssignMovesFew: a member joining takes its share from the others
+// and only a little more moves around; one leaving gives its slots away.
+// Modulo assignment would move most of the table.
+func TestAssignMovesFew(t *testing.T) {
+	const slots = 16
+	for m := 1; m <= 8; m++ {
+		before, after := Assign(members(m), slots), Assign(members(m+1), slots)
+		moved := 0
+		for s := range slots {
+			if before[s] != after[s] {
+				moved++
+			}
+		}
+		share := len(Owned(after, fmt.Sprintf("replica-%d", m)))
+		t.Logf("S=%d, %d → %d members: %d slots moved, the newcomer's share %d", slots, m, m+1, moved, share)
+		if moved > 2*share+1 {
+			t.Errorf("%d → %d members: %d slots moved for a share of %d", m, m+1, moved, share)
+		}
+	}
+}
+
+// TestNamespaceSpread measures what the package doc says of the API
+// server's hash: sequential names cluster in a few slots, generated ones
+// spread.
+func TestNamespaceSpread(t *testing.T) {
+	sp := Space{Slots: 16}
+	used := func(name func(int) string) int {
+		seen := map[int]bool{}
+		for i := range 100 {
+			seen[sp.SlotOfKey(name(i))] = true
+		}
+		return len(seen)
+	}
+	seq := used(func(i int) string { return fmt.Sprintf("ns-%d", i) })
+	gen := used(func(i int) string { return generated("ns-", i) })
+	t.Logf("100 namespaces over 16 slots: sequential names use %d slots, generated names %d", seq, gen)
+	if seq > 4 || gen < 14 {
+		t.Errorf("sequential names use %d slots, generated %d; the package doc says 2 and 16", seq, gen)
+	}
+}
