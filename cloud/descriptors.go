@@ -11,7 +11,6 @@ import (
 	"github.com/go-logr/logr"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudnode "k8s.io/cloud-provider/controllers/node"
 	cloudnodelifecycle "k8s.io/cloud-provider/controllers/nodelifecycle"
@@ -140,7 +139,7 @@ func (h *host) initialize(ctx context.Context, cc descriptor.Context) {
 		})
 	}
 	h.mu.Unlock()
-	once.Do(func() { h.cfg.Cloud.Initialize(clientBuilder{cc.ClientBuilder}, ctx.Done()) })
+	once.Do(func() { h.cfg.Cloud.Initialize(descriptor.OrDie{ClientBuilder: cc.ClientBuilder}, ctx.Done()) })
 }
 
 func (h *host) cloudNode(ctx context.Context, cc descriptor.Context, client kubernetes.Interface) (descriptor.Controller, error) {
@@ -237,30 +236,4 @@ func run(f func(ctx context.Context)) descriptor.Controller {
 	})
 }
 
-// clientBuilder is the cloudprovider.ControllerClientBuilder the provider
-// gets: the term's fenced clients. Its …OrDie methods panic instead of
-// exiting; ctrlhost recovers a panic in an InitFunc and fails the
-// controller.
-type clientBuilder struct{ b descriptor.ClientBuilder }
-
-var _ cloudprovider.ControllerClientBuilder = clientBuilder{}
-
-func (c clientBuilder) Config(name string) (*rest.Config, error) { return c.b.Config(name) }
-
-func (c clientBuilder) ConfigOrDie(name string) *rest.Config {
-	cfg, err := c.b.Config(name)
-	if err != nil {
-		panic(fmt.Errorf("client config for %q: %w", name, err))
-	}
-	return cfg
-}
-
-func (c clientBuilder) Client(name string) (kubernetes.Interface, error) { return c.b.Client(name) }
-
-func (c clientBuilder) ClientOrDie(name string) kubernetes.Interface {
-	cs, err := c.b.Client(name)
-	if err != nil {
-		panic(fmt.Errorf("client for %q: %w", name, err))
-	}
-	return cs
-}
+var _ cloudprovider.ControllerClientBuilder = descriptor.OrDie{}

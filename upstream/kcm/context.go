@@ -8,8 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 	"k8s.io/controller-manager/pkg/clientbuilder"
@@ -70,14 +68,14 @@ var usesGraph = map[string]bool{
 func newControllerContext(ctx context.Context, cc descriptor.Context, cfg Config) (app.ControllerContext, error) {
 	mapper, ok := cc.RESTMapper.(*restmapper.DeferredDiscoveryRESTMapper)
 	if !ok {
-		dc, err := clientBuilder{cc.RootClientBuilder}.DiscoveryClient("controller-discovery")
+		dc, err := clientBuilder{descriptor.OrDie{ClientBuilder: cc.RootClientBuilder}}.DiscoveryClient("controller-discovery")
 		if err != nil {
 			return app.ControllerContext{}, err
 		}
 		mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	}
 	uc := app.ControllerContext{
-		ClientBuilder:                   clientBuilder{cc.ClientBuilder},
+		ClientBuilder:                   clientBuilder{descriptor.OrDie{ClientBuilder: cc.ClientBuilder}},
 		InformerFactory:                 cc.InformerFactory,
 		ObjectOrMetadataInformerFactory: informerfactory.NewInformerFactory(cc.InformerFactory, cc.MetadataInformerFactory),
 		ComponentConfig:                 *cfg.Component,
@@ -125,38 +123,17 @@ func relay(ctx context.Context, in <-chan struct{}) chan struct{} {
 	return out
 }
 
-// clientBuilder is upstream's ControllerClientBuilder over ctrlhost's. The
-// …OrDie methods panic instead of exiting the process: ctrlhost recovers a
-// panic in an InitFunc or Run and fails that controller.
-type clientBuilder struct{ b descriptor.ClientBuilder }
+// clientBuilder is upstream's ControllerClientBuilder over ctrlhost's: its
+// …OrDie methods panic (descriptor.OrDie), and it adds discovery clients.
+type clientBuilder struct{ descriptor.OrDie }
 
 var _ clientbuilder.ControllerClientBuilder = clientBuilder{}
 
-func (c clientBuilder) Config(name string) (*rest.Config, error) { return c.b.Config(name) }
-
-func (c clientBuilder) ConfigOrDie(name string) *rest.Config {
+func (c clientBuilder) DiscoveryClient(name string) (discovery.DiscoveryInterface, error) {
 	cfg, err := c.Config(name)
 	if err != nil {
-		panic(fmt.Errorf("client config for %q: %w", name, err))
-	}
-	return cfg
-}
-
-func (c clientBuilder) Client(name string) (kubernetes.Interface, error) { return c.b.Client(name) }
-
-func (c clientBuilder) ClientOrDie(name string) kubernetes.Interface {
-	cs, err := c.Client(name)
-	if err != nil {
-		panic(fmt.Errorf("client for %q: %w", name, err))
-	}
-	return cs
-}
-
-func (c clientBuilder) DiscoveryClient(name string) (discovery.DiscoveryInterface, error) {
-	cfg, err := c.b.Config(name)
-	if err != nil {
 		// Built over ready-made clients (tests): use the typed client's.
-		cs, cerr := c.b.Client(name)
+		cs, cerr := c.Client(name)
 		if cerr != nil {
 			return nil, err
 		}
