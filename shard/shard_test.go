@@ -111,7 +111,7 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func members(n int) []string {
+func identities(n int) []string {
 	var out []string
 	for i := range n {
 		out = append(out, fmt.Sprintf("replica-%d", i))
@@ -124,7 +124,7 @@ func members(n int) []string {
 func TestAssignBalances(t *testing.T) {
 	for _, slots := range []int{1, 5, 16, 64} {
 		for m := 1; m <= 10; m++ {
-			ms := members(m)
+			ms := identities(m)
 			owners := Assign(ms, slots)
 			rev := slices.Clone(ms)
 			slices.Reverse(rev)
@@ -153,7 +153,7 @@ func TestAssignBalances(t *testing.T) {
 func TestAssignMovesFew(t *testing.T) {
 	const slots = 16
 	for m := 1; m <= 8; m++ {
-		before, after := Assign(members(m), slots), Assign(members(m+1), slots)
+		before, after := Assign(identities(m), slots), Assign(identities(m+1), slots)
 		moved := 0
 		for s := range slots {
 			if before[s] != after[s] {

@@ -1,0 +1,169 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/ctrlhost/ctrlhost/leader"
+)
+
+// workLog records who works which slot, and any moment two members
+// worked one slot at once.
+type workLog struct {
+	mu       sync.Mutex
+	holder   map[int]string
+	overlaps []string
+}
+
+func (w *workLog) work(member string) SlotFunc {
+	return func(ctx context.Context, slot int) error {
+		w.mu.Lock()
+		if h, ok := w.holder[slot]; ok {
+			w.overlaps = append(w.overlaps, fmt.Sprintf("slot %d: %s started while %s worked it", slot, member, h))
+		}
+		w.holder[slot] = member
+		w.mu.Unlock()
+		<-ctx.Done()
+		w.mu.Lock()
+		if w.holder[slot] == member {
+			delete(w.holder, slot)
+		}
+		w.mu.Unlock()
+		return nil
+	}
+}
+
+// counts returns how many slots each member works now.
+func (w *workLog) counts() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]int{}
+	for _, m := range w.holder {
+		out[m]++
+	}
+	return out
+}
+
+type running struct {
+	g      *Group
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// groupHarness runs members of one group over one fake clientset.
+type groupHarness struct {
+	t      *testing.T
+	client *fake.Clientset
+	w      *workLog
+}
+
+func newGroupHarness(t *testing.T) *groupHarness {
+	return &groupHarness{t: t, client: fake.NewClientset(), w: &workLog{holder: map[int]string{}}}
+}
+
+// start runs member id; crashy members keep their Leases when stopped, as
+// a crashed process would leave them.
+func (h *groupHarness) start(id string, crashy bool) *running {
+	t := h.t
+	g, err := NewGroup(GroupConfig{
+		Name:  "test-group",
+		Space: Space{Slots: 6},
+		Lease: leader.Config{Identity: id, LeaseDuration: 2 * time.Second, RenewDeadline: 1400 * time.Millisecond,
+			RetryPeriod: 300 * time.Millisecond, KeepLeaseOnCancel: crashy},
+	}, h.client, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{g: g, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- g.Run(ctx, h.w.work(id)) }()
+	return r
+}
+
+func (h *groupHarness) stop(r *running) {
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			h.t.Errorf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		h.t.Fatal("Run did not return within 30s of its cancellation")
+	}
+}
+
+func (h *groupHarness) waitFor(what string, want map[string]int) time.Time {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := h.w.counts()
+		if fmt.Sprint(got) == fmt.Sprint(want) {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: slots worked %v, want %v", what, got, want)
+		}
+		<-time.After(20 * time.Millisecond)
+	}
+}
+
+func (h *groupHarness) checkNoOverlap() {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	if len(h.w.overlaps) > 0 {
+		h.t.Errorf("slots worked twice at once:\n%s", strings.Join(h.w.overlaps, "\n"))
+	}
+	if len(h.w.holder) != 0 {
+		h.t.Errorf("slots still worked after every Run returned: %v", h.w.holder)
+	}
+}
+
+// TestGroupSpreadsAndHandsOver: three members split six slots two each;
+// one leaving gracefully hands its slots to the other two; a fourth
+// joining takes its share; no slot is ever worked by two members at once.
+func TestGroupSpreadsAndHandsOver(t *testing.T) {
+	h := newGroupHarness(t)
+	a, b, c := h.start("a", false), h.start("b", false), h.start("c", false)
+	h.waitFor("three members", map[string]int{"a": 2, "b": 2, "c": 2})
+	if got := a.g.Held(); len(got) != 2 {
+		t.Errorf("a.Held() = %v, want its 2 slots", got)
+	}
+	h.stop(b)
+	h.waitFor("b left", map[string]int{"a": 3, "c": 3})
+	d := h.start("d", false)
+	h.waitFor("d joined", map[string]int{"a": 2, "c": 2, "d": 2})
+	for _, r := range []*running{a, c, d} {
+		h.stop(r)
+	}
+	h.checkNoOverlap()
+}
+
+// TestGroupTakesOverACrashedMembersSlots: a member that stops without
+// releasing its Leases (a crash) loses its slots once they expire, not
+// before, and the survivor works them all.
+func TestGroupTakesOverACrashedMembersSlots(t *testing.T) {
+	h := newGroupHarness(t)
+	x, y := h.start("x", true), h.start("y", false)
+	h.waitFor("two members", map[string]int{"x": 3, "y": 3})
+	crashed := time.Now()
+	h.stop(x)
+	took := h.waitFor("x crashed", map[string]int{"y": 6}).Sub(crashed)
+	t.Logf("x's slots worked by y %v after the crash (lease 2s)", took.Round(time.Millisecond))
+	if took < time.Second {
+		t.Errorf("y took x's slots %v after the crash, before their Leases could expire", took)
+	}
+	// Within LeaseDuration and a bound: not a second LeaseDuration counted
+	// from the moment y first looked at the slot Leases.
+	if bound := 2*time.Second + 1400*time.Millisecond + 300*time.Millisecond; took > bound {
+		t.Errorf("y took x's slots %v after the crash, more than LeaseDuration + RenewDeadline + RetryPeriod (%v)", took, bound)
+	}
+	h.stop(y)
+	h.checkNoOverlap()
+}
