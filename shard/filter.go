@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 )
 
 // Filter is a cache.ListerWatcher that holds only the objects of a set of
@@ -26,7 +27,16 @@ type Filter struct {
 	selector string // "" when the server cannot select (by name)
 	byName   bool
 	inner    cache.ListerWatcherWithContext
-	applied  atomic.Int32 // 0 unknown, 1 applied by the server, 2 not
+	noStream bool          // the inner ListerWatcher cannot stream lists (fakes)
+	applied  atomic.Int32  // 0 unknown, 1 applied by the server, 2 not
+	shared   *atomic.Int32 // if set, kept there instead (Clientset)
+}
+
+func (f *Filter) state() *atomic.Int32 {
+	if f.shared != nil {
+		return f.shared
+	}
+	return &f.applied
 }
 
 // NewFilter returns a Filter of slots over inner. Objects are keyed as
@@ -37,7 +47,8 @@ func NewFilter(space Space, slots []int, inner cache.ListerWatcher, byName bool)
 	if err := space.Validate(); err != nil {
 		return nil, err
 	}
-	f := &Filter{space: space, held: make([]bool, space.Slots), byName: byName, inner: cache.ToListerWatcherWithContext(inner)}
+	f := &Filter{space: space, held: make([]bool, space.Slots), byName: byName, inner: cache.ToListerWatcherWithContext(inner),
+		noStream: watchlist.DoesClientNotSupportWatchListSemantics(inner)}
 	for _, s := range slots {
 		if s < 0 || s >= space.Slots {
 			return nil, fmt.Errorf("shard: slot %d is outside 0..%d", s, space.Slots-1)
@@ -50,14 +61,20 @@ func NewFilter(space Space, slots []int, inner cache.ListerWatcher, byName bool)
 	return f, nil
 }
 
+// IsWatchListSemanticsUnSupported passes on what the inner ListerWatcher
+// says, so that a reflector lists as it would over it.
+func (f *Filter) IsWatchListSemanticsUnSupported() bool { return f.noStream }
+
 // Selector is the ShardSelector the Filter sends ("" when it sends none).
 func (f *Filter) Selector() string { return f.selector }
 
 // ServerApplied reports whether the last list's ListMeta.ShardInfo echoed
 // the selector (true), did not (false: the Filter alone filtered), and
 // whether a list happened yet (known).
-func (f *Filter) ServerApplied() (applied, known bool) {
-	switch f.applied.Load() {
+func (f *Filter) ServerApplied() (applied, known bool) { return appliedState(f.state().Load()) }
+
+func appliedState(v int32) (applied, known bool) {
+	switch v {
 	case 1:
 		return true, true
 	case 2:
@@ -98,9 +115,9 @@ func (f *Filter) ListWithContext(ctx context.Context, options metav1.ListOptions
 	}
 	if f.selector != "" {
 		if info := shardInfo(list); info != "" && sameSelector(info, f.selector) {
-			f.applied.Store(1)
+			f.state().Store(1)
 		} else {
-			f.applied.Store(2)
+			f.state().Store(2)
 		}
 	}
 	items, err := meta.ExtractListWithAlloc(list)
