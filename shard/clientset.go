@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -39,7 +38,7 @@ type Clientset struct {
 	slots []int
 
 	mu      sync.Mutex
-	applied map[string]*atomic.Int32 // resource → ServerApplied's state
+	applied map[string]*counters // by resource
 }
 
 // NewClientset returns inner filtered to slots of space.
@@ -47,7 +46,7 @@ func NewClientset(inner kubernetes.Interface, space Space, slots []int) (*Client
 	if _, err := NewFilter(space, slots, &cache.ListWatch{}, false); err != nil {
 		return nil, err
 	}
-	return &Clientset{Interface: inner, space: space, slots: slots, applied: map[string]*atomic.Int32{}}, nil
+	return &Clientset{Interface: inner, space: space, slots: slots, applied: map[string]*counters{}}, nil
 }
 
 // IsWatchListSemanticsUnSupported passes on what the wrapped clientset
@@ -70,18 +69,21 @@ func Filtered(group, resource string) bool {
 	return false
 }
 
-// ServerApplied reports, for resource, what Filter.ServerApplied reports
-// of its last list.
+// ServerApplied reports, for resource, what Filter.ServerApplied reports.
 func (c *Clientset) ServerApplied(resource string) (applied, known bool) {
-	return appliedState(c.status(resource).Load())
+	return appliedState(c.status(resource).applied.Load())
 }
 
-func (c *Clientset) status(resource string) *atomic.Int32 {
+// Dropped returns, for resource, how many objects the client had to drop
+// (Filter.Dropped).
+func (c *Clientset) Dropped(resource string) int64 { return c.status(resource).dropped.Load() }
+
+func (c *Clientset) status(resource string) *counters {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.applied[resource]
 	if !ok {
-		s = new(atomic.Int32)
+		s = new(counters)
 		c.applied[resource] = s
 	}
 	return s

@@ -20,8 +20,13 @@
 //     slots and keeps only those objects itself, so that an informer over
 //     it holds only its slots whether or not the server applied the
 //     selector (ShardedListAndWatch is alpha; a server without it ignores
-//     the field). Applied reports what the last list's ListMeta.ShardInfo
-//     said.
+//     the field). ServerApplied and Dropped tell whether the server
+//     applied it: a list response says so in ListMeta.ShardInfo, watches
+//     say nothing (and informers that stream their initial list never
+//     list), so what the client had to drop is the other witness.
+//   - Clientset: a kubernetes.Interface whose typed informers cache only
+//     their slots, through Filters, for the resources sharded controllers
+//     cache.
 //   - Group: one replica's membership. It holds a member Lease
 //     ("<group>-member-<hash of identity>") while it runs, follows every
 //     member Lease of the group through one Lease informer, and stands for

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,17 +28,37 @@ type Filter struct {
 	selector string // "" when the server cannot select (by name)
 	byName   bool
 	inner    cache.ListerWatcherWithContext
-	noStream bool          // the inner ListerWatcher cannot stream lists (fakes)
-	applied  atomic.Int32  // 0 unknown, 1 applied by the server, 2 not
-	shared   *atomic.Int32 // if set, kept there instead (Clientset)
+	noStream bool // the inner ListerWatcher cannot stream lists (fakes)
+	own      counters
+	shared   *counters // if set, kept there instead (Clientset)
 }
 
-func (f *Filter) state() *atomic.Int32 {
+// counters are what a Filter learnt about the server.
+type counters struct {
+	applied atomic.Int32 // 0 unknown, 1 applied by the server, 2 not
+	dropped atomic.Int64 // objects the client had to drop
+}
+
+func (f *Filter) counts() *counters {
 	if f.shared != nil {
 		return f.shared
 	}
-	return &f.applied
+	return &f.own
 }
+
+// drop records an object the server sent although it is not in the
+// Filter's slots: the server did not apply the selector.
+func (f *Filter) drop() {
+	c := f.counts()
+	c.dropped.Add(1)
+	if f.selector != "" {
+		c.applied.Store(2)
+	}
+}
+
+// Dropped returns how many objects the Filter dropped: 0 while the server
+// applies the selector (or nothing foreign came), more when it does not.
+func (f *Filter) Dropped() int64 { return f.counts().dropped.Load() }
 
 // NewFilter returns a Filter of slots over inner. Objects are keyed as
 // space says, except with byName, for the Namespaces of a space keyed
@@ -68,10 +89,14 @@ func (f *Filter) IsWatchListSemanticsUnSupported() bool { return f.noStream }
 // Selector is the ShardSelector the Filter sends ("" when it sends none).
 func (f *Filter) Selector() string { return f.selector }
 
-// ServerApplied reports whether the last list's ListMeta.ShardInfo echoed
-// the selector (true), did not (false: the Filter alone filtered), and
-// whether a list happened yet (known).
-func (f *Filter) ServerApplied() (applied, known bool) { return appliedState(f.state().Load()) }
+// ServerApplied reports whether the server applied the selector: true once
+// a list's ListMeta.ShardInfo echoed it, false once a list came without it
+// or the Filter had to drop an object, and known false before either. An
+// informer that streams its initial list (WatchListClient) never lists: on
+// a server that applies the selector it stays unknown, and Dropped stays 0.
+func (f *Filter) ServerApplied() (applied, known bool) {
+	return appliedState(f.counts().applied.Load())
+}
 
 func appliedState(v int32) (applied, known bool) {
 	switch v {
@@ -115,16 +140,22 @@ func (f *Filter) ListWithContext(ctx context.Context, options metav1.ListOptions
 	}
 	if f.selector != "" {
 		if info := shardInfo(list); info != "" && sameSelector(info, f.selector) {
-			f.state().Store(1)
+			f.counts().applied.Store(1)
 		} else {
-			f.state().Store(2)
+			f.counts().applied.Store(2)
 		}
 	}
 	items, err := meta.ExtractListWithAlloc(list)
 	if err != nil {
 		return nil, fmt.Errorf("shard: %w", err)
 	}
-	kept := slices.DeleteFunc(items, func(o runtime.Object) bool { return !f.Contains(o) })
+	kept := slices.DeleteFunc(items, func(o runtime.Object) bool {
+		if f.Contains(o) {
+			return false
+		}
+		f.drop()
+		return true
+	})
 	if err := meta.SetList(list, kept); err != nil {
 		return nil, fmt.Errorf("shard: %w", err)
 	}
@@ -138,13 +169,60 @@ func (f *Filter) WatchWithContext(ctx context.Context, options metav1.ListOption
 	if err != nil {
 		return nil, err
 	}
-	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+	fw := &filteredWatch{in: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	go fw.loop(func(e watch.Event) bool {
 		switch e.Type {
 		case watch.Bookmark, watch.Error:
-			return e, true
+			return true
 		}
-		return e, f.Contains(e.Object)
-	}), nil
+		if f.Contains(e.Object) {
+			return true
+		}
+		f.drop()
+		return false
+	})
+	return fw, nil
+}
+
+// filteredWatch passes on the events keep keeps. Unlike
+// k8s.io/apimachinery's watch.Filter, whose goroutine stays blocked on a
+// send nobody reads once the consumer stopped, Stop ends it.
+type filteredWatch struct {
+	in   watch.Interface
+	out  chan watch.Event
+	stop chan struct{}
+	once sync.Once
+}
+
+func (w *filteredWatch) ResultChan() <-chan watch.Event { return w.out }
+
+func (w *filteredWatch) Stop() {
+	w.once.Do(func() {
+		close(w.stop)
+		w.in.Stop()
+	})
+}
+
+func (w *filteredWatch) loop(keep func(watch.Event) bool) {
+	defer close(w.out)
+	for {
+		select {
+		case <-w.stop:
+			return
+		case e, ok := <-w.in.ResultChan():
+			if !ok {
+				return
+			}
+			if !keep(e) {
+				continue
+			}
+			select {
+			case w.out <- e:
+			case <-w.stop:
+				return
+			}
+		}
+	}
 }
 
 // shardInfo returns the selector a list response says it applied.

@@ -21,7 +21,8 @@ import (
 // Filter's own job either way).
 type fakeLW struct {
 	items []corev1.Pod
-	echo  bool
+	echo  bool                  // a server with the gate on: says so in ShardInfo, and filters
+	keep  func(corev1.Pod) bool // its filter, when echo
 	w     *watch.FakeWatcher
 	opts  []metav1.ListOptions
 }
@@ -31,6 +32,7 @@ func (f *fakeLW) List(o metav1.ListOptions) (runtime.Object, error) {
 	l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}, Items: slices.Clone(f.items)}
 	if f.echo && o.ShardSelector != "" {
 		l.ShardInfo = &metav1.ShardInfo{Selector: o.ShardSelector}
+		l.Items = slices.DeleteFunc(l.Items, func(p corev1.Pod) bool { return !f.keep(p) })
 	}
 	return l, nil
 }
@@ -65,7 +67,7 @@ func TestFilter(t *testing.T) {
 
 	for _, echo := range []bool{false, true} {
 		t.Run(fmt.Sprintf("server applies the selector: %v", echo), func(t *testing.T) {
-			lw := &fakeLW{items: items, echo: echo, w: watch.NewFake()}
+			lw := &fakeLW{items: items, echo: echo, keep: func(p corev1.Pod) bool { return inSlots(p.Namespace) }, w: watch.NewFake()}
 			f, err := NewFilter(sp, held, lw, false)
 			if err != nil {
 				t.Fatal(err)
@@ -98,6 +100,9 @@ func TestFilter(t *testing.T) {
 			if applied, known := f.ServerApplied(); !known || applied != echo {
 				t.Errorf("ServerApplied = %v (known %v), want %v", applied, known, echo)
 			}
+			if dropped := f.Dropped(); (dropped == 0) != echo {
+				t.Errorf("the client dropped %d pods; want none exactly when the server filters (%v)", dropped, echo)
+			}
 
 			w, err := f.WatchWithContext(context.Background(), metav1.ListOptions{})
 			if err != nil {
@@ -106,7 +111,9 @@ func TestFilter(t *testing.T) {
 			defer w.Stop()
 			go func() {
 				for i := range items {
-					lw.w.Add(&items[i])
+					if !echo || inSlots(items[i].Namespace) {
+						lw.w.Add(&items[i])
+					}
 				}
 				lw.w.Action(watch.Bookmark, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9"}})
 			}()
@@ -181,4 +188,27 @@ func TestNewFilterRejectsBadSlots(t *testing.T) {
 	if _, err := NewFilter(Space{Slots: 0}, nil, lw, false); err == nil {
 		t.Error("a space of 0 slots accepted")
 	}
+}
+
+// TestFilterWatchStopsWithEventsPending: a consumer that stops the watch
+// without reading its pending events leaves no goroutine behind (goleak in
+// TestMain); apimachinery's watch.Filter does.
+func TestFilterWatchStopsWithEventsPending(t *testing.T) {
+	sp := Space{Slots: 1}
+	lw := &fakeLW{w: watch.NewFakeWithChanSize(4, false)}
+	f, err := NewFilter(sp, []int{0}, lw, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.WatchWithContext(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		lw.w.Add(pod("ns", fmt.Sprint("p", i)))
+	}
+	w.Stop()
+	w.Stop() // twice is fine
+	// Nothing reads: goleak in TestMain fails the package if the
+	// filtering goroutine is still blocked on its send.
 }

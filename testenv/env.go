@@ -248,6 +248,9 @@ func (e *Env) startAPIServer(ctx context.Context, path string) error {
 			// advertise address; there are no in-cluster clients anyway.
 			"--endpoint-reconciler-type=none",
 		}
+		if f := e.opts.featureGatesFlag(); f != "" {
+			args = append(args, f)
+		}
 		args = append(args, e.opts.ExtraAPIServerFlags...)
 		p, err := startProcess("kube-apiserver", path, args, e.path(apiserverLog))
 		if err != nil {

@@ -3,6 +3,8 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +75,12 @@ type Options struct {
 	// wins. Each entry is one argument, e.g. "--v=4". Default: none.
 	ExtraAPIServerFlags []string
 
+	// FeatureGates are kube-apiserver feature gates to set, passed as one
+	// --feature-gates flag in name order before ExtraAPIServerFlags, e.g.
+	// {"ShardedListAndWatch": true}. kube-apiserver refuses a gate it does
+	// not know, and Start reports its log. Default: none (its defaults).
+	FeatureGates map[string]bool
+
 	// Authorization is the API server's authorization mode:
 	// AuthorizationRBAC or AuthorizationAlwaysAllow. Default: RBAC.
 	Authorization string
@@ -119,6 +127,7 @@ func (o Options) withDefaults() Options {
 		o.Logf = func(string, ...any) {}
 	}
 	o.ExtraAPIServerFlags = append([]string(nil), o.ExtraAPIServerFlags...)
+	o.FeatureGates = maps.Clone(o.FeatureGates)
 	users := make([]User, len(o.Users))
 	for i, u := range o.Users {
 		u.Groups = append([]string(nil), u.Groups...)
@@ -126,6 +135,19 @@ func (o Options) withDefaults() Options {
 	}
 	o.Users = users
 	return o
+}
+
+// featureGatesFlag is the --feature-gates argument of o.FeatureGates, or
+// "" when there are none.
+func (o Options) featureGatesFlag() string {
+	if len(o.FeatureGates) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(o.FeatureGates)) {
+		parts = append(parts, fmt.Sprintf("%s=%t", name, o.FeatureGates[name]))
+	}
+	return "--feature-gates=" + strings.Join(parts, ",")
 }
 
 // validate reports every invalid field of a defaulted Options at once.

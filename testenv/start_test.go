@@ -178,3 +178,18 @@ func processAlive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
 }
+
+func TestFeatureGatesFlag(t *testing.T) {
+	for _, tc := range []struct {
+		gates map[string]bool
+		want  string
+	}{
+		{nil, ""},
+		{map[string]bool{"ShardedListAndWatch": true}, "--feature-gates=ShardedListAndWatch=true"},
+		{map[string]bool{"ZGate": false, "AGate": true}, "--feature-gates=AGate=true,ZGate=false"},
+	} {
+		if got := (Options{FeatureGates: tc.gates}).withDefaults().featureGatesFlag(); got != tc.want {
+			t.Errorf("FeatureGates %v: flag %q, want %q", tc.gates, got, tc.want)
+		}
+	}
+}
