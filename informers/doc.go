@@ -3,7 +3,9 @@
 // ForResource that answers with the typed informer where client-go has one
 // and a metadata informer otherwise (so that generic controllers such as the
 // garbage collector work for custom resources too). TypedFor adds typed
-// factories restricted to one namespace, with the same lifecycle.
+// factories restricted to one namespace, with the same lifecycle. A Warm
+// (StartWarm) is a Set started ahead of its term, for warm standby: only
+// declared informers, their declared indexes built during the LIST.
 //
 // Guarantees:
 //   - Started is closed by the first Start and never before it, so a

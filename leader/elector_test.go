@@ -804,3 +804,44 @@ func benchmarkHandoff(b *testing.B, cs *fake.Clientset) {
 		<-runs[i].done
 	}
 }
+
+// TestLeaseWatchStopWaitsForItsList: stopping the lease watch waits for a
+// list in flight, which client-go's reflector leaves running after its Run
+// returned; before, a test that restored klog's global state after Run
+// raced with that list (found in examples/kcm).
+func TestLeaseWatchStopWaitsForItsList(t *testing.T) {
+	cs := newClientset()
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var returned atomic.Bool
+	cs.PrependReactor("list", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() { close(entered) })
+		<-release
+		returned.Store(true)
+		return false, nil, nil
+	})
+	e := newElector(t, cs, testConfig("a"), Exit)
+	stop := e.watch(context.Background())
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease watch did not list within 10s")
+	}
+	// The list is released only once the informer's Run has returned
+	// (client-go's reflector returned without it): stop must still wait.
+	afterLeaseWatchRun = func() { close(release) }
+	defer func() { afterLeaseWatchRun = nil }()
+	stopped := make(chan bool)
+	go func() {
+		stop()
+		stopped <- returned.Load()
+	}()
+	select {
+	case ok := <-stopped:
+		if !ok {
+			t.Error("stop returned while the watch's list was still running")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("stop did not return within 10s")
+	}
+}

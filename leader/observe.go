@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -217,8 +218,13 @@ func (e *Elector) watch(base context.Context) (stop func()) {
 			cancel()
 		}
 	}
+	// client-go's reflector returns from Run without waiting for a list it
+	// has in flight; the calls are counted so that stop waits for them too.
+	var inflight sync.WaitGroup
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			inflight.Add(1)
+			defer inflight.Done()
 			opts.FieldSelector = selector
 			list, err := leases.List(ctx, opts)
 			if err != nil {
@@ -227,6 +233,8 @@ func (e *Elector) watch(base context.Context) (stop func()) {
 			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			inflight.Add(1)
+			defer inflight.Done()
 			opts.FieldSelector = selector
 			w, err := leases.Watch(ctx, opts)
 			if err != nil {
@@ -266,5 +274,13 @@ func (e *Elector) watch(base context.Context) (stop func()) {
 	return func() {
 		cancel()
 		<-done
+		if afterLeaseWatchRun != nil {
+			afterLeaseWatchRun()
+		}
+		inflight.Wait()
 	}
 }
+
+// afterLeaseWatchRun, when set (by a test), runs between the lease
+// informer's return and the wait for its calls in flight.
+var afterLeaseWatchRun func()

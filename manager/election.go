@@ -165,7 +165,7 @@ func (m *Manager) runElected(ctx context.Context, g lockGroup, spec termSpec) er
 	warm := m.prepareWarm(ectx, spec.states, lease)
 	defer func() {
 		if warm != nil {
-			warm.stop()
+			warm.Stop()
 		}
 	}()
 	err := e.Run(ectx, func(tctx context.Context) error {

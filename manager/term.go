@@ -54,7 +54,7 @@ type termSpec struct {
 	alongside func(ctx context.Context) error
 	// warm, if set, is the informer set the term runs on (warm standby):
 	// already started and usually synced. The term stops it when it ends.
-	warm *warmSet
+	warm *informers.Warm
 }
 
 // termEnv is what the term hands every InitFunc of one term.
@@ -86,7 +86,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		started: make(chan struct{}),
 	}
 	if spec.warm != nil {
-		env.set = spec.warm.set
+		env.set = spec.warm.Set()
 	} else {
 		env.set = informers.New(m.client, m.metaClient, informers.Options{Resync: m.resyncPeriod()})
 	}
@@ -146,7 +146,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	stuck := r.wait(stop)
 	bg.Wait()
 	if spec.warm != nil {
-		spec.warm.stop()
+		spec.warm.Stop()
 	} else {
 		env.set.Shutdown()
 	}

@@ -1,0 +1,81 @@
+package informers
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Declared is an informer a would-be term's controllers declare, with the
+// indexes they add to it.
+type Declared struct {
+	Resource schema.GroupVersionResource
+	Indexers cache.Indexers
+}
+
+// Warm is a Set kept started and synced ahead of the term that will adopt
+// it (warm standby): only the declared informers are in it, each with its
+// declared indexes added before it starts, so that they are built during
+// the LIST. Exactly one term adopts it, through Set, and stops it with
+// Stop when the term ends; a Warm no term adopted is stopped by its owner.
+type Warm struct {
+	set       *Set
+	resources int
+	cancel    context.CancelFunc
+	bg        sync.WaitGroup
+}
+
+// StartWarm starts a Warm of the declared informers, or returns nil when
+// none is declared. It logs "Warm standby: caches synced" once they are.
+// It stops when ctx ends, or earlier with Stop.
+func StartWarm(ctx context.Context, client kubernetes.Interface, metaClient metadata.Interface, opts Options, declared []Declared) *Warm {
+	if len(declared) == 0 {
+		return nil
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	set := New(client, metaClient, opts)
+	resources := 0
+	for _, d := range declared {
+		inf, err := set.ForResource(d.Resource)
+		if err != nil {
+			log.Error(err, "Warm standby: cannot keep an informer", "resource", d.Resource.String())
+			continue
+		}
+		resources++
+		shared := inf.Informer()
+		for name, f := range d.Indexers {
+			if _, ok := shared.GetIndexer().GetIndexers()[name]; ok {
+				continue
+			}
+			if err := shared.AddIndexers(cache.Indexers{name: f}); err != nil {
+				log.Error(err, "Warm standby: cannot add a declared index", "resource", d.Resource.String(), "index", name)
+			}
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	w := &Warm{set: set, resources: resources, cancel: cancel}
+	set.Start(wctx.Done())
+	start := time.Now()
+	w.bg.Go(func() {
+		if err := set.WaitForCacheSync(wctx); err == nil {
+			log.Info("Warm standby: caches synced", "resources", resources, "took", time.Since(start))
+		}
+	})
+	return w
+}
+
+// Set is the warm informer set, for the term that adopts it.
+func (w *Warm) Set() *Set { return w.set }
+
+// Stop stops the Warm's informers and waits for them.
+func (w *Warm) Stop() {
+	w.cancel()
+	w.bg.Wait()
+	w.set.Shutdown()
+}

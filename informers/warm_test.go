@@ -1,0 +1,51 @@
+package informers_test
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlhost/ctrlhost/informers"
+)
+
+// TestStartWarm: a Warm holds the declared informers synced with their
+// declared indexes built, and nothing else; with nothing declared there
+// is no Warm.
+func TestStartWarm(t *testing.T) {
+	if w := informers.StartWarm(context.Background(), fake.NewClientset(), nil, informers.Options{}, nil); w != nil {
+		t.Fatal("a Warm of nothing")
+	}
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	byNode := func(obj any) ([]string, error) { return []string{obj.(*corev1.Pod).Spec.NodeName}, nil }
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset(
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: "n1"}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: "n2"}},
+	)
+	w := informers.StartWarm(context.Background(), client, metadatafake.NewSimpleMetadataClient(scheme), informers.Options{},
+		[]informers.Declared{{Resource: pods, Indexers: cache.Indexers{"by-node": byNode}}})
+	defer w.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := w.Set().WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inf := w.Set().Typed().Core().V1().Pods().Informer()
+	got, err := inf.GetIndexer().ByIndex("by-node", "n2")
+	if err != nil || len(got) != 1 {
+		t.Fatalf("by-node index: %v, %v; want pod b", got, err)
+	}
+	if !isClosed(w.Set().Started()) {
+		t.Error("the warm set is not started")
+	}
+}
