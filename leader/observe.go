@@ -219,11 +219,27 @@ func (e *Elector) watch(base context.Context) (stop func()) {
 		}
 	}
 	// client-go's reflector returns from Run without waiting for a list it
-	// has in flight; the calls are counted so that stop waits for them too.
-	var inflight sync.WaitGroup
+	// started on a goroutine of its own; calls are counted so that stop
+	// waits for those in flight, and once stop has begun none may start.
+	var (
+		mu       sync.Mutex
+		stopped  bool
+		inflight sync.WaitGroup
+	)
+	enter := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return false
+		}
+		inflight.Add(1)
+		return true
+	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			inflight.Add(1)
+			if !enter() {
+				return nil, context.Canceled
+			}
 			defer inflight.Done()
 			opts.FieldSelector = selector
 			list, err := leases.List(ctx, opts)
@@ -233,7 +249,9 @@ func (e *Elector) watch(base context.Context) (stop func()) {
 			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			inflight.Add(1)
+			if !enter() {
+				return nil, context.Canceled
+			}
 			defer inflight.Done()
 			opts.FieldSelector = selector
 			w, err := leases.Watch(ctx, opts)
@@ -277,6 +295,9 @@ func (e *Elector) watch(base context.Context) (stop func()) {
 		if afterLeaseWatchRun != nil {
 			afterLeaseWatchRun()
 		}
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
 		inflight.Wait()
 	}
 }

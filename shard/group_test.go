@@ -2,14 +2,19 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlhost/ctrlhost/leader"
 )
@@ -71,13 +76,39 @@ func newGroupHarness(t *testing.T) *groupHarness {
 // start runs member id; crashy members keep their Leases when stopped, as
 // a crashed process would leave them.
 func (h *groupHarness) start(id string, crashy bool) *running {
+	return h.startWith(id, crashy, h.client)
+}
+
+// partitionable returns a clientset over the harness's API whose every
+// request fails while *cut is set.
+func (h *groupHarness) partitionable(cut *atomic.Bool) *fake.Clientset {
+	tracker := h.client.Tracker()
+	cs := &fake.Clientset{}
+	cs.AddReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if cut.Load() {
+			return true, nil, errors.New("partitioned")
+		}
+		return false, nil, nil
+	})
+	cs.AddReactor("*", "*", k8stesting.ObjectReaction(tracker))
+	cs.AddWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		if cut.Load() {
+			return true, nil, errors.New("partitioned")
+		}
+		w, err := tracker.Watch(action.GetResource(), action.GetNamespace())
+		return true, w, err
+	})
+	return cs
+}
+
+func (h *groupHarness) startWith(id string, crashy bool, client *fake.Clientset) *running {
 	t := h.t
 	g, err := NewGroup(GroupConfig{
 		Name:  "test-group",
 		Space: Space{Slots: 6},
 		Lease: leader.Config{Identity: id, LeaseDuration: 2 * time.Second, RenewDeadline: 1400 * time.Millisecond,
 			RetryPeriod: 300 * time.Millisecond, KeepLeaseOnCancel: crashy},
-	}, h.client, logr.Discard())
+	}, client, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,5 +196,24 @@ func TestGroupTakesOverACrashedMembersSlots(t *testing.T) {
 		t.Errorf("y took x's slots %v after the crash, more than LeaseDuration + RenewDeadline + RetryPeriod (%v)", took, bound)
 	}
 	h.stop(y)
+	h.checkNoOverlap()
+}
+
+// TestGroupPartitionedMemberStopsItsSlots: a member cut off from the API
+// server stops working its slots (its slot Leases cannot be renewed)
+// before the other member may take them over, and the other takes them
+// all; when the partition heals, the slots are shared again.
+func TestGroupPartitionedMemberStopsItsSlots(t *testing.T) {
+	h := newGroupHarness(t)
+	var cut atomic.Bool
+	p := h.startWith("p", false, h.partitionable(&cut))
+	q := h.start("q", false)
+	h.waitFor("two members", map[string]int{"p": 3, "q": 3})
+	cut.Store(true)
+	h.waitFor("p partitioned", map[string]int{"q": 6})
+	cut.Store(false)
+	h.waitFor("healed", map[string]int{"p": 3, "q": 3})
+	h.stop(p)
+	h.stop(q)
 	h.checkNoOverlap()
 }
