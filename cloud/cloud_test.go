@@ -61,17 +61,6 @@ func fastOptions() cloud.Options {
 	return o
 }
 
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(managertest.DefaultTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, managertest.DefaultTimeout)
-		}
-		<-time.After(20 * time.Millisecond)
-	}
-}
-
 // TestNamesMatchUpstream: canonical names and aliases are
 // cloud-controller-manager's, and every descriptor is a cloud loop.
 func TestNamesMatchUpstream(t *testing.T) {
@@ -112,7 +101,7 @@ func TestNodeLifecycleDeletesNodeGoneFromCloud(t *testing.T) {
 	}
 	h.Start()
 	h.WaitRunning(cloud.CloudNodeLifecycleController)
-	poll(t, "node gone deleted", func() bool {
+	managertest.Eventually(t, "node gone deleted", func() bool {
 		_, err := h.Client.CoreV1().Nodes().Get(context.Background(), "gone", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
@@ -139,7 +128,7 @@ func TestServiceLBPublishesIngress(t *testing.T) {
 	}
 	h.Start()
 	h.WaitRunning(cloud.ServiceLBController)
-	poll(t, "ingress published", func() bool {
+	managertest.Eventually(t, "ingress published", func() bool {
 		s, err := h.Client.CoreV1().Services("default").Get(context.Background(), "web", metav1.GetOptions{})
 		return err == nil && len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == "203.0.113.7"
 	})
@@ -160,7 +149,7 @@ func TestNodeRouteCreatesRoutes(t *testing.T) {
 	}
 	h.Start()
 	h.WaitRunning(cloud.NodeRouteController)
-	poll(t, "route created", func() bool {
+	managertest.Eventually(t, "route created", func() bool {
 		c.Lock.Lock()
 		defer c.Lock.Unlock()
 		for _, r := range c.RouteMap {
@@ -193,7 +182,7 @@ func TestCloudNodeInitializesNode(t *testing.T) {
 	}
 	h.Start()
 	h.WaitRunning(cloud.CloudNodeController)
-	poll(t, "node initialized", func() bool {
+	managertest.Eventually(t, "node initialized", func() bool {
 		got, err := h.Client.CoreV1().Nodes().Get(context.Background(), "a", metav1.GetOptions{})
 		return err == nil && len(got.Spec.Taints) == 0 && got.Spec.ProviderID == "fake://i-a"
 	})

@@ -115,21 +115,6 @@ func recv[T any](t *testing.T, what string, c <-chan T) T {
 	}
 }
 
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(managertest.DefaultTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
-
 // TestLeaderElectionHandsOver: three replicas share one API; exactly one
 // runs the leader-elected controller at a time, every replica runs the
 // WithoutLeaderElection one, and stopping the leader hands over.
@@ -151,8 +136,8 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 		h.Options = fastElection(replica)
 		hs = append(hs, h.Start())
 	}
-	poll(t, "a leader", func() bool { return len(act.leaders()) == 1 })
-	poll(t, "the unelected controller on every replica", func() bool { return len(every.leaders()) == 3 })
+	managertest.Eventually(t, "a leader", func() bool { return len(act.leaders()) == 1 })
+	managertest.Eventually(t, "the unelected controller on every replica", func() bool { return len(every.leaders()) == 3 })
 	first := act.leaders()[0]
 	var leaderH *managertest.Harness
 	for i, h := range hs {
@@ -182,7 +167,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	if err := leaderH.Stop(); err != nil {
 		t.Fatalf("leader's Run: %v", err)
 	}
-	poll(t, "a new leader", func() bool { l := act.leaders(); return len(l) == 1 && l[0] != first })
+	managertest.Eventually(t, "a new leader", func() bool { l := act.leaders(); return len(l) == 1 && l[0] != first })
 	t.Logf("graceful handoff: %v from Stop to the new leader's controller running", time.Since(stopped))
 	for _, h := range hs {
 		if h != leaderH {
@@ -235,12 +220,12 @@ func TestLostLeaseRecampaign(t *testing.T) {
 	h.Start()
 	h.WaitRunning("elected-controller")
 	failing.Store(true)
-	poll(t, "the term to stop", func() bool { st, _ := h.Manager.Status("elected-controller"); return st.Phase == manager.PhaseStopped })
+	managertest.Eventually(t, "the term to stop", func() bool { st, _ := h.Manager.Status("elected-controller"); return st.Phase == manager.PhaseStopped })
 	if h.Manager.IsLeader() {
 		t.Error("still leader after the lease was lost")
 	}
 	failing.Store(false)
-	poll(t, "leading again", func() bool {
+	managertest.Eventually(t, "leading again", func() bool {
 		st, _ := h.Manager.Status("elected-controller")
 		return st.Phase == manager.PhaseRunning && st.Starts == 2
 	})

@@ -111,7 +111,7 @@ func TestMigrationEndsWithMainTerm(t *testing.T) {
 	h.WaitRunning("main-controller", "node-route-controller")
 
 	failing.Store(true)
-	poll(t, "both terms stopped", func() bool { return len(act.leaders()) == 0 })
+	managertest.Eventually(t, "both terms stopped", func() bool { return len(act.leaders()) == 0 })
 	holder := func(name string) string {
 		l, err := h.Client.CoordinationV1().Leases("kube-system").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil || l.Spec.HolderIdentity == nil {
@@ -123,7 +123,7 @@ func TestMigrationEndsWithMainTerm(t *testing.T) {
 		t.Errorf("the migration lock is still held by this replica after it lost the main lock")
 	}
 	failing.Store(false)
-	poll(t, "both running again", func() bool {
+	managertest.Eventually(t, "both running again", func() bool {
 		m, _ := h.Manager.Status("main-controller")
 		g, _ := h.Manager.Status("node-route-controller")
 		return m.Phase == manager.PhaseRunning && m.Starts == 2 && g.Phase == manager.PhaseRunning && g.Starts == 2

@@ -94,7 +94,7 @@ func TestWarmStandby(t *testing.T) {
 			a.Options.WarmStandby = warm
 			a.Start()
 			a.WaitRunning("pod-watcher")
-			poll(t, "a's controller ran", func() bool { w.mu.Lock(); defer w.mu.Unlock(); _, ok := w.seen["a"]; return ok })
+			managertest.Eventually(t, "a's controller ran", func() bool { w.mu.Lock(); defer w.mu.Unlock(); _, ok := w.seen["a"]; return ok })
 
 			// b has a clientset of its own over a's objects, so that its
 			// requests are counted apart.
@@ -109,7 +109,7 @@ func TestWarmStandby(t *testing.T) {
 			b.Options.WarmStandby = warm
 			b.Start()
 			if warm {
-				poll(t, "b's warm list", func() bool { return lists.Load() == 1 })
+				managertest.Eventually(t, "b's warm list", func() bool { return lists.Load() == 1 })
 			}
 			if st, _ := b.Manager.Status("pod-watcher"); st.Phase != manager.PhaseWaiting {
 				t.Errorf("follower b: pod-watcher %s, want waiting (not built)", st.Phase)
@@ -124,12 +124,12 @@ func TestWarmStandby(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.WaitRunning("pod-watcher")
-			poll(t, "b's controller ran", func() bool { w.mu.Lock(); defer w.mu.Unlock(); _, ok := w.seen["b"]; return ok })
+			managertest.Eventually(t, "b's controller ran", func() bool { w.mu.Lock(); defer w.mu.Unlock(); _, ok := w.seen["b"]; return ok })
 			w.mu.Lock()
 			seen, indexed := w.seen["b"], w.indexed["b"]
 			w.mu.Unlock()
 			if !warm {
-				poll(t, "b's list at takeover", func() bool { return lists.Load() == atTakeover+1 })
+				managertest.Eventually(t, "b's list at takeover", func() bool { return lists.Load() == atTakeover+1 })
 			}
 			b.WaitHealthy("/readyz") // b's term's informers have synced
 			switch {

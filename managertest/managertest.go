@@ -212,8 +212,10 @@ func (h *Harness) Get(path string) (int, string) {
 }
 
 // poll calls cond every 10ms until it is true or the timeout passes.
-func (h *Harness) poll(cond func() bool) bool {
-	deadline := time.Now().Add(h.timeout())
+func (h *Harness) poll(cond func() bool) bool { return pollFor(h.timeout(), cond) }
+
+func pollFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -224,6 +226,15 @@ func (h *Harness) poll(cond func() bool) bool {
 			return false
 		}
 		<-tick.C
+	}
+}
+
+// Eventually fails t unless cond becomes true within DefaultTimeout,
+// checking every 10ms; what names the awaited condition in the failure.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	if !pollFor(DefaultTimeout, cond) {
+		t.Fatalf("%s: not within %v", what, DefaultTimeout)
 	}
 }
 

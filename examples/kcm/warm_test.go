@@ -44,17 +44,6 @@ func builtins(t *testing.T) []descriptor.Descriptor {
 	}
 }
 
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(managertest.DefaultTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, managertest.DefaultTimeout)
-		}
-		<-time.After(10 * time.Millisecond)
-	}
-}
-
 // TestBuiltinsTakeOverWarmCaches: under warm standby a new leader's
 // built-ins register their handlers on informers that are already running,
 // which call them at once; every built-in must be ready for that (before
@@ -100,7 +89,7 @@ func TestBuiltinsTakeOverWarmCaches(t *testing.T) {
 	b, bLog := replica("b")
 	b.SameAPI(a)
 	b.Start()
-	poll(t, "b's caches synced", func() bool { return strings.Contains(bLog(), "Warm standby: caches synced") })
+	managertest.Eventually(t, "b's caches synced", func() bool { return strings.Contains(bLog(), "Warm standby: caches synced") })
 	if err := a.Stop(); err != nil {
 		t.Fatal(err)
 	}
