@@ -214,6 +214,19 @@ func (p *Process) read(r io.Reader) {
 	}
 }
 
+// FirstLine returns the first line read at or after since that contains
+// text, without waiting.
+func (p *Process) FirstLine(text string, since time.Time) (Line, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.lines {
+		if !l.At.Before(since) && strings.Contains(l.Text, text) {
+			return l, true
+		}
+	}
+	return Line{}, false
+}
+
 // Pid is the process's ID.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
@@ -231,14 +244,9 @@ func (p *Process) WaitLine(text string, since time.Time, timeout time.Duration) 
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		p.mu.Lock()
-		for _, l := range p.lines {
-			if !l.At.Before(since) && strings.Contains(l.Text, text) {
-				p.mu.Unlock()
-				return l
-			}
+		if l, ok := p.FirstLine(text, since); ok {
+			return l
 		}
-		p.mu.Unlock()
 		select {
 		case <-p.exited:
 			p.t.Fatalf("%s exited (%v) before printing %q; its last lines:\n%s", p.name, p.err, text, p.LastLines())

@@ -295,7 +295,7 @@ func (h *harness) failoverOnce(p program, row string, sig syscall.Signal, res *s
 	at := second.wait(h.tb, 2*time.Minute, follower)
 	exited := leaderProc.WaitExit(time.Minute)
 	defer follower.Signal(syscall.SIGTERM, time.Minute)
-	l, ok := firstLine(follower, p.leads, sent)
+	l, ok := follower.FirstLine(p.leads, sent)
 	if !ok {
 		h.tb.Fatalf("%s: the probe's pod appeared, but the follower never printed %q", p.name, p.leads)
 	}
@@ -328,16 +328,6 @@ func trace(p *procs.Process, zero, from, to time.Time) string {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// firstLine returns p's first line since since that contains text.
-func firstLine(p *procs.Process, text string, since time.Time) (procs.Line, bool) {
-	for _, l := range p.Lines() {
-		if !l.At.Before(since) && strings.Contains(l.Text, text) {
-			return l, true
-		}
-	}
-	return procs.Line{}, false
-}
 
 func sigName(sig syscall.Signal) string {
 	if sig == syscall.SIGKILL {
