@@ -34,8 +34,8 @@ import (
 // (Filtered tells which are filtered).
 type Clientset struct {
 	kubernetes.Interface
-	space Space
-	slots []int
+	space          Space
+	bySlot, byName *selection
 
 	mu      sync.Mutex
 	applied map[string]*counters // by resource
@@ -43,10 +43,15 @@ type Clientset struct {
 
 // NewClientset returns inner filtered to slots of space.
 func NewClientset(inner kubernetes.Interface, space Space, slots []int) (*Clientset, error) {
-	if _, err := NewFilter(space, slots, &cache.ListWatch{}, false); err != nil {
+	bySlot, err := newSelection(space, slots, false)
+	if err != nil {
 		return nil, err
 	}
-	return &Clientset{Interface: inner, space: space, slots: slots, applied: map[string]*counters{}}, nil
+	byName, err := newSelection(space, slots, true)
+	if err != nil {
+		return nil, err
+	}
+	return &Clientset{Interface: inner, space: space, bySlot: bySlot, byName: byName, applied: map[string]*counters{}}, nil
 }
 
 // IsWatchListSemanticsUnSupported passes on what the wrapped clientset
@@ -97,13 +102,14 @@ type typedLW[L runtime.Object] interface {
 
 // filter returns the Filter of resource over lw.
 func filter[L runtime.Object](c *Clientset, resource string, lw typedLW[L], byName bool) *Filter {
-	f, err := NewFilter(c.space, c.slots, &cache.ListWatch{
+	sel := c.bySlot
+	if byName {
+		sel = c.byName
+	}
+	f := sel.over(&cache.ListWatch{
 		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return lw.List(ctx, o) },
 		WatchFuncWithContext: lw.Watch,
-	}, byName)
-	if err != nil {
-		panic(err) // checked by NewClientset
-	}
+	})
 	f.shared = c.status(resource)
 	return f
 }

@@ -23,10 +23,7 @@ import (
 // that ignores the selector (ShardedListAndWatch off, or older than
 // v1.36). Bookmarks and errors pass through.
 type Filter struct {
-	space    Space
-	held     []bool
-	selector string // "" when the server cannot select (by name)
-	byName   bool
+	*selection
 	inner    cache.ListerWatcherWithContext
 	noStream bool // the inner ListerWatcher cannot stream lists (fakes)
 	own      counters
@@ -65,21 +62,42 @@ func (f *Filter) Dropped() int64 { return f.counts().dropped.Load() }
 // ByNamespace: a Namespace's key is its name, which the server-side
 // selector cannot hash, so only the client filters.
 func NewFilter(space Space, slots []int, inner cache.ListerWatcher, byName bool) (*Filter, error) {
+	sel, err := newSelection(space, slots, byName)
+	if err != nil {
+		return nil, err
+	}
+	return sel.over(inner), nil
+}
+
+// selection is what a Filter keeps, checked and computed once.
+type selection struct {
+	space    Space
+	held     []bool
+	selector string // "" when the server cannot select (by name)
+	byName   bool
+}
+
+func newSelection(space Space, slots []int, byName bool) (*selection, error) {
 	if err := space.Validate(); err != nil {
 		return nil, err
 	}
-	f := &Filter{space: space, held: make([]bool, space.Slots), byName: byName, inner: cache.ToListerWatcherWithContext(inner),
-		noStream: watchlist.DoesClientNotSupportWatchListSemantics(inner)}
+	sel := &selection{space: space, held: make([]bool, space.Slots), byName: byName}
 	for _, s := range slots {
 		if s < 0 || s >= space.Slots {
 			return nil, fmt.Errorf("shard: slot %d is outside 0..%d", s, space.Slots-1)
 		}
-		f.held[s] = true
+		sel.held[s] = true
 	}
 	if !byName {
-		f.selector = space.Selector(slots).String()
+		sel.selector = space.Selector(slots).String()
 	}
-	return f, nil
+	return sel, nil
+}
+
+// over returns a Filter of the selection over inner.
+func (sel *selection) over(inner cache.ListerWatcher) *Filter {
+	return &Filter{selection: sel, inner: cache.ToListerWatcherWithContext(inner),
+		noStream: watchlist.DoesClientNotSupportWatchListSemantics(inner)}
 }
 
 // IsWatchListSemanticsUnSupported passes on what the inner ListerWatcher
