@@ -26,6 +26,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
 	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
+	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/selection"
@@ -45,22 +46,12 @@ func main() {
 // bad command line.
 func run(ctx context.Context, args []string, stderr io.Writer) int {
 	host := manager.NewOptions()
-	rs := replicaset.NewOptions()
-	gc := podgc.NewOptions()
-	sa := serviceaccount.NewOptions()
-	tc := tokencleaner.NewOptions()
-	ca := rootcacertpublisher.NewOptions()
-	ttl := ttlafterfinished.NewOptions()
+	builtins := newBuiltinOptions()
 
 	fs := pflag.NewFlagSet(component, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	host.AddFlags(fs)
-	rs.AddFlags(fs)
-	gc.AddFlags(fs)
-	sa.AddFlags(fs)
-	tc.AddFlags(fs)
-	ca.AddFlags(fs)
-	ttl.AddFlags(fs)
+	builtins.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -92,15 +83,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		WithOptions(host).
 		WithLogger(log).
 		WithFeatureGate(gates).
-		Register(
-			replicaset.Descriptor(rs),
-			replicaset.ReplicationControllerDescriptor(rs),
-			podgc.Descriptor(gc),
-			serviceaccount.Descriptor(sa),
-			tokencleaner.Descriptor(tc),
-			rootcacertpublisher.Descriptor(ca),
-			ttlafterfinished.Descriptor(ttl),
-		).
+		Register(builtins.descriptors()...).
 		Build()
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -115,4 +98,43 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// builtinOptions are the options of every built-in this program hosts.
+type builtinOptions struct {
+	rs  replicaset.Options
+	gc  podgc.Options
+	sa  serviceaccount.Options
+	tc  tokencleaner.Options
+	ca  rootcacertpublisher.Options
+	ttl ttlafterfinished.Options
+}
+
+func newBuiltinOptions() *builtinOptions {
+	return &builtinOptions{
+		rs: replicaset.NewOptions(), gc: podgc.NewOptions(), sa: serviceaccount.NewOptions(),
+		tc: tokencleaner.NewOptions(), ca: rootcacertpublisher.NewOptions(), ttl: ttlafterfinished.NewOptions(),
+	}
+}
+
+func (o *builtinOptions) addFlags(fs *pflag.FlagSet) {
+	o.rs.AddFlags(fs)
+	o.gc.AddFlags(fs)
+	o.sa.AddFlags(fs)
+	o.tc.AddFlags(fs)
+	o.ca.AddFlags(fs)
+	o.ttl.AddFlags(fs)
+}
+
+// descriptors are the built-ins, in the order this program registers them.
+func (o *builtinOptions) descriptors() []descriptor.Descriptor {
+	return []descriptor.Descriptor{
+		replicaset.Descriptor(o.rs),
+		replicaset.ReplicationControllerDescriptor(o.rs),
+		podgc.Descriptor(o.gc),
+		serviceaccount.Descriptor(o.sa),
+		tokencleaner.Descriptor(o.tc),
+		rootcacertpublisher.Descriptor(o.ca),
+		ttlafterfinished.Descriptor(o.ttl),
+	}
 }

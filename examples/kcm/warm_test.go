@@ -27,21 +27,16 @@ import (
 	"github.com/ctrlhost/ctrlhost/serving"
 )
 
-// builtins are every built-in, as this program registers them.
+// builtins are every built-in, as this program registers them, with a
+// root CA given inline.
 func builtins(t *testing.T) []descriptor.Descriptor {
-	rs := replicaset.NewOptions()
-	ca := rootcacertpublisher.NewOptions()
+	o := newBuiltinOptions()
 	pem, _, err := certutil.GenerateSelfSignedCertKey("ca", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca.RootCAFile, ca.RootCA = "", pem
-	return []descriptor.Descriptor{
-		replicaset.Descriptor(rs), replicaset.ReplicationControllerDescriptor(rs),
-		podgc.Descriptor(podgc.NewOptions()), serviceaccount.Descriptor(serviceaccount.NewOptions()),
-		tokencleaner.Descriptor(tokencleaner.NewOptions()), rootcacertpublisher.Descriptor(ca),
-		ttlafterfinished.Descriptor(ttlafterfinished.NewOptions()),
-	}
+	o.ca.RootCAFile, o.ca.RootCA = "", pem
+	return o.descriptors()
 }
 
 // TestBuiltinsTakeOverWarmCaches: under warm standby a new leader's
