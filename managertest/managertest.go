@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,6 +76,14 @@ type Harness struct {
 func New(t testing.TB, component string, ds []descriptor.Descriptor, objects ...runtime.Object) *Harness {
 	t.Helper()
 	client := fake.NewClientset(objects...)
+	tracker := client.Tracker()
+	client.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := tracker.Watch(action.GetResource(), action.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		return true, copying(w), nil
+	})
 	return &Harness{
 		T:        t,
 		Client:   client,
@@ -101,7 +110,10 @@ func (h *Harness) SameAPI(other *Harness) *Harness {
 	cs.AddReactor("*", "*", k8stesting.ObjectReaction(tracker))
 	cs.AddWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
 		w, err := tracker.Watch(action.GetResource(), action.GetNamespace())
-		return true, w, err
+		if err != nil {
+			return true, nil, err
+		}
+		return true, copying(w), nil
 	})
 	h.Client, h.Metadata = cs, NewMetadataClient(cs)
 	return h
@@ -243,4 +255,52 @@ func (h *Harness) timeout() time.Duration {
 		return DefaultTimeout
 	}
 	return h.Timeout
+}
+
+// copying passes on w's events with objects of their own, as a real API
+// server's watchers each decode their own: the fake tracker sends the
+// object it stores, which an informer's transform (informers.
+// StripManagedFields) would otherwise modify under a concurrent Get.
+func copying(w watch.Interface) watch.Interface {
+	c := &copyingWatch{in: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	go c.loop()
+	return c
+}
+
+type copyingWatch struct {
+	in   watch.Interface
+	out  chan watch.Event
+	stop chan struct{}
+	once sync.Once
+}
+
+func (c *copyingWatch) ResultChan() <-chan watch.Event { return c.out }
+
+func (c *copyingWatch) Stop() {
+	c.once.Do(func() {
+		close(c.stop)
+		c.in.Stop()
+	})
+}
+
+func (c *copyingWatch) loop() {
+	defer close(c.out)
+	for {
+		select {
+		case <-c.stop:
+			return
+		case e, ok := <-c.in.ResultChan():
+			if !ok {
+				return
+			}
+			if e.Object != nil {
+				e.Object = e.Object.DeepCopyObject()
+			}
+			select {
+			case c.out <- e:
+			case <-c.stop:
+				return
+			}
+		}
+	}
 }
