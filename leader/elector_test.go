@@ -334,7 +334,7 @@ func TestLeaseRenewedWhileTermStops(t *testing.T) {
 	if err := ra.wait(t); err != nil {
 		t.Fatalf("a: Run returned %v", err)
 	}
-	eventually(t, "b leads", b.IsLeader)
+	eventually(t, "b's term starts", func() bool { return len(rec.snapshot()) == 2 })
 	rb.cancel()
 	if err := rb.wait(t); err != nil {
 		t.Fatalf("b: Run returned %v", err)
@@ -369,7 +369,12 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 		t.Fatalf("holder after a stopped with KeepLeaseOnCancel = %q, want a", h)
 	}
 	lastRenew := lease.Spec.RenewTime.Time
-	eventually(t, "b leads", b.IsLeader)
+	// IsLeader turns true when b holds the lease, a moment before its term
+	// function is called: wait for the term itself.
+	eventually(t, "b's term starts", func() bool { return len(rec.snapshot()) == 2 })
+	if !b.IsLeader() {
+		t.Errorf("b's term runs but b.IsLeader() is false")
+	}
 	terms := rec.snapshot()
 	if len(terms) != 2 || terms[1].id != "b" {
 		t.Fatalf("terms = %+v, want a then b", terms)
@@ -410,7 +415,7 @@ func TestHandoffWithoutWatch(t *testing.T) {
 	if err := ra.wait(t); err != nil {
 		t.Fatalf("a: Run returned %v", err)
 	}
-	eventually(t, "b leads", b.IsLeader)
+	eventually(t, "b's term starts", func() bool { return len(rec.snapshot()) == 2 })
 	terms := rec.snapshot()
 	t.Logf("handoff latency without watch: %v (RetryPeriod %v)", terms[1].start.Sub(terms[0].end), b.cfg.RetryPeriod)
 	rb.cancel()
