@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
+
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Descriptor describes one controller. Build it with New and the With…
@@ -20,6 +22,8 @@ type Descriptor struct {
 	disabledByDefault bool
 	startFirst        bool
 	noLeaderElection  bool
+	sharded           bool
+	keying            shard.Keying
 	informers         []schema.GroupVersionResource
 	indexers          map[schema.GroupVersionResource]cache.Indexers
 	validators        []func() error
@@ -113,6 +117,24 @@ func (d Descriptor) WithoutLeaderElection() Descriptor {
 	return d
 }
 
+// Sharded returns a copy whose work may be shared among replicas: when the
+// host shards (manager.Options.Sharding), every replica runs it at once,
+// each over informers that hold only the slots of the key space it owns,
+// with keys cut by keying (shard.ByNamespace: a namespace's objects land in
+// one slot, so a ReplicaSet sees its pods; shard.ByUID: objects spread one
+// by one). A host that does not shard runs it as any leader-elected
+// controller.
+//
+// The controller must work each object from what its slot's informers hold
+// and never need objects of other slots: its informers of resources the
+// shard package does not filter (shard.Filtered), and its metadata
+// informers, hold every slot's objects. A sharded controller runs under
+// leader election and is neither StartFirst nor WithoutLeaderElection.
+func (d Descriptor) Sharded(keying shard.Keying) Descriptor {
+	d.sharded, d.keying = true, keying
+	return d
+}
+
 // WithValidator returns a copy whose options are checked by v when the
 // registry is validated (manager.Builder.Build), so that a bad flag value of
 // a built-in controller is reported with every other problem, before
@@ -152,6 +174,10 @@ func (d Descriptor) IsDisabledByDefault() bool { return d.disabledByDefault }
 
 // IsStartFirst reports whether the controller starts before all others.
 func (d Descriptor) IsStartFirst() bool { return d.startFirst }
+
+// IsSharded reports whether the controller's work may be shared among
+// replicas (Sharded), and how its keys are cut.
+func (d Descriptor) IsSharded() (keying shard.Keying, ok bool) { return d.keying, d.sharded }
 
 // NeedsLeaderElection reports whether the controller runs only on the leader.
 func (d Descriptor) NeedsLeaderElection() bool { return !d.noLeaderElection }

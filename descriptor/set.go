@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Set is a validated registry of descriptors: canonical names and aliases are
@@ -45,6 +47,17 @@ func NewSet(ds ...Descriptor) (*Set, error) {
 				errs = append(errs, fmt.Errorf("%s: nil validator in WithValidator", label))
 			} else if err := v(); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", label, err))
+			}
+		}
+		if d.sharded {
+			switch {
+			case d.noLeaderElection:
+				errs = append(errs, fmt.Errorf("%s: Sharded and WithoutLeaderElection exclude each other: a sharded controller runs under its slots' Leases; drop one", label))
+			case d.startFirst:
+				errs = append(errs, fmt.Errorf("%s: Sharded and StartFirst exclude each other: a sharded controller starts in its slots' terms, not before the main term's controllers; drop one", label))
+			}
+			if err := (shard.Space{Slots: 1, Keying: d.keying}).Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: Sharded: %w", label, err))
 			}
 		}
 		seen := map[string]bool{}

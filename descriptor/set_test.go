@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 func TestNewSet(t *testing.T) {
@@ -30,6 +31,28 @@ func TestNewSet(t *testing.T) {
 		},
 		{
 			name: "no descriptors",
+		},
+		{
+			name: "sharded",
+			ds: []descriptor.Descriptor{
+				descriptor.New("by-ns", noop).Sharded(shard.ByNamespace),
+				descriptor.New("by-uid", noop).Sharded(shard.ByUID),
+			},
+		},
+		{
+			name: "sharded without leader election",
+			ds:   []descriptor.Descriptor{descriptor.New("a", noop).Sharded(shard.ByNamespace).WithoutLeaderElection()},
+			want: []string{`descriptor "a": Sharded and WithoutLeaderElection exclude each other`},
+		},
+		{
+			name: "sharded and start first",
+			ds:   []descriptor.Descriptor{descriptor.New("a", noop).StartFirst().Sharded(shard.ByUID)},
+			want: []string{`descriptor "a": Sharded and StartFirst exclude each other`},
+		},
+		{
+			name: "sharded with an unknown keying",
+			ds:   []descriptor.Descriptor{descriptor.New("a", noop).Sharded(shard.Keying(7))},
+			want: []string{`descriptor "a": Sharded: shard keying 7 is unknown`},
 		},
 		{
 			name: "empty name",

@@ -3,19 +3,22 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/go-logr/logr"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/metrics"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // lockPlan says which lock runs which selected controllers.
 type lockPlan struct {
-	unelected []*state  // WithoutLeaderElection: one term for all of Run
-	main      lockGroup // the main lock; elector nil without leader election
-	migration lockGroup // elector nil unless this replica seeks the migration lock
+	unelected []*state    // WithoutLeaderElection: one term for all of Run
+	main      lockGroup   // the main lock; elector nil without leader election
+	migration lockGroup   // elector nil unless this replica seeks the migration lock
+	shards    []shardPlan // sharded controllers, by shard group (Options.Sharding)
 }
 
 // lockGroup is one lock and the controllers its terms run.
@@ -54,9 +57,21 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 		}
 	}
 	var selected []*state
+	sharded := map[shard.Keying][]*state{}
 	for _, s := range m.selected {
 		d := s.desc
+		keying, isSharded := d.IsSharded()
+		isSharded = isSharded && m.opts.LeaderElect && m.opts.Sharding.Enabled
+		if isSharded && migration != nil {
+			if migration.Assign(m.component, d.Name(), d.Aliases()...) != leader.NonMigrated {
+				errs = append(errs, fmt.Errorf("controller %q: sharded (--enable-sharding) and named in the leader migration configuration; "+
+					"its slots cannot move under the migration lock: remove it from the file or run without --enable-sharding", d.Name()))
+				continue
+			}
+		}
 		switch {
+		case isSharded:
+			sharded[keying] = append(sharded[keying], s)
 		case !d.NeedsLeaderElection() || !m.opts.LeaderElect:
 			if d.NeedsLeaderElection() {
 				p.main.states = append(p.main.states, s)
@@ -81,6 +96,7 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 		selected = append(selected, s)
 	}
 	m.selected = selected
+	errs = append(errs, m.planShards(cfg, sharded)...)
 	if migration == nil {
 		return errs
 	}

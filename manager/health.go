@@ -18,6 +18,10 @@ const (
 	CheckInformerSync    = "informer-sync"
 	CheckLeaderElection  = "leader-election"
 	CheckLeaderMigration = "leader-migration"
+	// CheckSharding is the readiness check of sharding: it passes while
+	// this replica is a working member of every shard group, and lists
+	// the slots it holds in /readyz?verbose.
+	CheckSharding = "sharding"
 )
 
 var allEndpoints = []healthz.Endpoint{healthz.EndpointHealthz, healthz.EndpointLivez, healthz.EndpointReadyz}
@@ -37,6 +41,9 @@ func (m *Manager) healthChecks() *healthz.Registry {
 		}
 		reg.Add(healthz.Check{Name: lock.name, Checker: lock.e.Watchdog}, healthz.EndpointHealthz, healthz.EndpointLivez)
 		reg.Add(healthz.Check{Name: lock.name, Checker: roleCheck(lock.e)}, healthz.EndpointReadyz)
+	}
+	if len(m.locks.shards) > 0 {
+		reg.Add(healthz.Check{Name: CheckSharding, Checker: m.shardingCheck}, healthz.EndpointReadyz)
 	}
 	for _, s := range m.order {
 		st, _ := s.snapshot()
@@ -88,6 +95,9 @@ func roleCheck(e *leader.Elector) healthz.Checker {
 
 func (m *Manager) controllerCheckOnce(s *state, readiness bool) healthz.Checker {
 	return func(req *http.Request) error {
+		if s.group != nil {
+			return m.shardedCheck(s, readiness, req)
+		}
 		st, c := s.snapshot()
 		switch st.Phase {
 		case PhaseFailed:

@@ -151,6 +151,9 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 			return m.runTerm(ctx, termSpec{name: "unelected", states: m.locks.unelected})
 		})
 	}
+	for _, p := range m.locks.shards {
+		g.Go(ctx, func(ctx context.Context) error { return m.runShards(ctx, p) })
+	}
 	main := termSpec{name: "main", states: m.locks.main.states}
 	if m.locks.migration.elector != nil {
 		main.alongside = m.migrationCampaign

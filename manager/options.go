@@ -11,6 +11,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/serving"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Options configures a Manager. The zero value is usable: every zero field
@@ -132,6 +133,14 @@ type Options struct {
 	// as KCM ignores it.
 	LeaderMigrationConfig string
 
+	// Sharding (--enable-sharding, --shard-slots) shares the work of
+	// sharded controllers (descriptor.Sharded) among every replica, each
+	// working the slots of the key space it holds a slot Lease for, with
+	// informers that hold only those slots' objects. Off by default: they
+	// then run on the leader like any other controller. Needs LeaderElect
+	// (ignored, with a warning, without it). See package shard.
+	Sharding shard.Options
+
 	// FeatureGates (--feature-gates) are set on the Builder's feature gate
 	// by Build: the gate descriptors' required gates are checked against,
 	// and that controllers read through descriptor.Context.FeatureGate
@@ -193,6 +202,7 @@ func (o Options) WithDefaults() Options {
 	if o.LostLeasePolicy == "" {
 		o.LostLeasePolicy = leader.Exit
 	}
+	o.Sharding = o.Sharding.WithDefaults()
 	return o
 }
 
@@ -202,6 +212,9 @@ func (o Options) warnings() []string {
 	var out []string
 	if o.EnableLeaderMigration && !o.LeaderElect {
 		out = append(out, "--enable-leader-migration is ignored: leader migration only works with --leader-elect=true")
+	}
+	if o.Sharding.Enabled && !o.LeaderElect {
+		out = append(out, "--enable-sharding is ignored: sharding needs --leader-elect=true; sharded controllers run like any other")
 	}
 	if o.LeaderMigrationConfig != "" && !o.EnableLeaderMigration {
 		out = append(out, fmt.Sprintf("--leader-migration-config %q is ignored (not read): --enable-leader-migration is not set", o.LeaderMigrationConfig))
@@ -226,6 +239,9 @@ func (o Options) validate() []error {
 		errs = append(errs, fmt.Errorf("--kube-api-burst: must not be negative, got %d", o.KubeAPIBurst))
 	}
 	errs = append(errs, o.Serving.Validate()...)
+	if err := o.Sharding.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.LostLeasePolicy != leader.Exit && o.LostLeasePolicy != leader.Recampaign {
 		errs = append(errs, fmt.Errorf("--leader-elect-lost-lease-policy: %q is not a policy; use %q or %q", o.LostLeasePolicy, leader.Exit, leader.Recampaign))
 	}
@@ -314,6 +330,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Path to the config file for controller leader migration, or empty to use the value that reflects default "+
 		"configuration of the controller manager. The config file should be of type LeaderMigrationConfiguration, group "+
 		"controllermanager.config.k8s.io, version v1alpha1, v1beta1 or v1.")
+	o.Sharding.AddFlags(fs)
 }
 
 // policyValue parses --leader-elect-lost-lease-policy.

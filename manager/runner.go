@@ -46,7 +46,7 @@ func (r *runner) start(s *state, c descriptor.Controller) {
 		s.set(PhaseRunning, nil)
 		r.metrics.Started(name)
 		err, panicked := r.run(name, c)
-		r.metrics.Running(name, false)
+		r.metrics.Stopped(name)
 		if panicked {
 			r.metrics.Panicked(name)
 		}

@@ -1,11 +1,14 @@
 package manager
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Phase is where a controller is in its life.
@@ -46,8 +49,13 @@ type ControllerStatus struct {
 	Err error
 	// Since is when the controller entered Phase.
 	Since time.Time
-	// Starts counts how many times Run was called (once per term).
+	// Starts counts how many times Run was called (once per term; for a
+	// sharded controller, once per slot term).
 	Starts int
+	// Slots lists, for a sharded controller, the slots whose terms run it
+	// on this replica now, ascending; its Phase is then that of the slot
+	// terms' instances (the first failed one, else the least advanced).
+	Slots []int
 }
 
 // state is the live record of one controller, shared between the term that
@@ -57,10 +65,14 @@ type state struct {
 	// lock is the elector whose terms run this controller; nil when it runs
 	// without leader election.
 	lock *leader.Elector
+	// group is the shard group whose slot terms run this controller (one
+	// instance each, with a state of its own in slots); nil unless sharded.
+	group *shard.Group
 
 	mu     sync.Mutex
 	status ControllerStatus
 	ctrl   descriptor.Controller // set while built in the current term
+	slots  map[int]*state        // sharded: the running slot terms' instances
 }
 
 func newState(d descriptor.Descriptor, p Phase, reason string) *state {
@@ -95,7 +107,69 @@ func (s *state) setController(c descriptor.Controller) {
 func (s *state) snapshot() (ControllerStatus, descriptor.Controller) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.status, s.ctrl
+	if len(s.slots) == 0 {
+		return s.status, s.ctrl
+	}
+	// A sharded controller: its slot terms' instances, summed up. The
+	// controller shown (for its debug handler) is the lowest slot's.
+	st, c := s.status, descriptor.Controller(nil)
+	rank := func(p Phase) int {
+		return slices.Index([]Phase{PhaseFailed, PhaseWaiting, PhaseInitializing, PhaseStarting, PhaseRunning,
+			PhaseNotStarted, PhaseFinished, PhaseStopped}, p)
+	}
+	best := -1
+	for _, slot := range slices.Sorted(maps.Keys(s.slots)) {
+		cs, cc := s.slots[slot].snapshot()
+		st.Slots = append(st.Slots, slot)
+		st.Starts += cs.Starts
+		if c == nil {
+			c = cc
+		}
+		if r := rank(cs.Phase); best < 0 || r < best {
+			best, st.Phase, st.Err, st.Since = r, cs.Phase, cs.Err, cs.Since
+		}
+	}
+	return st, c
+}
+
+// forSlot returns a new state for this sharded controller's instance in
+// slot's term, recorded until dropSlot.
+func (s *state) forSlot(slot int) *state {
+	c := newState(s.desc, PhaseWaiting, "")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slots == nil {
+		s.slots = map[int]*state{}
+	}
+	s.slots[slot] = c
+	return c
+}
+
+// dropSlot forgets slot's instance once its term ended, keeping its starts
+// and, if it failed, its failure.
+func (s *state) dropSlot(slot int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.slots[slot]
+	if !ok {
+		return
+	}
+	delete(s.slots, slot)
+	st, _ := c.snapshot()
+	s.status.Starts += st.Starts
+	switch {
+	case st.Phase == PhaseFailed:
+		s.status.Phase, s.status.Err, s.status.Since = PhaseFailed, st.Err, st.Since
+	case s.status.Phase != PhaseFailed:
+		s.status.Phase, s.status.Since = PhaseWaiting, time.Now()
+	}
+}
+
+// slotStates returns the running slot terms' instances by slot.
+func (s *state) slotStates() map[int]*state {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.slots)
 }
 
 // skip marks a selected controller as skipped, before any term.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/restmapper"
 
@@ -55,6 +56,9 @@ type termSpec struct {
 	// warm, if set, is the informer set the term runs on (warm standby):
 	// already started and usually synced. The term stops it when it ends.
 	warm *informers.Warm
+	// client, if set, is the clientset the term's informers list and
+	// watch through (a slot term's shard.Clientset); else the Manager's.
+	client kubernetes.Interface
 }
 
 // termEnv is what the term hands every InitFunc of one term.
@@ -88,7 +92,11 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	if spec.warm != nil {
 		env.set = spec.warm.Set()
 	} else {
-		env.set = informers.New(m.client, m.metaClient, informers.Options{Resync: m.resyncPeriod()})
+		client := spec.client
+		if client == nil {
+			client = m.client
+		}
+		env.set = informers.New(client, m.metaClient, informers.Options{Resync: m.resyncPeriod()})
 	}
 	if lease != nil {
 		env.gate = lease.Gate()

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -8,11 +10,12 @@ import (
 // each named <namespace>_<name>, where namespace is Namespace(component):
 //
 //	controller_started_total{controller}  counter: times Run was called
-//	controller_running{controller}        gauge: 1 while Run has not returned
+//	controller_running{controller}        gauge: Run calls that have not returned (1 while running; a sharded controller runs once per slot held)
 //	controller_panics_total{controller}   counter: panics recovered in its InitFunc or Run
 //	controller_failures_total{controller} counter: InitFunc or Run errors (and panics, if reported)
 //	controller_health_check{controller}   gauge: 1 last check passed (healthz.Passed: a Note passes), 0 failed
 //	informers_synced{term}                gauge: 1 once the term's informers synced
+//	shard_slot_held{group,slot}           gauge: 1 while this replica works the slot of the sharded group
 //
 // The started, running, panics and failures series of a controller exist at
 // zero from the moment Init names it, so a host calls Init with every
@@ -29,6 +32,7 @@ type Controllers struct {
 	failures *prometheus.CounterVec
 	health   *prometheus.GaugeVec
 	synced   *prometheus.GaugeVec
+	slots    *prometheus.GaugeVec
 }
 
 // NewControllers returns the controller metrics of the named component (the
@@ -49,7 +53,7 @@ func NewControllers(component string) *Controllers {
 		started: counter("controller_started_total",
 			"Number of times a controller was started (its Run called), by controller.", "controller"),
 		running: gauge("controller_running",
-			"Whether a controller is running: 1 while its Run has not returned, else 0.", "controller"),
+			"Number of a controller's Run calls that have not returned: 1 while it runs, 0 when not; a sharded controller runs once per slot held.", "controller"),
 		panics: counter("controller_panics_total",
 			"Number of panics recovered in a controller's InitFunc or Run, by controller.", "controller"),
 		failures: counter("controller_failures_total",
@@ -58,11 +62,13 @@ func NewControllers(component string) *Controllers {
 			"Result of a controller's last health check: 1 passed, 0 failed.", "controller"),
 		synced: gauge("informers_synced",
 			"Whether the informers of a term have synced: 1 synced, 0 not (yet).", "term"),
+		slots: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "shard_slot_held",
+			Help: "Whether this replica works a slot of a sharded group: 1 while its term runs, else 0."}, []string{"group", "slot"}),
 	}
 }
 
 func (c *Controllers) collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.started, c.running, c.panics, c.failures, c.health, c.synced}
+	return []prometheus.Collector{c.started, c.running, c.panics, c.failures, c.health, c.synced, c.slots}
 }
 
 // Register adds the metrics to reg. Registering again in the same registry
@@ -77,22 +83,21 @@ func (c *Controllers) Register(reg prometheus.Registerer) error {
 }
 
 // Started records that the controller's Run is being called: it counts a
-// start and sets the controller running.
+// start and one more Run running.
 func (c *Controllers) Started(controller string) {
 	if c == nil {
 		return
 	}
 	c.started.WithLabelValues(controller).Inc()
-	c.running.WithLabelValues(controller).Set(1)
+	c.running.WithLabelValues(controller).Inc()
 }
 
-// Running sets whether the controller is running; call it with false once
-// Run has returned.
-func (c *Controllers) Running(controller string, running bool) {
+// Stopped records that a Run call Started counted has returned.
+func (c *Controllers) Stopped(controller string) {
 	if c == nil {
 		return
 	}
-	c.running.WithLabelValues(controller).Set(boolValue(running))
+	c.running.WithLabelValues(controller).Dec()
 }
 
 // Panicked counts a recovered panic. It does not count a failure; call
@@ -129,6 +134,14 @@ func (c *Controllers) InformersSynced(term string, synced bool) {
 		return
 	}
 	c.synced.WithLabelValues(term).Set(boolValue(synced))
+}
+
+// SlotHeld records whether this replica works slot of the sharded group.
+func (c *Controllers) SlotHeld(group string, slot int, held bool) {
+	if c == nil {
+		return
+	}
+	c.slots.WithLabelValues(group, strconv.Itoa(slot)).Set(boolValue(held))
 }
 
 // Init creates every series of the named controllers at their zero value

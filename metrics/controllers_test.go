@@ -32,7 +32,7 @@ func TestControllers(t *testing.T) {
 			component: "kube-controller-manager",
 			do: func(c *metrics.Controllers) {
 				c.Started("deployment")
-				c.Running("deployment", false)
+				c.Stopped("deployment")
 				c.Started("deployment")
 			},
 			want: []series{
@@ -41,11 +41,34 @@ func TestControllers(t *testing.T) {
 			},
 		},
 		{
+			name:      "two runs at once (a sharded controller's slots)",
+			component: "ns",
+			do: func(c *metrics.Controllers) {
+				c.Started("a")
+				c.Started("a")
+				c.Stopped("a")
+			},
+			want: []series{{"ns_controller_running", ctl("a"), dto.MetricType_GAUGE, 1}},
+		},
+		{
+			name:      "slots held",
+			component: "ns",
+			do: func(c *metrics.Controllers) {
+				c.SlotHeld("ns-shard", 3, true)
+				c.SlotHeld("ns-shard", 4, true)
+				c.SlotHeld("ns-shard", 4, false)
+			},
+			want: []series{
+				{"ns_shard_slot_held", map[string]string{"group": "ns-shard", "slot": "3"}, dto.MetricType_GAUGE, 1},
+				{"ns_shard_slot_held", map[string]string{"group": "ns-shard", "slot": "4"}, dto.MetricType_GAUGE, 0},
+			},
+		},
+		{
 			name:      "stopped",
 			component: "ns",
 			do: func(c *metrics.Controllers) {
 				c.Started("a")
-				c.Running("a", false)
+				c.Stopped("a")
 			},
 			want: []series{{"ns_controller_running", ctl("a"), dto.MetricType_GAUGE, 0}},
 		},
@@ -134,11 +157,12 @@ func TestControllers(t *testing.T) {
 func TestControllersNil(t *testing.T) {
 	var c *metrics.Controllers
 	c.Started("a")
-	c.Running("a", true)
+	c.Stopped("a")
 	c.Panicked("a")
 	c.Failed("a")
 	c.HealthCheck("a", true)
 	c.InformersSynced("main", true)
+	c.SlotHeld("g", 1, true)
 	c.Init("a")
 	if err := c.Register(prometheus.NewRegistry()); err != nil {
 		t.Errorf("nil Register: %v", err)

@@ -23,7 +23,7 @@ func Example() {
 	}
 
 	controllers.Started("deployment")
-	defer controllers.Running("deployment", false)
+	defer controllers.Stopped("deployment")
 
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics.Handler(reg))

@@ -18,8 +18,8 @@ import (
 
 // GroupConfig configures one replica's part in a sharded group.
 type GroupConfig struct {
-	// Name names the group's Leases: "<Name>-member-<hash of identity>"
-	// for each member, "<Name>-slot-<i>" for each slot.
+	// Name names the group's Leases: "<Name>-member-s<Slots>-<hash of
+	// identity>" for each member, "<Name>-slot-<i>" for each slot.
 	Name string
 	// Space is the key space; every member must use the same.
 	Space Space
@@ -45,9 +45,11 @@ type Group struct {
 	cfg    GroupConfig
 	client kubernetes.Interface
 	log    logr.Logger
+	member *leader.Elector
 
-	mu   sync.Mutex
-	held map[int]bool
+	mu       sync.Mutex
+	held     map[int]bool
+	mismatch string // why this replica works no slot, when members disagree on the Space
 }
 
 // NewGroup checks cfg and returns a Group. It starts nothing.
@@ -57,23 +59,55 @@ func NewGroup(cfg GroupConfig, client kubernetes.Interface, log logr.Logger) (*G
 		errs = append(errs, err)
 	}
 	cfg.Lease = cfg.Lease.WithDefaults(cfg.Name)
-	cfg.Lease.Name = memberLease(cfg.Name, cfg.Lease.Identity)
+	cfg.Lease.Name = memberLease(cfg.Name, cfg.Space.Slots, cfg.Lease.Identity)
 	if err := cfg.Lease.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("shard group %q: %w", cfg.Name, err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Group{cfg: cfg, client: client, log: log, held: map[int]bool{}}, nil
+	g := &Group{cfg: cfg, client: client, log: log, held: map[int]bool{}}
+	member, err := leader.NewElector(g.cfg.Lease, g.client, leader.Recampaign, g.log.WithName("member"))
+	if err != nil {
+		return nil, err
+	}
+	g.member = member
+	return g, nil
 }
 
-func memberLease(group, identity string) string {
+// memberPrefix starts the member Lease names of the members that cut the
+// key space into slots: members that disagree on it see each other.
+func memberPrefix(group string, slots int) string { return fmt.Sprintf("%s-member-s%d-", group, slots) }
+
+func memberLease(group string, slots int, identity string) string {
 	h := fnv.New64a()
 	h.Write([]byte(identity))
-	return fmt.Sprintf("%s-member-%016x", group, h.Sum64())
+	return fmt.Sprintf("%s%016x", memberPrefix(group, slots), h.Sum64())
 }
 
 func slotLease(group string, slot int) string { return fmt.Sprintf("%s-slot-%d", group, slot) }
+
+// Name returns the group's name (GroupConfig.Name).
+func (g *Group) Name() string { return g.cfg.Name }
+
+// Space returns the group's key space.
+func (g *Group) Space() Space { return g.cfg.Space }
+
+// Ready reports whether this replica is a working member: it holds its
+// member Lease and no live member cuts the key space differently. Its
+// Note (healthz) lists the slots held.
+func (g *Group) Ready() error {
+	g.mu.Lock()
+	mismatch := g.mismatch
+	g.mu.Unlock()
+	switch {
+	case mismatch != "":
+		return errors.New(mismatch)
+	case !g.member.IsLeader():
+		return fmt.Errorf("not (yet) a member of shard group %q: its member Lease is not held", g.cfg.Name)
+	}
+	return nil
+}
 
 // Held returns the slots whose terms run now.
 func (g *Group) Held() []int {
@@ -100,11 +134,7 @@ func (g *Group) setHeld(slot int, on bool) {
 // Leases, and releases the member Lease last. A lost member Lease stops
 // every slot, and the replica stands again.
 func (g *Group) Run(ctx context.Context, work SlotFunc) error {
-	member, err := leader.NewElector(g.cfg.Lease, g.client, leader.Recampaign, g.log.WithName("member"))
-	if err != nil {
-		return err
-	}
-	return member.Run(ctx, func(mctx context.Context) error { return g.serve(mctx, work) })
+	return g.member.Run(ctx, func(mctx context.Context) error { return g.serve(mctx, work) })
 }
 
 type slotRun struct {
@@ -154,11 +184,19 @@ func (g *Group) serve(ctx context.Context, work SlotFunc) error {
 		if !ms.synced() {
 			continue
 		}
-		live, next := ms.holders(g.cfg.Name + "-member-")
+		live, next := ms.holders(memberPrefix(g.cfg.Name, g.cfg.Space.Slots))
 		if !slices.Contains(live, me) {
 			live = append(live, me) // this term holds our member Lease
 		}
 		want := Owned(Assign(live, g.cfg.Space.Slots), me)
+		if others := g.otherSpaces(ms); others != "" {
+			// Slot i means other keys to them: work nothing until the
+			// members agree (they do the same on seeing this one).
+			want = nil
+			g.setMismatch(others)
+		} else {
+			g.setMismatch("")
+		}
 		for slot, r := range runs {
 			if !slices.Contains(want, slot) {
 				r.cancel() // the term stops, then the Lease is released
@@ -178,6 +216,34 @@ func (g *Group) serve(ctx context.Context, work SlotFunc) error {
 		if !next.IsZero() {
 			timer = g.cfg.Lease.Clock.After(next.Sub(g.cfg.Lease.Clock.Now()) + 10*time.Millisecond)
 		}
+	}
+}
+
+// otherSpaces describes the live members that cut the key space into
+// another number of slots ("" when there are none).
+func (g *Group) otherSpaces(ms *leases) string {
+	all, _ := ms.holders(g.cfg.Name + "-member-")
+	mine, _ := ms.holders(memberPrefix(g.cfg.Name, g.cfg.Space.Slots))
+	var others []string
+	for _, h := range all {
+		if !slices.Contains(mine, h) {
+			others = append(others, h)
+		}
+	}
+	if len(others) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("shard group %q: members %v cut the key space into another number of slots than this replica's %d; "+
+		"working no slot until every member runs with the same --shard-slots", g.cfg.Name, others, g.cfg.Space.Slots)
+}
+
+func (g *Group) setMismatch(why string) {
+	g.mu.Lock()
+	changed := g.mismatch != why
+	g.mismatch = why
+	g.mu.Unlock()
+	if changed && why != "" {
+		g.log.Error(errors.New(why), "Members disagree on the key space")
 	}
 }
 

@@ -102,10 +102,14 @@ func (h *groupHarness) partitionable(cut *atomic.Bool) *fake.Clientset {
 }
 
 func (h *groupHarness) startWith(id string, crashy bool, client *fake.Clientset) *running {
+	return h.startSlots(id, crashy, client, 6)
+}
+
+func (h *groupHarness) startSlots(id string, crashy bool, client *fake.Clientset, slots int) *running {
 	t := h.t
 	g, err := NewGroup(GroupConfig{
 		Name:  "test-group",
-		Space: Space{Slots: 6},
+		Space: Space{Slots: slots},
 		Lease: leader.Config{Identity: id, LeaseDuration: 2 * time.Second, RenewDeadline: 1400 * time.Millisecond,
 			RetryPeriod: 300 * time.Millisecond, KeepLeaseOnCancel: crashy},
 	}, client, logr.Discard())
@@ -215,5 +219,40 @@ func TestGroupPartitionedMemberStopsItsSlots(t *testing.T) {
 	h.waitFor("healed", map[string]int{"p": 3, "q": 3})
 	h.stop(p)
 	h.stop(q)
+	h.checkNoOverlap()
+}
+
+// TestGroupMembersThatDisagreeOnTheSpaceWorkNothing: slot 1 of four slots
+// holds other keys than slot 1 of six, so members that cut the space
+// differently must not share it: both stop working (and say why in Ready)
+// until the odd one leaves.
+func TestGroupMembersThatDisagreeOnTheSpaceWorkNothing(t *testing.T) {
+	h := newGroupHarness(t)
+	a := h.start("a", false)
+	h.waitFor("a alone", map[string]int{"a": 6})
+	b := h.startSlots("b", false, h.client, 4)
+	h.waitFor("b joined with four slots", map[string]int{})
+	eventuallyErr := func(g *Group, want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := g.Ready()
+			if err != nil && strings.Contains(err.Error(), want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Ready() = %v, want an error containing %q", err, want)
+			}
+			<-time.After(20 * time.Millisecond)
+		}
+	}
+	eventuallyErr(a.g, "members [b] cut the key space into another number of slots than this replica's 6")
+	eventuallyErr(b.g, "members [a] cut the key space into another number of slots than this replica's 4")
+	h.stop(b)
+	h.waitFor("b left", map[string]int{"a": 6})
+	if err := a.g.Ready(); err != nil {
+		t.Errorf("a.Ready() after b left = %v, want nil", err)
+	}
+	h.stop(a)
 	h.checkNoOverlap()
 }

@@ -56,8 +56,8 @@ type Space struct {
 
 // Validate reports a Space that cannot be used, naming the flag.
 func (s Space) Validate() error {
-	if s.Slots < 1 || s.Slots > MaxSlots {
-		return fmt.Errorf("--shard-slots: %d is out of range; use 1 to %d (default %d)", s.Slots, MaxSlots, DefaultSlots)
+	if err := (Options{Slots: s.Slots}).Validate(); err != nil {
+		return err
 	}
 	if s.Keying != ByNamespace && s.Keying != ByUID {
 		return fmt.Errorf("shard keying %d is unknown; use ByNamespace or ByUID", s.Keying)

@@ -1,0 +1,140 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/ctrlhost/ctrlhost/healthz"
+	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/shard"
+)
+
+// shardPlan is one shard group and the sharded controllers every slot
+// term of it runs.
+type shardPlan struct {
+	group  *shard.Group
+	states []*state
+}
+
+// shardGroupName names the shard group of keying under the main Lease's
+// name: its Leases are "<name>-member-…" and "<name>-slot-<i>".
+func shardGroupName(lease string, k shard.Keying) string {
+	if k == shard.ByUID {
+		return lease + "-shard-uid"
+	}
+	return lease + "-shard"
+}
+
+// planShards makes one shard group per keying of the sharded controllers
+// in bySpace (keyed by keying), each with the main lock's Lease settings.
+func (m *Manager) planShards(cfg leader.Config, byKeying map[shard.Keying][]*state) []error {
+	var errs []error
+	for _, k := range []shard.Keying{shard.ByNamespace, shard.ByUID} {
+		states := byKeying[k]
+		if len(states) == 0 {
+			continue
+		}
+		name := shardGroupName(cfg.Name, k)
+		g, err := shard.NewGroup(shard.GroupConfig{Name: name, Space: shard.Space{Slots: m.opts.Sharding.Slots, Keying: k}, Lease: cfg},
+			m.client, m.log.WithName("shard").WithValues("group", name))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, s := range states {
+			s.group = g
+		}
+		m.locks.shards = append(m.locks.shards, shardPlan{group: g, states: states})
+	}
+	return errs
+}
+
+// runShards is this replica's membership in p's group: every slot it
+// holds is a term of p's controllers over informers that hold only the
+// slot's objects. A slot term that fails (a controller failed, or did not
+// stop in time) ends Run, as the main term does.
+func (m *Manager) runShards(ctx context.Context, p shardPlan) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var failed []error
+	name, space := p.group.Name(), p.group.Space()
+	err := p.group.Run(ctx, func(sctx context.Context, slot int) error {
+		client, err := shard.NewClientset(m.client, space, []int{slot})
+		if err != nil {
+			return err // a bad slot number: a bug, and the term would be empty
+		}
+		states := make([]*state, len(p.states))
+		for i, s := range p.states {
+			states[i] = s.forSlot(slot)
+		}
+		m.metrics.SlotHeld(name, slot, true)
+		defer func() {
+			m.metrics.SlotHeld(name, slot, false)
+			for _, s := range p.states {
+				s.dropSlot(slot)
+			}
+		}()
+		err = m.runTerm(sctx, termSpec{name: fmt.Sprintf("%s-slot-%d", name, slot), states: states, client: client})
+		if err != nil {
+			mu.Lock()
+			failed = append(failed, fmt.Errorf("shard group %q, slot %d: %w", name, slot, err))
+			mu.Unlock()
+			cancel()
+		}
+		return err
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	return errors.Join(append(failed, err)...)
+}
+
+// shardingCheck is CheckSharding's checker.
+func (m *Manager) shardingCheck(*http.Request) error {
+	var errs []error
+	var notes []string
+	for _, p := range m.locks.shards {
+		if err := p.group.Ready(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("group %s: slots %v of %d", p.group.Name(), p.group.Held(), p.group.Space().Slots))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return healthz.Note(fmt.Sprint(notes))
+}
+
+// shardedCheck is a sharded controller's check: every slot term's
+// instance of it must pass. A replica that works no slot passes (for
+// readiness: once it is a working member of the group).
+func (m *Manager) shardedCheck(s *state, readiness bool, req *http.Request) error {
+	slots := s.slotStates()
+	if len(slots) == 0 {
+		if readiness {
+			if err := s.group.Ready(); err != nil {
+				return err
+			}
+			return healthz.Note("works no slot on this replica")
+		}
+		return nil
+	}
+	var errs []error
+	held := make([]int, 0, len(slots))
+	for _, slot := range slices.Sorted(maps.Keys(slots)) {
+		held = append(held, slot)
+		if err := m.controllerCheckOnce(slots[slot], readiness)(req); !healthz.Passed(err) {
+			errs = append(errs, fmt.Errorf("slot %d: %w", slot, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return healthz.Note(fmt.Sprintf("slots %v", held))
+}
