@@ -115,3 +115,42 @@ func TestRootClientBuilderKeepsHostCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotTermsShareAControllersRateLimiter: the clients one controller
+// gets in different slot terms share one rate limiter (its budget per
+// replica), apart from its root client's and other controllers'; outside
+// shard groups every client limits itself, as in KCM.
+func TestSlotTermsShareAControllersRateLimiter(t *testing.T) {
+	m, err := NewBuilder("my-manager").WithRESTConfig(&rest.Config{Host: "https://127.0.0.1:1"}).
+		WithOptions(Options{KubeAPIQPS: 7, KubeAPIBurst: 9}).WithLogger(logr.Discard()).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	limiters := newLimiterSet()
+	config := func(b clientBuilder, name string) *rest.Config {
+		t.Helper()
+		cfg, err := b.Config(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	slot1 := config(clientBuilder{m: m, limiters: limiters}, "a-controller")
+	slot2 := config(clientBuilder{m: m, limiters: limiters}, "a-controller")
+	root := config(clientBuilder{m: m, limiters: limiters, root: true}, "a-controller")
+	other := config(clientBuilder{m: m, limiters: limiters}, "b-controller")
+	switch {
+	case slot1.RateLimiter == nil:
+		t.Fatal("a slot term's client has no shared rate limiter")
+	case slot1.RateLimiter != slot2.RateLimiter:
+		t.Error("two slot terms' clients of one controller have rate limiters of their own")
+	case root.RateLimiter == slot1.RateLimiter, other.RateLimiter == slot1.RateLimiter:
+		t.Error("a root client or another controller shares the controller's rate limiter")
+	}
+	if qps := slot1.RateLimiter.QPS(); qps != 7 {
+		t.Errorf("shared limiter QPS %v, want --kube-api-qps 7", qps)
+	}
+	if plain := config(clientBuilder{m: m}, "a-controller"); plain.RateLimiter != nil {
+		t.Error("a client outside shard groups got a shared rate limiter")
+	}
+}

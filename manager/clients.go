@@ -3,10 +3,12 @@ package manager
 import (
 	"fmt"
 	"net/http"
+	"sync"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/ctrlhost/ctrlhost/fence"
 )
@@ -15,9 +17,43 @@ import (
 // per-controller user agents over the manager's REST config, fenced by the
 // term's gate, or the injected clients as they are (not fenced).
 type clientBuilder struct {
-	m    *Manager
-	gate *fence.Gate // nil: not fenced
-	root bool        // the host's credentials, never a ServiceAccount's
+	m        *Manager
+	gate     *fence.Gate // nil: not fenced
+	root     bool        // the host's credentials, never a ServiceAccount's
+	limiters *limiterSet // nil: each client limits its own requests
+}
+
+// limiterSet hands the clients one controller gets in every slot term of
+// a shard group the same rate limiter, so that its budget on a replica
+// (--kube-api-qps, --kube-api-burst, ClientBudgets) is the same however
+// many slots the replica works: replicas add budget, slots do not.
+type limiterSet struct {
+	mu     sync.Mutex
+	byName map[limiterKey]flowcontrol.RateLimiter
+}
+
+type limiterKey struct {
+	name string
+	root bool
+}
+
+func newLimiterSet() *limiterSet { return &limiterSet{byName: map[limiterKey]flowcontrol.RateLimiter{}} }
+
+// apply sets cfg's rate limiter to name's (root: its root client's), made
+// from cfg's QPS and burst the first time.
+func (l *limiterSet) apply(name string, root bool, cfg *rest.Config) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := limiterKey{name, root}
+	rl, ok := l.byName[k]
+	if !ok {
+		rl = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+		l.byName[k] = rl
+	}
+	cfg.RateLimiter = rl
 }
 
 func (c clientBuilder) Config(name string) (*rest.Config, error) {
@@ -25,6 +61,7 @@ func (c clientBuilder) Config(name string) (*rest.Config, error) {
 		return nil, fmt.Errorf("controller %q: no REST config: the manager was built WithClient", name)
 	}
 	cfg := c.m.controllerConfig(name, c.root)
+	c.limiters.apply(name, c.root, cfg)
 	if c.gate != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fence.RoundTripper(c.gate, name, rt) })
 	}

@@ -64,6 +64,7 @@ func (m *Manager) runShards(ctx context.Context, p shardPlan) error {
 	var mu sync.Mutex
 	var failed []error
 	name, space := p.group.Name(), p.group.Space()
+	limiters := newLimiterSet()
 	err := p.group.Run(ctx, func(sctx context.Context, slot int) error {
 		client, err := shard.NewClientset(m.client, space, []int{slot})
 		if err != nil {
@@ -80,7 +81,7 @@ func (m *Manager) runShards(ctx context.Context, p shardPlan) error {
 				s.dropSlot(slot)
 			}
 		}()
-		err = m.runTerm(sctx, termSpec{name: fmt.Sprintf("%s-slot-%d", name, slot), states: states, client: client})
+		err = m.runTerm(sctx, termSpec{name: fmt.Sprintf("%s-slot-%d", name, slot), states: states, client: client, limiters: limiters})
 		if err != nil {
 			mu.Lock()
 			failed = append(failed, fmt.Errorf("shard group %q, slot %d: %w", name, slot, err))

@@ -59,14 +59,18 @@ type termSpec struct {
 	// client, if set, is the clientset the term's informers list and
 	// watch through (a slot term's shard.Clientset); else the Manager's.
 	client kubernetes.Interface
+	// limiters, if set, gives the controllers' clients rate limiters
+	// shared with the other slot terms of the shard group.
+	limiters *limiterSet
 }
 
 // termEnv is what the term hands every InitFunc of one term.
 type termEnv struct {
-	set     *informers.Set
-	mapper  meta.ResettableRESTMapper
-	gate    *fence.Gate   // nil: writes are not fenced
-	started chan struct{} // InformersStarted
+	set      *informers.Set
+	mapper   meta.ResettableRESTMapper
+	gate     *fence.Gate   // nil: writes are not fenced
+	started  chan struct{} // InformersStarted
+	limiters *limiterSet   // nil: each client limits its own requests
 }
 
 // runTerm builds and runs spec's controllers until ctx is done or one of
@@ -86,8 +90,9 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	lease := leader.TermFrom(ctx) // nil without leader election
 
 	env := termEnv{
-		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.client.Discovery())),
-		started: make(chan struct{}),
+		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.client.Discovery())),
+		started:  make(chan struct{}),
+		limiters: spec.limiters,
 	}
 	if spec.warm != nil {
 		env.set = spec.warm.Set()
@@ -221,8 +226,8 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 	s.set(PhaseInitializing, nil)
 	cc := descriptor.Context{
 		Name:                            name,
-		ClientBuilder:                   clientBuilder{m: m, gate: env.gate},
-		RootClientBuilder:               clientBuilder{m: m, gate: env.gate, root: true},
+		ClientBuilder:                   clientBuilder{m: m, gate: env.gate, limiters: env.limiters},
+		RootClientBuilder:               clientBuilder{m: m, gate: env.gate, root: true, limiters: env.limiters},
 		InformerFactory:                 env.set.Typed(),
 		NamespacedInformerFactory:       env.set.TypedFor,
 		MetadataInformerFactory:         env.set.Metadata(),

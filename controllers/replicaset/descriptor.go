@@ -12,6 +12,7 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Names, as kube-controller-manager has them.
@@ -44,7 +45,10 @@ func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
 }
 
 // Descriptor returns the ReplicaSet controller (replicaset-controller, alias
-// replicaset) with o.ConcurrentReplicaSetSyncs workers.
+// replicaset) with o.ConcurrentReplicaSetSyncs workers. It is sharded by
+// namespace (a ReplicaSet and its pods share one): under
+// --enable-sharding every replica works its slots, each slot with that many
+// workers and the controller's one client budget per replica.
 func Descriptor(o Options) descriptor.Descriptor {
 	workers := o.ConcurrentReplicaSetSyncs
 	return descriptor.New(ReplicaSetControllerName, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
@@ -55,13 +59,14 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithAliases(ReplicaSetControllerAlias).
 		WithValidator(func() error { return validateWorkers("concurrent-replicaset-syncs", workers) }).
 		WithIndexers(appsv1.SchemeGroupVersion.WithResource("replicasets"), cache.Indexers{byControllerUIDIndex: indexByControllerUID}).
-		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByControllerIndex: indexPodByController})
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByControllerIndex: indexPodByController}).
+		Sharded(shard.ByNamespace)
 }
 
 // ReplicationControllerDescriptor returns the ReplicationController
 // controller (replicationcontroller-controller, alias replicationcontroller)
 // with o.ConcurrentRCSyncs workers. It runs the ReplicaSet logic over
-// ReplicationControllers.
+// ReplicationControllers, and is sharded by namespace as Descriptor is.
 func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 	workers := o.ConcurrentRCSyncs
 	return descriptor.New(ReplicationControllerControllerName, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
@@ -72,7 +77,8 @@ func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 		WithAliases(ReplicationControllerControllerAlias).
 		WithValidator(func() error { return validateWorkers("concurrent-rc-syncs", workers) }).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("replicationcontrollers"), cache.Indexers{byControllerUIDIndex: indexByControllerUID}).
-		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByControllerIndex: indexPodByController})
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByControllerIndex: indexPodByController}).
+		Sharded(shard.ByNamespace)
 }
 
 func build(ctx context.Context, cc descriptor.Context, workers int, newKind func(kubernetes.Interface) kind) (descriptor.Controller, error) {

@@ -13,6 +13,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -117,7 +118,9 @@ func (o Options) rootCA(cc descriptor.Context) (ca []byte, source string, err er
 }
 
 // Descriptor returns the publisher's descriptor. Invalid options are
-// reported by manager.Builder.Build.
+// reported by manager.Builder.Build. It is sharded by namespace: under
+// --enable-sharding a replica caches the Namespaces and ConfigMaps of its
+// slots only.
 func Descriptor(o Options) descriptor.Descriptor {
 	o.RootCA = slices.Clone(o.RootCA) // later changes by the caller do not reach it
 	if o.Workers == 0 {
@@ -139,5 +142,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		logr.FromContextOrDiscard(ctx).V(1).Info("Publishing root CA", "source", source)
 		return c, nil
 	}).WithAliases(Alias).WithValidator(o.Validate).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"), corev1.SchemeGroupVersion.WithResource("configmaps"))
+		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"), corev1.SchemeGroupVersion.WithResource("configmaps")).
+		Sharded(shard.ByNamespace)
 }

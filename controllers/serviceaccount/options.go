@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -73,7 +74,9 @@ func (o Options) Validate() error {
 }
 
 // Descriptor returns the service account controller's descriptor. Invalid
-// options are reported by manager.Builder.Build.
+// options are reported by manager.Builder.Build. It is sharded by
+// namespace: under --enable-sharding a replica caches the Namespaces and
+// ServiceAccounts of its slots only.
 func Descriptor(o Options) descriptor.Descriptor {
 	o.ServiceAccounts = slices.Clone(o.ServiceAccounts) // later changes by the caller do not reach it
 	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
@@ -83,5 +86,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		}
 		return c, nil
 	}).WithAliases(Alias).WithValidator(o.Validate).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"), corev1.SchemeGroupVersion.WithResource("serviceaccounts"))
+		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"), corev1.SchemeGroupVersion.WithResource("serviceaccounts")).
+		Sharded(shard.ByNamespace)
 }
