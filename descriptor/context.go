@@ -15,6 +15,7 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/informers"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Context is what an InitFunc receives: everything a controller needs from
@@ -67,6 +68,10 @@ type Context struct {
 	// EventRecorder records events whose source component is the
 	// controller's name.
 	EventRecorder record.EventRecorder
+	// Shard is, for a sharded controller (Descriptor.Sharded) that the
+	// host shards, the part of the key space this instance works: its
+	// informers hold only these slots' objects. Nil otherwise.
+	Shard *shard.Scope
 }
 
 // ClientBuilder hands out API clients for one controller.

@@ -37,7 +37,9 @@ type limiterKey struct {
 	root bool
 }
 
-func newLimiterSet() *limiterSet { return &limiterSet{byName: map[limiterKey]flowcontrol.RateLimiter{}} }
+func newLimiterSet() *limiterSet {
+	return &limiterSet{byName: map[limiterKey]flowcontrol.RateLimiter{}}
+}
 
 // apply sets cfg's rate limiter to name's (root: its root client's), made
 // from cfg's QPS and burst the first time.

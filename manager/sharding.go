@@ -81,7 +81,8 @@ func (m *Manager) runShards(ctx context.Context, p shardPlan) error {
 				s.dropSlot(slot)
 			}
 		}()
-		err = m.runTerm(sctx, termSpec{name: fmt.Sprintf("%s-slot-%d", name, slot), states: states, client: client, limiters: limiters})
+		err = m.runTerm(sctx, termSpec{name: fmt.Sprintf("%s-slot-%d", name, slot), states: states, client: client, limiters: limiters,
+			shard: &shard.Scope{Space: space, Slots: []int{slot}}})
 		if err != nil {
 			mu.Lock()
 			failed = append(failed, fmt.Errorf("shard group %q, slot %d: %w", name, slot, err))
@@ -138,4 +139,12 @@ func (m *Manager) shardedCheck(s *state, readiness bool, req *http.Request) erro
 		return err
 	}
 	return healthz.Note(fmt.Sprintf("slots %v", held))
+}
+
+// cloneScope gives each controller a Scope of its own.
+func cloneScope(s *shard.Scope) *shard.Scope {
+	if s == nil {
+		return nil
+	}
+	return &shard.Scope{Space: s.Space, Slots: slices.Clone(s.Slots)}
 }

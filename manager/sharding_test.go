@@ -31,6 +31,8 @@ type keyWork struct {
 	working  map[string]string // namespace → replica
 	overlaps []string
 	cached   map[string][]string // replica → namespaces its slot terms cache now
+	// unsharded: the host does not shard (Context.Shard must be nil).
+	unsharded bool
 }
 
 func newKeyWork() *keyWork {
@@ -55,6 +57,11 @@ func (w *keyWork) descriptor(replica string) descriptor.Descriptor {
 			var mine []string
 			for _, p := range list {
 				mine = append(mine, p.Namespace)
+				if w.unsharded != (cc.Shard == nil) || (cc.Shard != nil && !slices.Contains(cc.Shard.Slots, cc.Shard.Space.SlotOfKey(p.Namespace))) {
+					w.mu.Lock()
+					w.overlaps = append(w.overlaps, fmt.Sprintf("%s cached a pod of %s outside its scope %+v", replica, p.Namespace, cc.Shard))
+					w.mu.Unlock()
+				}
 			}
 			slices.Sort(mine)
 			mine = slices.Compact(mine)
@@ -218,6 +225,7 @@ func TestShardingOffRunsShardedControllersOnTheLeader(t *testing.T) {
 		objects = append(objects, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: namespaceName(i)}})
 	}
 	w := newKeyWork()
+	w.unsharded = true
 	h := managertest.New(t, "unsharded-manager", []descriptor.Descriptor{w.descriptor("a")}, objects...)
 	h.Options = fastElection("a")
 	h.Start()
@@ -236,5 +244,8 @@ func TestShardingOffRunsShardedControllersOnTheLeader(t *testing.T) {
 	}
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
+	}
+	if len(w.overlaps) > 0 {
+		t.Errorf("%v", w.overlaps)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/shard"
 	"github.com/ctrlhost/ctrlhost/supervisor"
 )
 
@@ -62,6 +63,8 @@ type termSpec struct {
 	// limiters, if set, gives the controllers' clients rate limiters
 	// shared with the other slot terms of the shard group.
 	limiters *limiterSet
+	// shard, if set, is the slot term's part of the key space.
+	shard *shard.Scope
 }
 
 // termEnv is what the term hands every InitFunc of one term.
@@ -71,6 +74,7 @@ type termEnv struct {
 	gate     *fence.Gate   // nil: writes are not fenced
 	started  chan struct{} // InformersStarted
 	limiters *limiterSet   // nil: each client limits its own requests
+	shard    *shard.Scope  // a slot term's slots
 }
 
 // runTerm builds and runs spec's controllers until ctx is done or one of
@@ -93,6 +97,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.client.Discovery())),
 		started:  make(chan struct{}),
 		limiters: spec.limiters,
+		shard:    spec.shard,
 	}
 	if spec.warm != nil {
 		env.set = spec.warm.Set()
@@ -236,6 +241,7 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 		ResyncPeriod:                    m.resyncPeriod,
 		FeatureGate:                     m.featureGate,
 		RESTMapper:                      env.mapper,
+		Shard:                           cloneScope(env.shard),
 		EventRecorder: fence.Recorder(env.gate, name,
 			m.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: name}),
 			func(err error) { log.V(2).Info("Dropped an event", "controller", name, "err", err.Error()) }),

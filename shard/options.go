@@ -23,6 +23,12 @@ type Options struct {
 	Slots int
 }
 
+// Scope is the part of a Space one instance of a sharded controller works.
+type Scope struct {
+	Space Space
+	Slots []int
+}
+
 // WithDefaults returns a copy with zero fields defaulted.
 func (o Options) WithDefaults() Options {
 	if o.Slots == 0 {
