@@ -28,6 +28,7 @@ type replicas struct {
 	kubeconfig string
 	activity   string
 	lease      string
+	args       []string // more flags for every replica
 	mu         sync.Mutex
 	procs      map[string]*exec.Cmd
 	exited     map[string]chan error
@@ -54,13 +55,13 @@ func newReplicas(tb testing.TB, kubeconfig, lease string) *replicas {
 
 func (r *replicas) start(identity string) {
 	r.tb.Helper()
-	cmd := exec.Command(r.bin,
-		"--kubeconfig="+r.kubeconfig,
-		"--identity="+identity,
-		"--activity-file="+r.activity,
+	cmd := exec.Command(r.bin, append([]string{
+		"--kubeconfig=" + r.kubeconfig,
+		"--identity=" + identity,
+		"--activity-file=" + r.activity,
 		"--secure-port=0",
-		"--leader-elect-resource-name="+r.lease,
-	)
+		"--leader-elect-resource-name=" + r.lease,
+	}, r.args...)...)
 	cmd.Stderr = &prefixLog{tb: r.tb, prefix: identity}
 	if err := cmd.Start(); err != nil {
 		r.tb.Fatal(err)

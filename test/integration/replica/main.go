@@ -3,7 +3,10 @@
 // controller that appends "start <identity> <unix-nanos>" and
 // "stop <identity> <unix-nanos>" lines (and "ready …" once it handles
 // SIGTERM) to --activity-file, so the test can
-// check that no two replicas ever ran it at once.
+// check that no two replicas ever ran it at once. With --enable-sharding
+// it also runs replicaset-controller, serviceaccount-controller (pods need
+// their namespace's default ServiceAccount) and a sharded controller that writes
+// "start:<slot> …" and "stop:<slot> …" lines for each slot it works.
 package main
 
 import (
@@ -17,9 +20,12 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
+	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 func main() {
@@ -50,7 +56,7 @@ func main() {
 	// that would die of the signal's default action.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	m, err := manager.NewBuilder("replica-manager").
+	b := manager.NewBuilder("replica-manager").
 		WithOptions(opts).
 		Register(descriptor.New("elected-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
 			return descriptor.ControllerFunc(func(ctx context.Context) error {
@@ -59,8 +65,23 @@ func main() {
 				record("stop")
 				return nil
 			}), nil
-		})).
-		Build()
+		}))
+	if opts.Sharding.Enabled {
+		b.Register(replicaset.Descriptor(replicaset.NewOptions()), serviceaccount.Descriptor(serviceaccount.NewOptions()),
+			descriptor.New("slot-recorder", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+				if cc.Shard == nil || len(cc.Shard.Slots) != 1 {
+					return nil, fmt.Errorf("slot-recorder: scope %+v, want one slot", cc.Shard)
+				}
+				slot := cc.Shard.Slots[0]
+				return descriptor.ControllerFunc(func(ctx context.Context) error {
+					record(fmt.Sprintf("start:%d", slot))
+					<-ctx.Done()
+					record(fmt.Sprintf("stop:%d", slot))
+					return nil
+				}), nil
+			}).Sharded(shard.ByNamespace))
+	}
+	m, err := b.Build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
