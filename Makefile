@@ -82,7 +82,7 @@ bench: testbin
 	$(GO) test -run '^$$' -bench $(HOT_BENCH) $(HOT_BENCH_PKGS)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/integration/
 	$(CLOUD) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/e2e/
-	$(UPSTREAM) test -run '^$$' -bench VersusUpstream -benchtime 1x -timeout 120m -tags integration ./bench/
+	$(UPSTREAM) test -run '^$$' -bench 'VersusUpstream|Sharding' -benchtime 1x -timeout 150m -tags integration ./bench/
 
 ## fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a
 ## time). Seeds alone already run in `make unit`.

@@ -39,6 +39,8 @@ type program struct {
 	bin  *gobuild.Program
 	// extra flags after the common ones.
 	extra []string
+	// controllers overrides the --controllers every program runs.
+	controllers string
 	// follower is a line the program prints once it stands as a follower
 	// (and, for warm standby, once its caches are synced).
 	follower string
@@ -62,6 +64,7 @@ type harness struct {
 	env        *testenv.Env
 	cs         kubernetes.Interface // the bench's own client, fast
 	kubeconfig string
+	shardSlots int // --shard-slots of sharded programs
 }
 
 func newHarness(tb testing.TB, env *testenv.Env) *harness {
@@ -98,8 +101,12 @@ func (h *harness) namespace(prefix string) string {
 // budget.
 func (h *harness) start(p program, name, lease string, qps, burst int) *procs.Process {
 	h.tb.Helper()
+	ctrls := controllers
+	if p.controllers != "" {
+		ctrls = p.controllers
+	}
 	args := append([]string{
-		"--kubeconfig=" + h.kubeconfig, "--controllers=" + controllers, "--secure-port=0",
+		"--kubeconfig=" + h.kubeconfig, "--controllers=" + ctrls, "--secure-port=0",
 		"--leader-elect=true", "--leader-elect-resource-name=" + lease,
 		fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", burst),
 	}, p.extra...)
