@@ -50,6 +50,15 @@
 //     still closes only after every InitFunc returned. An InitFunc that calls
 //     SetTransform or SetWatchErrorHandler on a declared informer gets
 //     client-go's "already started" error under warm standby.
+//   - Under sharding (Options.Sharding) a Sharded descriptor runs on every
+//     replica, in one term per slot of the key space the replica holds a
+//     slot Lease for (package shard); each such term has the guarantees
+//     above with the slot Lease as its lease (bounded stop, release after
+//     stop, fenced writes), its own informer set holding only the slot's
+//     objects, and its own instance of each sharded controller. A slot term
+//     that fails ends Run, as the main term does. Unsharded controllers keep
+//     the main lock in the same Manager. Without LeaderElect, or with
+//     sharding off, a Sharded descriptor is an ordinary leader-elected one.
 //   - --cloud-provider follows kube-controller-manager since v1.31 (empty or
 //     "external"; cloud loops never run) unless the program runs a provider
 //     in-process (Builder.WithInProcessCloudProvider).
@@ -75,6 +84,9 @@
 //     (its writes are fenced).
 //   - The health gauges in /metrics reflect the last probe of the health
 //     endpoints.
+//   - Sharded controllers' informers of resources package shard does not
+//     filter, and their metadata informers, hold every slot's objects; a
+//     slot taken over lists its objects afresh (no warm standby for slots).
 //   - klog is process-global; the Manager never reroutes it. Programs call
 //     logging.RouteKlog(m.Logger()) before starting anything.
 package manager

@@ -28,7 +28,7 @@
 //     their slots, through Filters, for the resources sharded controllers
 //     cache.
 //   - Group: one replica's membership. It holds a member Lease
-//     ("<group>-member-<hash of identity>") while it runs, follows every
+//     ("<group>-member-s<slots>-<hash of identity>") while it runs, follows every
 //     member Lease of the group through one Lease informer, and stands for
 //     the slot Leases ("<group>-slot-<i>") that Assign gives it among the
 //     live members, each with a leader.Elector whose term is the slot's
@@ -40,13 +40,35 @@
 //     duration releases it on the holder's behalf (an update that fails if
 //     the holder renewed meanwhile) so that its own elector need not wait a
 //     second duration. A member whose member Lease is lost stops all its
-//     slots and stands again.
+//     slots and stands again. Members that cut the key space into different
+//     numbers of slots (the number is in their member Lease's name) work no
+//     slot at all until they agree: slot i would mean other keys to each.
+//   - Options: --enable-sharding and --shard-slots, for a host
+//     (manager.Options.Sharding); Scope: the slots one controller instance
+//     works (descriptor.Context.Shard).
+//
+// How package manager uses it: a descriptor marked Sharded runs, under
+// --enable-sharding, not in the leader's term but in one term per slot this
+// replica holds: the slot Lease's term, with its own informer set over a
+// Clientset of that slot, its own fencing Gate, its own instance of each
+// sharded controller, and the controller's client rate limiter shared with
+// the replica's other slot terms (a replica's budget does not grow with
+// the slots it works). Status, /readyz?verbose (the "sharding" check and
+// each sharded controller's check) and the shard_slot_held metric show
+// the slots held. Unsharded controllers keep the main Lease, in the same
+// Manager.
 //
 // API server load: every member renews its member Lease and each slot
 // Lease it holds every RetryPeriod: (M + S) / RetryPeriod writes per
 // second for M members and S slots (3 members, 16 slots, 2 s: 9.5 writes
 // per second, against KCM's 0.5 for its one Lease), plus, per member, one
 // watch on the namespace's Leases and one per slot Lease it stands for.
+//
+// A slot handoff costs the new owner a fresh LIST of its slot's objects
+// (there is no warm standby for slots: a follower cannot know which slot
+// it will get), and each slot term runs its own workers: a replica with k
+// slots runs k × --concurrent-…-syncs workers of a sharded controller,
+// within one client budget.
 //
 // Failure modes: members may see the membership differently for a moment
 // (watch lag); they then want overlapping slots, and the slot Leases keep
