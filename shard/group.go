@@ -130,11 +130,17 @@ func (g *Group) setHeld(slot int, on bool) {
 }
 
 // Run holds the member Lease and works the slots assigned to this replica
-// until ctx is done; then it stops every slot term, releases the slot
-// Leases, and releases the member Lease last. A lost member Lease stops
-// every slot, and the replica stands again.
+// until ctx is done. Then it tells every slot term to stop and releases the
+// member Lease at once, so that the other members stand for its slots
+// while they stop (each slot Lease is released only once its term has
+// stopped, and only then can another member take it); Run returns once
+// every slot term has stopped. A lost member Lease stops every slot, and
+// the replica stands again only once they all stopped.
 func (g *Group) Run(ctx context.Context, work SlotFunc) error {
-	return g.member.Run(ctx, func(mctx context.Context) error { return g.serve(mctx, work) })
+	var leaving sync.WaitGroup
+	err := g.member.Run(ctx, func(mctx context.Context) error { return g.serve(ctx, mctx, work, &leaving) })
+	leaving.Wait()
+	return err
 }
 
 type slotRun struct {
@@ -144,7 +150,13 @@ type slotRun struct {
 
 // serve follows the membership and keeps one slot elector per slot this
 // replica should own.
-func (g *Group) serve(ctx context.Context, work SlotFunc) error {
+//
+// When parent (Run's context) is done, serve returns without waiting for
+// the slot terms it stopped: leaving waits for them, after the member Lease
+// is released. When only ctx (the member term) ends, the member Lease was
+// lost: serve waits, so that this replica stands for a slot again only
+// once its previous term on it stopped.
+func (g *Group) serve(parent, ctx context.Context, work SlotFunc, leaving *sync.WaitGroup) error {
 	ms := newLeases(g.client, g.cfg.Lease.Namespace, g.cfg.Name+"-", g.cfg.Lease.Clock)
 	var bg sync.WaitGroup
 	defer bg.Wait()
@@ -158,7 +170,11 @@ func (g *Group) serve(ctx context.Context, work SlotFunc) error {
 			r.cancel()
 		}
 		for _, r := range runs {
-			<-r.done
+			if parent.Err() != nil {
+				leaving.Go(func() { <-r.done })
+			} else {
+				<-r.done
+			}
 		}
 	}
 	defer stopAll()

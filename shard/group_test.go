@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
@@ -106,6 +107,10 @@ func (h *groupHarness) startWith(id string, crashy bool, client *fake.Clientset)
 }
 
 func (h *groupHarness) startSlots(id string, crashy bool, client *fake.Clientset, slots int) *running {
+	return h.startWork(id, crashy, client, slots, h.w.work(id))
+}
+
+func (h *groupHarness) startWork(id string, crashy bool, client *fake.Clientset, slots int, work SlotFunc) *running {
 	t := h.t
 	g, err := NewGroup(GroupConfig{
 		Name:  "test-group",
@@ -118,7 +123,7 @@ func (h *groupHarness) startSlots(id string, crashy bool, client *fake.Clientset
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{g: g, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- g.Run(ctx, h.w.work(id)) }()
+	go func() { r.done <- g.Run(ctx, work) }()
 	return r
 }
 
@@ -254,5 +259,49 @@ func TestGroupMembersThatDisagreeOnTheSpaceWorkNothing(t *testing.T) {
 		t.Errorf("a.Ready() after b left = %v, want nil", err)
 	}
 	h.stop(a)
+	h.checkNoOverlap()
+}
+
+// TestGroupLeavingMemberAnnouncesBeforeItsSlotsStop: a member leaving
+// releases its member Lease at once, while its slot terms still stop, so
+// that the others stand for its slots without waiting for all of them;
+// still no other member works one of its slots before its term stopped.
+func TestGroupLeavingMemberAnnouncesBeforeItsSlotsStop(t *testing.T) {
+	h := newGroupHarness(t)
+	release := make(chan struct{})
+	aWork := h.w.work("a")
+	slowToStop := func(ctx context.Context, slot int) error {
+		lctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			<-ctx.Done()
+			<-release
+			cancel()
+		}()
+		return aWork(lctx, slot)
+	}
+	a := h.startWork("a", false, h.client, 6, slowToStop)
+	b := h.start("b", false)
+	h.waitFor("two members", map[string]int{"a": 3, "b": 3})
+	a.cancel()
+	member := memberLease("test-group", 6, "a")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		le, err := h.client.CoordinationV1().Leases("kube-system").Get(context.Background(), member, metav1.GetOptions{})
+		if err == nil && (le.Spec.HolderIdentity == nil || *le.Spec.HolderIdentity == "") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a's member Lease still held 30s after a began to leave, while its slots stop")
+		}
+		<-time.After(20 * time.Millisecond)
+	}
+	if got := h.w.counts(); got["a"] != 3 || got["b"] != 3 {
+		t.Errorf("while a's slots stop: slots worked %v, want a's 3 still its own", got)
+	}
+	close(release)
+	h.waitFor("a left", map[string]int{"b": 6})
+	h.stop(a)
+	h.stop(b)
 	h.checkNoOverlap()
 }

@@ -35,4 +35,5 @@ func TestChaos(t *testing.T) {
 		partitionHang: 6 * rounds, partitionCut: 6 * rounds, partitionLate: 4 * rounds, sigterm: 25 * rounds, sigkill: 5 * rounds,
 		apiRestart: 3 * rounds, ctrlPanic: 3 * rounds, ignoreContext: 5 * rounds,
 	}, budget)
+	runSharded(t, plan{partitionHang: 4 * rounds, partitionCut: 4 * rounds, sigterm: 8 * rounds, sigkill: 4 * rounds, apiRestart: 2 * rounds}, budget/4)
 }

@@ -72,18 +72,26 @@ type cluster struct {
 	lease    string
 	replicas map[string]*replica
 	ids      []string
+	args     []string // more flags for every replica
 	mu       sync.Mutex
 	logf     func(string, ...any)
 }
 
 func newCluster(t *testing.T, env *testenv.Env, policy string) *cluster {
+	return newClusterWith(t, env, policy, "chaos-"+policy, nil)
+}
+
+// newClusterWith starts three replicas competing for lease, each with
+// args after the common flags.
+func newClusterWith(t *testing.T, env *testenv.Env, policy, lease string, args []string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	c := &cluster{
 		t: t, env: env, bin: buildOperator(t), dir: dir, policy: policy,
 		activity: filepath.Join(dir, "activity"),
-		lease:    "chaos-" + policy,
+		lease:    lease,
 		replicas: map[string]*replica{},
+		args:     args,
 		logf:     t.Logf,
 	}
 	if err := os.WriteFile(c.activity, nil, 0o644); err != nil {
@@ -142,20 +150,20 @@ func (c *cluster) start(id string) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	cmd := exec.Command(c.bin,
-		"--identity="+id,
-		"--activity-file="+c.activity,
-		"--control-dir="+c.dir,
-		"--namespace="+namespace,
-		"--kubeconfig="+r.kubeconfig,
+	cmd := exec.Command(c.bin, append([]string{
+		"--identity=" + id,
+		"--activity-file=" + c.activity,
+		"--control-dir=" + c.dir,
+		"--namespace=" + namespace,
+		"--kubeconfig=" + r.kubeconfig,
 		"--secure-port=0",
-		"--leader-elect-resource-name="+c.lease,
-		"--leader-elect-lease-duration="+leaseDuration.String(),
-		"--leader-elect-renew-deadline="+renewDeadline.String(),
-		"--leader-elect-retry-period="+retryPeriod.String(),
-		"--leader-elect-lost-lease-policy="+c.policy,
-		"--controller-shutdown-timeout="+shutdownTimeout.String(),
-	)
+		"--leader-elect-resource-name=" + c.lease,
+		"--leader-elect-lease-duration=" + leaseDuration.String(),
+		"--leader-elect-renew-deadline=" + renewDeadline.String(),
+		"--leader-elect-retry-period=" + retryPeriod.String(),
+		"--leader-elect-lost-lease-policy=" + c.policy,
+		"--controller-shutdown-timeout=" + shutdownTimeout.String(),
+	}, c.args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()

@@ -463,11 +463,8 @@ func startEnv(t *testing.T) *testenv.Env {
 	return env
 }
 
-// runPolicies runs the plan under both lost-lease policies, one after the
-// other on one control plane, within budget.
-func runPolicies(t *testing.T, p plan, budget time.Duration) {
-	env := startEnv(t)
-	deadline := time.Now().Add(budget)
+// chaosSeed reads CHAOS_SEED, or picks a seed.
+func chaosSeed(t *testing.T) uint64 {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("CHAOS_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -476,6 +473,23 @@ func runPolicies(t *testing.T, p plan, budget time.Duration) {
 		}
 		seed = v
 	}
+	return seed
+}
+
+// runSharded runs the sharded plan (runShardedChaos) on a control plane
+// of its own, within budget.
+func runSharded(t *testing.T, p plan, budget time.Duration) {
+	t.Run("sharded", func(t *testing.T) {
+		runShardedChaos(t, startEnv(t), p, budget, chaosSeed(t))
+	})
+}
+
+// runPolicies runs the plan under both lost-lease policies, one after the
+// other on one control plane, within budget.
+func runPolicies(t *testing.T, p plan, budget time.Duration) {
+	env := startEnv(t)
+	deadline := time.Now().Add(budget)
+	seed := chaosSeed(t)
 	expect := fencingExpected(t)
 	for i, policy := range []string{"exit", "recampaign"} {
 		t.Run(policy, func(t *testing.T) {

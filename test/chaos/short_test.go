@@ -14,4 +14,5 @@ func TestChaosShort(t *testing.T) {
 		partitionHang: 1, partitionCut: 1, partitionLate: 1, sigterm: 2, sigkill: 1,
 		apiRestart: 1, ctrlPanic: 1, ignoreContext: 1,
 	}, 150*time.Second)
+	runSharded(t, plan{partitionHang: 1, sigterm: 1, sigkill: 1}, time.Minute)
 }

@@ -9,7 +9,14 @@
 //	stop <identity> <unix-nanos> <term>
 //	write <identity> <unix-nanos> <term> ok|fenced|error [quoted error]
 //
-// where term is the start's unix-nanos. The driver steers a replica through
+// where term is the start's unix-nanos. With --sharded it also registers a
+// sharded controller (run under --enable-sharding) that records each slot
+// term it runs:
+//
+//	slot-start <identity> <unix-nanos> <slot>
+//	slot-stop <identity> <unix-nanos> <slot>
+//
+// The driver steers a replica through
 // files in --control-dir: "<identity>.panic" makes its controller panic,
 // "<identity>.ignore-context" makes it keep writing for --ignore-for after
 // its context ends.
@@ -36,6 +43,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Labels and annotations every write carries.
@@ -67,6 +75,7 @@ func run() error {
 	namespace := fs.String("namespace", "chaos", "namespace the controller writes ConfigMaps into")
 	interval := fs.Duration("write-interval", defaultInterval, "time between writes while active")
 	ignoreFor := fs.Duration("ignore-for", 3*time.Second, "how long a controller told to ignore its context keeps writing after it ends")
+	sharded := fs.Bool("sharded", false, "also run a sharded controller that records the slots it works")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
 	}
@@ -136,10 +145,24 @@ func run() error {
 			}
 		}), nil
 	}
-	m, err := manager.NewBuilder("chaos-operator").
+	b := manager.NewBuilder("chaos-operator").
 		WithOptions(opts).
-		Register(descriptor.New(controllerName, init)).
-		Build()
+		Register(descriptor.New(controllerName, init))
+	if *sharded {
+		b.Register(descriptor.New("chaos-sharded", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+			if cc.Shard == nil || len(cc.Shard.Slots) != 1 {
+				return nil, fmt.Errorf("chaos-sharded: scope %+v, want one slot (run with --enable-sharding)", cc.Shard)
+			}
+			slot := cc.Shard.Slots[0]
+			return descriptor.ControllerFunc(func(ctx context.Context) error {
+				record("slot-start %s %d %d", *identity, time.Now().UnixNano(), slot)
+				<-ctx.Done()
+				record("slot-stop %s %d %d", *identity, time.Now().UnixNano(), slot)
+				return nil
+			}), nil
+		}).Sharded(shard.ByNamespace))
+	}
+	m, err := b.Build()
 	if err != nil {
 		return err
 	}
