@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -152,5 +153,27 @@ func TestSlotTermsShareAControllersRateLimiter(t *testing.T) {
 	}
 	if plain := config(clientBuilder{m: m}, "a-controller"); plain.RateLimiter != nil {
 		t.Error("a client outside shard groups got a shared rate limiter")
+	}
+}
+
+// TestShardClientBudgetsTheGroupsLeases: a shard group's Leases get a
+// client of their own whose budget covers their renewals (at the default
+// --kube-api-qps 20, sixteen slot Leases at a 2s retry would take most of
+// it, and a leaving member's releases would queue behind each other).
+func TestShardClientBudgetsTheGroupsLeases(t *testing.T) {
+	m, err := NewBuilder("my-manager").WithRESTConfig(&rest.Config{Host: "https://127.0.0.1:1"}).
+		WithOptions(NewOptions()).WithLogger(logr.Discard()).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := m.opts.LeaderElection.WithDefaults("my-manager")
+	cs, err := m.shardClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := cs.(*kubernetes.Clientset).CoordinationV1().RESTClient().GetRateLimiter()
+	// 17 Leases, 4 requests each per 2s retry period.
+	if want := float32(4 * 17 / 2.0); rl.QPS() < want {
+		t.Errorf("shard client QPS %v, want at least %v", rl.QPS(), want)
 	}
 }

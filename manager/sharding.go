@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/shard"
@@ -40,8 +42,13 @@ func (m *Manager) planShards(cfg leader.Config, byKeying map[shard.Keying][]*sta
 			continue
 		}
 		name := shardGroupName(cfg.Name, k)
+		client, err := m.shardClient(cfg)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		g, err := shard.NewGroup(shard.GroupConfig{Name: name, Space: shard.Space{Slots: m.opts.Sharding.Slots, Keying: k}, Lease: cfg},
-			m.client, m.log.WithName("shard").WithValues("group", name))
+			client, m.log.WithName("shard").WithValues("group", name))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -52,6 +59,28 @@ func (m *Manager) planShards(cfg leader.Config, byKeying map[shard.Keying][]*sta
 		m.locks.shards = append(m.locks.shards, shardPlan{group: g, states: states})
 	}
 	return errs
+}
+
+// shardClient is the client of a shard group's Leases: one of its own, as
+// KCM gives leader election, with a budget for the group's Lease traffic
+// (a Get and an Update per Lease per RetryPeriod, twice over for
+// campaigns and releases), so that the slot Leases neither wait behind
+// nor starve the host's other requests: at --kube-api-qps 20 sixteen slot
+// Leases renewed every 2s would take most of the budget, and releasing a
+// leaving member's slots would queue behind each other.
+func (m *Manager) shardClient(cfg leader.Config) (kubernetes.Interface, error) {
+	if m.restConfig == nil {
+		return m.client, nil
+	}
+	c := withUserAgent(m.restConfig, "shard")
+	leases := float64(m.opts.Sharding.Slots + 1)
+	c.QPS = max(c.QPS, float32(4*leases/cfg.RetryPeriod.Seconds()))
+	c.Burst = max(c.Burst, int(4*leases))
+	cs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("sharding: client: %w", err)
+	}
+	return cs, nil
 }
 
 // runShards is this replica's membership in p's group: every slot it
