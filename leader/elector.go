@@ -236,6 +236,10 @@ type campaign struct {
 	view      coordinationv1.LeaseSpec  // spec client-go last timed
 	viewAt    time.Time                 // when it did
 	viewKnown bool
+
+	// uncertain: a write naming us got no answer from the API server (it
+	// may have been applied), so the campaign may hold the lease unaware.
+	uncertain atomic.Bool
 }
 
 func (e *Elector) newCampaign() (*campaign, error) {
@@ -346,10 +350,13 @@ func (e *Elector) campaign(ctx, base context.Context, c *campaign) (*session, co
 			return s, lctx
 		case <-ctx.Done():
 			stopTimer(timer)
-			if s.stop() {
-				// Acquired just as ctx ended; no term ran.
+			// Acquired just as ctx ended, or perhaps acquired (the answer to
+			// a write naming us was lost when ctx ended): no term ran, and
+			// the lease must not stay ours, unrenewed, until it expires.
+			// release checks the holder first.
+			if acquired := s.stop(); acquired || c.uncertain.Load() {
 				if e.cfg.KeepLeaseOnCancel {
-					e.log.Info("Acquired the lease while stopping; keeping it (KeepLeaseOnCancel)")
+					e.log.Info("Acquired the lease (or may have) while stopping; keeping it (KeepLeaseOnCancel)")
 				} else {
 					e.release(base, c)
 				}

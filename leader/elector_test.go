@@ -21,6 +21,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/leader/leadertest"
 )
@@ -848,5 +849,49 @@ func TestLeaseWatchStopWaitsForItsList(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("stop did not return within 10s")
+	}
+}
+
+// TestCancelledWhileAcquiringReleases: the write that acquires the lease
+// reaches the API server but its answer is lost, because the campaign was
+// cancelled meanwhile. Run must not leave the lease naming this replica:
+// unrenewed, it would keep every other replica out until it expired (a
+// slot of package shard changing owners waited out a lease this way).
+func TestCancelledWhileAcquiringReleases(t *testing.T) {
+	cs := newClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := cs.CoordinationV1().Leases(testNamespace).Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: testName, Namespace: testNamespace},
+		Spec:       coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](1)},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var lost atomic.Bool
+	cs.PrependReactor("update", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		obj := action.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		if holderOf(obj) != "a" || !lost.CompareAndSwap(false, true) {
+			return false, nil, nil
+		}
+		// The server applies it; the answer never arrives.
+		if err := cs.Tracker().Update(action.GetResource(), obj, testNamespace); err != nil {
+			return true, nil, err
+		}
+		cancel()
+		return true, nil, context.Canceled
+	})
+	e := newElector(t, cs, testConfig("a"), Exit)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx, untilDone) }()
+	select {
+	case <-done:
+	case <-time.After(deadline):
+		t.Fatalf("Run did not return within %v of its cancellation", deadline)
+	}
+	if !lost.Load() {
+		t.Fatal("the acquiring write was never made")
+	}
+	if h := holderOf(getLease(t, cs)); h == "a" {
+		t.Errorf("after Run returned, the lease still names a, which may never have known it held it")
 	}
 }

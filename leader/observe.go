@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -167,6 +168,8 @@ func (l leaseClient) Create(ctx context.Context, lease *coordinationv1.Lease, op
 	out, err := l.LeaseInterface.Create(ctx, lease, opts)
 	if err == nil {
 		l.wrote(ctx, out, start)
+	} else {
+		l.failed(lease, err)
 	}
 	return out, err
 }
@@ -178,8 +181,24 @@ func (l leaseClient) Update(ctx context.Context, lease *coordinationv1.Lease, op
 	out, err := l.LeaseInterface.Update(ctx, lease, opts)
 	if err == nil {
 		l.wrote(ctx, out, start)
+	} else {
+		l.failed(lease, err)
 	}
 	return out, err
+}
+
+// failed records a write naming this replica whose outcome is unknown: the
+// request failed without an answer from the API server (a cancelled or
+// timed-out request, a broken connection), so the server may have applied
+// it. A campaign with such a write may hold the lease without knowing it
+// (a later session of it finds out with its first read, but the campaign
+// may end before that).
+func (l leaseClient) failed(lease *coordinationv1.Lease, err error) {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != l.e.cfg.Identity {
+		return
+	}
+	l.c.uncertain.Store(true)
 }
 
 // wrote records a successful write of the lease whose request started at
