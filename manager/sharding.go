@@ -110,8 +110,8 @@ func (m *Manager) runShards(ctx context.Context, p shardPlan) error {
 				s.dropSlot(slot)
 			}
 		}()
-		err = m.runTerm(sctx, termSpec{name: fmt.Sprintf("%s-slot-%d", name, slot), states: states, client: client, limiters: limiters,
-			shard: &shard.Scope{Space: space, Slots: []int{slot}}})
+		err = m.runTerm(sctx, termSpec{name: fmt.Sprintf("%s-slot-%d", name, slot), states: states,
+			slot: &slotTerm{client: client, limiters: limiters, space: space, slot: slot}})
 		if err != nil {
 			mu.Lock()
 			failed = append(failed, fmt.Errorf("shard group %q, slot %d: %w", name, slot, err))
@@ -170,10 +170,27 @@ func (m *Manager) shardedCheck(s *state, readiness bool, req *http.Request) erro
 	return healthz.Note(fmt.Sprintf("slots %v", held))
 }
 
-// cloneScope gives each controller a Scope of its own.
-func cloneScope(s *shard.Scope) *shard.Scope {
-	if s == nil {
+// slotTerm is what makes a term a slot term of a shard group.
+type slotTerm struct {
+	client   kubernetes.Interface // the term's informers list and watch through it: a shard.Clientset of the slot
+	limiters *limiterSet          // rate limiters shared with the group's other slot terms
+	space    shard.Space
+	slot     int
+}
+
+// rateLimiters returns the shared rate limiters; nil outside slot terms.
+func (t *slotTerm) rateLimiters() *limiterSet {
+	if t == nil {
 		return nil
 	}
-	return &shard.Scope{Space: s.Space, Slots: slices.Clone(s.Slots)}
+	return t.limiters
+}
+
+// scope returns a controller's descriptor.Context.Shard: a Scope of its
+// own; nil outside slot terms.
+func (t *slotTerm) scope() *shard.Scope {
+	if t == nil {
+		return nil
+	}
+	return &shard.Scope{Space: t.space, Slots: []int{t.slot}}
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/leader"
-	"github.com/ctrlhost/ctrlhost/shard"
 	"github.com/ctrlhost/ctrlhost/supervisor"
 )
 
@@ -57,24 +56,17 @@ type termSpec struct {
 	// warm, if set, is the informer set the term runs on (warm standby):
 	// already started and usually synced. The term stops it when it ends.
 	warm *informers.Warm
-	// client, if set, is the clientset the term's informers list and
-	// watch through (a slot term's shard.Clientset); else the Manager's.
-	client kubernetes.Interface
-	// limiters, if set, gives the controllers' clients rate limiters
-	// shared with the other slot terms of the shard group.
-	limiters *limiterSet
-	// shard, if set, is the slot term's part of the key space.
-	shard *shard.Scope
+	// slot, if set, makes this a slot term of a shard group.
+	slot *slotTerm
 }
 
 // termEnv is what the term hands every InitFunc of one term.
 type termEnv struct {
-	set      *informers.Set
-	mapper   meta.ResettableRESTMapper
-	gate     *fence.Gate   // nil: writes are not fenced
-	started  chan struct{} // InformersStarted
-	limiters *limiterSet   // nil: each client limits its own requests
-	shard    *shard.Scope  // a slot term's slots
+	set     *informers.Set
+	mapper  meta.ResettableRESTMapper
+	gate    *fence.Gate   // nil: writes are not fenced
+	started chan struct{} // InformersStarted
+	slot    *slotTerm     // nil unless a slot term
 }
 
 // runTerm builds and runs spec's controllers until ctx is done or one of
@@ -94,17 +86,16 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	lease := leader.TermFrom(ctx) // nil without leader election
 
 	env := termEnv{
-		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.client.Discovery())),
-		started:  make(chan struct{}),
-		limiters: spec.limiters,
-		shard:    spec.shard,
+		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.client.Discovery())),
+		started: make(chan struct{}),
+		slot:    spec.slot,
 	}
 	if spec.warm != nil {
 		env.set = spec.warm.Set()
 	} else {
-		client := spec.client
-		if client == nil {
-			client = m.client
+		client := kubernetes.Interface(m.client)
+		if spec.slot != nil {
+			client = spec.slot.client
 		}
 		env.set = informers.New(client, m.metaClient, informers.Options{Resync: m.resyncPeriod()})
 	}
@@ -231,8 +222,8 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 	s.set(PhaseInitializing, nil)
 	cc := descriptor.Context{
 		Name:                            name,
-		ClientBuilder:                   clientBuilder{m: m, gate: env.gate, limiters: env.limiters},
-		RootClientBuilder:               clientBuilder{m: m, gate: env.gate, root: true, limiters: env.limiters},
+		ClientBuilder:                   clientBuilder{m: m, gate: env.gate, limiters: env.slot.rateLimiters()},
+		RootClientBuilder:               clientBuilder{m: m, gate: env.gate, root: true, limiters: env.slot.rateLimiters()},
 		InformerFactory:                 env.set.Typed(),
 		NamespacedInformerFactory:       env.set.TypedFor,
 		MetadataInformerFactory:         env.set.Metadata(),
@@ -241,7 +232,7 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 		ResyncPeriod:                    m.resyncPeriod,
 		FeatureGate:                     m.featureGate,
 		RESTMapper:                      env.mapper,
-		Shard:                           cloneScope(env.shard),
+		Shard:                           env.slot.scope(),
 		EventRecorder: fence.Recorder(env.gate, name,
 			m.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: name}),
 			func(err error) { log.V(2).Info("Dropped an event", "controller", name, "err", err.Error()) }),

@@ -87,3 +87,30 @@ func Owned(owners []string, member string) []int {
 	}
 	return out
 }
+
+// Balanced reports whether holders (slot → holder identity, as the slot
+// Leases name them) is what a settled group of members looks like: each of
+// the slots is held, by one of members, and every member holds ⌊S/M⌋ or
+// ⌈S/M⌉ of them, as Assign gives them. Tests and probes use it to wait
+// for a group to settle after a member joined or left.
+func Balanced(holders map[int]string, slots int, members []string) bool {
+	ms := slices.Compact(slices.Sorted(slices.Values(members)))
+	if len(ms) == 0 {
+		return false
+	}
+	count := make(map[string]int, len(ms))
+	for s := range slots {
+		h := holders[s]
+		if !slices.Contains(ms, h) {
+			return false
+		}
+		count[h]++
+	}
+	lo := slots / len(ms)
+	for _, m := range ms {
+		if n := count[m]; n < lo || n > lo+1 {
+			return false
+		}
+	}
+	return true
+}

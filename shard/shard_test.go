@@ -147,6 +147,40 @@ func TestAssignBalances(t *testing.T) {
 	}
 }
 
+// TestBalanced: what Assign gives is balanced; a slot unheld, held by a
+// stranger, or a member with too many or too few slots is not.
+func TestBalanced(t *testing.T) {
+	members := []string{"a", "b", "c"}
+	table := func(owners ...string) map[int]string {
+		out := map[int]string{}
+		for i, o := range owners {
+			if o != "" {
+				out[i] = o
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		holders map[int]string
+		want    bool
+	}{
+		{"Assign's", table(Assign(members, 8)...), true},
+		{"by hand", table("a", "b", "c", "a", "b", "c", "a", "b"), true},
+		{"a slot unheld", table("a", "b", "c", "a", "b", "c", "a", ""), false},
+		{"a stranger holds one", table("a", "b", "c", "a", "b", "c", "a", "x"), false},
+		{"a holds too many", table("a", "a", "a", "a", "b", "c", "b", "c"), false},
+		{"c holds none", table("a", "b", "a", "b", "a", "b", "a", "b"), false},
+	} {
+		if got := Balanced(tc.holders, 8, members); got != tc.want {
+			t.Errorf("%s: Balanced(%v) = %v, want %v", tc.name, tc.holders, got, tc.want)
+		}
+	}
+	if Balanced(map[int]string{}, 4, nil) {
+		t.Error("Balanced with no members = true")
+	}
+}
+
 // TestAssignMovesFew: a member joining takes its share from the others
 // and only a little more moves around; one leaving gives its slots away.
 // Modulo assignment would move most of the table.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrlhost/ctrlhost/shard"
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
 
@@ -105,28 +106,6 @@ func allWorked(not string) func(map[int]string) bool {
 	}
 }
 
-// balanced: every slot is worked, each of ids working ⌊S/M⌋ or ⌈S/M⌉,
-// so that a fault does not meet slots still moving to a member that just
-// joined.
-func balanced(ids []string) func(map[int]string) bool {
-	return func(h map[int]string) bool {
-		if len(h) != shardSlots {
-			return false
-		}
-		count := map[string]int{}
-		for _, id := range h {
-			count[id]++
-		}
-		low := shardSlots / len(ids)
-		for _, id := range ids {
-			if n := count[id]; n < low || n > low+1 {
-				return false
-			}
-		}
-		return true
-	}
-}
-
 // slotOverlaps returns every pair of intervals in which two members worked
 // one slot at once (open intervals last until now).
 func slotOverlaps(ivs []slotInterval, now int64) [][2]slotInterval {
@@ -173,7 +152,7 @@ func runShardedChaos(t *testing.T, env *testenv.Env, p plan, budget time.Duratio
 		results[s] = &result{}
 	}
 	deadline := time.Now().Add(budget)
-	if _, ok := c.waitSlots(handoffDeadline, balanced(c.ids)); !ok {
+	if _, ok := c.waitSlots(handoffDeadline, func(h map[int]string) bool { return shard.Balanced(h, shardSlots, c.ids) }); !ok {
 		t.Fatalf("sharded: the slots were not balanced within %v of the start: %v", handoffDeadline, c.slotHolders())
 	}
 	for i, s := range order {
@@ -239,7 +218,7 @@ func runShardedChaos(t *testing.T, env *testenv.Env, p plan, budget time.Duratio
 		// slots were taken: restart replicas while waiting for balance.
 		if _, ok := c.waitSlots(handoffDeadline, func(h map[int]string) bool {
 			c.restartExited()
-			return balanced(c.ids)(h)
+			return shard.Balanced(h, shardSlots, c.ids)
 		}); !ok {
 			t.Errorf("sharded round %d (%s on %s): the slots were not balanced again within %v of healing: %v", i, s, victim, handoffDeadline, c.slotHolders())
 			for _, id := range c.ids {

@@ -131,17 +131,16 @@ func (h *harness) startMember(name, lease string, sharded bool) member {
 	return member{p: proc, identity: m[1]}
 }
 
-// slotHolders returns the holder of each of the group's slot Leases (""
-// for none held).
-func (h *harness) slotHolders(lease string, slots int) []string {
+// slotHolders returns the holder of each of the group's held slot Leases.
+func (h *harness) slotHolders(lease string, slots int) map[int]string {
 	list, err := h.cs.CoordinationV1().Leases("kube-system").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		h.tb.Fatal(err)
 	}
-	out := make([]string, slots)
+	out := map[int]string{}
 	for _, l := range list.Items {
 		for i := range slots {
-			if l.Name == fmt.Sprintf("%s-shard-slot-%d", lease, i) && l.Spec.HolderIdentity != nil {
+			if l.Name == fmt.Sprintf("%s-shard-slot-%d", lease, i) && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
 				out[i] = *l.Spec.HolderIdentity
 			}
 		}
@@ -149,30 +148,11 @@ func (h *harness) slotHolders(lease string, slots int) []string {
 	return out
 }
 
-// balancedOver reports whether every slot is held, by exactly the given
-// identities, each holding ⌊S/M⌋ or ⌈S/M⌉.
-func balancedOver(holders []string, ids ...string) bool {
-	count := map[string]int{}
-	for _, id := range holders {
-		if id == "" {
-			return false
-		}
-		count[id]++
-	}
-	low := len(holders) / len(ids)
-	for _, id := range ids {
-		if n := count[id]; n < low || n > low+1 {
-			return false
-		}
-	}
-	return len(count) == len(ids)
-}
-
 func (h *harness) waitBalanced(what, lease string, slots int, ids ...string) time.Time {
 	h.tb.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if balancedOver(h.slotHolders(lease, slots), ids...) {
+		if shard.Balanced(h.slotHolders(lease, slots), slots, ids) {
 			return time.Now()
 		}
 		if time.Now().After(deadline) {
