@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
@@ -94,26 +95,12 @@ func build(ctx context.Context, cc descriptor.Context, workers int, newKind func
 		recorder:            cc.EventRecorder,
 		workers:             workers,
 		burst:               BurstReplicas,
-		terminatingReplicas: featureEnabled(cc.FeatureGate, FeatureTerminatingReplicas, true),
-		deletionCost:        featureEnabled(cc.FeatureGate, FeaturePodDeletionCost, true),
+		terminatingReplicas: gate.Enabled(cc.FeatureGate, FeatureTerminatingReplicas, true),
+		deletionCost:        gate.Enabled(cc.FeatureGate, FeaturePodDeletionCost, true),
 		log:                 logr.FromContextOrDiscard(ctx),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cc.Name, err)
 	}
 	return c, nil
-}
-
-// featureEnabled asks fg about f if fg knows f, and answers def otherwise
-// (component-base gates panic on unknown features).
-func featureEnabled(fg featuregate.FeatureGate, f featuregate.Feature, def bool) (on bool) {
-	if fg == nil {
-		return def
-	}
-	defer func() {
-		if recover() != nil {
-			on = def
-		}
-	}()
-	return fg.Enabled(f)
 }

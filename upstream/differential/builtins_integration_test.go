@@ -62,6 +62,10 @@ func (s stopEnv) Run() int {
 // The settings both sides get, under KCM's flag names.
 const terminatedPodGCThreshold = 2
 
+// moreNatives are the native built-ins other files of this package add (in
+// their init) beside the ones runner lists.
+var moreNatives []func() descriptor.Descriptor
+
 // runner builds both sides' descriptors with the same settings.
 func runner(t *testing.T, e *testenv.Env) differential.Runner {
 	caFile := e.PKI().CAFile
@@ -74,12 +78,16 @@ func runner(t *testing.T, e *testenv.Env) differential.Runner {
 				gc.TerminatedPodGCThreshold = terminatedPodGCThreshold
 				ca := rootcacertpublisher.NewOptions()
 				ca.RootCAFile = caFile
-				return []descriptor.Descriptor{
+				ds := []descriptor.Descriptor{
 					replicaset.Descriptor(rs), replicaset.ReplicationControllerDescriptor(rs),
 					podgc.Descriptor(gc), serviceaccount.Descriptor(serviceaccount.NewOptions()),
 					tokencleaner.Descriptor(tokencleaner.NewOptions()), rootcacertpublisher.Descriptor(ca),
 					ttlafterfinished.Descriptor(ttlafterfinished.NewOptions()),
 				}
+				for _, d := range moreNatives {
+					ds = append(ds, d())
+				}
+				return ds
 			}
 			o, err := kcm.NewOptions()
 			if err != nil {

@@ -68,6 +68,10 @@ type Scenario struct {
 	Name string
 	// Controller is the canonical name both sides register.
 	Controller string
+	// With names further controllers the scenario needs running beside
+	// Controller, each side its own implementation of them (a Deployment
+	// scenario needs the ReplicaSet controller to make pods).
+	With []string
 	// Setup creates the scenario's objects in ns, before the controller
 	// starts. Required.
 	Setup func(ctx context.Context, cs kubernetes.Interface, ns string) error
@@ -208,7 +212,7 @@ func (r Runner) side(ctx context.Context, sc Scenario, side Side) (state []map[s
 	}
 
 	opts := manager.Options{
-		Controllers: []string{sc.Controller},
+		Controllers: append([]string{sc.Controller}, sc.With...),
 		Serving:     serving.Options{SecurePort: serving.PortDisabled},
 	}
 	if r.Options != nil {
