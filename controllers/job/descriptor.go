@@ -1,0 +1,78 @@
+package job
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// Feature gates consulted through descriptor.Context.FeatureGate when the
+// host registers them; otherwise their Kubernetes 1.37 defaults apply.
+const (
+	// FeatureJobManagedBy: leave Jobs whose spec.managedBy names another
+	// controller alone (GA and locked on since 1.35).
+	FeatureJobManagedBy featuregate.Feature = "JobManagedBy"
+	// FeatureMutableSchedulingDirectivesForSuspendedJobs: suspending a Job
+	// clears status.startTime (beta, on by default since 1.36).
+	FeatureMutableSchedulingDirectivesForSuspendedJobs featuregate.Feature = "MutableSchedulingDirectivesForSuspendedJobs"
+	// FeatureStaleControllerConsistencyJob: after writing a Job's status or
+	// one of its pods, skip syncs of that Job until the informers have
+	// delivered the write (beta, on by default since 1.36).
+	FeatureStaleControllerConsistencyJob featuregate.Feature = "StaleControllerConsistencyJob"
+)
+
+// FeatureSpecs returns the gates above with their Kubernetes 1.37
+// defaults, for a program to add to its feature gate (so that
+// --feature-gates can set them).
+func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
+	return map[featuregate.Feature]featuregate.FeatureSpec{
+		FeatureJobManagedBy: {Default: true, PreRelease: featuregate.GA, LockToDefault: true},
+		FeatureMutableSchedulingDirectivesForSuspendedJobs: {Default: true, PreRelease: featuregate.Beta},
+		FeatureStaleControllerConsistencyJob:               {Default: true, PreRelease: featuregate.Beta},
+	}
+}
+
+// Descriptor returns the Job controller (job-controller, alias job) with
+// o.ConcurrentJobSyncs workers. Invalid options are reported by
+// manager.Builder.Build.
+func Descriptor(o Options) descriptor.Descriptor {
+	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		c, err := newFromContext(ctx, cc, o.withDefaults())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cc.Name, err)
+		}
+		return c, nil
+	}).
+		WithAliases(Alias).
+		WithValidator(o.Validate).
+		WithInformers(batchv1.SchemeGroupVersion.WithResource("jobs")).
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByControllerIndex: indexPodByController})
+}
+
+func newFromContext(ctx context.Context, cc descriptor.Context, o Options) (*controller, error) {
+	client, err := cc.ClientBuilder.Client(cc.Name)
+	if err != nil {
+		return nil, err
+	}
+	return newController(config{
+		name:                    cc.Name,
+		client:                  client,
+		jobs:                    cc.InformerFactory.Batch().V1().Jobs(),
+		pods:                    cc.InformerFactory.Core().V1().Pods(),
+		recorder:                cc.EventRecorder,
+		workers:                 int(o.ConcurrentJobSyncs),
+		clock:                   o.Clock,
+		managedBy:               gate.Enabled(cc.FeatureGate, FeatureJobManagedBy, true),
+		resetStartTimeOnSuspend: gate.Enabled(cc.FeatureGate, FeatureMutableSchedulingDirectivesForSuspendedJobs, true),
+		staleGuard:              gate.Enabled(cc.FeatureGate, FeatureStaleControllerConsistencyJob, true),
+		log:                     logr.FromContextOrDiscard(ctx),
+	})
+}

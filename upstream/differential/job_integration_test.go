@@ -1,0 +1,374 @@
+//go:build integration
+
+package differential_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/job"
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/upstream/differential"
+)
+
+func init() {
+	moreNatives = append(moreNatives, func() descriptor.Descriptor { return job.Descriptor(job.NewOptions()) })
+}
+
+// jobTimeout bounds each side of a Job scenario: the back-off scenario
+// waits out KCM's 10s pod-creation back-off, and pods are batched per
+// second.
+const jobTimeout = 3 * time.Minute
+
+// compareJob is compare with the longer per-side timeout Job scenarios
+// need.
+func compareJob(t *testing.T, sc differential.Scenario) differential.Result {
+	t.Helper()
+	e := env(t)
+	r := runner(t, e)
+	r.Timeout = jobTimeout
+	start := time.Now()
+	res, err := r.Run(t.Context(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: both sides settled in %v", sc.Name, time.Since(start).Round(time.Millisecond))
+	if d := res.Diff(); d != "" {
+		t.Errorf("%s: native and upstream differ:\n%s", sc.Name, d)
+	}
+	return res
+}
+
+// newJob returns a Job named name whose pods run one pause container and
+// are never restarted, changed by mods.
+func newJob(name string, mods ...func(*batchv1.Job)) *batchv1.Job {
+	j := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+			}},
+		},
+	}
+	for _, m := range mods {
+		m(j)
+	}
+	return j
+}
+
+func createJob(j *batchv1.Job) func(context.Context, kubernetes.Interface, string) error {
+	return withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+		_, err := cs.BatchV1().Jobs(ns).Create(ctx, j.DeepCopy(), metav1.CreateOptions{})
+		return err
+	})
+}
+
+// podRef matches the "<ns>/<pod>" a condition message may name; the pod's
+// generated name differs by run.
+var podRef = regexp.MustCompile(`pod \S+/\S+`)
+
+// observeJob returns the Job, the namespace's pods and a summary of its
+// events: the sorted, distinct "<involvedObject.kind> <reason>" pairs
+// (counts and timing of events are not deterministic). Condition messages
+// keep their text but not the pod they name.
+func observeJob(name string) func(context.Context, kubernetes.Interface, string) ([]runtime.Object, error) {
+	return func(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+		j, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		j.Kind = "Job"
+		for i := range j.Status.Conditions {
+			j.Status.Conditions[i].Message = podRef.ReplaceAllString(j.Status.Conditions[i].Message, "pod <pod>")
+		}
+		objs, err := podsIn(ctx, cs, ns)
+		if err != nil {
+			return nil, err
+		}
+		evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		var reasons []string
+		for _, e := range evs.Items {
+			reasons = append(reasons, e.InvolvedObject.Kind+" "+e.Reason)
+		}
+		slices.Sort(reasons)
+		summary := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "events"},
+			Data: map[string]string{"reasons": strings.Join(slices.Compact(reasons), "\n")}}
+		summary.Kind = "Summary"
+		return append(objs, j, summary), nil
+	}
+}
+
+// finishPods plays the kubelet: every live pod of ns that is Pending or
+// Running and that pick selects ends in phase with exitCode.
+func finishPods(phase corev1.PodPhase, exitCode int32, pick func(*corev1.Pod) bool) func(context.Context, kubernetes.Interface, string) error {
+	return func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range l.Items {
+			p := &l.Items[i]
+			if p.DeletionTimestamp != nil || p.Status.Phase != "" && p.Status.Phase != corev1.PodPending && p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			if pick != nil && !pick(p) {
+				continue
+			}
+			if err := setPhase(ctx, cs, p, phase, exitCode); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// cleanupJobs deletes ns's Jobs (so that no later scenario's controller
+// syncs them), takes the tracking finalizer off the pods left and
+// force-deletes them (there is no kubelet nor garbage collector).
+func cleanupJobs(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	if err := cs.BatchV1().Jobs(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, p := range l.Items {
+		if len(p.Finalizers) == 0 {
+			continue
+		}
+		if _, err := cs.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("removing the finalizers of pod %s: %w", p.Name, err)
+		}
+	}
+	return deletePods(ctx, cs, ns)
+}
+
+// jobCondition reports whether the normalised state's Job has a condition
+// of type t, status True, with reason.
+func jobCondition(state []map[string]any, t, reason string) bool {
+	for _, o := range state {
+		if o["kind"] != "Job" {
+			continue
+		}
+		st, _ := o["status"].(map[string]any)
+		conds, _ := st["conditions"].([]any)
+		for _, c := range conds {
+			cm, _ := c.(map[string]any)
+			if cm["type"] == t && cm["status"] == "True" && cm["reason"] == reason {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// eventSeen reports whether the summary lists "Job <reason>".
+func eventSeen(state []map[string]any, reason string) bool {
+	for _, o := range state {
+		if o["kind"] != "Summary" {
+			continue
+		}
+		d, _ := o["data"].(map[string]any)
+		r, _ := d["reasons"].(string)
+		return slices.Contains(strings.Split(r, "\n"), "Job "+reason)
+	}
+	return false
+}
+
+func jobStatus(t *testing.T, state []map[string]any) map[string]any {
+	t.Helper()
+	for _, o := range state {
+		if o["kind"] == "Job" {
+			st, _ := o["status"].(map[string]any)
+			return st
+		}
+	}
+	t.Fatal("no Job in the state")
+	return nil
+}
+
+func podsWithFinalizer(state []map[string]any) int {
+	n := 0
+	for _, o := range state {
+		if o["kind"] != "Pod" {
+			continue
+		}
+		md, _ := o["metadata"].(map[string]any)
+		if fs, _ := md["finalizers"].([]any); len(fs) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestJobCompletions: completions 3, parallelism 2, NonIndexed; every pod
+// succeeds as soon as it exists. Two pods, then a third, all counted; the
+// Job ends SuccessCriteriaMet then Complete with succeeded 3, and no pod
+// keeps the tracking finalizer.
+func TestJobCompletions(t *testing.T) {
+	res := compareJob(t, differential.Scenario{
+		Name: "job completions 3 parallelism 2", Controller: job.Name,
+		Setup: createJob(newJob("work", func(j *batchv1.Job) {
+			j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](3), ptr.To[int32](2)
+		})),
+		Act:     finishPods(corev1.PodSucceeded, 0, nil),
+		Observe: observeJob("work"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Complete", "CompletionsReached") && eventSeen(s, "Completed") && podsWithFinalizer(s) == 0
+		},
+		Cleanup: cleanupJobs,
+	})
+	if st := jobStatus(t, res.Native); st["succeeded"] != float64(3) || count(res.Native, "Pod") != 3 {
+		t.Errorf("native side: succeeded %v with %d pods, want 3 and 3", st["succeeded"], count(res.Native, "Pod"))
+	}
+}
+
+// TestJobBackoffLimit: backoffLimit 1 and every pod fails (exit code 1):
+// the first failure, the 10s pod back-off, a second pod, its failure, then
+// FailureTarget and Failed with reason BackoffLimitExceeded, failed 2.
+func TestJobBackoffLimit(t *testing.T) {
+	res := compareJob(t, differential.Scenario{
+		Name: "job backoffLimit exceeded", Controller: job.Name,
+		Setup: createJob(newJob("fail", func(j *batchv1.Job) { j.Spec.BackoffLimit = ptr.To[int32](1) })),
+		Act:     finishPods(corev1.PodFailed, 1, nil),
+		Observe: observeJob("fail"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Failed", "BackoffLimitExceeded") && eventSeen(s, "BackoffLimitExceeded") && podsWithFinalizer(s) == 0
+		},
+		Cleanup: cleanupJobs,
+	})
+	if st := jobStatus(t, res.Native); st["failed"] != float64(2) {
+		t.Errorf("native side: failed %v, want 2", st["failed"])
+	}
+}
+
+// TestJobIndexed: Indexed, completions 3, parallelism 3; every pod
+// succeeds. completedIndexes "0-2"; pods carry the index annotation and
+// label, hostname and JOB_COMPLETION_INDEX (compared in the pods).
+func TestJobIndexed(t *testing.T) {
+	res := compareJob(t, differential.Scenario{
+		Name: "job indexed completions", Controller: job.Name,
+		Setup: createJob(newJob("indexed", func(j *batchv1.Job) {
+			j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](3), ptr.To[int32](3)
+			j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+		})),
+		Act:     finishPods(corev1.PodSucceeded, 0, nil),
+		Observe: observeJob("indexed"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Complete", "CompletionsReached") && eventSeen(s, "Completed") && podsWithFinalizer(s) == 0
+		},
+		Cleanup: cleanupJobs,
+	})
+	if st := jobStatus(t, res.Native); st["completedIndexes"] != "0-2" {
+		t.Errorf("native side: completedIndexes %v, want 0-2", st["completedIndexes"])
+	}
+}
+
+// TestJobPodFailurePolicyFailJob: a FailJob rule on exit code 42; the
+// first pod exits 42: FailureTarget then Failed, reason PodFailurePolicy,
+// though backoffLimit (6) is far.
+func TestJobPodFailurePolicyFailJob(t *testing.T) {
+	compareJob(t, differential.Scenario{
+		Name: "job pod failure policy FailJob", Controller: job.Name,
+		Setup: createJob(newJob("policy", func(j *batchv1.Job) {
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action:      batchv1.PodFailurePolicyActionFailJob,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}},
+			}}}
+		})),
+		Act:     finishPods(corev1.PodFailed, 42, nil),
+		Observe: observeJob("policy"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Failed", "PodFailurePolicy") && eventSeen(s, "PodFailurePolicy") && podsWithFinalizer(s) == 0
+		},
+		Cleanup: cleanupJobs,
+	})
+}
+
+// TestJobSuccessPolicy: Indexed, completions 3, parallelism 3, success
+// policy succeededIndexes "0"; only index 0 succeeds. SuccessCriteriaMet
+// then Complete with reason SuccessPolicy; the other two pods are deleted
+// (their finalizers removed, so they go at once without a kubelet).
+func TestJobSuccessPolicy(t *testing.T) {
+	res := compareJob(t, differential.Scenario{
+		Name: "job success policy", Controller: job.Name,
+		Setup: createJob(newJob("leader", func(j *batchv1.Job) {
+			j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](3), ptr.To[int32](3)
+			j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}
+		})),
+		Act: finishPods(corev1.PodSucceeded, 0, func(p *corev1.Pod) bool {
+			return p.Annotations[batchv1.JobCompletionIndexAnnotation] == "0"
+		}),
+		Observe: observeJob("leader"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Complete", "SuccessPolicy") && eventSeen(s, "Completed") && count(s, "Pod") == 1
+		},
+		Cleanup: cleanupJobs,
+	})
+	if st := jobStatus(t, res.Native); st["completedIndexes"] != "0" || count(res.Native, "Pod") != 1 {
+		t.Errorf("native side: completedIndexes %v with %d pods, want 0 and 1", st["completedIndexes"], count(res.Native, "Pod"))
+	}
+}
+
+// TestJobSuspended: a Job created suspended gets the Suspended condition
+// (reason JobSuspended) and the Suspended event, no startTime and no pods.
+func TestJobSuspended(t *testing.T) {
+	compareJob(t, differential.Scenario{
+		Name: "job created suspended", Controller: job.Name,
+		Setup:   createJob(newJob("paused", func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(true) })),
+		Observe: observeJob("paused"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Suspended", "JobSuspended") && eventSeen(s, "Suspended")
+		},
+		Cleanup: cleanupJobs,
+	})
+}
+
+// TestJobActiveDeadline: activeDeadlineSeconds 2, pods running and never
+// finishing: after 2s FailureTarget then Failed with DeadlineExceeded, the
+// pod deleted and counted failed.
+func TestJobActiveDeadline(t *testing.T) {
+	compareJob(t, differential.Scenario{
+		Name: "job active deadline", Controller: job.Name,
+		Setup: createJob(newJob("slow", func(j *batchv1.Job) { j.Spec.ActiveDeadlineSeconds = ptr.To[int64](2) })),
+		Act:     runReady,
+		Observe: observeJob("slow"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Failed", "DeadlineExceeded") && eventSeen(s, "DeadlineExceeded") && count(s, "Pod") == 0
+		},
+		Cleanup: cleanupJobs,
+	})
+}
+
+// TestJobManagedByOther: a Job whose managedBy names another controller
+// gets no pods, no status and no events.
+func TestJobManagedByOther(t *testing.T) {
+	res := compareJob(t, differential.Scenario{
+		Name: "job managed by another controller", Controller: job.Name,
+		Setup:   createJob(newJob("foreign", func(j *batchv1.Job) { j.Spec.ManagedBy = ptr.To("example.com/other") })),
+		Observe: observeJob("foreign"),
+		Cleanup: cleanupJobs,
+	})
+	if st := jobStatus(t, res.Native); len(st) != 0 || count(res.Native, "Pod") != 0 {
+		t.Errorf("native side touched the Job: status %v, %d pods", st, count(res.Native, "Pod"))
+	}
+}
