@@ -1,0 +1,314 @@
+package deployment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/ctrlhost/ctrlhost/workloop"
+)
+
+// podByReplicaSetIndex maps a pod whose controller is a ReplicaSet to
+// "<ns>/<name>/<uid>" of that ReplicaSet; other pods are not indexed.
+const podByReplicaSetIndex = "ctrlhost.deployment/pod-replicaset"
+
+// maxRetries drops a key after this many consecutive failures (KCM's 15).
+const maxRetries = 15
+
+var deploymentKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
+
+// config is everything newController needs.
+type config struct {
+	name        string // workqueue name
+	client      kubernetes.Interface
+	deployments appsinformers.DeploymentInformer
+	replicaSets appsinformers.ReplicaSetInformer
+	pods        coreinformers.PodInformer
+	recorder    record.EventRecorder
+	workers     int
+	// clock: nil means the real clock.
+	clock clock.WithTicker
+	// terminatingReplicas: report status.terminatingReplicas.
+	terminatingReplicas bool
+	// log is for event handlers, which have no context.
+	log logr.Logger
+}
+
+// controller syncs Deployments with their ReplicaSets.
+type controller struct {
+	client      kubernetes.Interface
+	recorder    record.EventRecorder
+	clock       clock.Clock
+	log         logr.Logger
+	dLister     appslisters.DeploymentLister
+	rsLister    appslisters.ReplicaSetLister
+	podIndexer  cache.Indexer
+	synced      []cache.InformerSynced
+	loop        *workloop.Loop
+	workers     int
+	terminating bool
+
+	// enqueueAfter and enqueueRateLimited are the loop's; tests replace
+	// them to observe requeues.
+	enqueueAfter       func(key string, d time.Duration)
+	enqueueRateLimited func(key string)
+}
+
+// newController registers event handlers and an index on the informers and
+// returns the controller. It starts nothing.
+func newController(cfg config) (*controller, error) {
+	if cfg.workers < 1 {
+		return nil, fmt.Errorf("workers must be at least 1, got %d", cfg.workers)
+	}
+	if cfg.clock == nil {
+		cfg.clock = clock.RealClock{}
+	}
+	c := &controller{
+		client:      cfg.client,
+		recorder:    cfg.recorder,
+		clock:       cfg.clock,
+		log:         cfg.log,
+		workers:     cfg.workers,
+		terminating: cfg.terminatingReplicas,
+	}
+	dInf, rsInf, podInf := cfg.deployments.Informer(), cfg.replicaSets.Informer(), cfg.pods.Informer()
+	if err := addIndex(podInf, podByReplicaSetIndex, indexPodByReplicaSet); err != nil {
+		return nil, err
+	}
+	c.dLister = cfg.deployments.Lister()
+	c.rsLister = cfg.replicaSets.Lister()
+	c.podIndexer = podInf.GetIndexer()
+	// The queue exists before any handler is registered: a running
+	// informer (warm standby) calls a new handler at once.
+	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{MaxRetries: maxRetries, Clock: cfg.clock})
+	c.enqueueAfter = c.loop.AddAfter
+	c.enqueueRateLimited = c.loop.AddRateLimited
+	regs := make([]cache.InformerSynced, 0, 3)
+	for _, h := range []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{dInf, cache.ResourceEventHandlerFuncs{AddFunc: c.addDeployment, UpdateFunc: c.updateDeployment, DeleteFunc: c.deleteDeployment}},
+		{rsInf, cache.ResourceEventHandlerFuncs{AddFunc: c.addReplicaSet, UpdateFunc: c.updateReplicaSet, DeleteFunc: c.deleteReplicaSet}},
+		{podInf, cache.ResourceEventHandlerFuncs{DeleteFunc: c.deletePod}},
+	} {
+		reg, err := h.inf.AddEventHandler(h.h)
+		if err != nil {
+			c.loop.ShutDown()
+			return nil, err
+		}
+		regs = append(regs, reg.HasSynced)
+	}
+	c.synced = regs
+	return c, nil
+}
+
+// Run waits for the caches, then syncs Deployments with the configured
+// number of workers until ctx is done. It releases the queue in every case.
+func (c *controller) Run(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx)
+	log.Info("Starting workers", "workers", c.workers)
+	defer log.Info("Workers stopped")
+	c.loop.WaitFor(c.synced...)
+	return c.loop.RunWorkers(ctx, c.workers)
+}
+
+// addIndex adds an index unless one of that name is there already (a warm
+// standby host adds declared indexes before the informer starts).
+func addIndex(inf cache.SharedIndexInformer, name string, f cache.IndexFunc) error {
+	if _, ok := inf.GetIndexer().GetIndexers()[name]; ok {
+		return nil
+	}
+	err := inf.AddIndexers(cache.Indexers{name: f})
+	if _, ok := inf.GetIndexer().GetIndexers()[name]; ok {
+		return nil
+	}
+	return err
+}
+
+func indexPodByReplicaSet(obj any) ([]string, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return nil, nil
+	}
+	return []string{podIndexKey(p.Namespace, ref.Name, string(ref.UID))}, nil
+}
+
+func podIndexKey(namespace, name, uid string) string { return namespace + "/" + name + "/" + uid }
+
+func keyOf(d *appsv1.Deployment) string { return d.Namespace + "/" + d.Name }
+
+func (c *controller) enqueue(d *appsv1.Deployment) { c.loop.Add(keyOf(d)) }
+
+// Event handlers: they only turn objects into keys (and feed the staleness
+// guard); objects from caches are never modified.
+
+func (c *controller) addDeployment(obj any) {
+	c.loop.Observe(obj)
+	if d, ok := obj.(*appsv1.Deployment); ok {
+		c.enqueue(d)
+	}
+}
+
+func (c *controller) updateDeployment(_, obj any) { c.addDeployment(obj) }
+
+func (c *controller) deleteDeployment(obj any) {
+	c.loop.ObserveDelete(obj)
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if d, ok := obj.(*appsv1.Deployment); ok {
+		c.enqueue(d)
+	}
+}
+
+// resolve returns the Deployment ref names, from the cache, if it has the
+// same UID.
+func (c *controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
+	if ref.Kind != deploymentKind.Kind {
+		return nil
+	}
+	d, err := c.dLister.Deployments(namespace).Get(ref.Name)
+	if err != nil || d.UID != ref.UID {
+		return nil
+	}
+	return d
+}
+
+// selecting returns the Deployments whose selector matches an orphan
+// ReplicaSet's labels. An empty selector matches nothing here.
+func (c *controller) selecting(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
+	if len(rs.Labels) == 0 {
+		return nil
+	}
+	all, err := c.dLister.Deployments(rs.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []*appsv1.Deployment
+	for _, d := range all {
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(rs.Labels)) {
+			continue
+		}
+		out = append(out, d)
+	}
+	if len(out) > 1 {
+		c.log.V(4).Info("More than one Deployment selects a ReplicaSet; only one can adopt it", "replicaSet", rs.Namespace+"/"+rs.Name, "labels", rs.Labels)
+	}
+	return out
+}
+
+func (c *controller) addReplicaSet(obj any) {
+	c.loop.Observe(obj)
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok {
+		return
+	}
+	if rs.DeletionTimestamp != nil {
+		c.deleteReplicaSet(rs)
+		return
+	}
+	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
+		if d := c.resolve(rs.Namespace, ref); d != nil {
+			c.enqueue(d)
+		}
+		return
+	}
+	for _, d := range c.selecting(rs) {
+		c.enqueue(d)
+	}
+}
+
+func (c *controller) updateReplicaSet(oldObj, newObj any) {
+	c.loop.Observe(newObj)
+	old, ok1 := oldObj.(*appsv1.ReplicaSet)
+	cur, ok2 := newObj.(*appsv1.ReplicaSet)
+	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+		return // a resync
+	}
+	curRef, oldRef := metav1.GetControllerOfNoCopy(cur), metav1.GetControllerOfNoCopy(old)
+	refChanged := !equality.Semantic.DeepEqual(curRef, oldRef)
+	if refChanged && oldRef != nil {
+		if d := c.resolve(old.Namespace, oldRef); d != nil {
+			c.enqueue(d)
+		}
+	}
+	if curRef != nil {
+		if d := c.resolve(cur.Namespace, curRef); d != nil {
+			c.enqueue(d)
+		}
+		return
+	}
+	if refChanged || !equality.Semantic.DeepEqual(old.Labels, cur.Labels) {
+		for _, d := range c.selecting(cur) {
+			c.enqueue(d)
+		}
+	}
+}
+
+func (c *controller) deleteReplicaSet(obj any) {
+	c.loop.ObserveDelete(obj)
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok {
+		c.log.Error(errors.New("unexpected object"), "Ignoring a ReplicaSet delete event", "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	ref := metav1.GetControllerOfNoCopy(rs)
+	if ref == nil {
+		return
+	}
+	if d := c.resolve(rs.Namespace, ref); d != nil {
+		c.enqueue(d)
+	}
+}
+
+// deletePod wakes a Recreate Deployment whose pod went away: its new
+// ReplicaSet waits until the old pods are gone.
+func (c *controller) deletePod(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		c.log.Error(errors.New("unexpected object"), "Ignoring a pod delete event", "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return
+	}
+	rs, err := c.rsLister.ReplicaSets(p.Namespace).Get(ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return
+	}
+	rsRef := metav1.GetControllerOfNoCopy(rs)
+	if rsRef == nil {
+		return
+	}
+	if d := c.resolve(rs.Namespace, rsRef); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		c.enqueue(d)
+	}
+}
