@@ -1,0 +1,88 @@
+package daemonset
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// Names, as kube-controller-manager has them.
+const (
+	Name  = "daemonset-controller"
+	Alias = "daemonset"
+	// ClientName is the name KCM asks its client builder for: the user
+	// agent's suffix and, with --use-service-account-credentials, the
+	// ServiceAccount (kube-system/daemon-set-controller) whose bootstrap
+	// RBAC role grants what this controller does.
+	ClientName = "daemon-set-controller"
+)
+
+// Feature gates consulted through descriptor.Context.FeatureGate when the
+// host registers them; otherwise their Kubernetes 1.37 defaults apply.
+const (
+	// FeatureStaleControllerConsistency: hold a DaemonSet back until the
+	// informers have delivered the pods and status this controller wrote
+	// for it (beta, on by default since 1.36).
+	FeatureStaleControllerConsistency featuregate.Feature = "StaleControllerConsistencyDaemonSet"
+	// FeatureTaintTolerationComparisonOperators: tolerations with the Lt
+	// and Gt operators compare numerically (alpha, off by default).
+	FeatureTaintTolerationComparisonOperators featuregate.Feature = "TaintTolerationComparisonOperators"
+)
+
+// FeatureSpecs returns the gates above with their Kubernetes 1.37
+// defaults, for a program to add to its feature gate (so that
+// --feature-gates can set them).
+func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
+	return map[featuregate.Feature]featuregate.FeatureSpec{
+		FeatureStaleControllerConsistency:         {Default: true, PreRelease: featuregate.Beta},
+		FeatureTaintTolerationComparisonOperators: {Default: false, PreRelease: featuregate.Alpha},
+	}
+}
+
+// Descriptor returns the DaemonSet controller (daemonset-controller, alias
+// daemonset) with o.ConcurrentDaemonSetSyncs workers. Invalid options are
+// reported by manager.Builder.Build.
+func Descriptor(o Options) descriptor.Descriptor {
+	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		o := o.withDefaults()
+		client, err := cc.ClientBuilder.Client(ClientName)
+		if err != nil {
+			return nil, err
+		}
+		c, err := newController(config{
+			name:             cc.Name,
+			client:           client,
+			daemonSets:       cc.InformerFactory.Apps().V1().DaemonSets(),
+			revisions:        cc.InformerFactory.Apps().V1().ControllerRevisions(),
+			pods:             cc.InformerFactory.Core().V1().Pods(),
+			nodes:            cc.InformerFactory.Core().V1().Nodes(),
+			recorder:         cc.EventRecorder,
+			workers:          int(o.ConcurrentDaemonSetSyncs),
+			clock:            o.Clock,
+			staleGuard:       gate.Enabled(cc.FeatureGate, FeatureStaleControllerConsistency, true),
+			comparisonTaints: gate.Enabled(cc.FeatureGate, FeatureTaintTolerationComparisonOperators, false),
+			log:              logr.FromContextOrDiscard(ctx),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cc.Name, err)
+		}
+		return c, nil
+	}).
+		WithAliases(Alias).
+		WithValidator(o.Validate).
+		WithInformers(appsv1.SchemeGroupVersion.WithResource("daemonsets"),
+			appsv1.SchemeGroupVersion.WithResource("controllerrevisions"),
+			corev1.SchemeGroupVersion.WithResource("nodes")).
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{
+			podByControllerIndex: indexPodByController,
+			podByNodeIndex:       indexPodByNode,
+		})
+}
