@@ -100,10 +100,13 @@ func (c *controller) patchPod(ctx context.Context, namespace, name string, patch
 }
 
 // patchJobPod is patchPod for a pod of the Job named key: the patched pod
-// is recorded with the staleness guard.
+// is recorded with the staleness guard, unless the patch let it go.
 func (c *controller) patchJobPod(ctx context.Context, key, namespace, name string, patch []byte) error {
 	p, err := c.patchPod(ctx, namespace, name, patch)
-	if err == nil {
+	if err == nil && (p.DeletionTimestamp == nil || len(p.Finalizers) > 0) {
+		// A pod that is being deleted and lost its last finalizer is gone:
+		// its deletion may be delivered before this write is recorded, and
+		// the guard would then wait for an update that never comes.
 		c.wrote(key, p)
 	}
 	return err
