@@ -247,7 +247,7 @@ func TestJobCompletions(t *testing.T) {
 func TestJobBackoffLimit(t *testing.T) {
 	res := compareJob(t, differential.Scenario{
 		Name: "job backoffLimit exceeded", Controller: job.Name,
-		Setup: createJob(newJob("fail", func(j *batchv1.Job) { j.Spec.BackoffLimit = ptr.To[int32](1) })),
+		Setup:   createJob(newJob("fail", func(j *batchv1.Job) { j.Spec.BackoffLimit = ptr.To[int32](1) })),
 		Act:     finishPods(corev1.PodFailed, 1, nil),
 		Observe: observeJob("fail"),
 		Settled: func(s []map[string]any) bool {
@@ -349,7 +349,7 @@ func TestJobSuspended(t *testing.T) {
 func TestJobActiveDeadline(t *testing.T) {
 	compareJob(t, differential.Scenario{
 		Name: "job active deadline", Controller: job.Name,
-		Setup: createJob(newJob("slow", func(j *batchv1.Job) { j.Spec.ActiveDeadlineSeconds = ptr.To[int64](2) })),
+		Setup:   createJob(newJob("slow", func(j *batchv1.Job) { j.Spec.ActiveDeadlineSeconds = ptr.To[int64](2) })),
 		Act:     runReady,
 		Observe: observeJob("slow"),
 		Settled: func(s []map[string]any) bool {
