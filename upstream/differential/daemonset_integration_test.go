@@ -517,3 +517,181 @@ func TestDaemonSetFailedPodReplaced(t *testing.T) {
 		t.Errorf("native side's events %q lack FailedDaemonPod or SuccessfulDelete", ev)
 	}
 }
+
+// TestDaemonSetMaxSurge: a template change under RollingUpdate with
+// maxSurge 1 (maxUnavailable 0) starts each new pod beside the old one and
+// deletes the old one once the new is available; every pod ends updated.
+func TestDaemonSetMaxSurge(t *testing.T) {
+	const scen = "surge"
+	surge := appsv1.DaemonSetUpdateStrategy{
+		Type: appsv1.RollingUpdateDaemonSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDaemonSet{
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1)),
+		},
+	}
+	res := compare(t, differential.Scenario{
+		Name: "daemonset surge update", Controller: "daemonset-controller",
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := createNodes(ctx, cs, ns, scen, dsNode{suffix: "a"}, dsNode{suffix: "b"}, dsNode{suffix: "c"}); err != nil {
+				return err
+			}
+			_, err := cs.AppsV1().DaemonSets(ns).Create(ctx, daemonSetObj("agent", scen, surge), metav1.CreateOptions{})
+			return err
+		}),
+		Act:     acts(kubeletAndScheduler, templateChange("agent", 3)),
+		Observe: observeDaemonSets,
+		Settled: func(state []map[string]any) bool {
+			return count(state, "ControllerRevision") == 2 && count(state, "Pod") == 3 && podsRunning(state) == 3 &&
+				dsStatus(state, "agent", "updatedNumberScheduled") == "3" && dsStatus(state, "agent", "numberAvailable") == "3" &&
+				strings.Contains(fmt.Sprint(state), "rollout:2")
+		},
+		Cleanup: dsCleanup,
+	})
+	if got := dsStatus(res.Native, "agent", "updatedNumberScheduled"); got != "3" {
+		t.Errorf("native side: updatedNumberScheduled %s, want 3", got)
+	}
+}
+
+// TestDaemonSetRevisionHistoryLimit: three templates with
+// revisionHistoryLimit 1 leave two revisions, the current and the newest
+// old one.
+func TestDaemonSetRevisionHistoryLimit(t *testing.T) {
+	const scen = "history"
+	res := compare(t, differential.Scenario{
+		Name: "daemonset history limit", Controller: "daemonset-controller",
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := createNodes(ctx, cs, ns, scen, dsNode{suffix: "a"}, dsNode{suffix: "b"}); err != nil {
+				return err
+			}
+			ds := daemonSetObj("agent", scen, rollingOne)
+			ds.Spec.RevisionHistoryLimit = ptr.To[int32](1)
+			_, err := cs.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{})
+			return err
+		}),
+		Act: acts(kubeletAndScheduler, func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			// Two template changes, each once the previous one rolled out.
+			ds, err := cs.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			st := ds.Status
+			step := ds.Spec.Template.Annotations["rollout"]
+			if step == "3" || st.ObservedGeneration != ds.Generation || st.NumberAvailable != 2 || st.UpdatedNumberScheduled != 2 {
+				return nil
+			}
+			next := map[string]string{"": "2", "2": "3"}[step]
+			ds.Spec.Template.Annotations = map[string]string{"rollout": next}
+			_, err = cs.AppsV1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{})
+			return err
+		}),
+		Observe: observeDaemonSets,
+		Settled: func(state []map[string]any) bool {
+			return count(state, "ControllerRevision") == 2 && podsRunning(state) == 2 && count(state, "Pod") == 2 &&
+				dsStatus(state, "agent", "updatedNumberScheduled") == "2" && dsStatus(state, "agent", "numberAvailable") == "2" &&
+				strings.Contains(fmt.Sprint(state), "rollout:3")
+		},
+		Cleanup: dsCleanup,
+	})
+	if n := count(res.Native, "ControllerRevision"); n != 2 {
+		t.Errorf("native side ended with %d revisions, want 2", n)
+	}
+}
+
+// TestDaemonSetAdoptsOrphans: two matching orphan pods bound to one node
+// are adopted and the newer deleted (one pod per node); the other node
+// gets a new pod. Under OnDelete the adopted pod stays, not updated.
+func TestDaemonSetAdoptsOrphans(t *testing.T) {
+	const scen = "adopt"
+	res := compare(t, differential.Scenario{
+		Name: "daemonset adopts orphans", Controller: "daemonset-controller",
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := createNodes(ctx, cs, ns, scen, dsNode{suffix: "a"}, dsNode{suffix: "b"}); err != nil {
+				return err
+			}
+			for _, name := range []string{"orphan-1", "orphan-2"} {
+				p := pod(name, map[string]string{"app": "agent"})
+				p.Spec.NodeName = ns + "-a"
+				created, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+				if err != nil {
+					return err
+				}
+				if err := setPhase(ctx, cs, created, corev1.PodRunning, 0); err != nil {
+					return err
+				}
+			}
+			_, err := cs.AppsV1().DaemonSets(ns).Create(ctx, daemonSetObj("agent", scen,
+				appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}), metav1.CreateOptions{})
+			return err
+		}),
+		Act:     kubeletAndScheduler,
+		Observe: observeDaemonSets,
+		Settled: func(state []map[string]any) bool {
+			return count(state, "Pod") == 2 && podsRunning(state) == 2 && dsStatus(state, "agent", "numberAvailable") == "2"
+		},
+		Cleanup: dsCleanup,
+	})
+	if got := dsStatus(res.Native, "agent", "updatedNumberScheduled"); got != "1" {
+		t.Errorf("native side: updatedNumberScheduled %s, want 1 (the adopted pod is not of the current revision)", got)
+	}
+}
+
+// TestDaemonSetNodeBecomesIneligible: once the pods run, one node loses
+// the label the nodeSelector asks for and another gets an untolerated
+// NoExecute taint; their pods are deleted, a third node with a new
+// untolerated NoSchedule taint keeps its pod (misscheduled).
+func TestDaemonSetNodeBecomesIneligible(t *testing.T) {
+	const scen = "ineligible"
+	var mu sync.Mutex
+	changed := map[string]bool{}
+	res := compare(t, differential.Scenario{
+		Name: "daemonset leaves nodes that become ineligible", Controller: "daemonset-controller",
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := createNodes(ctx, cs, ns, scen, dsNode{suffix: "a"}, dsNode{suffix: "b"}, dsNode{suffix: "c"}, dsNode{suffix: "d"}); err != nil {
+				return err
+			}
+			_, err := cs.AppsV1().DaemonSets(ns).Create(ctx, daemonSetObj("agent", scen, rollingOne), metav1.CreateOptions{})
+			return err
+		}),
+		Act: acts(kubeletAndScheduler, func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if changed[ns] {
+				return nil
+			}
+			ds, err := cs.AppsV1().DaemonSets(ns).Get(ctx, "agent", metav1.GetOptions{})
+			if err != nil || ds.Status.NumberAvailable != 4 {
+				return err
+			}
+			edits := map[string]func(*corev1.Node){
+				"b": func(n *corev1.Node) { delete(n.Labels, dsScenarioLabel) },
+				"c": func(n *corev1.Node) {
+					n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "example.com/evict", Effect: corev1.TaintEffectNoExecute})
+				},
+				"d": func(n *corev1.Node) {
+					n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "example.com/drain", Effect: corev1.TaintEffectNoSchedule})
+				},
+			}
+			for suffix, edit := range edits {
+				n, err := cs.CoreV1().Nodes().Get(ctx, ns+"-"+suffix, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				edit(n)
+				if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+					return err
+				}
+			}
+			changed[ns] = true
+			return nil
+		}),
+		Observe: observeDaemonSets,
+		Settled: func(state []map[string]any) bool {
+			return count(state, "Pod") == 2 && dsStatus(state, "agent", "desiredNumberScheduled") == "1" &&
+				dsStatus(state, "agent", "numberMisscheduled") == "1"
+		},
+		Cleanup: dsCleanup,
+	})
+	if n := count(res.Native, "Pod"); n != 2 {
+		t.Errorf("native side ended with %d pods, want 2", n)
+	}
+}
