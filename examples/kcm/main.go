@@ -20,6 +20,9 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
+	"github.com/ctrlhost/ctrlhost/controllers/deployment"
+	"github.com/ctrlhost/ctrlhost/controllers/job"
 	"github.com/ctrlhost/ctrlhost/controllers/podgc"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
 	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
@@ -75,9 +78,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 
 	// The gates the built-ins consult, so that --feature-gates sets them.
 	gates := featuregate.NewFeatureGate()
-	if err := gates.Add(replicaset.FeatureSpecs()); err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
+	for _, specs := range builtinFeatureSpecs() {
+		if err := gates.Add(specs); err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
 	}
 	m, err := manager.NewBuilder(component).
 		WithOptions(host).
@@ -108,12 +113,24 @@ type builtinOptions struct {
 	tc  tokencleaner.Options
 	ca  rootcacertpublisher.Options
 	ttl ttlafterfinished.Options
+	dep deployment.Options
+	ds  daemonset.Options
+	job job.Options
+}
+
+// builtinFeatureSpecs are the feature gates the built-ins consult, with
+// their Kubernetes 1.37 defaults.
+func builtinFeatureSpecs() []map[featuregate.Feature]featuregate.FeatureSpec {
+	return []map[featuregate.Feature]featuregate.FeatureSpec{
+		replicaset.FeatureSpecs(), deployment.FeatureSpecs(), daemonset.FeatureSpecs(), job.FeatureSpecs(),
+	}
 }
 
 func newBuiltinOptions() *builtinOptions {
 	return &builtinOptions{
 		rs: replicaset.NewOptions(), gc: podgc.NewOptions(), sa: serviceaccount.NewOptions(),
 		tc: tokencleaner.NewOptions(), ca: rootcacertpublisher.NewOptions(), ttl: ttlafterfinished.NewOptions(),
+		dep: deployment.NewOptions(), ds: daemonset.NewOptions(), job: job.NewOptions(),
 	}
 }
 
@@ -124,6 +141,9 @@ func (o *builtinOptions) addFlags(fs *pflag.FlagSet) {
 	o.tc.AddFlags(fs)
 	o.ca.AddFlags(fs)
 	o.ttl.AddFlags(fs)
+	o.dep.AddFlags(fs)
+	o.ds.AddFlags(fs)
+	o.job.AddFlags(fs)
 }
 
 // descriptors are the built-ins, in the order this program registers them.
@@ -136,5 +156,8 @@ func (o *builtinOptions) descriptors() []descriptor.Descriptor {
 		tokencleaner.Descriptor(o.tc),
 		rootcacertpublisher.Descriptor(o.ca),
 		ttlafterfinished.Descriptor(o.ttl),
+		deployment.Descriptor(o.dep),
+		daemonset.Descriptor(o.ds),
+		job.Descriptor(o.job),
 	}
 }

@@ -17,8 +17,8 @@ func TestCommandLine(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown KCM flag", []string{"--concurrent-deployment-syncs=5"}, 2, "unknown flag: --concurrent-deployment-syncs"},
-		{"unknown controller", []string{"--controllers=*,deployment-controller", "--kubeconfig=/nonexistent"}, 1, `"deployment-controller" is not a known controller`},
+		{"unknown KCM flag", []string{"--concurrent-statefulset-syncs=5"}, 2, "unknown flag: --concurrent-statefulset-syncs"},
+		{"unknown controller", []string{"--controllers=*,statefulset-controller", "--kubeconfig=/nonexistent"}, 1, `"statefulset-controller" is not a known controller`},
 		{"unknown controller: where to find it", []string{"--controllers=*,garbagecollector", "--kubeconfig=/nonexistent"}, 1, "Every kube-controller-manager controller is in the upstream module's drop-in binary, github.com/ctrlhost/ctrlhost/upstream/cmd/kube-controller-manager"},
 		{"bad worker count", []string{"--concurrent-replicaset-syncs=-1", "--kubeconfig=/nonexistent"}, 1, "--concurrent-replicaset-syncs"},
 		{"bad duration", []string{"--controller-shutdown-timeout=0"}, 2, "must be a positive duration"},
@@ -50,6 +50,7 @@ func TestUpstreamCommandLineParses(t *testing.T) {
 		"--leader-elect-resource-namespace=kube-system", "--secure-port=10257", "--bind-address=127.0.0.1",
 		"--root-ca-file=/etc/kubernetes/pki/ca.crt", "--terminated-pod-gc-threshold=12500",
 		"--concurrent-replicaset-syncs=5", "--concurrent-rc-syncs=5", "--concurrent-ttl-after-finished-syncs=5",
+		"--concurrent-deployment-syncs=5", "--concurrent-daemonset-syncs=2", "--concurrent-job-syncs=5",
 		"--kube-api-qps=20", "--kube-api-burst=30", "--min-resync-period=12h", "--controller-shutdown-timeout=10s",
 		"--use-service-account-credentials=true", "--v=2",
 	}

@@ -14,6 +14,9 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
+	"github.com/ctrlhost/ctrlhost/controllers/deployment"
+	"github.com/ctrlhost/ctrlhost/controllers/job"
 	"github.com/ctrlhost/ctrlhost/controllers/podgc"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
 	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
@@ -89,7 +92,8 @@ func TestBuiltinsTakeOverWarmCaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.WaitRunning(replicaset.ReplicaSetControllerName, replicaset.ReplicationControllerControllerName, podgc.Name,
-		serviceaccount.Name, tokencleaner.Name, rootcacertpublisher.Name, ttlafterfinished.Name)
+		serviceaccount.Name, tokencleaner.Name, rootcacertpublisher.Name, ttlafterfinished.Name,
+		deployment.Name, daemonset.Name, job.Name)
 	b.WaitHealthy("/readyz")
 	if err := b.Stop(); err != nil {
 		t.Fatal(err)
