@@ -63,8 +63,9 @@ type controller struct {
 	workers     int
 	terminating bool
 
-	// enqueueAfter and enqueueRateLimited are the loop's; tests replace
-	// them to observe requeues.
+	// enqueueKey, enqueueAfter and enqueueRateLimited are the loop's;
+	// tests replace them to observe (re)queues.
+	enqueueKey         func(key string)
 	enqueueAfter       func(key string, d time.Duration)
 	enqueueRateLimited func(key string)
 }
@@ -96,6 +97,7 @@ func newController(cfg config) (*controller, error) {
 	// The queue exists before any handler is registered: a running
 	// informer (warm standby) calls a new handler at once.
 	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{MaxRetries: maxRetries, Clock: cfg.clock})
+	c.enqueueKey = c.loop.Add
 	c.enqueueAfter = c.loop.AddAfter
 	c.enqueueRateLimited = c.loop.AddRateLimited
 	regs := make([]cache.InformerSynced, 0, 3)
@@ -157,7 +159,7 @@ func podIndexKey(namespace, name, uid string) string { return namespace + "/" + 
 
 func keyOf(d *appsv1.Deployment) string { return d.Namespace + "/" + d.Name }
 
-func (c *controller) enqueue(d *appsv1.Deployment) { c.loop.Add(keyOf(d)) }
+func (c *controller) enqueue(d *appsv1.Deployment) { c.enqueueKey(keyOf(d)) }
 
 // Event handlers: they only turn objects into keys (and feed the staleness
 // guard); objects from caches are never modified.
