@@ -429,3 +429,68 @@ func TestDeploymentAdoptsOrphan(t *testing.T) {
 		},
 	}, "3/3/3/3", "NewReplicaSetAvailable", 1)
 }
+
+// TestDeploymentMinReadySeconds: minReadySeconds is copied to the
+// ReplicaSet; changing it later (no template change) updates the same
+// ReplicaSet rather than making a new one.
+func TestDeploymentMinReadySeconds(t *testing.T) {
+	d := deployObj(2, deployImage)
+	d.Spec.MinReadySeconds = 2
+	deployCompare(t, differential.Scenario{
+		Name:  "deployment minReadySeconds",
+		Setup: deployCreate(d),
+		Act: deployActs(runReady, deployEdit(func(d *appsv1.Deployment) bool {
+			return d.Spec.MinReadySeconds == 2 && deployDone(d, deployImage)
+		}, func(d *appsv1.Deployment) { d.Spec.MinReadySeconds = 1 })),
+		Settled: func(s []map[string]any) bool {
+			for _, o := range s {
+				if o["kind"] == "ReplicaSet" && deployField(o, "spec.minReadySeconds") != "1" {
+					return false
+				}
+			}
+			return deployStatus(s) == "2/2/2/2" && deployProgressing(s) == "NewReplicaSetAvailable"
+		},
+	}, "2/2/2/2", "NewReplicaSetAvailable", 1)
+}
+
+// TestDeploymentPausedThenResumed: a Deployment created paused makes no
+// ReplicaSet and reports Progressing Unknown DeploymentPaused; resumed, it
+// rolls out.
+func TestDeploymentPausedThenResumed(t *testing.T) {
+	d := deployObj(2, deployImage)
+	d.Spec.Paused = true
+	deployCompare(t, differential.Scenario{
+		Name:  "deployment created paused, then resumed",
+		Setup: deployCreate(d),
+		Act: deployActs(runReady, deployEdit(func(d *appsv1.Deployment) bool {
+			return d.Spec.Paused && d.Status.ObservedGeneration == d.Generation &&
+				deployCondReason(d.Status.Conditions, appsv1.DeploymentProgressing) == "DeploymentPaused"
+		}, func(d *appsv1.Deployment) { d.Spec.Paused = false })),
+		Settled: func(s []map[string]any) bool {
+			return deployStatus(s) == "2/2/2/2" && deployProgressing(s) == "NewReplicaSetAvailable"
+		},
+	}, "2/2/2/2", "NewReplicaSetAvailable", 1)
+}
+
+// TestDeploymentRollbackAnnotation: after a rollout to revision 2, the
+// deprecated rollback annotation (revision 1) puts the first template back:
+// its ReplicaSet becomes revision 3 with revision-history 1, and the
+// DeploymentRollback event is recorded.
+func TestDeploymentRollbackAnnotation(t *testing.T) {
+	const v2 = "registry.k8s.io/pause:3.9"
+	revision := func(d *appsv1.Deployment) string { return d.Annotations["deployment.kubernetes.io/revision"] }
+	deployCompare(t, differential.Scenario{
+		Name:  "deployment rollback annotation",
+		Setup: deployCreate(deployObj(2, deployImage)),
+		Act: deployActs(runReady,
+			deployEdit(func(d *appsv1.Deployment) bool { return revision(d) == "1" && deployDone(d, deployImage) },
+				func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = v2 }),
+			deployEdit(func(d *appsv1.Deployment) bool { return revision(d) == "2" && deployDone(d, v2) },
+				func(d *appsv1.Deployment) { d.Annotations["deprecated.deployment.rollback.to"] = "1" })),
+		Settled: func(s []map[string]any) bool {
+			return deployStatus(s) == "2/2/2/2" && deployProgressing(s) == "NewReplicaSetAvailable" &&
+				strings.Contains(fmt.Sprint(deployState(s, "Deployment", "web")["metadata"]), "revision:3") &&
+				strings.Contains(deploySummary(s, "events"), "Deployment DeploymentRollback")
+		},
+	}, "2/2/2/2", "NewReplicaSetAvailable", 2)
+}
