@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,7 +85,9 @@ var podRef = regexp.MustCompile(`pod \S+/\S+`)
 // observeJob returns the Job, the namespace's pods and a summary of its
 // events: the sorted, distinct "<involvedObject.kind> <reason>" pairs
 // (counts and timing of events are not deterministic). Condition messages
-// keep their text but not the pod they name.
+// keep their text but not the pod they name; generated pod names are
+// replaced by generateName, phase and index failure count, which order
+// the pods the same way on both sides.
 func observeJob(name string) func(context.Context, kubernetes.Interface, string) ([]runtime.Object, error) {
 	return func(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
 		j, err := cs.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
@@ -98,6 +101,13 @@ func observeJob(name string) func(context.Context, kubernetes.Interface, string)
 		objs, err := podsIn(ctx, cs, ns)
 		if err != nil {
 			return nil, err
+		}
+		for _, o := range objs {
+			// Which of two pods got the smaller random suffix is chance:
+			// name generated pods by what tells them apart instead.
+			if p := o.(*corev1.Pod); p.GenerateName != "" {
+				p.Name = p.GenerateName + string(p.Status.Phase) + "-" + p.Annotations[batchv1.JobIndexFailureCountAnnotation]
+			}
 		}
 		evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -370,5 +380,160 @@ func TestJobManagedByOther(t *testing.T) {
 	})
 	if st := jobStatus(t, res.Native); len(st) != 0 || count(res.Native, "Pod") != 0 {
 		t.Errorf("native side touched the Job: status %v, %d pods", st, count(res.Native, "Pod"))
+	}
+}
+
+// TestJobBackoffLimitPerIndex: Indexed, completions 3, backoffLimitPerIndex
+// 1; index 1 always fails, the others succeed. Index 1 is retried once
+// (after the 10s per-index back-off, its pod carrying the failure count),
+// then fails for good: failedIndexes "1", completedIndexes "0,2", Failed
+// with reason FailedIndexes.
+func TestJobBackoffLimitPerIndex(t *testing.T) {
+	index := func(ix string) func(*corev1.Pod) bool {
+		return func(p *corev1.Pod) bool { return p.Annotations[batchv1.JobCompletionIndexAnnotation] == ix }
+	}
+	failOne, succeedOthers := finishPods(corev1.PodFailed, 1, index("1")), finishPods(corev1.PodSucceeded, 0, func(p *corev1.Pod) bool { return !index("1")(p) })
+	res := compareJob(t, differential.Scenario{
+		Name: "job backoffLimitPerIndex", Controller: job.Name,
+		Setup: createJob(newJob("perindex", func(j *batchv1.Job) {
+			j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](3), ptr.To[int32](3)
+			j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+			j.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
+		})),
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := failOne(ctx, cs, ns); err != nil {
+				return err
+			}
+			return succeedOthers(ctx, cs, ns)
+		},
+		Observe: observeJob("perindex"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Failed", "FailedIndexes") && eventSeen(s, "FailedIndexes") && podsWithFinalizer(s) == 0
+		},
+		Cleanup: cleanupJobs,
+	})
+	if st := jobStatus(t, res.Native); st["failedIndexes"] != "1" || st["completedIndexes"] != "0,2" || st["failed"] != float64(2) {
+		t.Errorf("native side: failedIndexes %v completedIndexes %v failed %v, want 1, 0,2 and 2", st["failedIndexes"], st["completedIndexes"], st["failed"])
+	}
+}
+
+// TestJobSuspendResume: parallelism 2, completions 2; once both pods run,
+// the Job is suspended (its pods deleted, not counted, the Suspended
+// condition and event); once suspended it is resumed (JobResumed, new
+// pods), and the new pods succeed: Complete.
+func TestJobSuspendResume(t *testing.T) {
+	var steps sync.Map // namespace → how far Act got
+	setSuspend := func(ctx context.Context, cs kubernetes.Interface, ns string, on bool) error {
+		_, err := cs.BatchV1().Jobs(ns).Patch(ctx, "toggle", types.MergePatchType, fmt.Appendf(nil, `{"spec":{"suspend":%t}}`, on), metav1.PatchOptions{})
+		return err
+	}
+	compareJob(t, differential.Scenario{
+		Name: "job suspend and resume", Controller: job.Name,
+		Setup: createJob(newJob("toggle", func(j *batchv1.Job) {
+			j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](2), ptr.To[int32](2)
+		})),
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			step, _ := steps.LoadOrStore(ns, 0)
+			j, err := cs.BatchV1().Jobs(ns).Get(ctx, "toggle", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			switch step {
+			case 0: // run the first pods; suspend once both run
+				if err := runReady(ctx, cs, ns); err != nil {
+					return err
+				}
+				if ptr.Deref(j.Status.Ready, 0) == 2 {
+					steps.Store(ns, 1)
+					return setSuspend(ctx, cs, ns, true)
+				}
+			case 1: // resume once suspended and the pods are gone
+				for _, c := range j.Status.Conditions {
+					if c.Type == batchv1.JobSuspended && c.Status == corev1.ConditionTrue && j.Status.Active == 0 {
+						steps.Store(ns, 2)
+						return setSuspend(ctx, cs, ns, false)
+					}
+				}
+			case 2: // the new pods succeed
+				return finishPods(corev1.PodSucceeded, 0, nil)(ctx, cs, ns)
+			}
+			return nil
+		},
+		Observe: observeJob("toggle"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Complete", "CompletionsReached") && eventSeen(s, "Completed") && eventSeen(s, "Resumed") && podsWithFinalizer(s) == 0
+		},
+		Cleanup: cleanupJobs,
+	})
+}
+
+// TestJobAdoptsOrphan: a Job with a manual selector adopts a matching
+// orphan pod (adding its controller reference and the tracking finalizer),
+// counts it and creates only the rest of its parallelism; all succeed.
+func TestJobAdoptsOrphan(t *testing.T) {
+	labels := map[string]string{"app": "batch-orphan"}
+	res := compareJob(t, differential.Scenario{
+		Name: "job adopts an orphan pod", Controller: job.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod("stray", labels), metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			j := newJob("adopter", func(j *batchv1.Job) {
+				j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](2), ptr.To[int32](2)
+				j.Spec.ManualSelector = ptr.To(true)
+				j.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
+				j.Spec.Template.Labels = labels
+			})
+			_, err := cs.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{})
+			return err
+		}),
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			// Only adopted pods run: the stray must be counted as the Job's.
+			return finishPods(corev1.PodSucceeded, 0, func(p *corev1.Pod) bool { return metav1.GetControllerOf(p) != nil })(ctx, cs, ns)
+		},
+		Observe: observeJob("adopter"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Complete", "CompletionsReached") && eventSeen(s, "Completed") && podsWithFinalizer(s) == 0
+		},
+		Cleanup: cleanupJobs,
+	})
+	if n := count(res.Native, "Pod"); n != 2 {
+		t.Errorf("native side: %d pods, want 2 (the adopted one and one created)", n)
+	}
+}
+
+// TestJobPodFailurePolicyIgnore: an Ignore rule on exit code 3; the first
+// pod exits 3, which is not counted against backoffLimit 0; its
+// replacement (after the back-off) succeeds: Complete with failed 0.
+func TestJobPodFailurePolicyIgnore(t *testing.T) {
+	var first sync.Map // namespace → name of the pod that fails
+	res := compareJob(t, differential.Scenario{
+		Name: "job pod failure policy Ignore", Controller: job.Name,
+		Setup: createJob(newJob("ignore", func(j *batchv1.Job) {
+			j.Spec.BackoffLimit = ptr.To[int32](0)
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action:      batchv1.PodFailurePolicyActionIgnore,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3}},
+			}}}
+		})),
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil || len(l.Items) == 0 {
+				return err
+			}
+			name, _ := first.LoadOrStore(ns, l.Items[0].Name)
+			if err := finishPods(corev1.PodFailed, 3, func(p *corev1.Pod) bool { return p.Name == name })(ctx, cs, ns); err != nil {
+				return err
+			}
+			return finishPods(corev1.PodSucceeded, 0, func(p *corev1.Pod) bool { return p.Name != name })(ctx, cs, ns)
+		},
+		Observe: observeJob("ignore"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Complete", "CompletionsReached") && eventSeen(s, "Completed") && podsWithFinalizer(s) == 0
+		},
+		Cleanup: cleanupJobs,
+	})
+	if st := jobStatus(t, res.Native); st["failed"] != nil || st["succeeded"] != float64(1) {
+		t.Errorf("native side: failed %v succeeded %v, want none and 1", st["failed"], st["succeeded"])
 	}
 }
