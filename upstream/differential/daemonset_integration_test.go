@@ -695,3 +695,40 @@ func TestDaemonSetNodeBecomesIneligible(t *testing.T) {
 		t.Errorf("native side ended with %d pods, want 2", n)
 	}
 }
+
+// TestDaemonSetHostNetworkAndMinReady: hostNetwork pods tolerate an
+// unavailable network, the template's own not-ready toleration (with
+// tolerationSeconds) is replaced by the default one, and with
+// minReadySeconds 2 the pods count as available only later.
+func TestDaemonSetHostNetworkAndMinReady(t *testing.T) {
+	const scen = "hostnet"
+	res := compare(t, differential.Scenario{
+		Name: "daemonset hostNetwork and minReadySeconds", Controller: "daemonset-controller",
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := createNodes(ctx, cs, ns, scen,
+				dsNode{suffix: "a", taints: []corev1.Taint{{Key: corev1.TaintNodeNetworkUnavailable, Effect: corev1.TaintEffectNoSchedule}}},
+				dsNode{suffix: "b"},
+			); err != nil {
+				return err
+			}
+			ds := daemonSetObj("agent", scen, rollingOne)
+			ds.Spec.MinReadySeconds = 2
+			ds.Spec.Template.Spec.HostNetwork = true
+			ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{
+				{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](60)},
+				{Key: "example.com/own", Operator: corev1.TolerationOpExists},
+			}
+			_, err := cs.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{})
+			return err
+		}),
+		Act:     kubeletAndScheduler,
+		Observe: observeDaemonSets,
+		Settled: func(state []map[string]any) bool {
+			return podsRunning(state) == 2 && dsStatus(state, "agent", "numberAvailable") == "2"
+		},
+		Cleanup: dsCleanup,
+	})
+	if n := podsRunning(res.Native); n != 2 {
+		t.Errorf("native side ended with %d running pods, want 2", n)
+	}
+}
