@@ -537,3 +537,60 @@ func TestJobPodFailurePolicyIgnore(t *testing.T) {
 		t.Errorf("native side: failed %v succeeded %v, want none and 1", st["failed"], st["succeeded"])
 	}
 }
+
+// TestJobPodReplacementPolicy: parallelism 1; once its pod runs, the pod
+// is deleted (it stays, terminating, behind the tracking finalizer; there
+// is no kubelet). With TerminatingOrFailed it counts as failed at once and
+// is replaced after the back-off; with Failed the Job reports it
+// terminating and waits until it has failed (played here), then replaces
+// it. The replacement succeeds: Complete with failed 1.
+func TestJobPodReplacementPolicy(t *testing.T) {
+	for _, policy := range []batchv1.PodReplacementPolicy{batchv1.TerminatingOrFailed, batchv1.Failed} {
+		t.Run(string(policy), func(t *testing.T) {
+			var victims sync.Map // namespace → name of the deleted pod
+			res := compareJob(t, differential.Scenario{
+				Name: "job podReplacementPolicy " + string(policy), Controller: job.Name,
+				Setup: createJob(newJob("replace", func(j *batchv1.Job) {
+					j.Spec.Completions = ptr.To[int32](1)
+					j.Spec.PodReplacementPolicy = ptr.To(policy)
+				})),
+				Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+					l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+					if err != nil {
+						return err
+					}
+					victim, chosen := victims.Load(ns)
+					for i := range l.Items {
+						p := &l.Items[i]
+						switch {
+						case !chosen && p.Status.Phase == corev1.PodRunning:
+							victims.Store(ns, p.Name)
+							return cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{})
+						case !chosen:
+							if err := setPhase(ctx, cs, p, corev1.PodRunning, 0); err != nil {
+								return err
+							}
+						case p.Name == victim && p.DeletionTimestamp != nil && p.Status.Phase == corev1.PodRunning:
+							if err := setPhase(ctx, cs, p, corev1.PodFailed, 137); err != nil {
+								return err
+							}
+						case p.Name != victim && p.DeletionTimestamp == nil && (p.Status.Phase == "" || p.Status.Phase == corev1.PodPending):
+							if err := setPhase(ctx, cs, p, corev1.PodSucceeded, 0); err != nil {
+								return err
+							}
+						}
+					}
+					return nil
+				},
+				Observe: observeJob("replace"),
+				Settled: func(s []map[string]any) bool {
+					return jobCondition(s, "Complete", "CompletionsReached") && eventSeen(s, "Completed") && podsWithFinalizer(s) == 0
+				},
+				Cleanup: cleanupJobs,
+			})
+			if st := jobStatus(t, res.Native); st["failed"] != float64(1) || st["succeeded"] != float64(1) {
+				t.Errorf("native side: failed %v succeeded %v, want 1 and 1", st["failed"], st["succeeded"])
+			}
+		})
+	}
+}
