@@ -633,3 +633,43 @@ func TestWithFinalizerChange(t *testing.T) {
 }
 
 var _ runtime.Object = (*batchv1.Job)(nil)
+
+// TestPodReplacementPolicy: a pod being deleted before it finished counts
+// as failed at once with TerminatingOrFailed (its finalizer removed, its
+// replacement after the back-off); with Failed it is only reported
+// terminating and nothing replaces it until it has failed.
+func TestPodReplacementPolicy(t *testing.T) {
+	tests := []struct {
+		policy          batchv1.PodReplacementPolicy
+		wantFailed      int32
+		wantTerminating int32
+		wantPatches     int
+		wantRequeue     bool
+	}{
+		{batchv1.TerminatingOrFailed, 1, 1, 1, true},
+		{batchv1.Failed, 0, 1, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.policy), func(t *testing.T) {
+			j := newJob("work", started, completions(1), func(j *batchv1.Job) { j.Spec.PodReplacementPolicy = ptr.To(tt.policy) })
+			deleting := newPod("p", j, running, func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(epochTime()) })
+			f := newFixture(t, objects(j, deleting))
+			if err := f.sync("ns/work"); err != nil {
+				t.Fatal(err)
+			}
+			st := f.job("work").Status
+			if st.Failed != tt.wantFailed || ptr.Deref(st.Terminating, -1) != tt.wantTerminating || st.Active != 0 {
+				t.Errorf("failed %d terminating %v active %d, want %d %d 0", st.Failed, ptr.Deref(st.Terminating, -1), st.Active, tt.wantFailed, tt.wantTerminating)
+			}
+			if n := f.count("patch pods"); n != tt.wantPatches {
+				t.Errorf("%d finalizer removals, want %d", n, tt.wantPatches)
+			}
+			if len(f.createdPods()) != 0 {
+				t.Errorf("created %d pods, want none yet", len(f.createdPods()))
+			}
+			if d, ok := f.lastRequeue(); ok != tt.wantRequeue || ok && d != PodFailureBackoffBase {
+				t.Errorf("requeue %v %v, want %v", d, ok, tt.wantRequeue)
+			}
+		})
+	}
+}
