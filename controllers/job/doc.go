@@ -69,4 +69,14 @@
 //     Indexed Job without completions is dropped with an error.
 //   - The back-off records live in memory, as in KCM: a new term (or a
 //     restart) starts every Job's back-off afresh.
+//   - A Job whose selector does not parse is dropped with an error until
+//     it changes (KCM retries it with back-off).
+//   - The staleness guard is workloop's: a held sync is retried after a
+//     second rather than failed with back-off, and it is per object
+//     (KCM's compares informer-wide resourceVersions). A pod that loses its
+//     last finalizer while being deleted is not waited for, since its
+//     deletion may be delivered before the write is recorded.
+//   - Adoption and release go through controllers/internal/ownership, whose
+//     patches are extended here with the finalizer change KCM's Job
+//     adoption and release make.
 package job
