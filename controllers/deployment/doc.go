@@ -74,5 +74,12 @@
 //     deployment-specific metrics.
 //   - A key is dropped after 15 consecutive failures, as in KCM, but through
 //     the work loop's retry limit; NamespaceTerminating errors are dropped
-//     at once, as in KCM.
+//     at once, as in KCM. A spec the API server would have refused (an
+//     unparsable selector, maxSurge or maxUnavailable, an unknown strategy
+//     type) is a permanent error, dropped until the Deployment changes,
+//     where KCM retries it 15 times.
+//   - ReplicaSets are claimed through ctrlhost's ownership package, which
+//     also leaves alone (and reports) a ReplicaSet whose ownerReferences are
+//     malformed; KCM does not check them (the API server refuses such
+//     objects anyway).
 package deployment
