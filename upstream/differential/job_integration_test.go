@@ -594,3 +594,126 @@ func TestJobPodReplacementPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestJobScaleDown: no completions, parallelism 3; once three pods run,
+// parallelism drops to 1: two pods lose their finalizer and are deleted
+// (SuccessfulDelete), uncounted; the last one succeeds: Complete,
+// succeeded 1, failed 0.
+func TestJobScaleDown(t *testing.T) {
+	var scaled sync.Map
+	res := compareJob(t, differential.Scenario{
+		Name: "job parallelism scaled down", Controller: job.Name,
+		Setup: createJob(newJob("scale", func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](3) })),
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if _, done := scaled.Load(ns); done {
+				j, err := cs.BatchV1().Jobs(ns).Get(ctx, "scale", metav1.GetOptions{})
+				if err != nil || j.Status.Active != 1 || ptr.Deref(j.Status.Terminating, 0) != 0 {
+					return err
+				}
+				return finishPods(corev1.PodSucceeded, 0, nil)(ctx, cs, ns)
+			}
+			if err := runReady(ctx, cs, ns); err != nil {
+				return err
+			}
+			j, err := cs.BatchV1().Jobs(ns).Get(ctx, "scale", metav1.GetOptions{})
+			if err != nil || ptr.Deref(j.Status.Ready, 0) != 3 {
+				return err
+			}
+			scaled.Store(ns, true)
+			_, err = cs.BatchV1().Jobs(ns).Patch(ctx, "scale", types.MergePatchType, []byte(`{"spec":{"parallelism":1}}`), metav1.PatchOptions{})
+			return err
+		},
+		Observe: observeJob("scale"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Complete", "CompletionsReached") && eventSeen(s, "Completed") && count(s, "Pod") == 1
+		},
+		Cleanup: cleanupJobs,
+	})
+	if st := jobStatus(t, res.Native); st["succeeded"] != float64(1) || st["failed"] != nil {
+		t.Errorf("native side: succeeded %v failed %v, want 1 and none", st["succeeded"], st["failed"])
+	}
+}
+
+// TestJobOnFailureRestarts: restartPolicy OnFailure, backoffLimit 2; the
+// pod runs with its container restarted twice: BackoffLimitExceeded
+// without any pod having failed; the pod is deleted and counted failed.
+func TestJobOnFailureRestarts(t *testing.T) {
+	compareJob(t, differential.Scenario{
+		Name: "job OnFailure restarts reach backoffLimit", Controller: job.Name,
+		Setup: createJob(newJob("restarts", func(j *batchv1.Job) {
+			j.Spec.BackoffLimit = ptr.To[int32](2)
+			j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+		})),
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range l.Items {
+				p := &l.Items[i]
+				if p.DeletionTimestamp != nil || p.Status.Phase != "" && p.Status.Phase != corev1.PodPending {
+					continue
+				}
+				if err := setPhase(ctx, cs, p, corev1.PodRunning, 0); err != nil {
+					return err
+				}
+				p, err = cs.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				p.Status.ContainerStatuses[0].RestartCount = 2
+				if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Observe: observeJob("restarts"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Failed", "BackoffLimitExceeded") && eventSeen(s, "BackoffLimitExceeded") && count(s, "Pod") == 0
+		},
+		Cleanup: cleanupJobs,
+	})
+}
+
+// TestJobDeletedReleasesPods: a running Job is deleted (orphaning its
+// pods; there is no garbage collector): the pods lose the tracking
+// finalizer through the orphan queue, and keep everything else.
+func TestJobDeletedReleasesPods(t *testing.T) {
+	var deleted sync.Map
+	compareJob(t, differential.Scenario{
+		Name: "job deleted releases its pods", Controller: job.Name,
+		Setup: createJob(newJob("doomed", func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](2) })),
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := runReady(ctx, cs, ns); err != nil {
+				return err
+			}
+			if _, done := deleted.Load(ns); done {
+				return nil
+			}
+			j, err := cs.BatchV1().Jobs(ns).Get(ctx, "doomed", metav1.GetOptions{})
+			if err != nil || ptr.Deref(j.Status.Ready, 0) != 2 {
+				return err
+			}
+			deleted.Store(ns, true)
+			return cs.BatchV1().Jobs(ns).Delete(ctx, "doomed", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+		},
+		Observe: func(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+			objs, err := podsIn(ctx, cs, ns)
+			if err != nil {
+				return nil, err
+			}
+			jobs, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			summary := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}, Data: map[string]string{"left": fmt.Sprint(len(jobs.Items))}}
+			summary.Kind = "Summary"
+			return append(objs, summary), nil
+		},
+		Settled: func(s []map[string]any) bool {
+			return count(s, "Pod") == 2 && podsWithFinalizer(s) == 0 && strings.Contains(fmt.Sprint(s), "left:0")
+		},
+		Cleanup: cleanupJobs,
+	})
+}
