@@ -79,6 +79,9 @@ func newController(cfg config) (*controller, error) {
 	if cfg.clock == nil {
 		cfg.clock = clock.RealClock{}
 	}
+	if cfg.log.GetSink() == nil {
+		cfg.log = logr.Discard()
+	}
 	c := &controller{
 		client:      cfg.client,
 		recorder:    cfg.recorder,
