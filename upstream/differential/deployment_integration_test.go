@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubernetes/pkg/controller"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
@@ -491,6 +492,36 @@ func TestDeploymentRollbackAnnotation(t *testing.T) {
 			return deployStatus(s) == "2/2/2/2" && deployProgressing(s) == "NewReplicaSetAvailable" &&
 				strings.Contains(fmt.Sprint(deployState(s, "Deployment", "web")["metadata"]), "revision:3") &&
 				strings.Contains(deploySummary(s, "events"), "Deployment DeploymentRollback")
+		},
+	}, "2/2/2/2", "NewReplicaSetAvailable", 2)
+}
+
+// TestDeploymentHashCollision: a ReplicaSet that is not the Deployment's
+// already has the name <deployment>-<hash>; both sides raise
+// status.collisionCount to 1 and name the new ReplicaSet with the hash
+// that includes it. (The squatter's name is computed with KCM's own
+// ComputeHash over the template as the API server defaulted it.)
+func TestDeploymentHashCollision(t *testing.T) {
+	deployCompare(t, differential.Scenario{
+		Name: "deployment hash collision",
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			d, err := cs.AppsV1().Deployments(ns).Create(ctx, deployObj(2, deployImage), metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			labels := map[string]string{"app": "squatter"}
+			_, err = cs.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{
+				ObjectMeta: metav1.ObjectMeta{Name: "web-" + controller.ComputeHash(&d.Spec.Template, nil), Labels: labels},
+				Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: labels},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: deployImage}}}}},
+			}, metav1.CreateOptions{})
+			return err
+		}),
+		Act: runReady,
+		Settled: func(s []map[string]any) bool {
+			return deployStatus(s) == "2/2/2/2" && deployProgressing(s) == "NewReplicaSetAvailable" &&
+				deployField(deployState(s, "Deployment", "web"), "status.collisionCount") == "1"
 		},
 	}, "2/2/2/2", "NewReplicaSetAvailable", 2)
 }
