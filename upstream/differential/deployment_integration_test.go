@@ -525,3 +525,33 @@ func TestDeploymentHashCollision(t *testing.T) {
 		},
 	}, "2/2/2/2", "NewReplicaSetAvailable", 2)
 }
+
+// TestDeploymentReleasesReplicaSet: once revision 1 is out, its
+// ReplicaSet's labels stop matching the selector: the Deployment releases
+// it (its pods stay with it) and makes a new ReplicaSet; the hashed name is
+// taken by the released one, so collisionCount goes to 1 on both sides.
+func TestDeploymentReleasesReplicaSet(t *testing.T) {
+	relabel := func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil || d.Status.CollisionCount != nil || !deployDone(d, deployImage) {
+			return err
+		}
+		l, err := cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil || len(l.Items) != 1 {
+			return err
+		}
+		rs := &l.Items[0]
+		rs.Labels = map[string]string{"app": "released"}
+		_, err = cs.AppsV1().ReplicaSets(ns).Update(ctx, rs, metav1.UpdateOptions{})
+		return err
+	}
+	deployCompare(t, differential.Scenario{
+		Name:  "deployment releases a replica set that stopped matching",
+		Setup: deployCreate(deployObj(2, deployImage)),
+		Act:   deployActs(runReady, relabel),
+		Settled: func(s []map[string]any) bool {
+			return deployStatus(s) == "2/2/2/2" && deployProgressing(s) == "NewReplicaSetAvailable" &&
+				deployField(deployState(s, "Deployment", "web"), "status.collisionCount") == "1" && count(s, "ReplicaSet") == 2
+		},
+	}, "2/2/2/2", "NewReplicaSetAvailable", 2)
+}
