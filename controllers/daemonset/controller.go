@@ -105,9 +105,6 @@ func newController(cfg config) (*controller, error) {
 	if cfg.workers < 1 {
 		return nil, fmt.Errorf("workers must be at least 1, got %d", cfg.workers)
 	}
-	if cfg.recorder == nil {
-		cfg.recorder = &record.FakeRecorder{} // no channel: events are dropped
-	}
 	pc, err := podcontrol.New(cfg.client, cfg.recorder)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
@@ -128,12 +129,14 @@ func ClientBuilder(cs kubernetes.Interface, cfg *rest.Config) descriptor.ClientB
 }
 
 // Init calls d's InitFunc over an empty fake clientset, a fresh informer
-// factory over it and cfg as the REST config (see ClientBuilder).
+// factory over it, cfg as the REST config (see ClientBuilder) and an event
+// recorder that drops what it is given (a host always passes one).
 func Init(t testing.TB, d descriptor.Descriptor, cfg *rest.Config) (descriptor.Controller, error) {
 	t.Helper()
 	cs := fake.NewClientset()
 	return d.Init()(t.Context(), descriptor.Context{
 		Name: d.Name(), ClientBuilder: ClientBuilder(cs, cfg), InformerFactory: informers.NewSharedInformerFactory(cs, 0),
+		EventRecorder: &record.FakeRecorder{},
 	})
 }
 
