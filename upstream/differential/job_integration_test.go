@@ -717,3 +717,98 @@ func TestJobDeletedReleasesPods(t *testing.T) {
 		Cleanup: cleanupJobs,
 	})
 }
+
+// TestJobFailIndex: Indexed, completions 3, backoffLimitPerIndex 2, a
+// FailIndex rule on exit code 5; index 0 exits 5, the others succeed.
+// Index 0 fails at once (no retry): failedIndexes "0", then Failed with
+// FailedIndexes; with maxFailedIndexes 0 the Job fails with
+// MaxFailedIndexesExceeded instead, deleting the pods still running.
+func TestJobFailIndex(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		maxFailed  *int32
+		reason     string
+		runOthers  bool
+		wantFailed string
+	}{
+		{"FailedIndexes", nil, "FailedIndexes", false, "0"},
+		{"MaxFailedIndexesExceeded", ptr.To[int32](0), "MaxFailedIndexesExceeded", true, "0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			isZero := func(p *corev1.Pod) bool { return p.Annotations[batchv1.JobCompletionIndexAnnotation] == "0" }
+			fail := finishPods(corev1.PodFailed, 5, isZero)
+			others := finishPods(corev1.PodSucceeded, 0, func(p *corev1.Pod) bool { return !isZero(p) })
+			if tt.runOthers {
+				// The others keep running: the Job fails under them.
+				others = func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+					l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+					if err != nil {
+						return err
+					}
+					for i := range l.Items {
+						if p := &l.Items[i]; !isZero(p) && p.DeletionTimestamp == nil && (p.Status.Phase == "" || p.Status.Phase == corev1.PodPending) {
+							if err := setPhase(ctx, cs, p, corev1.PodRunning, 0); err != nil {
+								return err
+							}
+						}
+					}
+					return nil
+				}
+			}
+			res := compareJob(t, differential.Scenario{
+				Name: "job FailIndex " + tt.name, Controller: job.Name,
+				Setup: createJob(newJob("failindex", func(j *batchv1.Job) {
+					j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](3), ptr.To[int32](3)
+					j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+					j.Spec.BackoffLimitPerIndex = ptr.To[int32](2)
+					j.Spec.MaxFailedIndexes = tt.maxFailed
+					j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+						Action:      batchv1.PodFailurePolicyActionFailIndex,
+						OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{5}},
+					}}}
+				})),
+				Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+					if err := fail(ctx, cs, ns); err != nil {
+						return err
+					}
+					return others(ctx, cs, ns)
+				},
+				Observe: observeJob("failindex"),
+				Settled: func(s []map[string]any) bool {
+					return jobCondition(s, "Failed", tt.reason) && eventSeen(s, tt.reason) && podsWithFinalizer(s) == 0
+				},
+				Cleanup: cleanupJobs,
+			})
+			if st := jobStatus(t, res.Native); st["failedIndexes"] != tt.wantFailed {
+				t.Errorf("native side: failedIndexes %v, want %s", st["failedIndexes"], tt.wantFailed)
+			}
+		})
+	}
+}
+
+// TestJobSuccessPolicyCount: Indexed, completions 4, parallelism 4, a
+// success policy of any 2 succeeded indexes; indexes 1 and 3 succeed, the
+// others stay pending and are deleted: Complete with SuccessPolicy,
+// completedIndexes "1,3".
+func TestJobSuccessPolicyCount(t *testing.T) {
+	res := compareJob(t, differential.Scenario{
+		Name: "job success policy succeededCount", Controller: job.Name,
+		Setup: createJob(newJob("quorum", func(j *batchv1.Job) {
+			j.Spec.Completions, j.Spec.Parallelism = ptr.To[int32](4), ptr.To[int32](4)
+			j.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededCount: ptr.To[int32](2)}}}
+		})),
+		Act: finishPods(corev1.PodSucceeded, 0, func(p *corev1.Pod) bool {
+			ix := p.Annotations[batchv1.JobCompletionIndexAnnotation]
+			return ix == "1" || ix == "3"
+		}),
+		Observe: observeJob("quorum"),
+		Settled: func(s []map[string]any) bool {
+			return jobCondition(s, "Complete", "SuccessPolicy") && eventSeen(s, "Completed") && count(s, "Pod") == 2
+		},
+		Cleanup: cleanupJobs,
+	})
+	if st := jobStatus(t, res.Native); st["completedIndexes"] != "1,3" {
+		t.Errorf("native side: completedIndexes %v, want 1,3", st["completedIndexes"])
+	}
+}
