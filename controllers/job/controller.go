@@ -62,7 +62,7 @@ type config struct {
 	client   kubernetes.Interface
 	jobs     batchinformers.JobInformer
 	pods     coreinformers.PodInformer
-	recorder record.EventRecorder // nil: events are dropped
+	recorder record.EventRecorder // required
 	workers  int
 	clock    clock.WithTicker // nil: the real clock
 	// managedBy: skip Jobs whose spec.managedBy names another controller.
@@ -116,9 +116,6 @@ func newController(cfg config) (*controller, error) {
 	}
 	if cfg.clock == nil {
 		cfg.clock = clock.RealClock{}
-	}
-	if cfg.recorder == nil {
-		cfg.recorder = &record.FakeRecorder{} // no channel: drops events
 	}
 	pc, err := podcontrol.New(cfg.client, cfg.recorder)
 	if err != nil {

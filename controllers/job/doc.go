@@ -60,10 +60,10 @@
 //   - Deletions are expected by pod name rather than counted, so a pod seen
 //     first terminating and then deleted is observed once.
 //   - Events come from the host's recorder (source: the controller's
-//     name, as KCM's "job-controller"); without one (nil in
-//     descriptor.Context) they are dropped. Work queues are named after the
-//     controller ("job-controller" and "job-controller-orphan-pods", not
-//     "job" and "job_orphan_pod").
+//     name, as KCM's "job-controller"); a descriptor.Context without one is
+//     an error. Work queues are named after the controller
+//     ("job-controller" and "job-controller-orphan-pods", not "job" and
+//     "job_orphan_pod").
 //   - A Job lacking the API server's defaults (backoffLimit, parallelism)
 //     is treated as defaulted (6, 1) rather than crashing the sync; an
 //     Indexed Job without completions is dropped with an error.

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +116,15 @@ func TestUnknownCompletionMode(t *testing.T) {
 	}
 	if ev := f.events(); !hasEvent(ev, "Warning UnknownCompletionMode Skipped Job sync because completion mode is unknown") {
 		t.Errorf("events %v", ev)
+	}
+}
+
+// TestNewControllerNeedsRecorder: without an event recorder the
+// controller is not built (a host always passes one).
+func TestNewControllerNeedsRecorder(t *testing.T) {
+	f := newFixture(t, nil)
+	_, err := newController(config{name: "x", client: f.client, jobs: f.factory.Batch().V1().Jobs(), pods: f.factory.Core().V1().Pods(), workers: 1})
+	if err == nil || !strings.Contains(err.Error(), "recorder must not be nil") {
+		t.Errorf("error %v", err)
 	}
 }
