@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/expectations"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podcontrol"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
@@ -31,9 +32,6 @@ import (
 // Pod index names. An index name means one function across every
 // controller that adds it to the shared pod informer.
 const (
-	// podByControllerIndex maps a pod to "<ns>/<Kind>/<name>/<uid>" of its
-	// controller, or to "<ns>" when it has none.
-	podByControllerIndex = "ctrlhost.daemonset/pod-controller"
 	// podByNodeIndex maps a pod to the node it is bound to, if any.
 	podByNodeIndex = "ctrlhost.daemonset/pod-node"
 )
@@ -142,10 +140,10 @@ func newController(cfg config) (*controller, error) {
 	revInf := cfg.revisions.Informer()
 	podInf := cfg.pods.Informer()
 	nodeInf := cfg.nodes.Informer()
-	if err := addIndex(podInf, podByControllerIndex, indexPodByController); err != nil {
+	if err := index.AddPodsByController(podInf); err != nil {
 		return nil, err
 	}
-	if err := addIndex(podInf, podByNodeIndex, indexPodByNode); err != nil {
+	if err := index.Add(podInf, podByNodeIndex, indexPodByNode); err != nil {
 		return nil, err
 	}
 	// Everything the handlers use exists before they are registered: an
@@ -202,33 +200,6 @@ func (c *controller) Run(ctx context.Context) error {
 	err := c.loop.RunWorkers(ctx, c.workers)
 	cancel()
 	return err
-}
-
-// addIndex adds an index unless one of that name is there already.
-func addIndex(inf cache.SharedIndexInformer, name string, f cache.IndexFunc) error {
-	if _, ok := inf.GetIndexer().GetIndexers()[name]; ok {
-		return nil
-	}
-	err := inf.AddIndexers(cache.Indexers{name: f})
-	if _, ok := inf.GetIndexer().GetIndexers()[name]; ok {
-		return nil // added, or added concurrently by another controller
-	}
-	return err
-}
-
-func indexPodByController(obj any) ([]string, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	return []string{podIndexKey(p.Namespace, metav1.GetControllerOfNoCopy(p))}, nil
-}
-
-func podIndexKey(namespace string, ref *metav1.OwnerReference) string {
-	if ref == nil {
-		return namespace
-	}
-	return namespace + "/" + ref.Kind + "/" + ref.Name + "/" + string(ref.UID)
 }
 
 func indexPodByNode(obj any) ([]string, error) {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
@@ -81,8 +82,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithInformers(appsv1.SchemeGroupVersion.WithResource("daemonsets"),
 			appsv1.SchemeGroupVersion.WithResource("controllerrevisions"),
 			corev1.SchemeGroupVersion.WithResource("nodes")).
-		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{
-			podByControllerIndex: indexPodByController,
-			podByNodeIndex:       indexPodByNode,
-		})
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByNodeIndex: indexPodByNode})
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
@@ -121,18 +122,9 @@ func (c *controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet) ([]*co
 	if err != nil {
 		return nil, err
 	}
-	var candidates []*corev1.Pod
-	owned := &metav1.OwnerReference{Kind: controllerKind.Kind, Name: ds.Name, UID: ds.UID}
-	for _, k := range []string{podIndexKey(ds.Namespace, owned), podIndexKey(ds.Namespace, nil)} {
-		objs, err := c.podIndexer.ByIndex(podByControllerIndex, k)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			if p, ok := o.(*corev1.Pod); ok {
-				candidates = append(candidates, p)
-			}
-		}
+	candidates, err := index.OwnedAndOrphans(c.podIndexer, ds.Namespace, controllerKind.Kind, ds.Name, ds.UID)
+	if err != nil {
+		return nil, err
 	}
 	m, err := ownership.New[*corev1.Pod](ownership.Config{
 		Owner:     ds,

@@ -20,12 +20,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
-
-// podByReplicaSetIndex maps a pod whose controller is a ReplicaSet to
-// "<ns>/<name>/<uid>" of that ReplicaSet; other pods are not indexed.
-const podByReplicaSetIndex = "ctrlhost.deployment/pod-replicaset"
 
 // maxRetries drops a key after this many consecutive failures (KCM's 15).
 const maxRetries = 15
@@ -91,7 +88,7 @@ func newController(cfg config) (*controller, error) {
 		terminating: cfg.terminatingReplicas,
 	}
 	dInf, rsInf, podInf := cfg.deployments.Informer(), cfg.replicaSets.Informer(), cfg.pods.Informer()
-	if err := addIndex(podInf, podByReplicaSetIndex, indexPodByReplicaSet); err != nil {
+	if err := index.AddPodsByController(podInf); err != nil {
 		return nil, err
 	}
 	c.dLister = cfg.deployments.Lister()
@@ -132,33 +129,6 @@ func (c *controller) Run(ctx context.Context) error {
 	c.loop.WaitFor(c.synced...)
 	return c.loop.RunWorkers(ctx, c.workers)
 }
-
-// addIndex adds an index unless one of that name is there already (a warm
-// standby host adds declared indexes before the informer starts).
-func addIndex(inf cache.SharedIndexInformer, name string, f cache.IndexFunc) error {
-	if _, ok := inf.GetIndexer().GetIndexers()[name]; ok {
-		return nil
-	}
-	err := inf.AddIndexers(cache.Indexers{name: f})
-	if _, ok := inf.GetIndexer().GetIndexers()[name]; ok {
-		return nil
-	}
-	return err
-}
-
-func indexPodByReplicaSet(obj any) ([]string, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	ref := metav1.GetControllerOfNoCopy(p)
-	if ref == nil || ref.Kind != "ReplicaSet" {
-		return nil, nil
-	}
-	return []string{podIndexKey(p.Namespace, ref.Name, string(ref.UID))}, nil
-}
-
-func podIndexKey(namespace, name, uid string) string { return namespace + "/" + name + "/" + uid }
 
 func keyOf(d *appsv1.Deployment) string { return d.Namespace + "/" + d.Name }
 

@@ -7,10 +7,10 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
@@ -64,5 +64,5 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithAliases(Alias).
 		WithValidator(o.Validate).
 		WithInformers(appsv1.SchemeGroupVersion.WithResource("deployments"), appsv1.SchemeGroupVersion.WithResource("replicasets")).
-		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByReplicaSetIndex: indexPodByReplicaSet})
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers())
 }

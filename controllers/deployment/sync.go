@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
@@ -132,15 +133,9 @@ func (c *controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment)
 func (c *controller) podsByReplicaSet(rsList []*appsv1.ReplicaSet) map[types.UID][]*corev1.Pod {
 	out := make(map[types.UID][]*corev1.Pod, len(rsList))
 	for _, rs := range rsList {
-		objs, err := c.podIndexer.ByIndex(podByReplicaSetIndex, podIndexKey(rs.Namespace, rs.Name, string(rs.UID)))
+		pods, err := index.Pods(c.podIndexer, index.Key(rs.Namespace, "ReplicaSet", rs.Name, rs.UID))
 		if err != nil {
 			continue
-		}
-		var pods []*corev1.Pod
-		for _, o := range objs {
-			if p, ok := o.(*corev1.Pod); ok {
-				pods = append(pods, p)
-			}
 		}
 		out[rs.UID] = pods
 	}

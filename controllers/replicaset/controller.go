@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/expectations"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podcontrol"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
@@ -29,9 +30,6 @@ import (
 // over the same informers (the ReplicaSet and ReplicationController
 // controllers share the pod informer); the functions are identical.
 const (
-	// podByControllerIndex maps a pod to "<ns>/<Kind>/<name>/<uid>" of its
-	// controller, or to "<ns>" when it has none.
-	podByControllerIndex = "ctrlhost.replicaset/pod-controller"
 	// byControllerUIDIndex maps an owner object to its own controller's UID.
 	byControllerUIDIndex = "ctrlhost.replicaset/controller-uid"
 )
@@ -119,11 +117,11 @@ func newController(cfg config) (*controller, error) {
 		cost:        cfg.deletionCost,
 	}
 	owners := cfg.kind.informer()
-	if err := addIndex(owners, byControllerUIDIndex, indexByControllerUID); err != nil {
+	if err := index.Add(owners, byControllerUIDIndex, indexByControllerUID); err != nil {
 		return nil, err
 	}
 	podInf := cfg.pods.Informer()
-	if err := addIndex(podInf, podByControllerIndex, indexPodByController); err != nil {
+	if err := index.AddPodsByController(podInf); err != nil {
 		return nil, err
 	}
 	// Everything the handlers use exists before they are registered: an
@@ -162,33 +160,6 @@ func (c *controller) Run(ctx context.Context) error {
 	defer log.Info("Workers stopped", "kind", c.kindName)
 	c.loop.WaitFor(c.synced...)
 	return c.loop.RunWorkers(ctx, c.workers)
-}
-
-// addIndex adds an index unless one of that name is there already.
-func addIndex(inf cache.SharedIndexInformer, name string, f cache.IndexFunc) error {
-	if _, ok := inf.GetIndexer().GetIndexers()[name]; ok {
-		return nil
-	}
-	err := inf.AddIndexers(cache.Indexers{name: f})
-	if _, ok := inf.GetIndexer().GetIndexers()[name]; ok {
-		return nil // added, or added concurrently by a sibling controller
-	}
-	return err
-}
-
-func indexPodByController(obj any) ([]string, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	return []string{podIndexKey(p.Namespace, metav1.GetControllerOfNoCopy(p))}, nil
-}
-
-func podIndexKey(namespace string, ref *metav1.OwnerReference) string {
-	if ref == nil {
-		return namespace
-	}
-	return namespace + "/" + ref.Kind + "/" + ref.Name + "/" + string(ref.UID)
 }
 
 func indexByControllerUID(obj any) ([]string, error) {

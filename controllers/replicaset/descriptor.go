@@ -12,6 +12,7 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
@@ -60,7 +61,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithAliases(ReplicaSetControllerAlias).
 		WithValidator(func() error { return validateWorkers("concurrent-replicaset-syncs", workers) }).
 		WithIndexers(appsv1.SchemeGroupVersion.WithResource("replicasets"), cache.Indexers{byControllerUIDIndex: indexByControllerUID}).
-		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByControllerIndex: indexPodByController}).
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
 		Sharded(shard.ByNamespace)
 }
 
@@ -78,7 +79,7 @@ func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 		WithAliases(ReplicationControllerControllerAlias).
 		WithValidator(func() error { return validateWorkers("concurrent-rc-syncs", workers) }).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("replicationcontrollers"), cache.Indexers{byControllerUIDIndex: indexByControllerUID}).
-		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByControllerIndex: indexPodByController}).
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
 		Sharded(shard.ByNamespace)
 }
 

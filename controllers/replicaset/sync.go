@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
@@ -137,20 +138,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 // podsOf returns the cached pods controlled by rs and the orphans in its
 // namespace.
 func (c *controller) podsOf(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
-	var out []*corev1.Pod
-	owned := &metav1.OwnerReference{Kind: c.kindName, Name: rs.Name, UID: rs.UID}
-	for _, k := range []string{podIndexKey(rs.Namespace, owned), podIndexKey(rs.Namespace, nil)} {
-		objs, err := c.podIndexer.ByIndex(podByControllerIndex, k)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			if p, ok := o.(*corev1.Pod); ok {
-				out = append(out, p)
-			}
-		}
-	}
-	return out, nil
+	return index.OwnedAndOrphans(c.podIndexer, rs.Namespace, c.kindName, rs.Name, rs.UID)
 }
 
 // claim adopts and releases pods for rs and returns those it controls.
