@@ -12,6 +12,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -37,7 +38,10 @@ func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
 
 // Descriptor returns the Deployment controller (deployment-controller,
 // alias deployment) with o.ConcurrentDeploymentSyncs workers. Invalid
-// options are reported by manager.Builder.Build.
+// options are reported by manager.Builder.Build. It is sharded by namespace
+// (a Deployment, its ReplicaSets and their pods share one): under
+// --enable-sharding every replica works its slots, each slot with that many
+// workers.
 func Descriptor(o Options) descriptor.Descriptor {
 	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		client, err := cc.ClientBuilder.Client(cc.Name)
@@ -64,5 +68,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithAliases(Alias).
 		WithValidator(o.Validate).
 		WithInformers(appsv1.SchemeGroupVersion.WithResource("deployments"), appsv1.SchemeGroupVersion.WithResource("replicasets")).
-		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers())
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
+		Sharded(shard.ByNamespace)
 }

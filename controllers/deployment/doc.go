@@ -55,6 +55,9 @@
 //     DeploymentRollbackTemplateUnchanged.
 //   - A Deployment being deleted only gets its status updated. Pods are
 //     never created or deleted here; objects from caches are never modified.
+//   - Sharded by namespace: under --enable-sharding each replica works the
+//     Deployments of its slots, with caches of those slots only (KCM has no
+//     sharding; without the flag it runs on the leader as in KCM).
 //
 // Non-guarantees and differences from KCM:
 //   - A write in a sync carries the resourceVersion the previous write of

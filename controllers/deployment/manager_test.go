@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,15 +17,39 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/leader/leadertest"
 	"github.com/ctrlhost/ctrlhost/managertest"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // TestManagerRollsOutDeployment runs the controller in a Manager over a
 // fake clientset, through its informers, handlers and work loop: a new
 // Deployment gets its ReplicaSet; once the ReplicaSet reports its pods
 // available (the test plays the ReplicaSet controller), the Deployment is
-// Available and complete.
+// Available and complete. It does so on the leader, and sharded by
+// namespace under --enable-sharding (the one replica then holds every
+// slot, each slot term with its own instance).
 func TestManagerRollsOutDeployment(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		options func(*managertest.Harness)
+	}{
+		{"on the leader", func(*managertest.Harness) {}},
+		{"sharded", func(h *managertest.Harness) {
+			leadertest.EnforceResourceVersion(h.Client)
+			h.Options.LeaderElect = true
+			h.Options.LeaderElection = leader.Config{Identity: "a", LeaseDuration: 2 * time.Second, RenewDeadline: 1400 * time.Millisecond, RetryPeriod: 300 * time.Millisecond}
+			h.Options.Sharding = shard.Options{Enabled: true, Slots: slots}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { rollOut(t, tc.options) })
+	}
+}
+
+const slots = 4
+
+func rollOut(t *testing.T, options func(*managertest.Harness)) {
 	labels := map[string]string{"app": "web"}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web", Generation: 1},
@@ -55,7 +80,14 @@ func TestManagerRollsOutDeployment(t *testing.T) {
 	}
 	h.Client.PrependReactor("create", "replicasets", stamp)
 	h.Client.PrependReactor("update", "replicasets", stamp)
+	options(h)
 	h.Start()
+	if h.Options.Sharding.Enabled {
+		managertest.Eventually(t, "every slot held", func() bool {
+			st, _ := h.Manager.Status(deployment.Name)
+			return len(st.Slots) == slots
+		})
+	}
 	ctx := t.Context()
 	var rs *appsv1.ReplicaSet
 	controllertest.WaitFor(t, "the ReplicaSet to be created", func() bool {
