@@ -34,8 +34,11 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/leader/leadertest"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/serving"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // DefaultTimeout bounds every wait of a Harness.
@@ -116,6 +119,25 @@ func (h *Harness) SameAPI(other *Harness) *Harness {
 		return true, copying(w), nil
 	})
 	h.Client, h.Metadata = cs, NewMetadataClient(cs)
+	return h
+}
+
+// ShardedAlone sets h up as the only replica of a sharded host: leader
+// election on (as identity, with short durations that still leave a loaded
+// 2-core machine under -race its renewals), --enable-sharding with slots
+// slots, and Lease writes that honour resourceVersions, as an API server's
+// do. Call it before Start; the replica then holds every slot, each slot
+// term with its own instance of every sharded controller.
+func (h *Harness) ShardedAlone(identity string, slots int) *Harness {
+	leadertest.EnforceResourceVersion(h.Client)
+	h.Options.LeaderElect = true
+	h.Options.LeaderElection = leader.Config{
+		Identity:      identity,
+		LeaseDuration: 2 * time.Second,
+		RenewDeadline: 1400 * time.Millisecond,
+		RetryPeriod:   300 * time.Millisecond,
+	}
+	h.Options.Sharding = shard.Options{Enabled: true, Slots: slots}
 	return h
 }
 

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,10 +16,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/leader"
-	"github.com/ctrlhost/ctrlhost/leader/leadertest"
 	"github.com/ctrlhost/ctrlhost/managertest"
-	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // TestManagerRollsOutDeployment runs the controller in a Manager over a
@@ -36,12 +32,7 @@ func TestManagerRollsOutDeployment(t *testing.T) {
 		options func(*managertest.Harness)
 	}{
 		{"on the leader", func(*managertest.Harness) {}},
-		{"sharded", func(h *managertest.Harness) {
-			leadertest.EnforceResourceVersion(h.Client)
-			h.Options.LeaderElect = true
-			h.Options.LeaderElection = leader.Config{Identity: "a", LeaseDuration: 2 * time.Second, RenewDeadline: 1400 * time.Millisecond, RetryPeriod: 300 * time.Millisecond}
-			h.Options.Sharding = shard.Options{Enabled: true, Slots: slots}
-		}},
+		{"sharded", func(h *managertest.Harness) { h.ShardedAlone("a", slots) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) { rollOut(t, tc.options) })
 	}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/expectations"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podcontrol"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
@@ -47,10 +48,6 @@ const (
 	// maxPodChangesPerSync caps the pods created or deleted per sync.
 	maxPodChangesPerSync = 500
 )
-
-// podByControllerIndex maps a pod to "<ns>/<Kind>/<name>/<uid>" of its
-// controller, or to "<ns>" when it has none.
-const podByControllerIndex = "ctrlhost.job/pod-controller"
 
 // jobKind is the Job's group, version and kind, as written in the
 // controller references of its pods.
@@ -121,7 +118,15 @@ func newController(cfg config) (*controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &controller{
+	var c *controller
+	// A pod created for a Job holds the Job's key until the pod informer
+	// has delivered it (StaleControllerConsistencyJob).
+	pc.OnCreate = func(p *corev1.Pod) {
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+			c.wrote(p.Namespace+"/"+ref.Name, p)
+		}
+	}
+	c = &controller{
 		client:                  cfg.client,
 		pods:                    pc,
 		recorder:                cfg.recorder,
@@ -137,7 +142,7 @@ func newController(cfg config) (*controller, error) {
 	}
 	jobInf := cfg.jobs.Informer()
 	podInf := cfg.pods.Informer()
-	if err := addIndex(podInf, podByControllerIndex, indexPodByController); err != nil {
+	if err := index.AddPodsByController(podInf); err != nil {
 		return nil, err
 	}
 	c.jobLister = cfg.jobs.Lister()
@@ -197,33 +202,6 @@ func (c *controller) Run(ctx context.Context) error {
 		all = append(all, err)
 	}
 	return errors.Join(all...)
-}
-
-// addIndex adds an index unless one of that name is there already.
-func addIndex(inf cache.SharedIndexInformer, name string, f cache.IndexFunc) error {
-	if _, ok := inf.GetIndexer().GetIndexers()[name]; ok {
-		return nil
-	}
-	err := inf.AddIndexers(cache.Indexers{name: f})
-	if _, ok := inf.GetIndexer().GetIndexers()[name]; ok {
-		return nil
-	}
-	return err
-}
-
-func indexPodByController(obj any) ([]string, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	return []string{podIndexKey(p.Namespace, metav1.GetControllerOfNoCopy(p))}, nil
-}
-
-func podIndexKey(namespace string, ref *metav1.OwnerReference) string {
-	if ref == nil {
-		return namespace
-	}
-	return namespace + "/" + ref.Kind + "/" + ref.Name + "/" + string(ref.UID)
 }
 
 func jobKey(j *batchv1.Job) string { return j.Namespace + "/" + j.Name }

@@ -7,11 +7,12 @@ import (
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Feature gates consulted through descriptor.Context.FeatureGate when the
@@ -42,7 +43,9 @@ func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
 
 // Descriptor returns the Job controller (job-controller, alias job) with
 // o.ConcurrentJobSyncs workers. Invalid options are reported by
-// manager.Builder.Build.
+// manager.Builder.Build. It is sharded by namespace (a Job and its pods
+// share one): under --enable-sharding every replica works its slots, each
+// slot with that many workers.
 func Descriptor(o Options) descriptor.Descriptor {
 	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newFromContext(ctx, cc, o.withDefaults())
@@ -54,7 +57,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithAliases(Alias).
 		WithValidator(o.Validate).
 		WithInformers(batchv1.SchemeGroupVersion.WithResource("jobs")).
-		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByControllerIndex: indexPodByController})
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
+		Sharded(shard.ByNamespace)
 }
 
 func newFromContext(ctx context.Context, cc descriptor.Context, o Options) (*controller, error) {

@@ -81,6 +81,20 @@ func TestRunWithCancelledContext(t *testing.T) {
 // completions gets a pod with the tracking finalizer; once the pods
 // succeed (played here) the Job completes with succeeded 2.
 func TestManagerRunsJob(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		options func(*managertest.Harness)
+	}{
+		{"on the leader", func(*managertest.Harness) {}},
+		{"sharded", func(h *managertest.Harness) { h.ShardedAlone("a", slots) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runJob(t, tc.options) })
+	}
+}
+
+const slots = 4
+
+func runJob(t *testing.T, options func(*managertest.Harness)) {
 	j := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "work", UID: "uid-work"},
 		Spec: batchv1.JobSpec{
@@ -104,7 +118,14 @@ func TestManagerRunsJob(t *testing.T) {
 		}
 		return false, nil, nil
 	})
+	options(h)
 	h.Start()
+	if h.Options.Sharding.Enabled {
+		managertest.Eventually(t, "every slot held", func() bool {
+			st, _ := h.Manager.Status(job.Name)
+			return len(st.Slots) == slots
+		})
+	}
 	ctx := t.Context()
 	succeeded := 0
 	controllertest.WaitFor(t, "the Job to complete", func() bool {

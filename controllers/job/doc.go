@@ -54,6 +54,10 @@
 // its pods, syncs of that Job wait until the informers delivered the
 // write, at most a minute). FeatureSpecs lists them.
 //
+// Sharded by namespace: under --enable-sharding each replica works the Jobs
+// of its slots, with caches of those slots only (KCM has no sharding;
+// without the flag it runs on the leader as in KCM).
+//
 // Differences from KCM, and what is not guaranteed:
 //   - No Workload/PodGroup management (WorkloadWithJob, alpha and off in
 //     1.37) and no job_controller metrics.

@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -123,7 +124,7 @@ func (c *controller) manageJob(ctx context.Context, key string, jc *syncContext)
 				if ix != noIndex {
 					t, generateName = c.indexedTemplate(log, jc, template, ix)
 				}
-				err := c.createPod(ctx, job, t, generateName)
+				err := c.pods.CreatePodWithGenerateName(ctx, job.Namespace, t, job, metav1.NewControllerRef(job, jobKind), generateName)
 				if err == nil || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 					// A terminating namespace refuses every create; nothing
 					// to count or retry.

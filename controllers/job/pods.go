@@ -3,18 +3,14 @@ package job
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/ctrlhost/ctrlhost/controllers/internal/podcontrol"
 )
 
 // removeFinalizerPatch is the strategic-merge patch that takes the
@@ -118,31 +114,6 @@ func (c *controller) wrote(key string, obj any) {
 	if c.staleGuard {
 		c.loop.Wrote(key, obj)
 	}
-}
-
-// createPod creates one pod for j from template, named from generateName
-// (empty: "<job>-"), and records SuccessfulCreate or FailedCreate on j.
-func (c *controller) createPod(ctx context.Context, j *batchv1.Job, template *corev1.PodTemplateSpec, generateName string) error {
-	pod, err := podcontrol.FromTemplate(template, j, metav1.NewControllerRef(j, jobKind))
-	if err != nil {
-		return err
-	}
-	if generateName != "" {
-		pod.GenerateName = generateName
-	}
-	if len(pod.Labels) == 0 {
-		return errors.New("unable to create pods, no labels")
-	}
-	created, err := c.client.CoreV1().Pods(j.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			c.recorder.Eventf(j, corev1.EventTypeWarning, podcontrol.ReasonFailedCreate, "Error creating: %v", err)
-		}
-		return err
-	}
-	c.wrote(jobKey(j), created)
-	c.recorder.Eventf(j, corev1.EventTypeNormal, podcontrol.ReasonSuccessfulCreate, "Created pod: %v", created.Name)
-	return nil
 }
 
 // phaseRank orders phases for deletion: pending (and unset) first, then

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
@@ -395,18 +396,9 @@ func (c *controller) podsForJob(ctx context.Context, key string, j *batchv1.Job)
 	if err != nil {
 		return nil, workloop.Permanent(fmt.Errorf("couldn't convert Job selector: %w", err))
 	}
-	var candidates []*corev1.Pod
-	owned := &metav1.OwnerReference{Kind: jobKind.Kind, Name: j.Name, UID: j.UID}
-	for _, k := range []string{podIndexKey(j.Namespace, owned), podIndexKey(j.Namespace, nil)} {
-		objs, err := c.podIndexer.ByIndex(podByControllerIndex, k)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			if p, ok := o.(*corev1.Pod); ok {
-				candidates = append(candidates, p)
-			}
-		}
+	candidates, err := index.OwnedAndOrphans(c.podIndexer, j.Namespace, jobKind.Kind, j.Name, j.UID)
+	if err != nil {
+		return nil, err
 	}
 	m, err := ownership.New[*corev1.Pod](ownership.Config{
 		Owner:     j,

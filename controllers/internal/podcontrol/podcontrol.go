@@ -45,6 +45,9 @@ type Interface interface {
 	// CreatePod creates one pod from template in namespace, controlled by
 	// ref.
 	CreatePod(ctx context.Context, namespace string, template *corev1.PodTemplateSpec, owner runtime.Object, ref *metav1.OwnerReference) error
+	// CreatePodWithGenerateName is CreatePod with the pod named from
+	// generateName ("" is CreatePod's "<owner>-").
+	CreatePodWithGenerateName(ctx context.Context, namespace string, template *corev1.PodTemplateSpec, owner runtime.Object, ref *metav1.OwnerReference, generateName string) error
 	// DeletePod deletes the named pod. A NotFound error is returned as is
 	// (callers usually treat it as success) and records no event.
 	DeletePod(ctx context.Context, namespace, name string, owner runtime.Object) error
@@ -80,9 +83,19 @@ func New(client kubernetes.Interface, recorder record.EventRecorder) (*Client, e
 
 // CreatePod implements Interface.
 func (c *Client) CreatePod(ctx context.Context, namespace string, template *corev1.PodTemplateSpec, owner runtime.Object, ref *metav1.OwnerReference) error {
+	return c.CreatePodWithGenerateName(ctx, namespace, template, owner, ref, "")
+}
+
+// CreatePodWithGenerateName is CreatePod with the pod named from
+// generateName instead of "<owner>-" (an Indexed Job names its pods
+// "<job>-<index>-"); an empty generateName is CreatePod's.
+func (c *Client) CreatePodWithGenerateName(ctx context.Context, namespace string, template *corev1.PodTemplateSpec, owner runtime.Object, ref *metav1.OwnerReference, generateName string) error {
 	pod, err := FromTemplate(template, owner, ref)
 	if err != nil {
 		return err
+	}
+	if generateName != "" {
+		pod.GenerateName = generateName
 	}
 	if len(pod.Labels) == 0 {
 		return errors.New("podcontrol: refusing to create a pod without labels (the owner could never select it)")

@@ -77,8 +77,13 @@ func TestCreatePod(t *testing.T) {
 		wantErr    string
 		wantEvent  string
 		wantCreate bool
+		// generateName is passed to CreatePodWithGenerateName; wantPrefix
+		// is the generateName the created pod must carry.
+		generateName, wantPrefix string
 	}{
 		{name: "created", template: template(), ref: controllerRef(), wantEvent: "Normal SuccessfulCreate Created pod: ", wantCreate: true},
+		{name: "created with a generateName", template: template(), ref: controllerRef(), wantEvent: "Normal SuccessfulCreate Created pod: web-2-",
+			wantCreate: true, generateName: "web-2-", wantPrefix: "web-2-"},
 		{name: "quota forbidden", createErr: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("exceeded quota")),
 			template: template(), ref: controllerRef(), wantErr: "exceeded quota", wantEvent: "Warning FailedCreate Error creating: ", wantCreate: true},
 		{name: "namespace terminating: no event", createErr: terminating, template: template(), ref: controllerRef(), wantErr: "terminating", wantCreate: true},
@@ -100,7 +105,12 @@ func TestCreatePod(t *testing.T) {
 				p.Name = p.GenerateName + "abcde"
 				return true, p, nil
 			})
-			err := c.CreatePod(t.Context(), "ns", tt.template, owner, tt.ref)
+			var err error
+			if tt.generateName == "" {
+				err = c.CreatePod(t.Context(), "ns", tt.template, owner, tt.ref)
+			} else {
+				err = c.CreatePodWithGenerateName(t.Context(), "ns", tt.template, owner, tt.ref, tt.generateName)
+			}
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("CreatePod = %v, want error containing %q", err, tt.wantErr)
 			}
@@ -117,8 +127,12 @@ func TestCreatePod(t *testing.T) {
 			if created == nil {
 				return
 			}
-			if created.GenerateName != "web-" || created.Name != "" {
-				t.Errorf("name %q generateName %q, want generateName web-", created.Name, created.GenerateName)
+			prefix := tt.wantPrefix
+			if prefix == "" {
+				prefix = "web-"
+			}
+			if created.GenerateName != prefix || created.Name != "" {
+				t.Errorf("name %q generateName %q, want generateName %s", created.Name, created.GenerateName, prefix)
 			}
 			if !equality.Semantic.DeepEqual(created.OwnerReferences, []metav1.OwnerReference{*tt.ref}) {
 				t.Errorf("ownerReferences %+v", created.OwnerReferences)
