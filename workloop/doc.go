@@ -35,5 +35,7 @@
 //     called, or is delivered only through an informer that does not feed
 //     the loop). To recognise a write whose event arrived before Wrote, it
 //     keeps the last resourceVersion of every live object delivered to the
-//     loop (one map entry per object in the watched informers).
+//     loop (one map entry per object in the watched informers), and the
+//     UIDs of objects whose deletion it delivered within the last
+//     StaleTimeout (a write that let its object go is then not held).
 package workloop

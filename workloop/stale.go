@@ -27,6 +27,13 @@ type guard struct {
 	// write whose event beat Wrote (the API server may send the watch event
 	// before the response) is recognised as already delivered.
 	seen map[types.UID]string
+	// gone holds when each object's deletion was delivered, for timeout: a
+	// write that let its object go (a patch removing the last finalizer of
+	// an object being deleted) may see its deletion delivered before Wrote,
+	// and must not wait for a delivery that never comes.
+	gone map[types.UID]time.Time
+	// pruned is when gone was last pruned.
+	pruned time.Time
 }
 
 type write struct {
@@ -35,7 +42,8 @@ type write struct {
 }
 
 func newGuard(c clock.PassiveClock, timeout time.Duration) *guard {
-	return &guard{clock: c, timeout: timeout, pending: map[string]map[types.UID]write{}, keyOf: map[types.UID]string{}, seen: map[types.UID]string{}}
+	return &guard{clock: c, timeout: timeout, pending: map[string]map[types.UID]write{}, keyOf: map[types.UID]string{}, seen: map[types.UID]string{},
+		gone: map[types.UID]time.Time{}}
 }
 
 // Wrote records that syncing key wrote obj (the object the API server
@@ -57,6 +65,9 @@ func (l *Loop) Wrote(key string, obj any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if seen, ok := g.seen[m.GetUID()]; ok && caughtUp(seen, m.GetResourceVersion()) {
+		return
+	}
+	if _, ok := g.gone[m.GetUID()]; ok {
 		return
 	}
 	if g.pending[key] == nil {
@@ -87,6 +98,8 @@ func (g *guard) observe(obj any, deleted bool) {
 	defer g.mu.Unlock()
 	if deleted {
 		delete(g.seen, m.GetUID())
+		g.pruneGone()
+		g.gone[m.GetUID()] = g.clock.Now()
 	} else {
 		g.seen[m.GetUID()] = m.GetResourceVersion()
 	}
@@ -106,6 +119,27 @@ func (g *guard) observe(obj any, deleted bool) {
 func caughtUp(seen, written string) bool {
 	c, err := resourceversion.CompareResourceVersion(seen, written)
 	return err != nil || c >= 0
+}
+
+// pruneGone drops deletions older than the timeout, at most once per
+// timeout, so gone holds about one timeout's worth of deletions.
+func (g *guard) pruneGone() {
+	now := g.clock.Now()
+	if now.Sub(g.pruned) < g.timeout {
+		return
+	}
+	g.pruned = now
+	for uid, at := range g.gone {
+		if now.Sub(at) >= g.timeout {
+			delete(g.gone, uid)
+		}
+	}
+}
+
+func (g *guard) goneCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.gone)
 }
 
 func (g *guard) forget(key string, uid types.UID) {

@@ -101,3 +101,30 @@ func TestStalenessGuardEventBeforeWrote(t *testing.T) {
 		t.Error("key not held for a write newer than the last delivery")
 	}
 }
+
+// TestStalenessGuardDeletionBeforeWrote: a write that let an object go (a
+// patch removing the last finalizer of an object being deleted) may have
+// its deletion delivered before Wrote records it; nothing more will come,
+// so the key must not be held until StaleTimeout.
+func TestStalenessGuardDeletionBeforeWrote(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	l := New("stale-deleted", func(context.Context, string) error { return nil }, Options{Clock: clk, StaleTimeout: time.Minute})
+	defer l.ShutDown()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1", ResourceVersion: "10"}}
+	l.Observe(p)
+	gone := p.DeepCopy()
+	gone.ResourceVersion = "11"
+	l.ObserveDelete(gone)
+	l.Wrote("ns/job", gone)
+	if l.Stale("ns/job") {
+		t.Error("key held for a write whose object's deletion was already delivered")
+	}
+	// The memory of deletions is bounded by StaleTimeout: a UID deleted
+	// longer ago than that is forgotten (UIDs are never reused, so only a
+	// stray write could name it, and the timeout bounds that too).
+	clk.Step(time.Minute)
+	l.ObserveDelete(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q", UID: "u2", ResourceVersion: "12"}})
+	if n := l.guard.goneCount(); n != 1 {
+		t.Errorf("the guard remembers %d deletions, want 1 (the older one expired)", n)
+	}
+}

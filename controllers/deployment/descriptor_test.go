@@ -5,6 +5,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 func TestDescriptorAndFlags(t *testing.T) {
@@ -18,6 +19,9 @@ func TestDescriptorAndFlags(t *testing.T) {
 	}
 	if o.ConcurrentDeploymentSyncs != 9 {
 		t.Errorf("ConcurrentDeploymentSyncs %d, want 9", o.ConcurrentDeploymentSyncs)
+	}
+	if keying, sharded := deployment.Descriptor(o).IsSharded(); !sharded || keying != shard.ByNamespace {
+		t.Errorf("IsSharded = %v, %v; want sharded by namespace (a Deployment, its ReplicaSets and pods share one)", keying, sharded)
 	}
 	if specs := deployment.FeatureSpecs(); !specs[deployment.FeatureTerminatingReplicas].Default {
 		t.Errorf("%s must default to on, as in Kubernetes 1.37", deployment.FeatureTerminatingReplicas)

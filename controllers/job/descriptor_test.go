@@ -18,6 +18,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/job"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/managertest"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 func TestDescriptorAndFlags(t *testing.T) {
@@ -30,8 +31,8 @@ func TestDescriptorAndFlags(t *testing.T) {
 	if o.ConcurrentJobSyncs != 9 {
 		t.Errorf("ConcurrentJobSyncs %d, want 9", o.ConcurrentJobSyncs)
 	}
-	if _, sharded := job.Descriptor(job.NewOptions()).IsSharded(); sharded {
-		t.Error("the descriptor is sharded")
+	if keying, sharded := job.Descriptor(job.NewOptions()).IsSharded(); !sharded || keying != shard.ByNamespace {
+		t.Errorf("IsSharded = %v, %v; want sharded by namespace (a Job and its pods share one)", keying, sharded)
 	}
 }
 

@@ -95,14 +95,11 @@ func (c *controller) patchPod(ctx context.Context, namespace, name string, patch
 	return c.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 }
 
-// patchJobPod is patchPod for a pod of the Job named key: the patched pod
-// is recorded with the staleness guard, unless the patch let it go.
+// patchJobPod is patchPod for a pod of the Job named key, the patched pod
+// recorded with the staleness guard.
 func (c *controller) patchJobPod(ctx context.Context, key, namespace, name string, patch []byte) error {
 	p, err := c.patchPod(ctx, namespace, name, patch)
-	if err == nil && (p.DeletionTimestamp == nil || len(p.Finalizers) > 0) {
-		// A pod that is being deleted and lost its last finalizer is gone:
-		// its deletion may be delivered before this write is recorded, and
-		// the guard would then wait for an update that never comes.
+	if err == nil {
 		c.wrote(key, p)
 	}
 	return err
