@@ -159,3 +159,14 @@ func ResourceVersionChanged() Filter {
 		return err1 != nil || err2 != nil || o.GetResourceVersion() != n.GetResourceVersion()
 	}
 }
+
+// Object returns obj as a T, or, when obj is the tombstone an informer
+// hands a delete handler for a deletion it missed
+// (cache.DeletedFinalStateUnknown), the last state it carries as a T.
+func Object[T any](obj any) (T, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	v, ok := obj.(T)
+	return v, ok
+}

@@ -122,3 +122,25 @@ func (c *capturingInformer) AddEventHandler(h cache.ResourceEventHandler) (cache
 	*c.got = h
 	return c.SharedIndexInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{})
 }
+
+func TestObject(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	for _, tc := range []struct {
+		name string
+		obj  any
+		ok   bool
+	}{
+		{"the object", p, true},
+		{"a tombstone's last state", cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: p}, true},
+		{"another type", &corev1.Node{}, false},
+		{"a tombstone of another type", cache.DeletedFinalStateUnknown{Key: "n", Obj: &corev1.Node{}}, false},
+		{"nil", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := Object[*corev1.Pod](tc.obj)
+			if ok != tc.ok || ok && got != p {
+				t.Errorf("Object = %v, %v; want the pod: %v", got, ok, tc.ok)
+			}
+		})
+	}
+}

@@ -241,10 +241,7 @@ func (c *controller) updateDaemonSet(oldObj, newObj any) {
 
 func (c *controller) deleteDaemonSet(obj any) {
 	c.loop.ObserveDelete(obj)
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	ds, ok := obj.(*appsv1.DaemonSet)
+	ds, ok := workloop.Object[*appsv1.DaemonSet](obj)
 	if !ok {
 		c.log.Error(errors.New("unexpected object"), "Ignoring a DaemonSet delete event", "type", fmt.Sprintf("%T", obj))
 		return
@@ -336,10 +333,7 @@ func (c *controller) updateRevision(oldObj, newObj any) {
 }
 
 func (c *controller) deleteRevision(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	cr, ok := obj.(*appsv1.ControllerRevision)
+	cr, ok := workloop.Object[*appsv1.ControllerRevision](obj)
 	if !ok {
 		return
 	}
@@ -428,10 +422,7 @@ func (c *controller) updatePod(oldObj, newObj any) {
 
 func (c *controller) deletePod(obj any) {
 	c.loop.ObserveDelete(obj)
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	p, ok := obj.(*corev1.Pod)
+	p, ok := workloop.Object[*corev1.Pod](obj)
 	if !ok {
 		c.log.Error(errors.New("unexpected object"), "Ignoring a pod delete event", "type", fmt.Sprintf("%T", obj))
 		return

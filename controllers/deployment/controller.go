@@ -148,10 +148,7 @@ func (c *controller) updateDeployment(_, obj any) { c.addDeployment(obj) }
 
 func (c *controller) deleteDeployment(obj any) {
 	c.loop.ObserveDelete(obj)
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if d, ok := obj.(*appsv1.Deployment); ok {
+	if d, ok := workloop.Object[*appsv1.Deployment](obj); ok {
 		c.enqueue(d)
 	}
 }
@@ -243,10 +240,7 @@ func (c *controller) updateReplicaSet(oldObj, newObj any) {
 
 func (c *controller) deleteReplicaSet(obj any) {
 	c.loop.ObserveDelete(obj)
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := workloop.Object[*appsv1.ReplicaSet](obj)
 	if !ok {
 		c.log.Error(errors.New("unexpected object"), "Ignoring a ReplicaSet delete event", "type", fmt.Sprintf("%T", obj))
 		return
@@ -263,10 +257,7 @@ func (c *controller) deleteReplicaSet(obj any) {
 // deletePod wakes a Recreate Deployment whose pod went away: its new
 // ReplicaSet waits until the old pods are gone.
 func (c *controller) deletePod(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	p, ok := obj.(*corev1.Pod)
+	p, ok := workloop.Object[*corev1.Pod](obj)
 	if !ok {
 		c.log.Error(errors.New("unexpected object"), "Ignoring a pod delete event", "type", fmt.Sprintf("%T", obj))
 		return

@@ -248,10 +248,7 @@ func (c *controller) updateJob(oldObj, newObj any) {
 
 func (c *controller) deleteJob(obj any) {
 	c.loop.ObserveDelete(obj)
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	j, ok := obj.(*batchv1.Job)
+	j, ok := workloop.Object[*batchv1.Job](obj)
 	if !ok {
 		c.log.Error(errors.New("unexpected object"), "Ignoring a Job delete event", "type", fmt.Sprintf("%T", obj))
 		return
@@ -372,10 +369,7 @@ func (c *controller) deletePod(obj any, final bool) {
 	if final {
 		c.loop.ObserveDelete(obj)
 	}
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	p, ok := obj.(*corev1.Pod)
+	p, ok := workloop.Object[*corev1.Pod](obj)
 	if !ok {
 		c.log.Error(errors.New("unexpected object"), "Ignoring a pod delete event", "type", fmt.Sprintf("%T", obj))
 		return

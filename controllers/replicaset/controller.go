@@ -345,10 +345,7 @@ func (c *controller) updatePod(oldObj, newObj any) {
 
 func (c *controller) deletePod(obj any) {
 	c.loop.ObserveDelete(obj)
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	p, ok := obj.(*corev1.Pod)
+	p, ok := workloop.Object[*corev1.Pod](obj)
 	if !ok {
 		c.log.Error(errors.New("unexpected object"), "Ignoring a pod delete event", "type", fmt.Sprintf("%T", obj))
 		return

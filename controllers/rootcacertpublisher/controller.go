@@ -98,10 +98,7 @@ func (c *controller) namespaceUpdated(obj any) {
 }
 
 func (c *controller) configMapChanged(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == ConfigMapName {
+	if cm, ok := workloop.Object[*corev1.ConfigMap](obj); ok && cm.Name == ConfigMapName {
 		c.loop.Add(cm.Namespace)
 	}
 }

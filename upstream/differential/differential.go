@@ -296,14 +296,16 @@ var (
 // Normalise turns objects into comparable maps: the removed fields and
 // ignore go; the namespace becomes "<ns>" wherever it appears as a whole
 // value or a prefix; names made from a generateName get a stable ordinal
-// ("<generateName>#0", …, by sorted original name) everywhere they are
-// referred to; owner-reference uids go; RFC 3339 times become "<time>",
+// ("<generateName>#0", …, ordered by their content with names, times and
+// identities normalised, then by original name, so that objects which
+// differ only in status keep their places whatever suffixes the API server
+// drew) everywhere they are referred to; owner-reference uids go; RFC 3339 times become "<time>",
 // UUIDs "<uid>", and the API server's generated volume names lose their
 // suffix; the objects are sorted by kind and name.
 func Normalise(objs []runtime.Object, ns string, ignore []string) []map[string]any {
 	var out []map[string]any
 	renames := map[string]string{}
-	type gen struct{ prefix, name string }
+	type gen struct{ prefix, content, name string }
 	var generated []gen
 	for _, o := range objs {
 		b, err := json.Marshal(o)
@@ -320,12 +322,20 @@ func Normalise(objs []runtime.Object, ns string, ignore []string) []map[string]a
 		md, _ := m["metadata"].(map[string]any)
 		if gn, _ := md["generateName"].(string); gn != "" {
 			if name, _ := md["name"].(string); strings.HasPrefix(name, gn) {
-				generated = append(generated, gen{gn, name})
+				generated = append(generated, gen{gn, contentKey(m, ns, ignore), name})
 			}
 		}
 		out = append(out, m)
 	}
-	slices.SortFunc(generated, func(a, b gen) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(generated, func(a, b gen) int {
+		if c := strings.Compare(a.prefix, b.prefix); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.content, b.content); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
 	counts := map[string]int{}
 	for _, g := range generated {
 		renames[g.name] = fmt.Sprintf("%s#%d", g.prefix, counts[g.prefix])
@@ -354,6 +364,23 @@ func Normalise(objs []runtime.Object, ns string, ignore []string) []map[string]a
 		return strings.Compare(nameOf(a), nameOf(b))
 	})
 	return out
+}
+
+// contentKey renders a copy of m as Normalise would, without its name and
+// with generated names left as they are: what orders generated objects.
+func contentKey(m map[string]any, ns string, ignore []string) string {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	var c map[string]any
+	if json.Unmarshal(b, &c) != nil {
+		return ""
+	}
+	for _, path := range append(slices.Clone(removed), append(ignore, "metadata.name")...) {
+		deletePath(c, strings.Split(path, "."))
+	}
+	return render([]map[string]any{rewrite(c, ns, nil).(map[string]any)})
 }
 
 func kindOf(o runtime.Object) string {

@@ -45,3 +45,22 @@ func TestNormaliseAndDiff(t *testing.T) {
 		t.Error("an ignored field survived Normalise")
 	}
 }
+
+// TestNormaliseOrdersGeneratedNamesByContent: two generated pods that
+// differ only in phase get the same ordinals on both sides, whichever
+// suffix the API server drew for which (sorting by suffix swapped them).
+func TestNormaliseOrdersGeneratedNamesByContent(t *testing.T) {
+	pods := func(ns, running, succeeded string) []runtime.Object {
+		mk := func(name string, phase corev1.PodPhase) *corev1.Pod {
+			return &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod"},
+				ObjectMeta: metav1.ObjectMeta{Name: name, GenerateName: "job-", Namespace: ns},
+				Status:     corev1.PodStatus{Phase: phase}}
+		}
+		return []runtime.Object{mk(running, corev1.PodRunning), mk(succeeded, corev1.PodSucceeded)}
+	}
+	a := differential.Normalise(pods("ns-a", "job-aaaaa", "job-zzzzz"), "ns-a", nil)
+	b := differential.Normalise(pods("ns-b", "job-zzzzz", "job-aaaaa"), "ns-b", nil)
+	if d := (differential.Result{Native: a, Upstream: b}).Diff(); d != "" {
+		t.Errorf("pods differing only in phase swapped places with their suffixes:\n%s", d)
+	}
+}
