@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
@@ -23,6 +24,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 )
 
 // epoch is the fake clocks' start.
@@ -99,40 +102,17 @@ func (f *fixture) generateNames() {
 // server's objects.
 func (f *fixture) refresh() {
 	f.t.Helper()
-	ctx := f.t.Context()
-	replace := func(inf cache.SharedIndexInformer, objs []any) {
-		if err := inf.GetIndexer().Replace(objs, ""); err != nil {
-			f.t.Fatal(err)
-		}
+	for _, m := range []struct {
+		inf cache.SharedIndexInformer
+		gvr schema.GroupVersionResource
+	}{
+		{f.factory.Apps().V1().DaemonSets().Informer(), appsv1.SchemeGroupVersion.WithResource("daemonsets")},
+		{f.factory.Apps().V1().ControllerRevisions().Informer(), appsv1.SchemeGroupVersion.WithResource("controllerrevisions")},
+		{f.factory.Core().V1().Pods().Informer(), corev1.SchemeGroupVersion.WithResource("pods")},
+		{f.factory.Core().V1().Nodes().Informer(), corev1.SchemeGroupVersion.WithResource("nodes")},
+	} {
+		controllertest.Mirror(f.t, f.client, m.inf.GetStore(), m.gvr)
 	}
-	ds, err := f.client.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	replace(f.factory.Apps().V1().DaemonSets().Informer(), items(ds.Items))
-	crs, err := f.client.AppsV1().ControllerRevisions("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	replace(f.factory.Apps().V1().ControllerRevisions().Informer(), items(crs.Items))
-	pods, err := f.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	replace(f.factory.Core().V1().Pods().Informer(), items(pods.Items))
-	nodes, err := f.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	replace(f.factory.Core().V1().Nodes().Informer(), items(nodes.Items))
-}
-
-func items[T any](l []T) []any {
-	out := make([]any, len(l))
-	for i := range l {
-		out[i] = &l[i]
-	}
-	return out
 }
 
 // sync refreshes the caches and runs one sync of ns/name.

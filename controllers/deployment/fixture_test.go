@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 )
 
 // epoch is the fake clocks' start.
@@ -98,39 +100,9 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 // refresh replaces the informers' stores with the API server's objects.
 func (f *fixture) refresh() {
 	f.t.Helper()
-	ctx := f.t.Context()
-	ds, err := f.client.AppsV1().Deployments("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	rss, err := f.client.AppsV1().ReplicaSets("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	pods, err := f.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	replace := func(store interface{ Replace([]any, string) error }, items []any) {
-		if err := store.Replace(items, ""); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	var items []any
-	for i := range ds.Items {
-		items = append(items, &ds.Items[i])
-	}
-	replace(f.factory.Apps().V1().Deployments().Informer().GetStore(), items)
-	items = nil
-	for i := range rss.Items {
-		items = append(items, &rss.Items[i])
-	}
-	replace(f.factory.Apps().V1().ReplicaSets().Informer().GetStore(), items)
-	items = nil
-	for i := range pods.Items {
-		items = append(items, &pods.Items[i])
-	}
-	replace(f.factory.Core().V1().Pods().Informer().GetStore(), items)
+	controllertest.Mirror(f.t, f.client, f.factory.Apps().V1().Deployments().Informer().GetStore(), appsv1.SchemeGroupVersion.WithResource("deployments"))
+	controllertest.Mirror(f.t, f.client, f.factory.Apps().V1().ReplicaSets().Informer().GetStore(), appsv1.SchemeGroupVersion.WithResource("replicasets"))
+	controllertest.Mirror(f.t, f.client, f.factory.Core().V1().Pods().Informer().GetStore(), corev1.SchemeGroupVersion.WithResource("pods"))
 }
 
 // sync refreshes the caches and syncs ns/name once.

@@ -2,13 +2,17 @@ package controllertest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -87,3 +91,43 @@ type Requeues []Requeue
 
 // AddAfter records that key was to be enqueued after d.
 func (r *Requeues) AddAfter(key string, d time.Duration) { *r = append(*r, Requeue{key, d}) }
+
+// Mirror replaces store's contents with the objects of resource that
+// client's fake API server holds, as a watch would bring them, without
+// calling any handler: for tests that sync directly over informers they
+// never start.
+func Mirror(t testing.TB, client *fake.Clientset, store cache.Store, resource schema.GroupVersionResource) {
+	t.Helper()
+	kind, ok := kindOf(resource)
+	if !ok {
+		t.Fatalf("controllertest.Mirror: no kind for %v in client-go's scheme", resource)
+	}
+	list, err := client.Tracker().List(resource, kind, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := meta.ExtractList(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]any, 0, len(objs))
+	for _, o := range objs {
+		items = append(items, o)
+	}
+	if err := store.Replace(items, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kindOf finds the kind whose conventional resource name is resource.
+func kindOf(resource schema.GroupVersionResource) (schema.GroupVersionKind, bool) {
+	for gvk := range scheme.Scheme.AllKnownTypes() {
+		if gvk.GroupVersion() != resource.GroupVersion() || strings.HasSuffix(gvk.Kind, "List") {
+			continue
+		}
+		if plural, _ := meta.UnsafeGuessKindToResource(gvk); plural == resource {
+			return gvk, true
+		}
+	}
+	return schema.GroupVersionKind{}, false
+}
