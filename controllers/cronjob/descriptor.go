@@ -1,0 +1,46 @@
+package cronjob
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// Descriptor returns the CronJob controller (cronjob-controller, alias
+// cronjob) with o.ConcurrentCronJobSyncs workers. Invalid options are
+// reported by manager.Builder.Build.
+func Descriptor(o Options) descriptor.Descriptor {
+	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		c, err := newFromContext(ctx, cc, o.withDefaults())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cc.Name, err)
+		}
+		return c, nil
+	}).
+		WithAliases(Alias).
+		WithValidator(o.Validate).
+		WithInformers(batchv1.SchemeGroupVersion.WithResource("cronjobs")).
+		WithIndexers(batchv1.SchemeGroupVersion.WithResource("jobs"), cache.Indexers{jobsByControllerUID: jobControllerUID})
+}
+
+func newFromContext(ctx context.Context, cc descriptor.Context, o Options) (*controller, error) {
+	client, err := cc.ClientBuilder.Client(cc.Name)
+	if err != nil {
+		return nil, err
+	}
+	return newController(config{
+		name:     cc.Name,
+		client:   client,
+		cronJobs: cc.InformerFactory.Batch().V1().CronJobs(),
+		jobs:     cc.InformerFactory.Batch().V1().Jobs(),
+		recorder: cc.EventRecorder,
+		workers:  int(o.ConcurrentCronJobSyncs),
+		clock:    o.Clock,
+		log:      logr.FromContextOrDiscard(ctx),
+	})
+}
