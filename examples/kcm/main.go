@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
 	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
 	"github.com/ctrlhost/ctrlhost/controllers/job"
@@ -116,6 +117,7 @@ type builtinOptions struct {
 	dep deployment.Options
 	ds  daemonset.Options
 	job job.Options
+	cj  cronjob.Options
 }
 
 // builtinFeatureSpecs are the feature gates the built-ins consult, with
@@ -130,7 +132,7 @@ func newBuiltinOptions() *builtinOptions {
 	return &builtinOptions{
 		rs: replicaset.NewOptions(), gc: podgc.NewOptions(), sa: serviceaccount.NewOptions(),
 		tc: tokencleaner.NewOptions(), ca: rootcacertpublisher.NewOptions(), ttl: ttlafterfinished.NewOptions(),
-		dep: deployment.NewOptions(), ds: daemonset.NewOptions(), job: job.NewOptions(),
+		dep: deployment.NewOptions(), ds: daemonset.NewOptions(), job: job.NewOptions(), cj: cronjob.NewOptions(),
 	}
 }
 
@@ -144,6 +146,7 @@ func (o *builtinOptions) addFlags(fs *pflag.FlagSet) {
 	o.dep.AddFlags(fs)
 	o.ds.AddFlags(fs)
 	o.job.AddFlags(fs)
+	o.cj.AddFlags(fs)
 }
 
 // descriptors are the built-ins, in the order this program registers them.
@@ -159,5 +162,6 @@ func (o *builtinOptions) descriptors() []descriptor.Descriptor {
 		deployment.Descriptor(o.dep),
 		daemonset.Descriptor(o.ds),
 		job.Descriptor(o.job),
+		cronjob.Descriptor(o.cj),
 	}
 }

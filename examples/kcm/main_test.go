@@ -50,7 +50,7 @@ func TestUpstreamCommandLineParses(t *testing.T) {
 		"--leader-elect-resource-namespace=kube-system", "--secure-port=10257", "--bind-address=127.0.0.1",
 		"--root-ca-file=/etc/kubernetes/pki/ca.crt", "--terminated-pod-gc-threshold=12500",
 		"--concurrent-replicaset-syncs=5", "--concurrent-rc-syncs=5", "--concurrent-ttl-after-finished-syncs=5",
-		"--concurrent-deployment-syncs=5", "--concurrent-daemonset-syncs=2", "--concurrent-job-syncs=5",
+		"--concurrent-deployment-syncs=5", "--concurrent-daemonset-syncs=2", "--concurrent-job-syncs=5", "--concurrent-cron-job-syncs=5",
 		"--kube-api-qps=20", "--kube-api-burst=30", "--min-resync-period=12h", "--controller-shutdown-timeout=10s",
 		"--use-service-account-credentials=true", "--v=2",
 	}

@@ -14,6 +14,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
 	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
 	"github.com/ctrlhost/ctrlhost/controllers/job"
@@ -93,7 +94,7 @@ func TestBuiltinsTakeOverWarmCaches(t *testing.T) {
 	}
 	b.WaitRunning(replicaset.ReplicaSetControllerName, replicaset.ReplicationControllerControllerName, podgc.Name,
 		serviceaccount.Name, tokencleaner.Name, rootcacertpublisher.Name, ttlafterfinished.Name,
-		deployment.Name, daemonset.Name, job.Name)
+		deployment.Name, daemonset.Name, job.Name, cronjob.Name)
 	b.WaitHealthy("/readyz")
 	if err := b.Stop(); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	"k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 
+	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
 	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
 	"github.com/ctrlhost/ctrlhost/controllers/job"
@@ -33,7 +34,7 @@ type native struct {
 
 func natives() []native {
 	rs, gc, ca, ttl := replicaset.NewOptions(), podgc.NewOptions(), rootcacertpublisher.NewOptions(), ttlafterfinished.NewOptions()
-	dep, ds, jb := deployment.NewOptions(), daemonset.NewOptions(), job.NewOptions()
+	dep, ds, jb, cj := deployment.NewOptions(), daemonset.NewOptions(), job.NewOptions(), cronjob.NewOptions()
 	return []native{
 		{replicaset.Descriptor(rs), rs.AddFlags, replicaset.FeatureSpecs()},
 		{replicaset.ReplicationControllerDescriptor(rs), rs.AddFlags, replicaset.FeatureSpecs()},
@@ -45,6 +46,7 @@ func natives() []native {
 		{deployment.Descriptor(dep), dep.AddFlags, deployment.FeatureSpecs()},
 		{daemonset.Descriptor(ds), ds.AddFlags, daemonset.FeatureSpecs()},
 		{job.Descriptor(jb), jb.AddFlags, job.FeatureSpecs()},
+		{cronjob.Descriptor(cj), cj.AddFlags, nil},
 	}
 }
 
