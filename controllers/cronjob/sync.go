@@ -109,6 +109,10 @@ func (c *controller) reconcile(ctx context.Context, cj *batchv1.CronJob, jobs []
 				return nil, changed, err
 			}
 			if isActive(fresh, j.UID) {
+				// As in KCM, the rest of this sync decides on the fresh
+				// copy, while the status sync writes is the caller's: a
+				// change made from here on is written by the next sync
+				// (after this write's conflict), not lost.
 				cj = fresh
 				continue
 			}

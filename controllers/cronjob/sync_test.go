@@ -29,6 +29,7 @@ func TestReconcile(t *testing.T) {
 		cj          *batchv1.CronJob
 		jobs        []*batchv1.Job // cached and in the API server
 		apiOnly     []runtime.Object
+		apiCronJob  func(*batchv1.CronJob) // changes the API server's copy only
 		react       func(*fixtureReactors)
 		wantActions []string
 		wantReasons []string
@@ -175,6 +176,13 @@ func TestReconcile(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if tt.apiCronJob != nil {
+				api := tt.cj.DeepCopy()
+				tt.apiCronJob(api)
+				if err := f.client.Tracker().Update(batchv1.SchemeGroupVersion.WithResource("cronjobs"), api, api.Namespace); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if tt.react != nil {
 				tt.react(&fixtureReactors{f})
 			}
@@ -254,7 +262,6 @@ func TestJobFromTemplate(t *testing.T) {
 		{ptr.To("America/New_York"), "2026-03-01T07:00:00-05:00"},
 	} {
 		t.Run(ptr.Deref(tt.tz, "none"), func(t *testing.T) {
-			t.Setenv("TZ", "UTC")
 			cj := cronJob("* * * * *", at("2026-03-01T11:59:30Z"), func(cj *batchv1.CronJob) { cj.Spec.TimeZone = tt.tz })
 			f := newFixture(t, epoch, cj)
 			if _, _, err := f.c.reconcile(t.Context(), cj.DeepCopy(), nil); err != nil {
