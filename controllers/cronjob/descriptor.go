@@ -9,11 +9,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Descriptor returns the CronJob controller (cronjob-controller, alias
 // cronjob) with o.ConcurrentCronJobSyncs workers. Invalid options are
-// reported by manager.Builder.Build.
+// reported by manager.Builder.Build. It is sharded by namespace (a CronJob
+// and its Jobs share one): under --enable-sharding every replica works its
+// slots, each slot with that many workers.
 func Descriptor(o Options) descriptor.Descriptor {
 	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newFromContext(ctx, cc, o.withDefaults())
@@ -25,7 +28,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithAliases(Alias).
 		WithValidator(o.Validate).
 		WithInformers(batchv1.SchemeGroupVersion.WithResource("cronjobs")).
-		WithIndexers(batchv1.SchemeGroupVersion.WithResource("jobs"), cache.Indexers{jobsByControllerUID: jobControllerUID})
+		WithIndexers(batchv1.SchemeGroupVersion.WithResource("jobs"), cache.Indexers{jobsByControllerUID: jobControllerUID}).
+		Sharded(shard.ByNamespace)
 }
 
 func newFromContext(ctx context.Context, cc descriptor.Context, o Options) (*controller, error) {

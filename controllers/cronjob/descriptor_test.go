@@ -5,6 +5,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 func TestDescriptorAndFlags(t *testing.T) {
@@ -17,8 +18,8 @@ func TestDescriptorAndFlags(t *testing.T) {
 	if o.ConcurrentCronJobSyncs != 9 {
 		t.Errorf("ConcurrentCronJobSyncs %d, want 9", o.ConcurrentCronJobSyncs)
 	}
-	if _, sharded := cronjob.Descriptor(cronjob.NewOptions()).IsSharded(); sharded {
-		t.Error("the descriptor is sharded; KCM's controller is not")
+	if keying, sharded := cronjob.Descriptor(cronjob.NewOptions()).IsSharded(); !sharded || keying != shard.ByNamespace {
+		t.Errorf("IsSharded = %v, %v; want sharded by namespace (a CronJob and its Jobs share one)", keying, sharded)
 	}
 }
 

@@ -42,6 +42,9 @@
 //     considered; orphans are never adopted (nor by KCM).
 //   - A panic in a sync is recovered by workloop and the key retried; a
 //     failed sync is retried with back-off.
+//   - Sharded by namespace: under --enable-sharding each replica works the
+//     CronJobs of its slots, with caches of those slots only (KCM has no
+//     sharding; without the flag it runs on the leader as in KCM).
 //
 // Non-guarantees: Job names are a lock per schedule time, but with Forbid
 // a Job whose creation the cache has not shown yet can still overlap the

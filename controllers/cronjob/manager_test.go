@@ -17,8 +17,23 @@ import (
 
 // TestManagerStartsDueJob: in a Manager, with a fake clock half a minute
 // past a schedule time, the CronJob's Job for that time is created and
-// listed in status.active.
+// listed in status.active: on the leader, and sharded by namespace under
+// --enable-sharding (the one replica then holds every slot).
 func TestManagerStartsDueJob(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		options func(*managertest.Harness)
+	}{
+		{"on the leader", func(*managertest.Harness) {}},
+		{"sharded", func(h *managertest.Harness) { h.ShardedAlone("a", slots) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { startsDueJob(t, tc.options) })
+	}
+}
+
+const slots = 4
+
+func startsDueJob(t *testing.T, options func(*managertest.Harness)) {
 	now := time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC)
 	o := cronjob.NewOptions()
 	o.Clock = clocktesting.NewFakeClock(now)
@@ -31,7 +46,15 @@ func TestManagerStartsDueJob(t *testing.T) {
 			}}}},
 		},
 	}
-	h := managertest.New(t, "test", []descriptor.Descriptor{cronjob.Descriptor(o)}, cj).Start()
+	h := managertest.New(t, "test", []descriptor.Descriptor{cronjob.Descriptor(o)}, cj)
+	options(h)
+	h.Start()
+	if h.Options.Sharding.Enabled {
+		managertest.Eventually(t, "every slot held", func() bool {
+			st, _ := h.Manager.Status(cronjob.Name)
+			return len(st.Slots) == slots
+		})
+	}
 	controllertest.WaitFor(t, "the due Job to be listed in status.active", func() bool {
 		got, err := h.Client.BatchV1().CronJobs("ns").Get(t.Context(), "cj", metav1.GetOptions{})
 		return err == nil && len(got.Status.Active) == 1 && got.Status.Active[0].Name == "cj-29539440"
