@@ -26,21 +26,6 @@ import (
 // controller references of its Jobs.
 var cronJobKind = batchv1.SchemeGroupVersion.WithKind("CronJob")
 
-// jobsByControllerUID names the Job index keyed by the UID of each Job's
-// controller (Jobs without one are not indexed).
-const jobsByControllerUID = "ctrlhost.io/job-controller-uid"
-
-func jobControllerUID(obj any) ([]string, error) {
-	j, ok := obj.(*batchv1.Job)
-	if !ok {
-		return nil, nil
-	}
-	if ref := metav1.GetControllerOfNoCopy(j); ref != nil {
-		return []string{string(ref.UID)}, nil
-	}
-	return nil, nil
-}
-
 // config is everything newController needs.
 type config struct {
 	name     string
@@ -88,7 +73,7 @@ func newController(cfg config) (*controller, error) {
 	}
 	cjInf := cfg.cronJobs.Informer()
 	jobInf := cfg.jobs.Informer()
-	if err := index.Add(jobInf, jobsByControllerUID, jobControllerUID); err != nil {
+	if err := index.AddByControllerUID(jobInf); err != nil {
 		return nil, fmt.Errorf("job index: %w", err)
 	}
 	c := &controller{

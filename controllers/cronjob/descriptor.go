@@ -6,8 +6,8 @@ import (
 
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
-	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
@@ -28,7 +28,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithAliases(Alias).
 		WithValidator(o.Validate).
 		WithInformers(batchv1.SchemeGroupVersion.WithResource("cronjobs")).
-		WithIndexers(batchv1.SchemeGroupVersion.WithResource("jobs"), cache.Indexers{jobsByControllerUID: jobControllerUID}).
+		WithIndexers(batchv1.SchemeGroupVersion.WithResource("jobs"), index.ByControllerUIDIndexers()).
 		Sharded(shard.ByNamespace)
 }
 

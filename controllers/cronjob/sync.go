@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
@@ -56,7 +57,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 
 // ownedJobs returns the cached Jobs whose controller is cj.
 func (c *controller) ownedJobs(cj *batchv1.CronJob) ([]*batchv1.Job, error) {
-	objs, err := c.jobIndexer.ByIndex(jobsByControllerUID, string(cj.UID))
+	objs, err := c.jobIndexer.ByIndex(index.ByControllerUID, string(cj.UID))
 	if err != nil {
 		return nil, err
 	}

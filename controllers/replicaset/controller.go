@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -24,14 +23,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podcontrol"
 	"github.com/ctrlhost/ctrlhost/workloop"
-)
-
-// Index names. They are shared with any other controller of this package
-// over the same informers (the ReplicaSet and ReplicationController
-// controllers share the pod informer); the functions are identical.
-const (
-	// byControllerUIDIndex maps an owner object to its own controller's UID.
-	byControllerUIDIndex = "ctrlhost.replicaset/controller-uid"
 )
 
 // config is everything newController needs.
@@ -117,7 +108,7 @@ func newController(cfg config) (*controller, error) {
 		cost:        cfg.deletionCost,
 	}
 	owners := cfg.kind.informer()
-	if err := index.Add(owners, byControllerUIDIndex, indexByControllerUID); err != nil {
+	if err := index.AddByControllerUID(owners); err != nil {
 		return nil, err
 	}
 	podInf := cfg.pods.Informer()
@@ -160,18 +151,6 @@ func (c *controller) Run(ctx context.Context) error {
 	defer log.Info("Workers stopped", "kind", c.kindName)
 	c.loop.WaitFor(c.synced...)
 	return c.loop.RunWorkers(ctx, c.workers)
-}
-
-func indexByControllerUID(obj any) ([]string, error) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, nil
-	}
-	ref := metav1.GetControllerOfNoCopy(m)
-	if ref == nil {
-		return nil, nil
-	}
-	return []string{string(ref.UID)}, nil
 }
 
 // Event handlers. They never change the objects they are given; they only

@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
@@ -60,7 +59,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 	}).
 		WithAliases(ReplicaSetControllerAlias).
 		WithValidator(func() error { return validateWorkers("concurrent-replicaset-syncs", workers) }).
-		WithIndexers(appsv1.SchemeGroupVersion.WithResource("replicasets"), cache.Indexers{byControllerUIDIndex: indexByControllerUID}).
+		WithIndexers(appsv1.SchemeGroupVersion.WithResource("replicasets"), index.ByControllerUIDIndexers()).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
 		Sharded(shard.ByNamespace)
 }
@@ -78,7 +77,7 @@ func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 	}).
 		WithAliases(ReplicationControllerControllerAlias).
 		WithValidator(func() error { return validateWorkers("concurrent-rc-syncs", workers) }).
-		WithIndexers(corev1.SchemeGroupVersion.WithResource("replicationcontrollers"), cache.Indexers{byControllerUIDIndex: indexByControllerUID}).
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("replicationcontrollers"), index.ByControllerUIDIndexers()).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
 		Sharded(shard.ByNamespace)
 }

@@ -259,7 +259,7 @@ func (c *controller) relatedPods(log logr.Logger, rs *appsv1.ReplicaSet) ([]*cor
 	if ref == nil {
 		return nil, nil
 	}
-	objs, err := c.ownerIndex.ByIndex(byControllerUIDIndex, string(ref.UID))
+	objs, err := c.ownerIndex.ByIndex(index.ByControllerUID, string(ref.UID))
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ package index
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -100,4 +101,30 @@ func OwnedAndOrphans(indexer cache.Indexer, namespace, kind, name string, uid ty
 		return nil, err
 	}
 	return append(owned, orphans...), nil
+}
+
+// ByControllerUID names the index of any resource keyed by the UID of each
+// object's controller; objects without one are not indexed. (A ReplicaSet
+// by its Deployment's UID, a Job by its CronJob's.)
+const ByControllerUID = "ctrlhost.io/controller-uid"
+
+// ByControllerUIDIndexers is that index, for a descriptor's WithIndexers.
+func ByControllerUIDIndexers() cache.Indexers {
+	return cache.Indexers{ByControllerUID: controllerUID}
+}
+
+// AddByControllerUID adds the index to inf.
+func AddByControllerUID(inf cache.SharedIndexInformer) error {
+	return Add(inf, ByControllerUID, controllerUID)
+}
+
+func controllerUID(obj any) ([]string, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil
+	}
+	if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
+		return []string{string(ref.UID)}, nil
+	}
+	return nil, nil
 }

@@ -74,3 +74,28 @@ func TestAddIsIdempotentOnAStartedInformer(t *testing.T) {
 		t.Error("the new index is missing")
 	}
 }
+
+func TestByControllerUID(t *testing.T) {
+	yes := true
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, ByControllerUIDIndexers())
+	for _, p := range []*corev1.Pod{
+		pod("a", "ns", &metav1.OwnerReference{Kind: "ReplicaSet", Name: "x", UID: "u1", Controller: &yes}),
+		pod("b", "other", &metav1.OwnerReference{Kind: "Job", Name: "y", UID: "u1", Controller: &yes}),
+		pod("c", "ns", &metav1.OwnerReference{Kind: "ReplicaSet", Name: "x", UID: "u1"}),
+		pod("d", "ns", nil),
+	} {
+		if err := idx.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := idx.ByIndex(ByControllerUID, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 2 {
+		t.Errorf("%d objects under u1, want the 2 it controls (a reference that is not a controller's does not count)", len(objs))
+	}
+	if keys := idx.ListIndexFuncValues(ByControllerUID); len(keys) != 1 {
+		t.Errorf("index keys %v, want only u1 (objects without a controller are not indexed)", keys)
+	}
+}
