@@ -247,6 +247,12 @@ func TestHandoffOnCancel(t *testing.T) {
 	for round := range 2 {
 		var l *runner
 		eventually(t, "a replica leads", func() bool { l = leaderOf(runners); return l != nil })
+		// IsLeader turns true a moment before the term function is called;
+		// the handoff is measured from a term that has started.
+		eventually(t, "the leader's term runs", func() bool {
+			terms := rec.snapshot()
+			return len(terms) > 0 && terms[len(terms)-1].id == l.e.Identity() && terms[len(terms)-1].end.IsZero()
+		})
 		eventually(t, "every replica is ready", func() bool {
 			for _, r := range runners {
 				if !r.returned() && r.e.Ready(nil) != nil {
