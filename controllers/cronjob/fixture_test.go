@@ -16,6 +16,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 )
 
 // epoch is the fake clocks' start: 12:00:30 UTC, half a minute past a
@@ -76,18 +78,7 @@ func newFixture(t *testing.T, now time.Time, objs ...runtime.Object) *fixture {
 // cache puts o into its informer's store without calling handlers.
 func (f *fixture) cache(o runtime.Object) {
 	f.t.Helper()
-	var err error
-	switch o := o.(type) {
-	case *batchv1.CronJob:
-		err = f.factory.Batch().V1().CronJobs().Informer().GetIndexer().Add(o)
-	case *batchv1.Job:
-		err = f.factory.Batch().V1().Jobs().Informer().GetIndexer().Add(o)
-	default:
-		f.t.Fatalf("cannot cache %T", o)
-	}
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	controllertest.Cache(f.t, f.factory, o)
 }
 
 // events drains the recorder: "<type> <reason> <message>" each.

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 )
 
 // epoch is the fake clocks' start.
@@ -86,18 +88,7 @@ func newFixture(t *testing.T, objs []runtime.Object, opts ...fixtureOption) *fix
 // cache puts o into its informer's store without calling handlers.
 func (f *fixture) cache(o runtime.Object) {
 	f.t.Helper()
-	var err error
-	switch o := o.(type) {
-	case *corev1.Pod:
-		err = f.factory.Core().V1().Pods().Informer().GetIndexer().Add(o)
-	case *batchv1.Job:
-		err = f.factory.Batch().V1().Jobs().Informer().GetIndexer().Add(o)
-	default:
-		f.t.Fatalf("cannot cache %T", o)
-	}
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	controllertest.Cache(f.t, f.factory, o)
 }
 
 // deliver copies the fake API server's Jobs and pods into the caches and

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -102,20 +104,7 @@ func newFixture(t *testing.T, k fixtureKind, objs ...runtime.Object) *fixture {
 // cache puts o into its informer's store, as a watch event would.
 func (f *fixture) cache(o runtime.Object) {
 	f.t.Helper()
-	var err error
-	switch o := o.(type) {
-	case *corev1.Pod:
-		err = f.factory.Core().V1().Pods().Informer().GetIndexer().Add(o)
-	case *appsv1.ReplicaSet:
-		err = f.factory.Apps().V1().ReplicaSets().Informer().GetIndexer().Add(o)
-	case *corev1.ReplicationController:
-		err = f.factory.Core().V1().ReplicationControllers().Informer().GetIndexer().Add(o)
-	default:
-		f.t.Fatalf("cannot cache %T", o)
-	}
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	controllertest.Cache(f.t, f.factory, o)
 }
 
 // sync runs one sync of key.

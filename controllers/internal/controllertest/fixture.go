@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
@@ -130,4 +131,22 @@ func kindOf(resource schema.GroupVersionResource) (schema.GroupVersionKind, bool
 		}
 	}
 	return schema.GroupVersionKind{}, false
+}
+
+// Cache puts o into the store of factory's informer for o's resource, as a
+// watch event would, without calling any handler.
+func Cache(t testing.TB, factory informers.SharedInformerFactory, o runtime.Object) {
+	t.Helper()
+	kinds, _, err := scheme.Scheme.ObjectKinds(o)
+	if err != nil || len(kinds) == 0 {
+		t.Fatalf("controllertest.Cache: %T is not in client-go's scheme: %v", o, err)
+	}
+	resource, _ := meta.UnsafeGuessKindToResource(kinds[0])
+	inf, err := factory.ForResource(resource)
+	if err != nil {
+		t.Fatalf("controllertest.Cache: %v", err)
+	}
+	if err := inf.Informer().GetIndexer().Add(o); err != nil {
+		t.Fatal(err)
+	}
 }
