@@ -63,8 +63,9 @@ func (s stopEnv) Run() int {
 const terminatedPodGCThreshold = 2
 
 // moreNatives are the native built-ins other files of this package add (in
-// their init) beside the ones runner lists.
-var moreNatives []func() descriptor.Descriptor
+// their init) beside the ones runner lists, each built for the scenarios'
+// API server (whose PKI holds, say, the service-account signing key).
+var moreNatives []func(e *testenv.Env) descriptor.Descriptor
 
 // runner builds both sides' descriptors with the same settings.
 func runner(t *testing.T, e *testenv.Env) differential.Runner {
@@ -85,7 +86,7 @@ func runner(t *testing.T, e *testenv.Env) differential.Runner {
 					ttlafterfinished.Descriptor(ttlafterfinished.NewOptions()),
 				}
 				for _, d := range moreNatives {
-					ds = append(ds, d())
+					ds = append(ds, d(e))
 				}
 				return ds
 			}
@@ -99,6 +100,7 @@ func runner(t *testing.T, e *testenv.Env) differential.Runner {
 			}
 			cfg.PodGCController.TerminatedPodGCThreshold = terminatedPodGCThreshold
 			cfg.SAController.RootCAFile = caFile
+			cfg.SAController.ServiceAccountKeyFile = e.PKI().ServiceAccountKeyFile
 			ds, err := kcm.Descriptors(kcm.Config{Component: cfg})
 			if err != nil {
 				t.Fatal(err)

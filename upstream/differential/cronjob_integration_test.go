@@ -23,11 +23,12 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
 func init() {
-	moreNatives = append(moreNatives, func() descriptor.Descriptor { return cronjob.Descriptor(cronjob.NewOptions()) })
+	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor { return cronjob.Descriptor(cronjob.NewOptions()) })
 }
 
 // cronJobTimeout bounds each side of a CronJob scenario: a scenario that

@@ -22,11 +22,12 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
 func init() {
-	moreNatives = append(moreNatives, func() descriptor.Descriptor { return daemonset.Descriptor(daemonset.NewOptions()) })
+	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor { return daemonset.Descriptor(daemonset.NewOptions()) })
 }
 
 // DaemonSet scenarios make their own Nodes (cluster-scoped): named after

@@ -20,11 +20,12 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
 func init() {
-	moreNatives = append(moreNatives, func() descriptor.Descriptor { return deployment.Descriptor(deployment.NewOptions()) })
+	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor { return deployment.Descriptor(deployment.NewOptions()) })
 }
 
 // Every Deployment scenario runs each side's ReplicaSet controller too:

@@ -22,11 +22,12 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/job"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
 func init() {
-	moreNatives = append(moreNatives, func() descriptor.Descriptor { return job.Descriptor(job.NewOptions()) })
+	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor { return job.Descriptor(job.NewOptions()) })
 }
 
 // jobTimeout bounds each side of a Job scenario: the back-off scenario
