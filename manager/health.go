@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/ctrlhost/ctrlhost/debugmux"
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -168,6 +169,16 @@ func (m *Manager) debugHandler() http.Handler {
 	}
 	return debugmux.New(debugPrefix, names, func(name string) (descriptor.Controller, bool) {
 		s, ok := m.states[name]
+		if !ok {
+			// An alias reaches the controller too: KCM before 1.28 served
+			// these pages under the short names that are aliases now.
+			for _, o := range m.order {
+				if slices.Contains(o.desc.Aliases(), name) {
+					s, ok = o, true
+					break
+				}
+			}
+		}
 		if !ok {
 			return nil, false
 		}

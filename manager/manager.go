@@ -69,7 +69,8 @@ func (m *Manager) Component() string { return m.component }
 func (m *Manager) Options() Options { return m.opts }
 
 // Handler serves /healthz, /livez, /readyz (with sub-paths), /metrics,
-// /debug/controllers/ (an index) and /debug/controllers/<name>/, without
+// /debug/controllers/ (an index) and /debug/controllers/<name>/ (<name> a
+// canonical name or an alias), without
 // authentication, for mounting on a server of the caller's own (which then
 // decides who may see them). It is usable before Run and after it returns.
 func (m *Manager) Handler() http.Handler { return m.handler }

@@ -464,7 +464,7 @@ func (debuggable) DebuggingHandler() http.Handler {
 
 func TestDebugHandlerMounted(t *testing.T) {
 	h := managertest.New(t, "test-manager", []descriptor.Descriptor{
-		descriptor.New("debug-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) { return debuggable{}, nil }),
+		descriptor.New("debug-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) { return debuggable{}, nil }).WithAliases("debug"),
 		blocking(&journal{}, "plain-controller"),
 	}).Start()
 	h.WaitRunning("debug-controller", "plain-controller")
@@ -475,6 +475,9 @@ func TestDebugHandlerMounted(t *testing.T) {
 	}{
 		{"/debug/controllers/debug-controller/", 200, "debug page at /"},
 		{"/debug/controllers/debug-controller/queue", 200, "debug page at /queue"},
+		// KCM before 1.28 served pages under the short names that are now
+		// aliases (/debug/controllers/garbagecollector/graph).
+		{"/debug/controllers/debug/queue", 200, "debug page at /queue"},
 		{"/debug/controllers/plain-controller/", 404, ""},
 		{"/debug/controllers/nobody/", 404, ""},
 		{"/debug/controllers/", 200, "/debug/controllers/debug-controller/"},
