@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	certutil "k8s.io/client-go/util/cert"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/sharedflag"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
@@ -43,14 +44,12 @@ func NewOptions() Options { return Options{Workers: 1} }
 
 // AddFlags binds --root-ca-file to o, with KCM's name and help.
 //
-// In KCM --root-ca-file belongs to the service-account token controller's
-// options and is read by that controller and by this one. In ctrlhost this
-// package registers it, because it is the flag's only user among the
-// built-in controllers; a host that adds a controller needing the same file
-// must not register the flag again, but copy Options.RootCAFile into that
-// controller's options once the flags are parsed.
+// In KCM --root-ca-file is one flag read by this controller and by the
+// service-account token controller. Both packages' AddFlags may be called
+// on one flag set, in either order: the flag is registered once and its
+// value reaches both Options.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.RootCAFile, "root-ca-file", o.RootCAFile,
+	sharedflag.String(fs, &o.RootCAFile, "root-ca-file",
 		"If set, this root certificate authority will be included in service account's token secret. "+
 			"This must be a valid PEM-encoded CA bundle.")
 }
