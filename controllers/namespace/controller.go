@@ -1,0 +1,174 @@
+package namespace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/workloop"
+)
+
+// deletionDelay is how long after an event a namespace being deleted is
+// first worked: time for the other API servers of an HA control plane to
+// learn of the deletion (and refuse new objects in the namespace), and for
+// objects created at the last moment to become visible, as in KCM.
+const deletionDelay = 5 * time.Second
+
+// KCM raises the namespace controller's client limits by these factors:
+// emptying a namespace takes many discovery, list and delete calls.
+const (
+	qpsFactor   = 20
+	burstFactor = 100
+)
+
+// controller empties namespaces being deleted; its keys are namespace
+// names.
+type controller struct {
+	namespaces corelisters.NamespaceLister
+	synced     cache.InformerSynced
+	deleter    *deleter
+	workers    int
+	loop       *workloop.Loop
+}
+
+func newController(ctx context.Context, cc descriptor.Context, o Options) (*controller, error) {
+	client, meta, err := clients(cc.ClientBuilder, cc.Name)
+	if err != nil {
+		return nil, err
+	}
+	informer := cc.InformerFactory.Core().V1().Namespaces()
+	c := &controller{
+		namespaces: informer.Lister(),
+		deleter:    newDeleter(client, meta, serverNamespacedResources(client.Discovery()), o.Clock),
+		workers:    int(o.ConcurrentNamespaceSyncs),
+	}
+	// The loop exists before the handler is registered (a running informer
+	// calls it at once); on a later failure it is shut down here,
+	// otherwise Run releases it.
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{RateLimiter: rateLimiter()})
+	reg, err := informer.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.namespaceChanged,
+		UpdateFunc: func(_, obj any) { c.namespaceChanged(obj) },
+	}, o.NamespaceSyncPeriod)
+	if err != nil {
+		c.loop.ShutDown()
+		return nil, fmt.Errorf("namespace event handler: %w", err)
+	}
+	c.synced = reg.HasSynced
+	return c, nil
+}
+
+// clients returns the typed and metadata clients the controller works
+// with: built from the controller's REST config with KCM's raised limits
+// when the host has a config, else the builder's own clients (a host over
+// fake clientsets).
+func clients(b descriptor.ClientBuilder, name string) (kubernetes.Interface, metadata.Interface, error) {
+	cfg, err := b.Config(name)
+	if err != nil {
+		client, err := b.Client(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		meta, err := b.MetadataClient(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		return client, meta, nil
+	}
+	raiseLimits(cfg)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("controller %q: client: %w", name, err)
+	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("controller %q: metadata client: %w", name, err)
+	}
+	return client, meta, nil
+}
+
+// raiseLimits multiplies cfg's QPS and burst as KCM does, unless the host
+// set a rate limiter of its own (which then decides).
+func raiseLimits(cfg *rest.Config) {
+	if cfg.RateLimiter != nil {
+		return
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS = rest.DefaultQPS
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = rest.DefaultBurst
+	}
+	cfg.QPS *= qpsFactor
+	cfg.Burst *= burstFactor
+}
+
+// serverNamespacedResources asks the server, at every call, for its
+// preferred namespaced resources, as KCM's namespace controller does.
+func serverNamespacedResources(d discovery.DiscoveryInterface) func() ([]*metav1.APIResourceList, error) {
+	return func() ([]*metav1.APIResourceList, error) { return discovery.ServerPreferredNamespacedResources(d) }
+}
+
+// rateLimiter retries a failing namespace with back-off from 5ms, at
+// least once a minute (KCM's per-namespace limits; see the package doc for
+// its overall retry bucket).
+func rateLimiter() workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Minute)
+}
+
+// Run waits for the namespace cache, then empties namespaces being deleted
+// until ctx is done.
+func (c *controller) Run(ctx context.Context) error {
+	log := logr.FromContextOrDiscard(ctx)
+	log.Info("Starting namespace controller", "workers", c.workers)
+	defer log.Info("Shutting down namespace controller")
+	c.loop.WaitFor(c.synced)
+	return c.loop.RunWorkers(ctx, c.workers)
+}
+
+// namespaceChanged queues a namespace being deleted, after deletionDelay.
+func (c *controller) namespaceChanged(obj any) {
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok || ns.DeletionTimestamp == nil || ns.DeletionTimestamp.IsZero() {
+		return
+	}
+	c.loop.AddAfter(ns.Name, deletionDelay)
+}
+
+// sync empties the namespace named key and finalizes it. Content that
+// takes time to go (graceful pod deletion, finalizers) requeues the key
+// after half the estimate and a second, as in KCM.
+func (c *controller) sync(ctx context.Context, key string) error {
+	log := logr.FromContextOrDiscard(ctx)
+	if _, err := c.namespaces.Get(key); apierrors.IsNotFound(err) {
+		log.Info("Namespace has been deleted", "namespace", key)
+		return nil
+	} else if err != nil {
+		return err
+	}
+	err := c.deleter.delete(ctx, key)
+	var remaining *contentRemainingError
+	if errors.As(err, &remaining) {
+		wait := time.Duration(remaining.estimate/2+1) * time.Second
+		log.V(4).Info("Content remaining in namespace", "namespace", key, "waitSeconds", wait.Seconds())
+		return workloop.RequeueAfter(wait)
+	}
+	if err != nil {
+		return fmt.Errorf("deletion of namespace %s failed: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package namespace
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
+	"github.com/ctrlhost/ctrlhost/workloop"
+)
+
+// newTestController wraps f's deleter in a controller whose cache holds
+// cached.
+func newTestController(t *testing.T, f *fixture, cached ...*corev1.Namespace) *controller {
+	t.Helper()
+	c := &controller{
+		namespaces: corelisters.NewNamespaceLister(controllertest.ClusterIndexer(t, cached...)),
+		deleter:    f.d,
+		workers:    1,
+	}
+	c.loop = workloop.New("test", c.sync, workloop.Options{Clock: testingclock.NewFakeClock(t0), RateLimiter: rateLimiter()})
+	t.Cleanup(c.loop.ShutDown)
+	return c
+}
+
+// TestSyncRequeue: content remaining requeues after half the estimate and
+// a second; an emptied namespace is done; one gone from the cache is not
+// touched; a failure is retried with back-off.
+func TestSyncRequeue(t *testing.T) {
+	tests := []struct {
+		name      string
+		ns        *corev1.Namespace
+		objs      []object
+		cached    bool
+		wantAfter time.Duration // RequeueAfter this
+		wantErr   bool          // a plain (retried) error
+		wantCalls bool          // the API was called
+	}{
+		{name: "pod within a 30s grace period: 16s", ns: namespace(10 * time.Second), objs: []object{pod("p", 30, true)},
+			cached: true, wantAfter: 16 * time.Second, wantCalls: true},
+		{name: "finalizers: 15s estimate, 8s", ns: namespace(time.Minute), objs: []object{obj(configMaps, "cm", "example.com/block")},
+			cached: true, wantAfter: 8 * time.Second, wantCalls: true},
+		{name: "emptied", ns: namespace(time.Minute), objs: []object{obj(configMaps, "cm")}, cached: true, wantCalls: true},
+		{name: "not in the cache", ns: namespace(time.Minute), objs: []object{obj(configMaps, "cm")}},
+		{name: "pod stuck past its grace period: retried", ns: namespace(time.Minute), objs: []object{pod("p", 30, true)},
+			cached: true, wantErr: true, wantCalls: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.ns, tt.objs...)
+			var cached []*corev1.Namespace
+			if tt.cached {
+				cached = append(cached, tt.ns)
+			}
+			c := newTestController(t, f, cached...)
+			err := c.sync(controllertest.LogContext(t), "ns")
+			var wantErr error
+			if tt.wantAfter != 0 {
+				wantErr = workloop.RequeueAfter(tt.wantAfter)
+			}
+			switch {
+			case wantErr != nil && (err == nil || err.Error() != wantErr.Error()):
+				t.Errorf("sync: %v, want %v", err, wantErr)
+			case tt.wantErr && (err == nil || workloop.IsPermanent(err)):
+				t.Errorf("sync: %v, want a retried error", err)
+			case wantErr == nil && !tt.wantErr && err != nil:
+				t.Errorf("sync: %v, want none", err)
+			}
+			if got := len(f.client.Actions()) > 0; got != tt.wantCalls {
+				t.Errorf("API called: %v, want %v", got, tt.wantCalls)
+			}
+		})
+	}
+}
+
+// TestHandlerDelaysDeletedNamespaces: a namespace being deleted is queued
+// 5s after its event; others are not queued.
+func TestHandlerDelaysDeletedNamespaces(t *testing.T) {
+	f := newFixture(t, nil)
+	clk := testingclock.NewFakeClock(t0)
+	c := &controller{deleter: f.d}
+	c.loop = workloop.New("test", c.sync, workloop.Options{Clock: clk})
+	t.Cleanup(c.loop.ShutDown)
+
+	c.namespaceChanged(&corev1.Namespace{})
+	c.namespaceChanged(namespace(0))
+	c.namespaceChanged("not a namespace")
+	if n := c.loop.Len(); n != 0 {
+		t.Fatalf("queued %d at once, want none before the delay", n)
+	}
+	clk.Step(deletionDelay - time.Millisecond)
+	if n := c.loop.Len(); n != 0 {
+		t.Fatalf("queued %d before the delay passed", n)
+	}
+	clk.Step(time.Millisecond)
+	controllertest.WaitFor(t, "the deleted namespace to be queued", func() bool { return c.loop.Len() == 1 })
+}
