@@ -364,7 +364,9 @@ func backgroundDelete() metav1.DeleteOptions {
 
 // unsupported reports errors that mean the operation is not offered: a
 // resource discovery lists may still answer 404 rather than 405.
-func unsupported(err error) bool { return apierrors.IsMethodNotSupported(err) || apierrors.IsNotFound(err) }
+func unsupported(err error) bool {
+	return apierrors.IsMethodNotSupported(err) || apierrors.IsNotFound(err)
+}
 
 // deleteCollection deletes all the namespace's objects of gvr at once. It
 // returns false when the server does not support that.
