@@ -1,0 +1,141 @@
+package garbagecollector_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ctrlhost/ctrlhost/controllers/garbagecollector"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/informers"
+	"github.com/ctrlhost/ctrlhost/managertest"
+)
+
+func TestDescriptorAndFlags(t *testing.T) {
+	controllertest.CheckIdentity(t, garbagecollector.Descriptor(garbagecollector.NewOptions()), controllertest.Identity{
+		Name: "garbage-collector-controller", Alias: "garbagecollector",
+	})
+	o := garbagecollector.NewOptions()
+	f := controllertest.ParseFlag(t, o.AddFlags, "concurrent-gc-syncs", "--concurrent-gc-syncs=7", "--enable-garbage-collector=false")
+	if f.DefValue != "20" || f.Usage != "The number of garbage collector workers that are allowed to sync concurrently." {
+		t.Errorf("--concurrent-gc-syncs default %q usage %q", f.DefValue, f.Usage)
+	}
+	e := controllertest.FlagSet(o.AddFlags).Lookup("enable-garbage-collector")
+	if e == nil || e.Usage != "Enables the generic garbage collector. MUST be synced with the corresponding flag of the kube-apiserver." {
+		t.Errorf("--enable-garbage-collector: %+v", e)
+	}
+	if o.ConcurrentGCSyncs != 7 || o.EnableGarbageCollector {
+		t.Errorf("parsed %d %v, want 7 false", o.ConcurrentGCSyncs, o.EnableGarbageCollector)
+	}
+	d := garbagecollector.NewOptions()
+	if !d.EnableGarbageCollector || len(d.IgnoredResources) != 2 ||
+		d.IgnoredResources[0] != (schema.GroupResource{Resource: "events"}) ||
+		d.IgnoredResources[1] != (schema.GroupResource{Group: "events.k8s.io", Resource: "events"}) {
+		t.Errorf("defaults %+v, want KCM's (enabled; events of both groups ignored)", d)
+	}
+}
+
+func TestBuildValidatesOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		o       garbagecollector.Options
+		wantErr []string
+	}{
+		{"defaults", garbagecollector.NewOptions(), nil},
+		{"no workers", garbagecollector.Options{EnableGarbageCollector: true},
+			[]string{`descriptor "garbage-collector-controller": --concurrent-gc-syncs: must be at least 1, got 0`}},
+		{"negative workers and an empty ignored resource", garbagecollector.Options{ConcurrentGCSyncs: -2, IgnoredResources: []schema.GroupResource{{Group: "apps"}}},
+			[]string{"--concurrent-gc-syncs: must be at least 1, got -2", `IgnoredResources[0]: resource must not be empty (group "apps")`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			controllertest.CheckBuild(t, garbagecollector.Descriptor(tt.o), tt.wantErr...)
+		})
+	}
+}
+
+// builder hands out the fake clients.
+type builder struct {
+	cs kubernetes.Interface
+	md metadata.Interface
+}
+
+func (b builder) Config(string) (*rest.Config, error)               { return nil, errors.New("no config") }
+func (b builder) Client(string) (kubernetes.Interface, error)       { return b.cs, nil }
+func (b builder) MetadataClient(string) (metadata.Interface, error) { return b.md, nil }
+
+type mapper struct{ meta.RESTMapper }
+
+func (mapper) Reset() {}
+
+// hostContext is what a host passes the InitFunc, over fake clients.
+func hostContext(t *testing.T) (descriptor.Context, *informers.Set) {
+	h := managertest.New(t, "gc", nil)
+	set := informers.New(h.Client, h.Metadata, informers.Options{})
+	started := make(chan struct{})
+	close(started)
+	return descriptor.Context{
+		Name:                            garbagecollector.Name,
+		RootClientBuilder:               builder{h.Client, h.Metadata},
+		ClientBuilder:                   controllertest.ClientBuilder(fake.NewClientset(), nil),
+		ObjectOrMetadataInformerFactory: set,
+		InformersStarted:                started,
+		RESTMapper:                      mapper{meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})},
+		EventRecorder:                   &record.FakeRecorder{},
+	}, set
+}
+
+// TestInit: disabled, the InitFunc declines (nil, nil); without the
+// host's RESTMapper it fails naming it; otherwise it returns a Debuggable
+// controller.
+func TestInit(t *testing.T) {
+	cc, _ := hostContext(t)
+	off := garbagecollector.NewOptions()
+	off.EnableGarbageCollector = false
+	if c, err := garbagecollector.Descriptor(off).Init()(t.Context(), cc); c != nil || err != nil {
+		t.Errorf("disabled: %v, %v; want nil, nil", c, err)
+	}
+	noMapper := cc
+	noMapper.RESTMapper = nil
+	if _, err := garbagecollector.Descriptor(garbagecollector.NewOptions()).Init()(t.Context(), noMapper); err == nil {
+		t.Error("no RESTMapper: no error")
+	}
+	c, err := garbagecollector.Descriptor(garbagecollector.NewOptions()).Init()(t.Context(), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.(descriptor.Debuggable); !ok {
+		t.Error("controller is not Debuggable")
+	}
+	controllertest.RunCancelled(t, c)
+}
+
+// TestRunWithCancelledContext: Run returns and releases its queues (their
+// goroutines) even when the term ended before it started. The shared
+// controllertest.CheckRunWithCancelledContext cannot be used: its context
+// has no RESTMapper, metadata client or object-or-metadata factory, which
+// the collector needs.
+func TestRunWithCancelledContext(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	cc, _ := hostContext(t)
+	c, err := garbagecollector.Descriptor(garbagecollector.NewOptions()).Init()(t.Context(), cc)
+	if err != nil || c == nil {
+		t.Fatalf("Init = %v, %v", c, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
