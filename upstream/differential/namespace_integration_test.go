@@ -1,0 +1,377 @@
+//go:build integration
+
+package differential_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ctrlhost/ctrlhost/controllers/namespace"
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/testenv"
+	"github.com/ctrlhost/ctrlhost/upstream/differential"
+)
+
+func init() {
+	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor {
+		return namespace.Descriptor(namespace.NewOptions())
+	})
+}
+
+// The namespace scenarios never delete the harness's namespace: each
+// makes a child namespace of its own, labelled with the harness's, fills
+// it, and deletes it from Act once the controller runs.
+const (
+	nsParentLabel = "ctrlhost.io/differential-parent"
+	nsHoldFinalizer    = "example.com/hold"
+)
+
+func nsChildSelector(ns string) metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: nsParentLabel + "=" + ns}
+}
+
+// nsChildren lists the scenario's child namespaces (none once deleted).
+func nsChildren(ctx context.Context, cs kubernetes.Interface, ns string) ([]corev1.Namespace, error) {
+	l, err := cs.CoreV1().Namespaces().List(ctx, nsChildSelector(ns))
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// nsSetupChild makes the child namespace and its mixed content: a default
+// ServiceAccount (which pods need), config maps (hold, when set, carries
+// a finalizer nobody removes), a secret, a service, a pod (never
+// scheduled: no scheduler runs), and a role.
+func nsSetupChild(hold bool) func(context.Context, kubernetes.Interface, string) error {
+	return func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+		child, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			GenerateName: "nschild-", Labels: map[string]string{nsParentLabel: ns},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		c := child.Name
+		meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: c} }
+		creates := []func() error{
+			func() error {
+				_, err := cs.CoreV1().ServiceAccounts(c).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta("default")}, metav1.CreateOptions{})
+				return err
+			},
+			func() error {
+				_, err := cs.CoreV1().ServiceAccounts(c).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta("robot")}, metav1.CreateOptions{})
+				return err
+			},
+			func() error {
+				_, err := cs.CoreV1().ConfigMaps(c).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta("settings"), Data: map[string]string{"a": "1"}}, metav1.CreateOptions{})
+				return err
+			},
+			func() error {
+				_, err := cs.CoreV1().ConfigMaps(c).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta("more")}, metav1.CreateOptions{})
+				return err
+			},
+			func() error {
+				_, err := cs.CoreV1().Secrets(c).Create(ctx, &corev1.Secret{ObjectMeta: meta("creds"), StringData: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+				return err
+			},
+			func() error {
+				_, err := cs.CoreV1().Services(c).Create(ctx, &corev1.Service{ObjectMeta: meta("web"), Spec: corev1.ServiceSpec{
+					Selector: map[string]string{"app": "web"},
+					Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
+				}}, metav1.CreateOptions{})
+				return err
+			},
+			func() error {
+				p := pod("web", map[string]string{"app": "web"})
+				_, err := cs.CoreV1().Pods(c).Create(ctx, p, metav1.CreateOptions{})
+				return err
+			},
+			func() error {
+				_, err := cs.RbacV1().Roles(c).Create(ctx, &rbacv1.Role{ObjectMeta: meta("reader"), Rules: []rbacv1.PolicyRule{{
+					APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"},
+				}}}, metav1.CreateOptions{})
+				return err
+			},
+		}
+		if hold {
+			creates = append(creates, func() error {
+				m := meta("held")
+				m.Finalizers = []string{nsHoldFinalizer}
+				_, err := cs.CoreV1().ConfigMaps(c).Create(ctx, &corev1.ConfigMap{ObjectMeta: m}, metav1.CreateOptions{})
+				return err
+			})
+		}
+		for _, create := range creates {
+			if err := create(); err != nil {
+				return fmt.Errorf("namespace %s: %w", c, err)
+			}
+		}
+		return nil
+	}
+}
+
+// nsDeleteChildren deletes the child namespaces not being deleted yet: once,
+// since a deleted namespace keeps its deletionTimestamp until it is gone.
+func nsDeleteChildren(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	kids, err := nsChildren(ctx, cs, ns)
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if k.DeletionTimestamp != nil {
+			continue
+		}
+		if err := cs.CoreV1().Namespaces().Delete(ctx, k.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// nsReleaseHeld removes the hold finalizer from the child namespaces' config
+// maps.
+func nsReleaseHeld(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	kids, err := nsChildren(ctx, cs, ns)
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		cms, err := cs.CoreV1().ConfigMaps(k.Name).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, cm := range cms.Items {
+			if !slices.Contains(cm.Finalizers, nsHoldFinalizer) {
+				continue
+			}
+			_, err := cs.CoreV1().ConfigMaps(k.Name).Patch(ctx, cm.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// nsObserve returns the child namespaces (phase, finalizers,
+// conditions with reasons and messages: none carries a time or a generated
+// name), a summary of what is left in them (kind, name, being deleted,
+// finalizers: full objects would carry the service's allocated IP), and
+// the reasons of the events in them and in the harness's namespace.
+func nsObserve(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+	kids, err := nsChildren(ctx, cs, ns)
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.Object
+	var left, reasons []string
+	for i := range kids {
+		k := &kids[i]
+		k.Kind = "Namespace"
+		out = append(out, k)
+		l, r, err := nsContent(ctx, cs, k.Name)
+		if err != nil {
+			return nil, err
+		}
+		left = append(left, l...)
+		reasons = append(reasons, r...)
+	}
+	_, r, err := nsContent(ctx, cs, ns)
+	if err != nil {
+		return nil, err
+	}
+	reasons = append(reasons, r...)
+	slices.Sort(left)
+	slices.Sort(reasons)
+	out = append(out, &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{Kind: "Summary"},
+		ObjectMeta: metav1.ObjectMeta{Name: "nsChildren"},
+		Data: map[string]string{
+			"namespaces": fmt.Sprint(len(kids)),
+			"left":       strings.Join(left, "\n"),
+			"events":     strings.Join(slices.Compact(reasons), "\n"),
+		},
+	})
+	return out, nil
+}
+
+// nsContent describes the content of namespace c that the scenarios
+// made, and lists its events' "kind reason" pairs.
+func nsContent(ctx context.Context, cs kubernetes.Interface, c string) (left, reasons []string, err error) {
+	describe := func(kind string, m metav1.ObjectMeta) {
+		left = append(left, fmt.Sprintf("%s %s deleting=%v finalizers=%v", kind, m.Name, m.DeletionTimestamp != nil, m.Finalizers))
+	}
+	cms, err := cs.CoreV1().ConfigMaps(c).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range cms.Items {
+		describe("ConfigMap", o.ObjectMeta)
+	}
+	secrets, err := cs.CoreV1().Secrets(c).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range secrets.Items {
+		describe("Secret", o.ObjectMeta)
+	}
+	svcs, err := cs.CoreV1().Services(c).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range svcs.Items {
+		describe("Service", o.ObjectMeta)
+	}
+	pods, err := cs.CoreV1().Pods(c).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range pods.Items {
+		describe("Pod", o.ObjectMeta)
+	}
+	sas, err := cs.CoreV1().ServiceAccounts(c).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range sas.Items {
+		describe("ServiceAccount", o.ObjectMeta)
+	}
+	roles, err := cs.RbacV1().Roles(c).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range roles.Items {
+		describe("Role", o.ObjectMeta)
+	}
+	evs, err := cs.CoreV1().Events(c).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range evs.Items {
+		reasons = append(reasons, e.InvolvedObject.Kind+" "+e.Reason)
+	}
+	return left, reasons, nil
+}
+
+// nsSummary reads a field of the Summary object of a normalised state.
+func nsSummary(state []map[string]any, field string) string {
+	for _, o := range state {
+		if o["kind"] == "Summary" {
+			d, _ := o["data"].(map[string]any)
+			return fmt.Sprint(d[field])
+		}
+	}
+	return ""
+}
+
+// nsCondition returns "Status Reason" of the first child namespace's
+// condition t in a normalised state ("" when absent).
+func nsCondition(state []map[string]any, t string) string {
+	for _, o := range state {
+		if o["kind"] != "Namespace" {
+			continue
+		}
+		st, _ := o["status"].(map[string]any)
+		conds, _ := st["conditions"].([]any)
+		for _, c := range conds {
+			cm, _ := c.(map[string]any)
+			if cm["type"] == t {
+				return fmt.Sprint(cm["status"], " ", cm["reason"])
+			}
+		}
+	}
+	return ""
+}
+
+// nsCleanup releases what holds the child namespaces, so that the
+// next side's namespace controller can finish them.
+func nsCleanup(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	if err := nsDeleteChildren(ctx, cs, ns); err != nil {
+		return err
+	}
+	return nsReleaseHeld(ctx, cs, ns)
+}
+
+// TestNamespaceDeletionMixedContent: a deleted namespace with config maps,
+// a secret, a service, a pod, service accounts and a role is emptied and
+// goes; compared: the child namespaces left (none), what is left in them
+// (nothing) and the event reasons.
+func TestNamespaceDeletionMixedContent(t *testing.T) {
+	compare(t, differential.Scenario{
+		Name:       "namespace deletion with mixed content",
+		Controller: namespace.Name,
+		Setup:      nsSetupChild(false),
+		Act:        nsDeleteChildren,
+		Observe:    nsObserve,
+		Settled:    func(s []map[string]any) bool { return nsSummary(s, "namespaces") == "0" },
+		Cleanup:    nsCleanup,
+	})
+}
+
+// TestNamespaceDeletionHeldByFinalizer: a config map with a finalizer
+// nobody removes keeps the namespace Terminating; compared: the namespace
+// (phase, spec.finalizers, every condition with status, reason and
+// message: "configmaps. has 1 resource instances", "example.com/hold in 1
+// resource instances"), what is left (the held config map only, being
+// deleted) and the event reasons.
+func TestNamespaceDeletionHeldByFinalizer(t *testing.T) {
+	res := compare(t, differential.Scenario{
+		Name:       "namespace deletion held by a finalizer",
+		Controller: namespace.Name,
+		Setup:      nsSetupChild(true),
+		Act:        nsDeleteChildren,
+		Observe:    nsObserve,
+		Settled: func(s []map[string]any) bool {
+			return nsCondition(s, string(corev1.NamespaceFinalizersRemaining)) == "True SomeFinalizersRemain" &&
+				nsSummary(s, "left") == "ConfigMap held deleting=true finalizers=[example.com/hold]"
+		},
+		Cleanup: nsCleanup,
+	})
+	b, _ := json.MarshalIndent(res.Native, "", "  ")
+	t.Logf("end state:\n%s", b)
+}
+
+// TestNamespaceDeletionFinalizerReleased: as above, but Act removes the
+// finalizer once NamespaceFinalizersRemaining shows it; the controller's
+// requeue after its estimate then empties and finalizes the namespace.
+// Compared: no child namespace left, nothing in it, the event reasons.
+func TestNamespaceDeletionFinalizerReleased(t *testing.T) {
+	compare(t, differential.Scenario{
+		Name:       "namespace deletion after a finalizer is released",
+		Controller: namespace.Name,
+		Setup:      nsSetupChild(true),
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := nsDeleteChildren(ctx, cs, ns); err != nil {
+				return err
+			}
+			kids, err := nsChildren(ctx, cs, ns)
+			if err != nil {
+				return err
+			}
+			for _, k := range kids {
+				for _, c := range k.Status.Conditions {
+					if c.Type == corev1.NamespaceFinalizersRemaining && c.Status == corev1.ConditionTrue {
+						return nsReleaseHeld(ctx, cs, ns)
+					}
+				}
+			}
+			return nil
+		},
+		Observe: nsObserve,
+		Settled: func(s []map[string]any) bool { return nsSummary(s, "namespaces") == "0" },
+		Cleanup: nsCleanup,
+	})
+}
