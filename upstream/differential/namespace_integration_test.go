@@ -35,8 +35,8 @@ func init() {
 // makes a child namespace of its own, labelled with the harness's, fills
 // it, and deletes it from Act once the controller runs.
 const (
-	nsParentLabel = "ctrlhost.io/differential-parent"
-	nsHoldFinalizer    = "example.com/hold"
+	nsParentLabel   = "ctrlhost.io/differential-parent"
+	nsHoldFinalizer = "example.com/hold"
 )
 
 func nsChildSelector(ns string) metav1.ListOptions {
