@@ -1,0 +1,113 @@
+package resourcequota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/clock"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// Name and Alias are the controller's names in --controllers, as in KCM.
+const (
+	Name  = "resourcequota-controller"
+	Alias = "resourcequota"
+)
+
+// KCM's defaults.
+const (
+	DefaultConcurrentResourceQuotaSyncs = 5
+	DefaultResourceQuotaSyncPeriod      = 5 * time.Minute
+	// DiscoveryPeriod is how often the quotable resources are discovered
+	// again (KCM's fixed 30 s).
+	DiscoveryPeriod = 30 * time.Second
+)
+
+// FeaturePodLevelResources is the gate under which a pod's spec.resources
+// (pod-level requests and limits) count instead of its containers' sum.
+const FeaturePodLevelResources featuregate.Feature = "PodLevelResources"
+
+// FeatureSpecs returns the gates above with their Kubernetes 1.37
+// defaults, for a program to add to its feature gate.
+func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
+	return map[featuregate.Feature]featuregate.FeatureSpec{
+		FeaturePodLevelResources: {Default: true, PreRelease: featuregate.Beta},
+	}
+}
+
+// Options configures the controller. Use NewOptions for KCM's defaults.
+type Options struct {
+	// ConcurrentResourceQuotaSyncs is --concurrent-resource-quota-syncs: how
+	// many quotas are recalculated at once, in each of the two queues. Zero
+	// means the default, 5; negative is invalid.
+	ConcurrentResourceQuotaSyncs int32
+
+	// ResourceQuotaSyncPeriod is --resource-quota-sync-period: how often
+	// every quota's usage is recalculated in full. Zero means the default,
+	// 5m; negative is invalid.
+	ResourceQuotaSyncPeriod time.Duration
+
+	// Clock decides when a deleted pod's grace period is over. Default
+	// (nil): the real clock.
+	Clock clock.PassiveClock
+}
+
+// NewOptions returns KCM's defaults.
+func NewOptions() Options {
+	return Options{
+		ConcurrentResourceQuotaSyncs: DefaultConcurrentResourceQuotaSyncs,
+		ResourceQuotaSyncPeriod:      DefaultResourceQuotaSyncPeriod,
+	}
+}
+
+// AddFlags binds KCM's flags to o, with o's current values as defaults.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.Int32Var(&o.ConcurrentResourceQuotaSyncs, "concurrent-resource-quota-syncs", o.ConcurrentResourceQuotaSyncs,
+		"The number of resource quotas that are allowed to sync concurrently. Larger number = more responsive quota management, but more CPU (and network) load")
+	fs.DurationVar(&o.ResourceQuotaSyncPeriod, "resource-quota-sync-period", o.ResourceQuotaSyncPeriod,
+		"The period for syncing quota usage status in the system")
+}
+
+func (o Options) withDefaults() Options {
+	if o.ConcurrentResourceQuotaSyncs == 0 {
+		o.ConcurrentResourceQuotaSyncs = DefaultConcurrentResourceQuotaSyncs
+	}
+	if o.ResourceQuotaSyncPeriod == 0 {
+		o.ResourceQuotaSyncPeriod = DefaultResourceQuotaSyncPeriod
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}
+
+// Validate reports every invalid field.
+func (o Options) Validate() error {
+	var errs []error
+	if o.ConcurrentResourceQuotaSyncs < 0 {
+		errs = append(errs, fmt.Errorf("--concurrent-resource-quota-syncs: must be at least 1, got %d", o.ConcurrentResourceQuotaSyncs))
+	}
+	if o.ResourceQuotaSyncPeriod < 0 {
+		errs = append(errs, fmt.Errorf("--resource-quota-sync-period: must be positive (for example 5m), got %v", o.ResourceQuotaSyncPeriod))
+	}
+	return errors.Join(errs...)
+}
+
+// Descriptor returns the resource-quota controller (resourcequota-controller,
+// alias resourcequota). Invalid options are reported by manager.Builder.Build.
+func Descriptor(o Options) descriptor.Descriptor {
+	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		c, err := newController(ctx, cc, o.withDefaults())
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}).WithAliases(Alias).WithValidator(o.Validate).
+		WithInformers(corev1.SchemeGroupVersion.WithResource("resourcequotas"))
+}
