@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime/debug"
 	"slices"
 
 	"github.com/go-logr/logr"
@@ -194,9 +195,20 @@ func (gc *collector) runGraph(ctx context.Context) {
 		if quit {
 			return
 		}
-		gc.processChange(log, c)
+		gc.safeProcessChange(log, c)
 		gc.changes.Done(c)
 	}
+}
+
+// safeProcessChange is processChange, turning a panic into a logged error
+// so that the graph keeps being built.
+func (gc *collector) safeProcessChange(log logr.Logger, c *change) {
+	defer func() {
+		if v := recover(); v != nil {
+			log.Error(fmt.Errorf("%v", v), "Recovered from a panic while updating the dependency graph", "stack", string(debug.Stack()))
+		}
+	}()
+	gc.processChange(log, c)
 }
 
 func identityOf(c *change) objectRef {

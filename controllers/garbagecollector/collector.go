@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -166,13 +167,26 @@ func (gc *collector) refreshLoop(ctx context.Context) {
 	defer t.Stop()
 	var old map[schema.GroupVersionResource]struct{}
 	for {
-		old = gc.refresh(ctx, old)
+		old = gc.safeRefresh(ctx, old)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// safeRefresh is refresh, turning a panic (say, in a discovery client)
+// into a logged error: the round is retried next period.
+func (gc *collector) safeRefresh(ctx context.Context, old map[schema.GroupVersionResource]struct{}) (res map[schema.GroupVersionResource]struct{}) {
+	defer func() {
+		if v := recover(); v != nil {
+			logr.FromContextOrDiscard(ctx).Error(fmt.Errorf("%v", v), "Recovered from a panic while syncing the garbage collector with discovery",
+				"stack", string(debug.Stack()))
+			res = old
+		}
+	}()
+	return gc.refresh(ctx, old)
 }
 
 // refresh is one round of refreshLoop; it returns the resources now

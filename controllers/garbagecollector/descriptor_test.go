@@ -3,12 +3,16 @@ package garbagecollector_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/metadata"
@@ -137,5 +141,43 @@ func TestRunWithCancelledContext(t *testing.T) {
 	cancel()
 	if err := c.Run(ctx); err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestHostRunsCollector: in a Manager (over fake clients whose discovery
+// lists ConfigMaps) the collector deletes an object whose owner is absent,
+// and the host serves its graph under the canonical name and the alias,
+// as KCM 1.37 does.
+func TestHostRunsCollector(t *testing.T) {
+	owned := func(name string, owner *corev1.ConfigMap) *corev1.ConfigMap {
+		c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
+		if owner != nil {
+			c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}}
+		}
+		return c
+	}
+	root := owned("root", nil)
+	ghost := owned("ghost", nil)
+	h := managertest.New(t, "test", []descriptor.Descriptor{garbagecollector.Descriptor(garbagecollector.NewOptions())},
+		root, owned("child", root), owned("dangling", ghost))
+	h.Client.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: []string{"get", "list", "watch", "delete", "patch"}},
+	}}}
+	h.Start()
+	controllertest.WaitFor(t, "the object with an absent owner to be deleted", func() bool {
+		_, err := h.Client.CoreV1().ConfigMaps("ns").Get(t.Context(), "dangling", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	for _, path := range []string{"/debug/controllers/garbage-collector-controller/graph", "/debug/controllers/garbagecollector/graph"} {
+		code, body := h.Get(path + "?uid=uid-root")
+		if code != 200 || !strings.HasPrefix(body, "strict digraph full {") || !strings.Contains(body, `"uid-child" -> "uid-root";`) {
+			t.Errorf("%s: %d %q", path, code, body)
+		}
+	}
+	if _, err := h.Client.CoreV1().ConfigMaps("ns").Get(t.Context(), "child", metav1.GetOptions{}); err != nil {
+		t.Errorf("the dependent of an existing owner: %v", err)
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }
