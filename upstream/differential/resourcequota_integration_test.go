@@ -137,10 +137,11 @@ func getQuota(ctx context.Context, cs kubernetes.Interface, ns, name string) (*c
 // evaluator knows), then replenishment: a ConfigMap and the LoadBalancer
 // Service are deleted and a Secret created (admission charges it), and a
 // second quota's limits change (status.hard follows, status.used is
-// masked to the new limits).
+// masked to the new limits), and a quota is made while the controller
+// runs.
 func TestResourceQuotaCounts(t *testing.T) {
 	var once, change quotaOnce
-	compare(t, differential.Scenario{
+	res := compare(t, differential.Scenario{
 		Name: "resource quota object counts", Controller: resourcequota.Name,
 		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
 			for _, n := range []string{"cm-a", "cm-b"} {
@@ -251,6 +252,12 @@ func TestResourceQuotaCounts(t *testing.T) {
 					return err
 				}
 				_, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s-late"}}, metav1.CreateOptions{})
+				if err != nil && !apierrors.IsAlreadyExists(err) {
+					return err
+				}
+				// A quota made while the controller runs (its priority queue).
+				_, err = cs.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "late"},
+					Spec: corev1.ResourceQuotaSpec{Hard: quotaHard("configmaps", "5", "count/leases.coordination.k8s.io", "5")}}, metav1.CreateOptions{})
 				if apierrors.IsAlreadyExists(err) {
 					return nil
 				}
@@ -273,9 +280,19 @@ func TestResourceQuotaCounts(t *testing.T) {
 			return quotaUsed(state, "objects", "configmaps") == "1" && quotaUsed(state, "objects", "secrets") == "2" &&
 				quotaUsed(state, "network-storage", "services.loadbalancers") == "1" &&
 				quotaUsed(state, "changing", "count/leases.coordination.k8s.io") == "2" &&
+				quotaUsed(state, "late", "count/leases.coordination.k8s.io") == "2" &&
 				!quotaStatusHas(state, "changing", "secrets")
 		},
 	})
+	quotaExpect(t, res.Native, "objects", map[string]string{
+		"count/deployments.apps": "1", "count/jobs.batch": "1", "resourcequotas": "4", "replicationcontrollers": "0",
+		"count/widgets.example.com": "", // no evaluator: never written
+	})
+	quotaExpect(t, res.Native, "network-storage", map[string]string{
+		"services.nodeports": "2", "gold.storageclass.storage.k8s.io/persistentvolumeclaims": "2",
+		"silver.storageclass.storage.k8s.io/persistentvolumeclaims": "0",
+	})
+	quotaExpect(t, res.Native, "changing", map[string]string{"secrets": "", "configmaps": "1"})
 }
 
 // quotaPod is a pod of one container with the given requests and limits.
@@ -294,7 +311,7 @@ func quotaPod(name string, req, lim corev1.ResourceList) *corev1.Pod {
 // admission does not require limits of them).
 func TestResourceQuotaCompute(t *testing.T) {
 	var once quotaOnce
-	compare(t, differential.Scenario{
+	res := compare(t, differential.Scenario{
 		Name: "resource quota compute and scopes", Controller: resourcequota.Name,
 		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
 			if _, err := cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
@@ -401,4 +418,25 @@ func TestResourceQuotaCompute(t *testing.T) {
 			return err
 		},
 	})
+	quotaExpect(t, res.Native, "compute", map[string]string{
+		// 500m + max(100m, init 2) + max(300m+200m sidecar, 400m init+200m sidecar) + 100m + 150m
+		"requests.cpu": "3350m", "cpu": "3350m", "limits.cpu": "3100m", "requests.example.com/foo": "2",
+		"requests.ephemeral-storage": "1Gi", "limits.ephemeral-storage": "0",
+	})
+	quotaExpect(t, res.Native, "besteffort", map[string]string{"pods": "2"})
+	quotaExpect(t, res.Native, "terminating", map[string]string{"pods": "1", "requests.cpu": "100m"})
+	quotaExpect(t, res.Native, "priority-in", map[string]string{"pods": "1", "requests.cpu": "150m"})
+	quotaExpect(t, res.Native, "priority-notin", map[string]string{"pods": "6"})
+	quotaExpect(t, res.Native, "cross-ns", map[string]string{"pods": "1"})
+}
+
+// quotaExpect checks values of a quota's status.used ("" for absent): the
+// scenario did exercise what it names, whatever both sides agree on.
+func quotaExpect(t *testing.T, state []map[string]any, quota string, want map[string]string) {
+	t.Helper()
+	for name, w := range want {
+		if got := quotaUsed(state, quota, name); got != w {
+			t.Errorf("quota %s: status.used[%s] = %q, want %q", quota, name, got, w)
+		}
+	}
 }
