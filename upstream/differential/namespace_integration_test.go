@@ -9,14 +9,19 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctrlhost/ctrlhost/controllers/namespace"
@@ -172,6 +177,12 @@ func nsReleaseHeld(ctx context.Context, cs kubernetes.Interface, ns string) erro
 // finalizers: full objects would carry the service's allocated IP), and
 // the reasons of the events in them and in the harness's namespace.
 func nsObserve(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+	return nsObserveExtra(ctx, cs, ns, nil)
+}
+
+// nsObserveExtra is nsObserve with more content described by extra (given
+// a child namespace's name), when set.
+func nsObserveExtra(ctx context.Context, cs kubernetes.Interface, ns string, extra func(context.Context, string) ([]string, error)) ([]runtime.Object, error) {
 	kids, err := nsChildren(ctx, cs, ns)
 	if err != nil {
 		return nil, err
@@ -188,6 +199,13 @@ func nsObserve(ctx context.Context, cs kubernetes.Interface, ns string) ([]runti
 		}
 		left = append(left, l...)
 		reasons = append(reasons, r...)
+		if extra != nil {
+			more, err := extra(ctx, k.Name)
+			if err != nil {
+				return nil, err
+			}
+			left = append(left, more...)
+		}
 	}
 	_, r, err := nsContent(ctx, cs, ns)
 	if err != nil {
@@ -373,5 +391,134 @@ func TestNamespaceDeletionFinalizerReleased(t *testing.T) {
 		Observe: nsObserve,
 		Settled: func(s []map[string]any) bool { return nsSummary(s, "namespaces") == "0" },
 		Cleanup: nsCleanup,
+	})
+}
+
+// nsWidgets is a namespaced custom resource of a group named after the
+// harness's namespace, so that each side has its own.
+func nsWidgets(ns string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: ns + ".example.com", Version: "v1", Resource: "widgets"}
+}
+
+// nsCreateWidgetCRD creates the widgets CRD and waits until discovery
+// serves it (the namespace controllers find resources through discovery).
+func nsCreateWidgetCRD(ctx context.Context, dyn dynamic.Interface, cs kubernetes.Interface, ns string) error {
+	w := nsWidgets(ns)
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": w.Resource + "." + w.Group},
+		"spec": map[string]any{
+			"group": w.Group,
+			"scope": "Namespaced",
+			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+			}},
+		},
+	}}
+	if _, err := dyn.Resource(nsCRDs).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		rl, err := cs.Discovery().ServerResourcesForGroupVersion(w.GroupVersion().String())
+		if err != nil {
+			return false, nil
+		}
+		for _, r := range rl.APIResources {
+			if r.Name == w.Resource {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+var nsCRDs = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// TestNamespaceDeletionCustomResources: custom resources are found through
+// discovery and deleted with the rest; one with a finalizer holds the
+// namespace. Compared: the namespace (conditions naming
+// widgets.<ns>.example.com), what is left (the held widget only) and the
+// event reasons.
+func TestNamespaceDeletionCustomResources(t *testing.T) {
+	dyn, err := dynamic.NewForConfig(env(t).Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// w describes the child's widgets (the scenario's side is ns).
+	w := func(ns string) func(ctx context.Context, child string) ([]string, error) {
+		return func(ctx context.Context, child string) ([]string, error) {
+			l, err := dyn.Resource(nsWidgets(ns)).Namespace(child).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			var out []string
+			for _, o := range l.Items {
+				out = append(out, fmt.Sprintf("Widget %s deleting=%v finalizers=%v", o.GetName(), o.GetDeletionTimestamp() != nil, o.GetFinalizers()))
+			}
+			return out, nil
+		}
+	}
+	compare(t, differential.Scenario{
+		Name:       "namespace deletion with custom resources",
+		Controller: namespace.Name,
+		Setup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := nsCreateWidgetCRD(ctx, dyn, cs, ns); err != nil {
+				return fmt.Errorf("widget CRD: %w", err)
+			}
+			if err := nsSetupChild(false)(ctx, cs, ns); err != nil {
+				return err
+			}
+			kids, err := nsChildren(ctx, cs, ns)
+			if err != nil {
+				return err
+			}
+			for _, k := range kids {
+				for name, finalizers := range map[string][]any{"free": nil, "held": {nsHoldFinalizer}} {
+					md := map[string]any{"name": name}
+					if finalizers != nil {
+						md["finalizers"] = finalizers
+					}
+					obj := &unstructured.Unstructured{Object: map[string]any{
+						"apiVersion": nsWidgets(ns).GroupVersion().String(), "kind": "Widget", "metadata": md,
+					}}
+					if _, err := dyn.Resource(nsWidgets(ns)).Namespace(k.Name).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		},
+		Act: nsDeleteChildren,
+		Observe: func(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+			return nsObserveExtra(ctx, cs, ns, w(ns))
+		},
+		Settled: func(s []map[string]any) bool {
+			return nsCondition(s, string(corev1.NamespaceFinalizersRemaining)) == "True SomeFinalizersRemain" &&
+				nsSummary(s, "left") == "Widget held deleting=true finalizers=[example.com/hold]"
+		},
+		Cleanup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := nsDeleteChildren(ctx, cs, ns); err != nil {
+				return err
+			}
+			kids, err := nsChildren(ctx, cs, ns)
+			if err != nil {
+				return err
+			}
+			for _, k := range kids {
+				_, err := dyn.Resource(nsWidgets(ns)).Namespace(k.Name).Patch(ctx, "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+				if err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+			}
+			w := nsWidgets(ns)
+			err = dyn.Resource(nsCRDs).Delete(ctx, w.Resource+"."+w.Group, metav1.DeleteOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		},
 	})
 }
