@@ -69,7 +69,8 @@ func tokenSecret(name, saName, saUID string, data map[string][]byte) *corev1.Sec
 // ServiceAccounts and Secrets and, for each secret with a token, a
 // TokenSummary: the token's header, its claims without the
 // ServiceAccount uid (it differs by run; whether it is the
-// ServiceAccount's is recorded instead), the user the API server
+// ServiceAccount's is recorded instead, as is whether the secret's uid
+// annotation is), the user the API server
 // authenticates the token as (a SelfSubjectReview made with it, without
 // any other credential), whether ca.crt is the cluster CA and the
 // namespace data. The secrets' data is replaced by its sorted keys
@@ -156,6 +157,7 @@ func tokenSummary(ctx context.Context, e *testenv.Env, s *corev1.Secret, tok str
 		"header":                          string(header),
 		"claims":                          string(rest),
 		"uidClaimIsServiceAccounts":       fmt.Sprint(uidClaim != nil && uidClaim == uids[saName]),
+		"uidAnnotationIsServiceAccounts":  fmt.Sprint(s.Annotations[corev1.ServiceAccountUIDKey] == uids[saName]),
 		"user":                            user,
 		"caIsClusterCA":                   fmt.Sprint(bytes.Equal(s.Data[corev1.ServiceAccountRootCAKey], ca)),
 		corev1.ServiceAccountNamespaceKey: string(s.Data[corev1.ServiceAccountNamespaceKey]),
@@ -233,7 +235,8 @@ func summaryField(state []map[string]any, name, field string) string {
 // TestServiceAccountTokenFilled: two token secrets of one ServiceAccount,
 // one naming it only by name, one by name and uid with a stale ca.crt and
 // its own namespace data, get a usable token, the cluster CA and (the
-// first) the namespace; the first gets the uid annotation.
+// first) the namespace; the first gets the uid annotation. A third,
+// created while the controller runs, is filled too.
 func TestServiceAccountTokenFilled(t *testing.T) {
 	e := env(t)
 	ca := clusterCA(t, e)
@@ -255,19 +258,35 @@ func TestServiceAccountTokenFilled(t *testing.T) {
 			}
 			return nil
 		},
+		// The test's part: once app-token is filled, a third token
+		// secret is created while the controller runs.
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			s, err := cs.CoreV1().Secrets(ns).Get(ctx, "app-token", metav1.GetOptions{})
+			if err != nil || len(s.Data[corev1.ServiceAccountTokenKey]) == 0 {
+				return err
+			}
+			_, err = cs.CoreV1().Secrets(ns).Create(ctx, tokenSecret("app-token-late", "app", "", nil), metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		},
 		Observe: tokenObserver(e, ca),
 		Settled: func(state []map[string]any) bool {
-			return count(state, "TokenSummary") == 2 &&
+			return count(state, "TokenSummary") == 3 &&
 				summaryField(state, "app-token", "user") == "system:serviceaccount:<ns>:app" &&
-				summaryField(state, "app-token-preset", "user") == "system:serviceaccount:<ns>:app"
+				summaryField(state, "app-token-preset", "user") == "system:serviceaccount:<ns>:app" &&
+				summaryField(state, "app-token-late", "user") == "system:serviceaccount:<ns>:app"
 		},
 	})
-	for _, name := range []string{"app-token", "app-token-preset"} {
+	for _, name := range []string{"app-token", "app-token-preset", "app-token-late"} {
 		if got := summaryField(res.Native, name, "caIsClusterCA"); got != "true" {
 			t.Errorf("native %s: ca.crt is the cluster CA: %s", name, got)
 		}
-		if got := summaryField(res.Native, name, "uidClaimIsServiceAccounts"); got != "true" {
-			t.Errorf("native %s: uid claim is the ServiceAccount's: %s", name, got)
+		for _, f := range []string{"uidClaimIsServiceAccounts", "uidAnnotationIsServiceAccounts"} {
+			if got := summaryField(res.Native, name, f); got != "true" {
+				t.Errorf("native %s: %s: %s", name, f, got)
+			}
 		}
 	}
 	if got := summaryField(res.Native, "app-token-preset", "namespace"); got != "custom" {
