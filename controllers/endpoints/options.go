@@ -1,0 +1,99 @@
+package endpoints
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// Name and Alias are the controller's names in --controllers, as in KCM.
+const (
+	Name  = "endpoints-controller"
+	Alias = "endpoint"
+)
+
+// ClientName names the controller's API client (and, with
+// --use-service-account-credentials, its ServiceAccount), as in KCM.
+const ClientName = "endpoint-controller"
+
+// ManagedByLabel and ManagedBy mark the Endpoints this controller writes,
+// with KCM's key and value.
+const (
+	ManagedByLabel = "endpoints.kubernetes.io/managed-by"
+	ManagedBy      = "endpoint-controller"
+)
+
+// MaxCapacity is how many addresses an Endpoints object keeps; beyond it the
+// object is truncated and annotated endpoints.kubernetes.io/over-capacity:
+// truncated, as in KCM.
+const MaxCapacity = 1000
+
+// DefaultConcurrentEndpointSyncs is KCM's default worker count.
+const DefaultConcurrentEndpointSyncs = 5
+
+// Options configures the controller. Use NewOptions for KCM's defaults.
+type Options struct {
+	// ConcurrentEndpointSyncs is --concurrent-endpoint-syncs: how many
+	// Services are synced at once. Zero means the default, 5 (as KCM's
+	// configuration defaulting does); negative is invalid.
+	ConcurrentEndpointSyncs int32
+	// EndpointUpdatesBatchPeriod is --endpoint-updates-batch-period: how
+	// long a Service's sync is delayed after a pod change, to batch further
+	// changes into the same update. Default 0 (no delay); negative is
+	// invalid.
+	EndpointUpdatesBatchPeriod time.Duration
+}
+
+// NewOptions returns KCM's defaults.
+func NewOptions() Options { return Options{ConcurrentEndpointSyncs: DefaultConcurrentEndpointSyncs} }
+
+// AddFlags binds KCM's flags for this controller to o, o's current values
+// being the defaults.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.Int32Var(&o.ConcurrentEndpointSyncs, "concurrent-endpoint-syncs", o.ConcurrentEndpointSyncs,
+		"The number of endpoint syncing operations that will be done concurrently. Larger number = faster endpoint updating, but more CPU (and network) load")
+	fs.DurationVar(&o.EndpointUpdatesBatchPeriod, "endpoint-updates-batch-period", o.EndpointUpdatesBatchPeriod,
+		"The length of endpoint updates batching period. Processing of pod changes will be delayed by this duration to join them with potential upcoming updates and reduce the overall number of endpoints updates. Larger number = higher endpoint programming latency, but lower number of endpoints revision generated")
+}
+
+func (o Options) withDefaults() Options {
+	if o.ConcurrentEndpointSyncs == 0 {
+		o.ConcurrentEndpointSyncs = DefaultConcurrentEndpointSyncs
+	}
+	return o
+}
+
+// Validate reports every invalid field.
+func (o Options) Validate() error {
+	var errs []error
+	if o.ConcurrentEndpointSyncs < 0 {
+		errs = append(errs, fmt.Errorf("--concurrent-endpoint-syncs: must be at least 1, got %d", o.ConcurrentEndpointSyncs))
+	}
+	if o.EndpointUpdatesBatchPeriod < 0 {
+		errs = append(errs, fmt.Errorf("--endpoint-updates-batch-period: must not be negative, got %v", o.EndpointUpdatesBatchPeriod))
+	}
+	return errors.Join(errs...)
+}
+
+// Descriptor returns the controller's descriptor. Invalid options are
+// reported by manager.Builder.Build.
+func Descriptor(o Options) descriptor.Descriptor {
+	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		c, err := newController(ctx, cc, o.withDefaults())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cc.Name, err)
+		}
+		return c, nil
+	}).WithAliases(Alias).WithValidator(o.Validate).
+		WithInformers(
+			corev1.SchemeGroupVersion.WithResource("pods"),
+			corev1.SchemeGroupVersion.WithResource("services"),
+			corev1.SchemeGroupVersion.WithResource("endpoints"),
+		)
+}

@@ -1,0 +1,143 @@
+//go:build integration
+
+package differential_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ctrlhost/ctrlhost/controllers/endpoints"
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/testenv"
+	"github.com/ctrlhost/ctrlhost/upstream/differential"
+)
+
+func init() {
+	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor {
+		return endpoints.Descriptor(endpoints.NewOptions())
+	})
+}
+
+func endpointsIn(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+	l, err := cs.CoreV1().Endpoints(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.Object
+	for i := range l.Items {
+		l.Items[i].Kind = "Endpoints"
+		// Both controllers order subsets by a hash of their content, which
+		// includes the pods' UIDs, different on each side: the order is
+		// compared canonically (by ports, then addresses) instead.
+		slices.SortFunc(l.Items[i].Subsets, func(a, b corev1.EndpointSubset) int {
+			return strings.Compare(subsetKey(a), subsetKey(b))
+		})
+		out = append(out, &l.Items[i])
+	}
+	ev, err := epEvents(ctx, cs, ns)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, ev), nil
+}
+
+func subsetKey(s corev1.EndpointSubset) string {
+	var b strings.Builder
+	for _, p := range s.Ports {
+		fmt.Fprintf(&b, "%s/%d/%s;", p.Name, p.Port, p.Protocol)
+	}
+	for _, a := range s.Addresses {
+		b.WriteString(a.IP + ",")
+	}
+	b.WriteString("|")
+	for _, a := range s.NotReadyAddresses {
+		b.WriteString(a.IP + ",")
+	}
+	return b.String()
+}
+
+func hasObject(state []map[string]any, kind, name string) bool {
+	for _, o := range state {
+		md, _ := o["metadata"].(map[string]any)
+		if o["kind"] == kind && md["name"] == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEndpointsServices: the Endpoints of ClusterIP, headless (addresses
+// without ports, hostname), publishNotReadyAddresses and appProtocol
+// Services over ready, not-ready, terminating, unstarted and finished pods,
+// one resolving the named target port to another number (its own subset);
+// a hand-written Endpoints of a selectorless Service is left alone; an
+// ExternalName Service gets none; the Endpoints of a Service deleted while
+// the controller runs, and a stray Endpoints without a Service, are
+// deleted. Compares every Endpoints object (labels incl. managed-by and
+// headless, annotations, subsets) and the event reasons.
+func TestEndpointsServices(t *testing.T) {
+	res := compare(t, differential.Scenario{
+		Name: "endpoints of services", Controller: endpoints.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := epSetup(ctx, cs, ns, epPods()); err != nil {
+				return err
+			}
+			if _, err := cs.CoreV1().Services(ns).Create(ctx, epService("doomed", map[string]string{"app": "web"}, nil,
+				epPort("", 80, intstr.FromInt32(8080))), metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			manual := func(name string) *corev1.Endpoints {
+				return &corev1.Endpoints{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"by": "hand"}},
+					Subsets: []corev1.EndpointSubset{{
+						Addresses: []corev1.EndpointAddress{{IP: "192.0.2.50"}},
+						Ports:     []corev1.EndpointPort{{Port: 8080, Protocol: corev1.ProtocolTCP}},
+					}},
+				}
+			}
+			for _, name := range []string{"nosel", "stray"} {
+				if _, err := cs.CoreV1().Endpoints(ns).Create(ctx, manual(name), metav1.CreateOptions{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := epReadyOnce(ctx, cs, ns, "web-1", "10.1.0.11"); err != nil {
+				return err
+			}
+			if err := epDeleteOnce(ctx, cs, ns, "web-2"); err != nil {
+				return err
+			}
+			// The Service goes once its Endpoints exist.
+			if _, err := cs.CoreV1().Endpoints(ns).Get(ctx, "doomed", metav1.GetOptions{}); err == nil {
+				if err := cs.CoreV1().Services(ns).Delete(ctx, "doomed", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+			}
+			return nil
+		},
+		Observe: endpointsIn,
+		Settled: func(state []map[string]any) bool {
+			return hasObject(state, "Endpoints", "web") && hasObject(state, "Endpoints", "headless") &&
+				hasObject(state, "Endpoints", "publish") && hasObject(state, "Endpoints", "appproto") &&
+				hasObject(state, "Endpoints", "nosel") &&
+				!hasObject(state, "Endpoints", "doomed") && !hasObject(state, "Endpoints", "stray") &&
+				!stateHas(state, "Endpoints", `"notReadyAddresses"`)
+		},
+		Cleanup: epCleanup,
+	})
+	if !hasObject(res.Native, "Endpoints", "nosel") || hasObject(res.Native, "Endpoints", "external") {
+		t.Errorf("native side: the selectorless Service's Endpoints must stay and the ExternalName Service must get none")
+	}
+}

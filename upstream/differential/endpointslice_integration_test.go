@@ -1,0 +1,434 @@
+//go:build integration
+
+package differential_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/endpointslice"
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/testenv"
+	"github.com/ctrlhost/ctrlhost/upstream/differential"
+)
+
+func init() {
+	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor {
+		return endpointslice.Descriptor(endpointslice.NewOptions())
+	})
+}
+
+// The endpoints scenarios (this file's and endpoints_integration_test.go's)
+// bind their pods to a Node of their own, named after the namespace (so
+// that Normalise turns the name into "<ns>-node"), labelled
+// differential=<ns> for Cleanup and placed in a zone (EndpointSlices report
+// it). There is no kubelet: Setup writes each pod's status (IP, phase,
+// readiness) as a kubelet would have before the controllers start; Act then
+// plays later changes.
+
+const (
+	epZone      = "zone-a"
+	epFinalizer = "differential.ctrlhost.io/hold"
+)
+
+// epPod describes one pod of a scenario.
+type epPod struct {
+	name   string
+	labels map[string]string
+	// ip is the pod IP; "" leaves the pod without one (not started).
+	ip string
+	// ready marks the pod Ready; phase defaults to Running when ip is set.
+	ready bool
+	phase corev1.PodPhase
+	// httpPort is the container port named "http" (default 8080).
+	httpPort int32
+	// hostname and subdomain go into the pod spec.
+	hostname, subdomain string
+	// hold gives the pod a finalizer, so that it stays terminating once
+	// deleted (Cleanup removes it).
+	hold bool
+}
+
+func epNodeName(ns string) string { return ns + "-node" }
+
+// epCreateNode creates the scenario's ready Node.
+func epCreateNode(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:   epNodeName(ns),
+		Labels: map[string]string{"differential": ns, corev1.LabelTopologyZone: epZone},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: "KubeletReady"}}
+	_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	return err
+}
+
+// epCreatePods creates the pods on the scenario's node and writes their
+// statuses.
+func epCreatePods(ctx context.Context, cs kubernetes.Interface, ns string, pods ...epPod) error {
+	for _, d := range pods {
+		port := d.httpPort
+		if port == 0 {
+			port = 8080
+		}
+		p := pod(d.name, d.labels)
+		p.Spec.NodeName = epNodeName(ns)
+		p.Spec.Hostname, p.Spec.Subdomain = d.hostname, d.subdomain
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{
+			{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP},
+			{Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP},
+		}
+		if d.hold {
+			p.Finalizers = []string{epFinalizer}
+		}
+		created, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if err := epSetStatus(ctx, cs, created, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// epSetStatus writes what a kubelet reports for d: its IP, phase and
+// readiness.
+func epSetStatus(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod, d epPod) error {
+	if d.ip == "" && d.phase == "" {
+		return nil
+	}
+	now := metav1.Now()
+	p = p.DeepCopy()
+	p.Status.Phase = d.phase
+	if p.Status.Phase == "" {
+		p.Status.Phase = corev1.PodRunning
+	}
+	if d.ip != "" {
+		p.Status.PodIP = d.ip
+		p.Status.PodIPs = []corev1.PodIP{{IP: d.ip}}
+	}
+	p.Status.HostIP = "192.0.2.1"
+	p.Status.HostIPs = []corev1.HostIP{{IP: "192.0.2.1"}}
+	p.Status.StartTime = &now
+	ready := corev1.ConditionFalse
+	if d.ready {
+		ready = corev1.ConditionTrue
+	}
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.ContainersReady, Status: ready, LastTransitionTime: now},
+		{Type: corev1.PodReady, Status: ready, LastTransitionTime: now},
+	}
+	_, err := cs.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	return err
+}
+
+// epCleanup removes the scenario's node and pods (finalizers first).
+func epCleanup(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range l.Items {
+		p := &l.Items[i]
+		if len(p.Finalizers) == 0 {
+			continue
+		}
+		p.Finalizers = nil
+		if _, err := cs.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	if err := cs.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "differential=" + ns}); err != nil {
+		return err
+	}
+	return deletePods(ctx, cs, ns)
+}
+
+// epEvents is a sorted, de-duplicated list of "<involvedObject.kind>
+// <reason>" of the namespace's events: counts and timing are not
+// deterministic, the reasons are.
+func epEvents(ctx context.Context, cs kubernetes.Interface, ns string) (runtime.Object, error) {
+	evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var reasons []string
+	for _, e := range evs.Items {
+		// The API server's cluster-IP repair loop reports Services it
+		// catches between allocation and creation; whether it does is
+		// timing, and no controller's doing.
+		if e.Reason == "ClusterIPNotAllocated" {
+			continue
+		}
+		reasons = append(reasons, e.InvolvedObject.Kind+" "+e.Reason)
+	}
+	slices.Sort(reasons)
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{Kind: "EventSummary"},
+		ObjectMeta: metav1.ObjectMeta{Name: "events"},
+		Data:       map[string]string{"reasons": strings.Join(slices.Compact(reasons), "\n")},
+	}, nil
+}
+
+// epService is a Service of the given type selecting sel (nil: no
+// selector) with ports.
+func epService(name string, sel map[string]string, mod func(*corev1.Service), ports ...corev1.ServicePort) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"tier": "front", "svc": name}},
+		Spec:       corev1.ServiceSpec{Selector: sel, Ports: ports},
+	}
+	if mod != nil {
+		mod(s)
+	}
+	return s
+}
+
+func epPort(name string, port int32, target intstr.IntOrString) corev1.ServicePort {
+	return corev1.ServicePort{Name: name, Port: port, TargetPort: target, Protocol: corev1.ProtocolTCP}
+}
+
+func headless(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone }
+
+// epServices are the Services both endpoints scenarios make over app=web:
+// "web" (ClusterIP, a named and a numbered target port), "headless"
+// (clusterIP None, no ports), "publish" (publishNotReadyAddresses), "nosel"
+// (no selector), "external" (ExternalName) and "appproto" (an appProtocol,
+// two ports named alike in the pod).
+func epServices() []*corev1.Service {
+	web := map[string]string{"app": "web"}
+	return []*corev1.Service{
+		epService("web", web, nil,
+			epPort("http", 80, intstr.FromString("http")), epPort("metrics", 9090, intstr.FromInt32(9090))),
+		epService("headless", web, headless),
+		epService("publish", web, func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = true },
+			epPort("", 80, intstr.FromInt32(8080))),
+		epService("nosel", nil, nil, epPort("", 80, intstr.FromInt32(8080))),
+		epService("external", web, func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeExternalName
+			s.Spec.ExternalName = "example.com"
+		}),
+		epService("appproto", web, nil, func() corev1.ServicePort {
+			p := epPort("grpc", 443, intstr.FromString("http"))
+			p.AppProtocol = ptr.To("kubernetes.io/h2c")
+			return p
+		}()),
+	}
+}
+
+// epPods are the pods both endpoints scenarios make: ready, not ready,
+// ready but terminating (deleted by Act), not started (no IP), finished
+// (Succeeded), ready with another number for its "http" port, and one that
+// matches no Service.
+func epPods() []epPod {
+	web := map[string]string{"app": "web"}
+	return []epPod{
+		{name: "web-0", labels: web, ip: "10.1.0.10", ready: true, hostname: "web-0", subdomain: "headless"},
+		{name: "web-1", labels: web, ip: "10.1.0.11"},
+		{name: "web-2", labels: web, ip: "10.1.0.12", ready: true, hold: true},
+		{name: "web-3", labels: web},
+		{name: "web-4", labels: web, ip: "10.1.0.14", phase: corev1.PodSucceeded},
+		{name: "web-5", labels: web, ip: "10.1.0.15", ready: true, httpPort: 8081},
+		{name: "other", labels: map[string]string{"app": "other"}, ip: "10.1.0.16", ready: true},
+	}
+}
+
+func epSetup(ctx context.Context, cs kubernetes.Interface, ns string, pods []epPod) error {
+	if err := epCreateNode(ctx, cs, ns); err != nil {
+		return err
+	}
+	for _, s := range epServices() {
+		if _, err := cs.CoreV1().Services(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("service %s: %w", s.Name, err)
+		}
+	}
+	return epCreatePods(ctx, cs, ns, pods...)
+}
+
+// epDeleteOnce deletes the named pod gracefully unless it is already
+// terminating (it has a finalizer and is bound, so it stays).
+func epDeleteOnce(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
+	p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || p.DeletionTimestamp != nil {
+		return err
+	}
+	return cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// epReadyOnce marks the named pod Ready unless it is.
+func epReadyOnce(ctx context.Context, cs kubernetes.Interface, ns, name, ip string) error {
+	p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return nil
+		}
+	}
+	return epSetStatus(ctx, cs, p, epPod{ip: ip, ready: true})
+}
+
+func slicesIn(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+	l, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []runtime.Object
+	for i := range l.Items {
+		l.Items[i].Kind = "EndpointSlice"
+		// The library orders a slice's endpoints by set iteration, which
+		// differs from run to run: they are compared in address order.
+		slices.SortFunc(l.Items[i].Endpoints, func(a, b discoveryv1.Endpoint) int {
+			return strings.Compare(strings.Join(a.Addresses, ","), strings.Join(b.Addresses, ","))
+		})
+		out = append(out, &l.Items[i])
+	}
+	ev, err := epEvents(ctx, cs, ns)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, ev), nil
+}
+
+// packedSlices observes the slices with their endpoints replaced by their
+// count (which pod lands in which slice follows the library's set
+// iteration, different from run to run) and, beside them, every endpoint
+// of every slice in address order.
+func packedSlices(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+	objs, err := slicesIn(ctx, cs, ns)
+	if err != nil {
+		return nil, err
+	}
+	var all []string
+	for _, o := range objs {
+		s, ok := o.(*discoveryv1.EndpointSlice)
+		if !ok {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			c := e.Conditions
+			all = append(all, fmt.Sprintf("%v %s ready=%v serving=%v terminating=%v zone=%s",
+				e.Addresses, e.TargetRef.Name, ptr.Deref(c.Ready, false), ptr.Deref(c.Serving, false),
+				ptr.Deref(c.Terminating, false), ptr.Deref(e.Zone, "")))
+		}
+		s.Annotations = maps.Clone(s.Annotations)
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations["test.ctrlhost.io/endpoints"] = fmt.Sprint(len(s.Endpoints))
+		s.Endpoints = nil
+	}
+	slices.Sort(all)
+	return append(objs, &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{Kind: "EndpointList"},
+		ObjectMeta: metav1.ObjectMeta{Name: "endpoints"},
+		Data:       map[string]string{"endpoints": strings.Join(all, "\n")},
+	}), nil
+}
+
+// stateHas reports whether the JSON of the state's objects of kind contains
+// every one of the fragments.
+func stateHas(state []map[string]any, kind string, fragments ...string) bool {
+	var objs []map[string]any
+	for _, o := range state {
+		if o["kind"] == kind {
+			objs = append(objs, o)
+		}
+	}
+	b, _ := json.Marshal(objs)
+	for _, f := range fragments {
+		if !strings.Contains(string(b), f) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestEndpointSliceServices: the slices of ClusterIP, headless,
+// publishNotReadyAddresses and appProtocol Services over ready, not-ready,
+// terminating, unstarted and finished pods, one of which resolves the named
+// target port to another number (its own slice); selectorless and
+// ExternalName Services get none. Compares every EndpointSlice (labels,
+// annotations, owner, address type, ports, endpoints with conditions,
+// hostname, node and zone) and the event reasons.
+func TestEndpointSliceServices(t *testing.T) {
+	res := compare(t, differential.Scenario{
+		Name: "endpointslices of services", Controller: endpointslice.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			return epSetup(ctx, cs, ns, epPods())
+		}),
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			// The kubelet reports web-1 ready; web-2 is being deleted.
+			if err := epReadyOnce(ctx, cs, ns, "web-1", "10.1.0.11"); err != nil {
+				return err
+			}
+			return epDeleteOnce(ctx, cs, ns, "web-2")
+		},
+		Observe: slicesIn,
+		// web: 2 (two port mappings), headless 1, publish 1, appproto 2.
+		Settled: func(state []map[string]any) bool {
+			return count(state, "EndpointSlice") == 6 &&
+				stateHas(state, "EndpointSlice", `"terminating":true`) &&
+				!stateHas(state, "EndpointSlice", `"ready":false,"serving":false`)
+		},
+		Cleanup: epCleanup,
+	})
+	if n := count(res.Native, "EndpointSlice"); n != 6 {
+		t.Errorf("native side has %d EndpointSlices, want 6", n)
+	}
+}
+
+// TestEndpointSlicePacking: 105 ready pods of one Service fill a slice of
+// the default 100 endpoints and a second one; a later pod change updates
+// them in place. Compares the slices (endpoint counts per slice) and the
+// event reasons.
+func TestEndpointSlicePacking(t *testing.T) {
+	const n = 105
+	res := compare(t, differential.Scenario{
+		Name: "endpointslice packing", Controller: endpointslice.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := epCreateNode(ctx, cs, ns); err != nil {
+				return err
+			}
+			web := map[string]string{"app": "many"}
+			if _, err := cs.CoreV1().Services(ns).Create(ctx, epService("many", web, nil,
+				epPort("http", 80, intstr.FromString("http"))), metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			var pods []epPod
+			for i := range n {
+				pods = append(pods, epPod{name: fmt.Sprintf("many-%03d", i), labels: web,
+					ip: fmt.Sprintf("10.2.%d.%d", i/200, 10+i%200), ready: true})
+			}
+			return epCreatePods(ctx, cs, ns, pods...)
+		}),
+		Observe: packedSlices,
+		Settled: func(state []map[string]any) bool {
+			return count(state, "EndpointSlice") == 2 && stateHas(state, "EndpointList", "many-104")
+		},
+		Cleanup: epCleanup,
+	})
+	if c := count(res.Native, "EndpointSlice"); c != 2 {
+		t.Errorf("native side has %d EndpointSlices, want 2", c)
+	}
+}
