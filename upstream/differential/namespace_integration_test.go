@@ -522,3 +522,82 @@ func TestNamespaceDeletionCustomResources(t *testing.T) {
 		},
 	})
 }
+
+var nsAPIServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+// nsBrokenGroup is an aggregated API group, named after the harness's
+// namespace, whose server does not exist: discovery of it fails.
+func nsBrokenGroup(ns string) schema.GroupVersion {
+	return schema.GroupVersion{Group: ns + ".broken.example.com", Version: "v1"}
+}
+
+// TestNamespaceDeletionPartialDiscovery: an aggregated API whose server is
+// missing makes discovery fail for its group; the content of every other
+// resource is still deleted, the failure is reported, and the namespace is
+// not finalized (it could hold objects of the missing group). Compared: the
+// namespace (NamespaceDeletionDiscoveryFailure True, DiscoveryFailed, with
+// KCM's message naming the failing group), what is left (nothing) and the
+// event reasons.
+func TestNamespaceDeletionPartialDiscovery(t *testing.T) {
+	dyn, err := dynamic.NewForConfig(env(t).Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := compare(t, differential.Scenario{
+		Name:       "namespace deletion with partial discovery",
+		Controller: namespace.Name,
+		Setup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			gv := nsBrokenGroup(ns)
+			svc := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+				"metadata": map[string]any{"name": gv.Version + "." + gv.Group},
+				"spec": map[string]any{
+					"group": gv.Group, "version": gv.Version,
+					"service":               map[string]any{"namespace": ns, "name": "nowhere", "port": int64(443)},
+					"insecureSkipTLSVerify": true, "groupPriorityMinimum": int64(1000), "versionPriority": int64(15),
+				},
+			}}
+			if _, err := dyn.Resource(nsAPIServices).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("APIService: %w", err)
+			}
+			// Wait until discovery reports the group as failing.
+			if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+				_, err := cs.Discovery().ServerPreferredNamespacedResources()
+				return err != nil, nil
+			}); err != nil {
+				return fmt.Errorf("waiting for discovery to fail for %s: %w", gv, err)
+			}
+			return nsSetupChild(false)(ctx, cs, ns)
+		},
+		Act:     nsDeleteChildren,
+		Observe: nsObserve,
+		Settled: func(s []map[string]any) bool {
+			return nsCondition(s, string(corev1.NamespaceDeletionDiscoveryFailure)) == "True DiscoveryFailed" &&
+				nsSummary(s, "left") == "" && nsSummary(s, "namespaces") == "1"
+		},
+		Cleanup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			gv := nsBrokenGroup(ns)
+			err := dyn.Resource(nsAPIServices).Delete(ctx, gv.Version+"."+gv.Group, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			return nsCleanup(ctx, cs, ns)
+		},
+	})
+	t.Logf("discovery failure: %s", nsConditionMessage(res.Native, string(corev1.NamespaceDeletionDiscoveryFailure)))
+}
+
+// nsConditionMessage returns the message of the first child namespace's
+// condition t in a normalised state.
+func nsConditionMessage(state []map[string]any, t string) string {
+	for _, o := range state {
+		st, _ := o["status"].(map[string]any)
+		conds, _ := st["conditions"].([]any)
+		for _, c := range conds {
+			if cm, _ := c.(map[string]any); cm["type"] == t {
+				return fmt.Sprint(cm["message"])
+			}
+		}
+	}
+	return ""
+}
