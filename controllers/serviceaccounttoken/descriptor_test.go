@@ -1,11 +1,13 @@
 package serviceaccounttoken_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,13 +64,15 @@ func TestDescriptorAndFlags(t *testing.T) {
 func TestRootCAFileIsSharedWithThePublisher(t *testing.T) {
 	for _, tokenFirst := range []bool{true, false} {
 		tok, pub := serviceaccounttoken.NewOptions(), rootcacertpublisher.NewOptions()
-		fs := controllertest.FlagSet(tok.AddFlags)
-		if !tokenFirst {
-			fs = controllertest.FlagSet(pub.AddFlags)
-			tok.AddFlags(fs)
-		} else {
-			pub.AddFlags(fs)
+		adds := []func(*pflag.FlagSet){pub.AddFlags, tok.AddFlags}
+		if tokenFirst {
+			slices.Reverse(adds)
 		}
+		fs := controllertest.FlagSet(func(fs *pflag.FlagSet) {
+			for _, add := range adds {
+				add(fs)
+			}
+		})
 		if err := fs.Parse([]string{"--root-ca-file=/shared.crt"}); err != nil {
 			t.Fatal(err)
 		}
