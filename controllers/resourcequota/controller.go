@@ -91,7 +91,7 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 		discover:         func() (map[schema.GroupVersionResource]struct{}, error) { return quotable(discoveryOf(client)) },
 	}
 	c.monitors = &monitors{factory: factory, resync: resync, replenish: c.replenish}
-	c.registry = newRegistry(builtinEvaluators(c.monitors, o.Clock, podLevel)...)
+	c.registry = newRegistry(builtinEvaluators(c.monitors.lister, o.Clock, podLevel)...)
 	c.monitors.registry = c.registry
 	c.primary = workloop.New(primaryQueue, c.sync, workloop.Options{})
 	c.priority = workloop.New(priorityQueue, c.sync, workloop.Options{})
@@ -149,16 +149,19 @@ func discoveryOf(client kubernetes.Interface) discovery.ServerResourcesInterface
 
 // builtinEvaluators are the evaluators of the core resources; discovery
 // adds object counts for the rest.
-func builtinEvaluators(m *monitors, clk clock.PassiveClock, podLevel bool) []*evaluator {
+func builtinEvaluators(lister func(schema.GroupVersionResource) listFunc, clk clock.PassiveClock, podLevel bool) []*evaluator {
 	core := func(r string) schema.GroupVersionResource { return corev1.SchemeGroupVersion.WithResource(r) }
+	count := func(r string, alias corev1.ResourceName) *evaluator {
+		return newCountEvaluator(schema.GroupResource{Resource: r}, lister(core(r)), alias)
+	}
 	return []*evaluator{
-		podEvaluator(m.lister(core("pods")), clk, podLevel),
-		serviceEvaluator(m.lister(core("services"))),
-		pvcEvaluator(m.lister(core("persistentvolumeclaims"))),
-		newCountEvaluator(schema.GroupResource{Resource: "configmaps"}, m.lister(core("configmaps")), corev1.ResourceConfigMaps),
-		newCountEvaluator(schema.GroupResource{Resource: "resourcequotas"}, m.lister(core("resourcequotas")), corev1.ResourceQuotas),
-		newCountEvaluator(schema.GroupResource{Resource: "replicationcontrollers"}, m.lister(core("replicationcontrollers")), corev1.ResourceReplicationControllers),
-		newCountEvaluator(schema.GroupResource{Resource: "secrets"}, m.lister(core("secrets")), corev1.ResourceSecrets),
+		podEvaluator(lister(core("pods")), clk, podLevel),
+		serviceEvaluator(lister(core("services"))),
+		pvcEvaluator(lister(core("persistentvolumeclaims"))),
+		count("configmaps", corev1.ResourceConfigMaps),
+		count("resourcequotas", corev1.ResourceQuotas),
+		count("replicationcontrollers", corev1.ResourceReplicationControllers),
+		count("secrets", corev1.ResourceSecrets),
 	}
 }
 

@@ -1,0 +1,158 @@
+package resourcequota
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+var (
+	gvrPods        = corev1.SchemeGroupVersion.WithResource("pods")
+	gvrSecrets     = corev1.SchemeGroupVersion.WithResource("secrets")
+	gvrQuotas      = corev1.SchemeGroupVersion.WithResource("resourcequotas")
+	gvrEvents      = corev1.SchemeGroupVersion.WithResource("events")
+	gvrDeployments = appsv1.SchemeGroupVersion.WithResource("deployments")
+	gvrWidgets     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+)
+
+func set(gvrs ...schema.GroupVersionResource) map[schema.GroupVersionResource]struct{} {
+	out := map[schema.GroupVersionResource]struct{}{}
+	for _, g := range gvrs {
+		out[g] = struct{}{}
+	}
+	return out
+}
+
+// replenished records the replenishment calls.
+type replenished struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *replenished) add(gr schema.GroupResource, ns string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, gr.String()+" "+ns)
+}
+
+func (r *replenished) has(call string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.calls {
+		if c == call {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMonitorsFollowDiscovery: monitors are added for discovered
+// resources (not the ignored ones), each new resource gets an object-count
+// evaluator, a resource without an informer is an error that does not stop
+// the others, a delete seen by a running informer replenishes, and a
+// resource no longer discovered is no longer monitored.
+func TestMonitorsFollowDiscovery(t *testing.T) {
+	client := fake.NewClientset(
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d"}},
+	)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() { cancel(); factory.Shutdown() }()
+	var rep replenished
+	m := &monitors{factory: typedOnly{factory}, registry: newRegistry(), replenish: rep.add}
+
+	err := m.sync(ctx, set(gvrPods, gvrDeployments, gvrEvents, gvrWidgets))
+	if err == nil || !strings.Contains(err.Error(), "widgets") {
+		t.Errorf("sync error %v, want one naming widgets", err)
+	}
+	if got := m.resources(); len(got) != 2 {
+		t.Errorf("monitored %v, want pods and deployments", got)
+	}
+	e := m.registry.get(gvrDeployments.GroupResource())
+	if e == nil || len(e.matching([]corev1.ResourceName{"count/deployments.apps"})) != 1 {
+		t.Fatal("no object-count evaluator for deployments.apps")
+	}
+	if m.synced() {
+		t.Error("synced before the informers started")
+	}
+	m.start(ctx.Done())
+	controllertest.WaitFor(t, "the monitors to sync", m.synced)
+	if err := client.AppsV1().Deployments("ns").Delete(ctx, "d", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.WaitFor(t, "the delete to replenish", func() bool { return rep.has("deployments.apps ns") })
+
+	if err := m.sync(ctx, set(gvrPods)); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.resources(); len(got) != 1 {
+		t.Errorf("monitored %v after deployments went, want pods only", got)
+	}
+	if (&monitors{}).synced() {
+		t.Error("no monitors reported synced")
+	}
+}
+
+// TestControllerKeepsStatus runs the controller over a fake clientset: a
+// quota created is measured (through the priority queue), and deleting a
+// secret brings its usage down (replenishment).
+func TestControllerKeepsStatus(t *testing.T) {
+	client := fake.NewClientset(secret("ns", "a"), secret("ns", "b"), secret("other", "c"))
+	factory := informers.NewSharedInformerFactory(client, 0)
+	started := make(chan struct{})
+	close(started)
+	ctx, cancel := context.WithCancel(controllertest.LogContext(t))
+	defer factory.Shutdown()
+	c, err := newController(ctx, descriptor.Context{
+		Name: Name, ClientBuilder: controllertest.ClientBuilder(client, nil), InformerFactory: factory,
+		InformersStarted: started, EventRecorder: &record.FakeRecorder{},
+	}, NewOptions().withDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fake discovery lists nothing: stand in for it.
+	c.discover = func() (map[schema.GroupVersionResource]struct{}, error) { return set(gvrPods, gvrSecrets, gvrQuotas), nil }
+	resources, _ := c.discover()
+	if err := c.monitors.sync(ctx, resources); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	if _, err := client.CoreV1().ResourceQuotas("ns").Create(ctx, quota("q", rl("secrets", "10", "pods", "5"), nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	used := func(name corev1.ResourceName, want string) func() bool {
+		return func() bool {
+			q, err := client.CoreV1().ResourceQuotas("ns").Get(ctx, "q", metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			v, ok := q.Status.Used[name]
+			return ok && v.String() == want
+		}
+	}
+	controllertest.WaitFor(t, "the quota to count 2 secrets", used("secrets", "2"))
+	if err := client.CoreV1().Secrets("ns").Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.WaitFor(t, "the deletion to be replenished", used("secrets", "1"))
+}
