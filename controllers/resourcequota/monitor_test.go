@@ -123,7 +123,9 @@ func TestControllerKeepsStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Fake discovery lists nothing: stand in for it.
-	c.discover = func() (map[schema.GroupVersionResource]struct{}, error) { return set(gvrPods, gvrSecrets, gvrQuotas), nil }
+	c.discover = func() (map[schema.GroupVersionResource]struct{}, error) {
+		return set(gvrPods, gvrSecrets, gvrQuotas), nil
+	}
 	resources, _ := c.discover()
 	if err := c.monitors.sync(ctx, resources); err != nil {
 		t.Fatal(err)
