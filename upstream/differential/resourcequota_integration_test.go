@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -18,7 +19,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -439,4 +443,109 @@ func quotaExpect(t *testing.T, state []map[string]any, quota string, want map[st
 			t.Errorf("quota %s: status.used[%s] = %q, want %q", quota, name, got, w)
 		}
 	}
+}
+
+// The custom resource of TestResourceQuotaCustomResource. Its group is
+// fixed (quota names carry it, as map keys, which the normaliser does not
+// rewrite), so both sides share the CRD; the objects are namespaced.
+var (
+	quotaCRDs    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	quotaWidgets = schema.GroupVersionResource{Group: "quota.ctrlhost.example.com", Version: "v1", Resource: "widgets"}
+)
+
+// ensureWidgetCRD creates the widgets CRD unless it exists, and waits
+// until discovery serves it.
+func ensureWidgetCRD(ctx context.Context, dyn dynamic.Interface, cs kubernetes.Interface) error {
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": quotaWidgets.Resource + "." + quotaWidgets.Group},
+		"spec": map[string]any{
+			"group": quotaWidgets.Group, "scope": "Namespaced",
+			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	}}
+	if _, err := dyn.Resource(quotaCRDs).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		l, err := cs.Discovery().ServerResourcesForGroupVersion(quotaWidgets.GroupVersion().String())
+		if err == nil {
+			for _, r := range l.APIResources {
+				if r.Name == quotaWidgets.Resource {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for discovery to serve %v: %w (last error: %v)", quotaWidgets, ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+func widget(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": quotaWidgets.GroupVersion().String(), "kind": "Widget", "metadata": map[string]any{"name": name},
+	}}
+}
+
+// TestResourceQuotaCustomResource: a custom resource found by discovery is
+// counted as count/<resource>.<group> through a metadata informer, and
+// deleting one of its objects replenishes the quota.
+func TestResourceQuotaCustomResource(t *testing.T) {
+	e := env(t)
+	dyn, err := dynamic.NewForConfig(e.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err := dyn.Resource(quotaCRDs).Delete(ctx, quotaWidgets.Resource+"."+quotaWidgets.Group, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the widgets CRD: %v", err)
+		}
+	})
+	name := corev1.ResourceName("count/" + quotaWidgets.Resource + "." + quotaWidgets.Group)
+	var once quotaOnce
+	res := compare(t, differential.Scenario{
+		Name: "resource quota over a custom resource", Controller: resourcequota.Name,
+		Setup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := ensureWidgetCRD(ctx, dyn, cs); err != nil {
+				return err
+			}
+			for _, n := range []string{"w-a", "w-b", "w-c"} {
+				if _, err := dyn.Resource(quotaWidgets).Namespace(ns).Create(ctx, widget(n), metav1.CreateOptions{}); err != nil {
+					return err
+				}
+			}
+			_, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "custom"},
+				Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{name: resource.MustParse("10")}}}, metav1.CreateOptions{})
+			return err
+		},
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			q, err := getQuota(ctx, cs, ns, "custom")
+			if err != nil {
+				return err
+			}
+			if _, ok := q.Status.Used[name]; !ok {
+				return nil // not measured yet
+			}
+			return once.do(ns, func() error {
+				err := dyn.Resource(quotaWidgets).Namespace(ns).Delete(ctx, "w-b", metav1.DeleteOptions{})
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return err
+			})
+		},
+		Observe: quotaObserver,
+		Settled: func(state []map[string]any) bool { return quotaUsed(state, "custom", string(name)) == "2" },
+	})
+	quotaExpect(t, res.Native, "custom", map[string]string{string(name): "2"})
 }
