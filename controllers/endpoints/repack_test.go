@@ -82,3 +82,27 @@ func TestRepackIsCanonical(t *testing.T) {
 		t.Error("repacking a packed list changed it")
 	}
 }
+
+// TestRepackOrderMatchesKCM: for a fixed input, the subsets, their ports
+// and their addresses come out in the order KCM v1.37.1's RepackSubsets
+// gives (recorded from it), since that order is what gets written.
+func TestRepackOrderMatchesKCM(t *testing.T) {
+	full := func(ip string, uid types.UID, host string) corev1.EndpointAddress {
+		node := "node-1"
+		return corev1.EndpointAddress{IP: ip, Hostname: host, NodeName: &node,
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: string(uid), UID: uid}}
+	}
+	in := []corev1.EndpointSubset{
+		{Addresses: []corev1.EndpointAddress{full("10.0.0.1", "a", "")}, Ports: []corev1.EndpointPort{port("http", 8080)}},
+		{Addresses: []corev1.EndpointAddress{full("10.0.0.1", "a", "")}, Ports: []corev1.EndpointPort{port("metrics", 9090)}},
+		{Addresses: []corev1.EndpointAddress{full("10.0.0.2", "b", "h")}, Ports: []corev1.EndpointPort{port("http", 8081)}},
+		{Addresses: []corev1.EndpointAddress{full("10.0.0.2", "b", "h")}, Ports: []corev1.EndpointPort{port("metrics", 9090)}},
+		{NotReadyAddresses: []corev1.EndpointAddress{full("10.0.0.3", "c", "")}, Ports: []corev1.EndpointPort{port("http", 8080)}},
+		{NotReadyAddresses: []corev1.EndpointAddress{full("10.0.0.3", "c", "")}, Ports: []corev1.EndpointPort{port("metrics", 9090)}},
+		{Addresses: []corev1.EndpointAddress{full("10.0.0.4", "d", "")}, Ports: []corev1.EndpointPort{port("grpc", 7000), port("a", 1), port("z", 2)}},
+	}
+	const want = "10.0.0.4||grpc=7000,z=2,a=1;10.0.0.1,10.0.0.2|10.0.0.3|metrics=9090;10.0.0.1|10.0.0.3|http=8080;10.0.0.2||http=8081"
+	if got := render(repack(in)); got != want {
+		t.Errorf("repacked\n  %s\nKCM gives\n  %s", got, want)
+	}
+}

@@ -1,13 +1,23 @@
 package endpointslice_test
 
 import (
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/controllers/endpointslice"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/managertest"
 )
 
 func TestDescriptorAndFlags(t *testing.T) {
@@ -75,4 +85,53 @@ func TestFeatureSpecs(t *testing.T) {
 // goroutines) even when the term ended before it started.
 func TestRunWithCancelledContext(t *testing.T) {
 	controllertest.CheckRunWithCancelledContext(t, endpointslice.Descriptor(endpointslice.NewOptions()))
+}
+
+// TestManagerWritesAndRepairsSlices: in a Manager, the controller writes a
+// Service's slice, and recreates it when someone else deletes it.
+func TestManagerWritesAndRepairsSlices(t *testing.T) {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, ClusterIP: "10.96.0.1",
+			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
+			Ports:      []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{NodeName: "node-1"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
+	h := managertest.New(t, "test", []descriptor.Descriptor{endpointslice.Descriptor(endpointslice.NewOptions())}, svc, pod, node)
+	var n atomic.Int64
+	h.Client.PrependReactor("create", "endpointslices", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if s, ok := a.(clienttesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice); ok && s.Name == "" {
+			s.Name = fmt.Sprintf("%s%d", s.GenerateName, n.Add(1))
+		}
+		return false, nil, nil
+	})
+	h.Start()
+	list := func() []discoveryv1.EndpointSlice {
+		l, err := h.Client.DiscoveryV1().EndpointSlices("ns").List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Items
+	}
+	controllertest.WaitFor(t, "the Service's slice", func() bool {
+		l := list()
+		return len(l) == 1 && len(l[0].Endpoints) == 1
+	})
+	first := list()[0].Name
+	if err := h.Client.DiscoveryV1().EndpointSlices("ns").Delete(t.Context(), first, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	controllertest.WaitFor(t, "a new slice in place of the deleted one", func() bool {
+		l := list()
+		return len(l) == 1 && l[0].Name != first && len(l[0].Endpoints) == 1
+	})
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
 }

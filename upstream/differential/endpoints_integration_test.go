@@ -4,6 +4,7 @@ package differential_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -64,6 +65,17 @@ func subsetKey(s corev1.EndpointSubset) string {
 		b.WriteString(a.IP + ",")
 	}
 	return b.String()
+}
+
+func objectJSON(state []map[string]any, kind, name string) string {
+	for _, o := range state {
+		md, _ := o["metadata"].(map[string]any)
+		if o["kind"] == kind && md["name"] == name {
+			b, _ := json.Marshal(o)
+			return string(b)
+		}
+	}
+	return ""
 }
 
 func hasObject(state []map[string]any, kind, name string) bool {
@@ -139,5 +151,64 @@ func TestEndpointsServices(t *testing.T) {
 	})
 	if !hasObject(res.Native, "Endpoints", "nosel") || hasObject(res.Native, "Endpoints", "external") {
 		t.Errorf("native side: the selectorless Service's Endpoints must stay and the ExternalName Service must get none")
+	}
+	// What the scenario is about, on the native side (the upstream side
+	// equals it): web lists web-0, web-1 and web-5 (two port numbers for
+	// "http", so two subsets) but not the terminating web-2; publish lists
+	// web-2 too; headless has web-0's hostname.
+	for _, c := range []struct {
+		name       string
+		has, hasNo []string
+	}{
+		{"web", []string{`"web-0"`, `"web-1"`, `"web-5"`, `"port":8081`, `"port":8080`, `"port":9090`}, []string{`"web-2"`, `"web-3"`, `"web-4"`, `"other"`}},
+		{"publish", []string{`"web-0"`, `"web-1"`, `"web-2"`, `"web-5"`}, []string{`"web-3"`, `"web-4"`}},
+		{"headless", []string{`"hostname":"web-0"`, `"service.kubernetes.io/headless":""`}, []string{`"ports"`}},
+		{"appproto", []string{`"appProtocol":"kubernetes.io/h2c"`}, nil},
+	} {
+		j := objectJSON(res.Native, "Endpoints", c.name)
+		for _, h := range c.has {
+			if !strings.Contains(j, h) {
+				t.Errorf("native Endpoints %s lacks %s: %s", c.name, h, j)
+			}
+		}
+		for _, h := range c.hasNo {
+			if strings.Contains(j, h) {
+				t.Errorf("native Endpoints %s has %s: %s", c.name, h, j)
+			}
+		}
+	}
+}
+
+// TestEndpointsChanges: the Endpoints follow changes made while the
+// controller runs (a Service port added, a pod relabelled out, a selector
+// switched, a pod added) and an Endpoints object deleted by someone else is
+// recreated. Compares every Endpoints object and the event reasons.
+func TestEndpointsChanges(t *testing.T) {
+	ch := &epChanges{del: func(ctx context.Context, cs kubernetes.Interface, ns string) (bool, error) {
+		err := cs.CoreV1().Endpoints(ns).Delete(ctx, "publish", metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}}
+	res := compare(t, differential.Scenario{
+		Name: "endpoints follow changes", Controller: endpoints.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			ch.reset()
+			return epSetup(ctx, cs, ns, epPods())
+		}),
+		Act:     ch.act,
+		Observe: endpointsIn,
+		Settled: func(state []map[string]any) bool {
+			return ch.done() && hasObject(state, "Endpoints", "publish") &&
+				strings.Contains(objectJSON(state, "Endpoints", "web"), `"port":8443`) &&
+				strings.Contains(objectJSON(state, "Endpoints", "web"), `"web-6"`) &&
+				strings.Contains(objectJSON(state, "Endpoints", "headless"), `"other"`) &&
+				!stateHas(state, "Endpoints", `"web-1"`)
+		},
+		Cleanup: epCleanup,
+	})
+	if j := objectJSON(res.Native, "Endpoints", "headless"); !strings.Contains(j, `"other"`) || strings.Contains(j, `"web-0"`) {
+		t.Errorf("native headless Endpoints did not follow its new selector: %s", j)
 	}
 }

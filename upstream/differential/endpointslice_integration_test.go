@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -346,9 +347,8 @@ func packedSlices(ctx context.Context, cs kubernetes.Interface, ns string) ([]ru
 	}), nil
 }
 
-// stateHas reports whether the JSON of the state's objects of kind contains
-// every one of the fragments.
-func stateHas(state []map[string]any, kind string, fragments ...string) bool {
+// stateJSON is the JSON of the state's objects of kind.
+func stateJSON(state []map[string]any, kind string) string {
 	var objs []map[string]any
 	for _, o := range state {
 		if o["kind"] == kind {
@@ -356,8 +356,15 @@ func stateHas(state []map[string]any, kind string, fragments ...string) bool {
 		}
 	}
 	b, _ := json.Marshal(objs)
+	return string(b)
+}
+
+// stateHas reports whether the JSON of the state's objects of kind contains
+// every one of the fragments.
+func stateHas(state []map[string]any, kind string, fragments ...string) bool {
+	j := stateJSON(state, kind)
 	for _, f := range fragments {
-		if !strings.Contains(string(b), f) {
+		if !strings.Contains(j, f) {
 			return false
 		}
 	}
@@ -396,6 +403,19 @@ func TestEndpointSliceServices(t *testing.T) {
 	if n := count(res.Native, "EndpointSlice"); n != 6 {
 		t.Errorf("native side has %d EndpointSlices, want 6", n)
 	}
+	all := stateJSON(res.Native, "EndpointSlice")
+	for _, want := range []string{`"terminating":true`, `"hostname":"web-0"`, `"zone":"zone-a"`, `"port":8081`,
+		`"appProtocol":"kubernetes.io/h2c"`, `"endpointslice.kubernetes.io/managed-by":"endpointslice-controller.k8s.io"`,
+		`"service.kubernetes.io/headless":""`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("native EndpointSlices lack %s", want)
+		}
+	}
+	for _, absent := range []string{`"web-3"`, `"web-4"`, `"other"`, `"kubernetes.io/service-name":"nosel"`, `"kubernetes.io/service-name":"external"`} {
+		if strings.Contains(all, absent) {
+			t.Errorf("native EndpointSlices have %s", absent)
+		}
+	}
 }
 
 // TestEndpointSlicePacking: 105 ready pods of one Service fill a slice of
@@ -430,5 +450,113 @@ func TestEndpointSlicePacking(t *testing.T) {
 	})
 	if c := count(res.Native, "EndpointSlice"); c != 2 {
 		t.Errorf("native side has %d EndpointSlices, want 2", c)
+	}
+}
+
+// epChanges plays, while the controller runs, changes to the objects
+// epSetup made: Service "web" gains a port, pod web-1 leaves app=web,
+// Service "headless" switches its selector to app=other, a ready pod web-6
+// appears, and, once, the managed object of Service "publish" is deleted
+// by someone else (del deletes it and reports whether it existed). Every
+// step is idempotent, as Act is called at every poll. deleted reports
+// whether the deletion happened on the current side (Setup resets it).
+type epChanges struct {
+	mu      sync.Mutex
+	deleted bool
+	del     func(ctx context.Context, cs kubernetes.Interface, ns string) (bool, error)
+}
+
+func (c *epChanges) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deleted = false
+}
+
+func (c *epChanges) done() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deleted
+}
+
+func (c *epChanges) act(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	svcs := cs.CoreV1().Services(ns)
+	web, err := svcs.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if len(web.Spec.Ports) == 2 {
+		web.Spec.Ports = append(web.Spec.Ports, epPort("admin", 8443, intstr.FromInt32(8443)))
+		if _, err := svcs.Update(ctx, web, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	p, err := cs.CoreV1().Pods(ns).Get(ctx, "web-1", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if p.Labels["app"] == "web" {
+		p.Labels["app"] = "gone"
+		if _, err := cs.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	hl, err := svcs.Get(ctx, "headless", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if hl.Spec.Selector["app"] == "web" {
+		hl.Spec.Selector = map[string]string{"app": "other"}
+		if _, err := svcs.Update(ctx, hl, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	if _, err := cs.CoreV1().Pods(ns).Get(ctx, "web-6", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if err := epCreatePods(ctx, cs, ns, epPod{name: "web-6", labels: map[string]string{"app": "web"}, ip: "10.1.0.17", ready: true}); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	if c.done() {
+		return nil
+	}
+	ok, err := c.del(ctx, cs, ns)
+	if ok {
+		c.mu.Lock()
+		c.deleted = true
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// TestEndpointSliceChanges: the slices follow changes made while the
+// controller runs (a Service port added, a pod relabelled out, a selector
+// switched, a pod added) and a managed slice deleted by someone else is
+// recreated. Compares every EndpointSlice and the event reasons.
+func TestEndpointSliceChanges(t *testing.T) {
+	ch := &epChanges{del: func(ctx context.Context, cs kubernetes.Interface, ns string) (bool, error) {
+		l, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=publish"})
+		if err != nil || len(l.Items) == 0 {
+			return false, err
+		}
+		return true, cs.DiscoveryV1().EndpointSlices(ns).Delete(ctx, l.Items[0].Name, metav1.DeleteOptions{})
+	}}
+	pods := epPods()
+	res := compare(t, differential.Scenario{
+		Name: "endpointslices follow changes", Controller: endpointslice.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			ch.reset()
+			return epSetup(ctx, cs, ns, pods)
+		}),
+		Act:     ch.act,
+		Observe: slicesIn,
+		Settled: func(state []map[string]any) bool {
+			return ch.done() && stateHas(state, "EndpointSlice", `"port":8443`, `"web-6"`, `"other"`, `"kubernetes.io/service-name":"publish"`) &&
+				!stateHas(state, "EndpointSlice", `"web-1"`)
+		},
+		Cleanup: epCleanup,
+	})
+	if !stateHas(res.Native, "EndpointSlice", `"port":8443`, `"web-6"`, `"other"`, `"kubernetes.io/service-name":"publish"`) {
+		t.Errorf("native slices did not follow the changes")
 	}
 }
