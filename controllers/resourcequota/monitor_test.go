@@ -2,14 +2,17 @@ package resourcequota
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
@@ -157,4 +160,54 @@ func TestControllerKeepsStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	controllertest.WaitFor(t, "the deletion to be replenished", used("secrets", "1"))
+}
+
+// TestRediscover: each discovery that changes the quotable resources
+// changes the monitors; a partial discovery failure keeps the resources of
+// the groups that failed, a total one changes nothing.
+func TestRediscover(t *testing.T) {
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() { cancel(); factory.Shutdown() }()
+	var rep replenished
+	c := &controller{discoveryPeriod: 30 * time.Second}
+	c.monitors = &monitors{factory: typedOnly{factory}, registry: newRegistry(), replenish: rep.add}
+	c.monitors.start(ctx.Done())
+	type answer struct {
+		found map[schema.GroupVersionResource]struct{}
+		err   error
+	}
+	appsFailed := &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{appsv1.SchemeGroupVersion: errors.New("apps is down")}}
+	steps := []struct {
+		name string
+		answer
+		want []schema.GroupVersionResource
+	}{
+		{"first discovery", answer{set(gvrPods), nil}, []schema.GroupVersionResource{gvrPods}},
+		{"a new resource", answer{set(gvrPods, gvrDeployments), nil}, []schema.GroupVersionResource{gvrPods, gvrDeployments}},
+		{"its group fails discovery", answer{set(gvrPods), appsFailed}, []schema.GroupVersionResource{gvrPods, gvrDeployments}},
+		{"discovery fails", answer{nil, errors.New("down")}, []schema.GroupVersionResource{gvrPods, gvrDeployments}},
+		{"the resource goes", answer{set(gvrPods), nil}, []schema.GroupVersionResource{gvrPods}},
+	}
+	var current answer
+	c.discover = func() (map[schema.GroupVersionResource]struct{}, error) { return current.found, current.err }
+	step := c.rediscover()
+	for _, s := range steps {
+		current = s.answer
+		step(ctx)
+		got := c.monitors.resources()
+		if len(got) != len(s.want) {
+			t.Errorf("%s: monitored %v, want %v", s.name, got, s.want)
+			continue
+		}
+		for _, g := range s.want {
+			if _, ok := got[g]; !ok {
+				t.Errorf("%s: %v not monitored", s.name, g)
+			}
+		}
+	}
+	if c.monitors.registry.get(gvrDeployments.GroupResource()) == nil {
+		t.Error("no object-count evaluator was added for deployments")
+	}
 }
