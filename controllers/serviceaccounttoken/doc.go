@@ -45,7 +45,14 @@
 //     validates the options (each error names its flag), and read again on
 //     each term.
 //
-// Non-guarantees and differences from KCM:
+// Non-guarantees (as in KCM):
+//   - A token already present is never checked or re-signed: a changed
+//     signing key, or a token edited by hand, stays until the "token" data
+//     is emptied.
+//   - Tokens are not bound to a lifetime; the legacy token cleaner, not
+//     this controller, retires unused ones.
+//
+// Differences from KCM:
 //   - A token secret deleted while the informer was disconnected (a
 //     tombstone) is still removed from its ServiceAccount's secrets; KCM
 //     drops tombstones of secrets.
