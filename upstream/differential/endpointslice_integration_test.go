@@ -560,3 +560,49 @@ func TestEndpointSliceChanges(t *testing.T) {
 		t.Errorf("native slices did not follow the changes")
 	}
 }
+
+// TestEndpointSliceTopology: hints. A Service with
+// service.kubernetes.io/topology-mode: Auto over nodes of a single zone
+// gets none (and a TopologyAwareHintsDisabled event); trafficDistribution
+// PreferClose gives zone hints and PreferSameNode (PreferSameTrafficDistribution,
+// on in 1.37) node hints. Compares every EndpointSlice (with its hints)
+// and the event reasons.
+func TestEndpointSliceTopology(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	res := compare(t, differential.Scenario{
+		Name: "endpointslice topology hints", Controller: endpointslice.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := epCreateNode(ctx, cs, ns); err != nil {
+				return err
+			}
+			port := epPort("http", 80, intstr.FromString("http"))
+			for _, s := range []*corev1.Service{
+				epService("auto", web, func(s *corev1.Service) {
+					s.Annotations = map[string]string{corev1.AnnotationTopologyMode: "Auto"}
+				}, port),
+				epService("close", web, func(s *corev1.Service) {
+					s.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferClose)
+				}, port),
+				epService("samenode", web, func(s *corev1.Service) {
+					s.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferSameNode)
+				}, port),
+			} {
+				if _, err := cs.CoreV1().Services(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+					return fmt.Errorf("service %s: %w", s.Name, err)
+				}
+			}
+			return epCreatePods(ctx, cs, ns,
+				epPod{name: "web-0", labels: web, ip: "10.3.0.10", ready: true},
+				epPod{name: "web-1", labels: web, ip: "10.3.0.11", ready: true})
+		}),
+		Observe: slicesIn,
+		Settled: func(state []map[string]any) bool {
+			return count(state, "EndpointSlice") == 3 && stateHas(state, "EndpointSlice", `"forZones"`, `"forNodes"`) &&
+				stateHas(state, "EventSummary", "TopologyAwareHintsDisabled")
+		},
+		Cleanup: epCleanup,
+	})
+	if !stateHas(res.Native, "EndpointSlice", `"forZones":[{"name":"zone-a"}]`, `"forNodes"`) {
+		t.Errorf("native slices lack the traffic-distribution hints")
+	}
+}
