@@ -300,3 +300,31 @@ func TestClusterScopedDependentOfNamespacedOwner(t *testing.T) {
 		t.Errorf("deleted %v", dels)
 	}
 }
+
+// TestForegroundCycleUnblocks: an item whose owner waits for its
+// dependents, and one of whose own dependents waits for its dependents
+// too, first stops blocking its owners (to break the cycle), then is
+// deleted in the foreground.
+func TestForegroundCycleUnblocks(t *testing.T) {
+	own := deleting(cm("ns", "own", "o1"), metav1.FinalizerDeleteDependents)
+	item := cm("ns", "item", "i1", owner("own", "o1", true))
+	dep := deleting(cm("ns", "dep", "d1", owner("item", "i1", true)), metav1.FinalizerDeleteDependents)
+	f := newFixture(t, own, item, dep)
+	f.add(own, item, dep)
+	f.client.ClearActions()
+	if err := f.gc.attemptToDelete(controllertest.LogContext(t), "i1"); err != nil {
+		t.Fatalf("attemptToDelete: %v", err)
+	}
+	patches := f.actionsOf("patch")
+	if len(patches) != 1 {
+		t.Fatalf("patches %v, want the unblocking one", patches)
+	}
+	p := patches[0].(clienttesting.PatchActionImpl)
+	if want := `{"metadata":{"uid":"i1","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"own","uid":"o1","blockOwnerDeletion":false}]}}`; string(p.Patch) != want {
+		t.Errorf("unblocking patch %s, want %s", p.Patch, want)
+	}
+	dels := f.actionsOf("delete")
+	if len(dels) != 1 || *dels[0].(clienttesting.DeleteActionImpl).DeleteOptions.PropagationPolicy != metav1.DeletePropagationForeground {
+		t.Errorf("deletes %v, want one in the foreground", dels)
+	}
+}

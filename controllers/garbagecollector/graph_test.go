@@ -158,3 +158,38 @@ func TestInvalidNamespaceOwnerEvent(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterScopedDependentEvent: a cluster-scoped object naming a
+// namespaced owner is reported too (the owner cannot be in its
+// "namespace"), whether the owner is seen first or not.
+func TestClusterScopedDependentEvent(t *testing.T) {
+	own := cm("ns", "own", "o1")
+	dep := &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+		ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "n1", OwnerReferences: []metav1.OwnerReference{owner("own", "o1", false)}},
+	}
+	want := `Warning OwnerRefInvalidNamespace ownerRef [v1/ConfigMap, namespace: , name: own, uid: o1] does not exist in namespace ""`
+	for _, ownerFirst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "owner first", false: "dependent first"}[ownerFirst], func(t *testing.T) {
+			f := newFixture(t)
+			addNode := func() {
+				f.gc.processChange(testLog(t), &change{kind: added, gvk: dep.GroupVersionKind(), obj: dep})
+			}
+			if ownerFirst {
+				f.add(own)
+				addNode()
+			} else {
+				addNode()
+				f.add(own)
+			}
+			select {
+			case got := <-f.recorder.Events:
+				if got != want {
+					t.Errorf("event %q, want %q", got, want)
+				}
+			default:
+				t.Fatal("no event recorded")
+			}
+		})
+	}
+}

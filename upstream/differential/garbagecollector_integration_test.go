@@ -123,32 +123,59 @@ func gcUnfinalize(ctx context.Context, cs kubernetes.Interface, ns string) error
 	return errors.Join(errs...)
 }
 
-// TestGarbageCollectorBackgroundCascade: a three-level chain whose root is
-// deleted (background) before the collector starts goes entirely; an
-// unrelated ConfigMap stays. Compared: the ConfigMaps left and the event
-// reasons (none expected).
+// TestGarbageCollectorBackgroundCascade: a three-level chain (ConfigMap
+// root, Secret mid, ConfigMap and Pod leaves) whose root is deleted
+// (background) before the collector starts goes entirely, each level
+// once its owner is gone; an unrelated ConfigMap stays. Compared: the
+// ConfigMaps, Secrets and Pods left and the event reasons (none expected).
 func TestGarbageCollectorBackgroundCascade(t *testing.T) {
 	compare(t, differential.Scenario{
 		Name: "garbage collector deletes a chain in the background", Controller: garbagecollector.Name,
-		Setup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
 			root, err := gcMake(ctx, cs, ns, "root", nil)
 			if err != nil {
 				return err
 			}
-			mid, err := gcMake(ctx, cs, ns, "mid", nil, gcRef(root, false))
+			mid, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+				Name: "mid", OwnerReferences: []metav1.OwnerReference{gcRef(root, false)},
+			}}, metav1.CreateOptions{})
 			if err != nil {
 				return err
 			}
-			if _, err := gcMake(ctx, cs, ns, "leaf", nil, gcRef(mid, false)); err != nil {
+			midRef := metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: mid.Name, UID: mid.UID}
+			if _, err := gcMake(ctx, cs, ns, "leaf", nil, midRef); err != nil {
+				return err
+			}
+			p := pod("leaf-pod", nil)
+			p.OwnerReferences = []metav1.OwnerReference{midRef}
+			if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 				return err
 			}
 			if _, err := gcMake(ctx, cs, ns, "bystander", nil); err != nil {
 				return err
 			}
 			return gcDelete(ctx, cs, ns, "root", metav1.DeletePropagationBackground)
+		}),
+		Observe: func(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+			objs, err := gcObserve(ctx, cs, ns)
+			if err != nil {
+				return nil, err
+			}
+			secrets, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			for i := range secrets.Items {
+				secrets.Items[i].Kind = "Secret"
+				objs = append(objs, &secrets.Items[i])
+			}
+			pods, err := podsIn(ctx, cs, ns)
+			return append(objs, pods...), err
 		},
-		Observe: gcObserve,
-		Settled: func(state []map[string]any) bool { return slices.Equal(gcNames(state), []string{"bystander"}) },
+		Settled: func(state []map[string]any) bool {
+			return slices.Equal(gcNames(state), []string{"bystander"}) && count(state, "Secret") == 0 && count(state, "Pod") == 0
+		},
+		Cleanup: deletePods,
 	})
 }
 
@@ -160,11 +187,22 @@ func TestGarbageCollectorBackgroundCascade(t *testing.T) {
 // Compared: the ConfigMaps left (root and held, with finalizers and owner
 // references), the event reasons, and whether any owner was seen gone
 // while a dependent of it still existed (never, on both sides).
+//
+// Every dependent here blocks its owner. A non-blocking one would make the
+// scenario nondeterministic on both sides: KCM queues an owner's
+// dependents when it sees the deletion start, and one whose add event
+// arrives after that (informers deliver their initial objects in no set
+// order) is only deleted once the owner is gone, never while "held" keeps
+// the owner.
 func TestGarbageCollectorForeground(t *testing.T) {
+	compare(t, gcForegroundScenario(t))
+}
+
+func gcForegroundScenario(t *testing.T) differential.Scenario {
 	const hold = "ctrlhost.io/test-hold"
 	var mu sync.Mutex
 	early := map[string]bool{} // namespace: an owner was gone before its dependents
-	compare(t, differential.Scenario{
+	return differential.Scenario{
 		Name: "garbage collector deletes dependents before a foreground owner", Controller: garbagecollector.Name,
 		Setup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
 			root, err := gcMake(ctx, cs, ns, "root", nil)
@@ -220,14 +258,17 @@ func TestGarbageCollectorForeground(t *testing.T) {
 			return slices.Equal(gcNames(state), []string{"bystander", "held", "root"}) && rootFinalized
 		},
 		Cleanup: gcUnfinalize,
-	})
+	}
 }
 
-// TestGarbageCollectorOrphan: the root is deleted with the orphan policy;
-// its dependents lose their reference to it and stay, and the root goes.
-// Compared: the ConfigMaps left, without owner references, and the event
+// TestGarbageCollectorOrphan: while the collector runs, the root is
+// deleted (once) with the orphan policy; its dependents lose their
+// reference to it (keeping their other one) and stay, and the root goes.
+// Compared: the ConfigMaps left with their owner references, and the event
 // reasons.
 func TestGarbageCollectorOrphan(t *testing.T) {
+	var mu sync.Mutex
+	deleted := map[string]bool{} // namespace: root deleted
 	compare(t, differential.Scenario{
 		Name: "garbage collector orphans dependents", Controller: garbagecollector.Name,
 		Setup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
@@ -242,10 +283,20 @@ func TestGarbageCollectorOrphan(t *testing.T) {
 			if _, err := gcMake(ctx, cs, ns, "only-root", nil, gcRef(root, true)); err != nil {
 				return err
 			}
-			if _, err := gcMake(ctx, cs, ns, "two-owners", nil, gcRef(root, false), gcRef(other, false)); err != nil {
+			_, err = gcMake(ctx, cs, ns, "two-owners", nil, gcRef(root, false), gcRef(other, false))
+			return err
+		},
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if deleted[ns] {
+				return nil
+			}
+			if err := gcDelete(ctx, cs, ns, "root", metav1.DeletePropagationOrphan); err != nil {
 				return err
 			}
-			return gcDelete(ctx, cs, ns, "root", metav1.DeletePropagationOrphan)
+			deleted[ns] = true
+			return nil
 		},
 		Observe: gcObserve,
 		Settled: func(state []map[string]any) bool {
@@ -293,9 +344,10 @@ func TestGarbageCollectorDangling(t *testing.T) {
 // namespace, deletes it. Compared: the ConfigMaps left and the event
 // reasons ("ConfigMap OwnerRefInvalidNamespace").
 //
-// The owner's namespace sorts before the scenario's, so the collector's
-// first list shows the owner before the dependent on both sides (the
-// event is only reported when the owner is known to the graph).
+// The event is reported whichever of the two objects the collector sees
+// first: with the owner known, when the dependent is added; otherwise when
+// the owner's add replaces the virtual node the dependent's reference
+// made (see TestInvalidNamespaceOwnerEvent in the package's unit tests).
 func TestGarbageCollectorOwnerInOtherNamespace(t *testing.T) {
 	other := func(ns string) string { return "a-gc-" + ns }
 	compare(t, differential.Scenario{
@@ -320,6 +372,66 @@ func TestGarbageCollectorOwnerInOtherNamespace(t *testing.T) {
 		},
 		Cleanup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
 			err := cs.CoreV1().Namespaces().Delete(ctx, other(ns), metav1.DeleteOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		},
+	})
+}
+
+// TestGarbageCollectorClusterScopedDependent: a Node (cluster-scoped)
+// names a ConfigMap of the scenario's namespace as its owner. Such a
+// reference can never hold; the collector reports OwnerRefInvalidNamespace
+// on the Node (its events go to the "default" namespace) and leaves the
+// Node alone. Compared: the Node with its owner reference, and the event
+// reasons recorded for it.
+func TestGarbageCollectorClusterScopedDependent(t *testing.T) {
+	nodeName := func(ns string) string { return "gc-" + ns }
+	compare(t, differential.Scenario{
+		Name: "garbage collector reports a cluster-scoped dependent of a namespaced owner", Controller: garbagecollector.Name,
+		Setup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			own, err := gcMake(ctx, cs, ns, "owner", nil)
+			if err != nil {
+				return err
+			}
+			_, err = cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+				Name: nodeName(ns), OwnerReferences: []metav1.OwnerReference{gcRef(own, false)},
+			}}, metav1.CreateOptions{})
+			return err
+		},
+		Observe: func(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+			objs, err := gcObserve(ctx, cs, ns)
+			if err != nil {
+				return nil, err
+			}
+			n, err := cs.CoreV1().Nodes().Get(ctx, nodeName(ns), metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			n.Kind = "Node"
+			evs, err := cs.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+				FieldSelector: "involvedObject.name=" + nodeName(ns),
+			})
+			if err != nil {
+				return nil, err
+			}
+			var reasons []string
+			for _, e := range evs.Items {
+				reasons = append(reasons, e.InvolvedObject.Kind+" "+e.Reason)
+			}
+			slices.Sort(reasons)
+			return append(objs, n, &corev1.ConfigMap{
+				TypeMeta:   metav1.TypeMeta{Kind: "NodeEventSummary"},
+				ObjectMeta: metav1.ObjectMeta{Name: "node-events"},
+				Data:       map[string]string{"reasons": strings.Join(slices.Compact(reasons), "\n")},
+			}), nil
+		},
+		Settled: func(state []map[string]any) bool {
+			return strings.Contains(fmt.Sprint(state), "Node OwnerRefInvalidNamespace")
+		},
+		Cleanup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			err := cs.CoreV1().Nodes().Delete(ctx, nodeName(ns), metav1.DeleteOptions{})
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
