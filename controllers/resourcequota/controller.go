@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -158,6 +159,7 @@ func builtinEvaluators(lister func(schema.GroupVersionResource) listFunc, clk cl
 		podEvaluator(lister(core("pods")), clk, podLevel),
 		serviceEvaluator(lister(core("services"))),
 		pvcEvaluator(lister(core("persistentvolumeclaims"))),
+		claimEvaluator(lister(resourcev1.SchemeGroupVersion.WithResource("resourceclaims"))),
 		count("configmaps", corev1.ResourceConfigMaps),
 		count("resourcequotas", corev1.ResourceQuotas),
 		count("replicationcontrollers", corev1.ResourceReplicationControllers),

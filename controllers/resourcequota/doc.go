@@ -22,6 +22,9 @@
 //   - persistentvolumeclaims: persistentvolumeclaims, count/..,
 //     requests.storage, and per storage class
 //     <class>.storageclass.storage.k8s.io/{requests.storage,persistentvolumeclaims}.
+//   - resourceclaims.resource.k8s.io (DRA): count/resourceclaims.resource.k8s.io
+//     and, per device class, <class>.deviceclass.resource.k8s.io/devices
+//     (a request with alternatives counts its largest per class).
 //   - configmaps, secrets, replicationcontrollers, resourcequotas under
 //     their legacy names and count/<resource>; every other namespaced
 //     resource discovery lists as creatable, listable, watchable and
@@ -63,10 +66,11 @@
 //   - Monitors of resources that disappear from discovery are removed as
 //     event handlers; their shared informers run until the term ends (KCM
 //     runs a private controller per monitor and stops it).
-//   - Resource claims (DRA) are not evaluated: without
-//     DynamicResourceAllocation evaluators, resourceclaims.resource.k8s.io
-//     is counted as count/resourceclaims.resource.k8s.io only, and the
-//     requests.deviceclass... names from claims are not measured.
+//   - DRA extended resources (DRAExtendedResource) are measured from pods
+//     only: the claims' share of requests.deviceclass.resource.kubernetes.io/<class>
+//     and of requests.<extended resource> backed by a device class (which
+//     needs KCM's device-class cache and pod ownership of claims) is not
+//     added; those names keep what the API server's admission wrote.
 //   - In-place pod-level resize (InPlacePodLevelResourcesVerticalScaling,
 //     alpha, off by default) is not honoured; KCM's quota evaluator does
 //     not enable it either.

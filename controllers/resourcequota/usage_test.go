@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -256,4 +257,27 @@ func TestQuantityArithmetic(t *testing.T) {
 	}
 	checkList(t, "mask", maskList(rl("cpu", "1", "pods", "2"), []corev1.ResourceName{"pods", "secrets"}), rl("pods", "2"))
 	checkList(t, "max", maxLists(rl("cpu", "1"), rl("cpu", "2", "memory", "1")), rl("cpu", "2", "memory", "1"))
+}
+
+func TestClaimUsage(t *testing.T) {
+	exact := func(class string, mode resourcev1.DeviceAllocationMode, n int64) resourcev1.DeviceRequest {
+		return resourcev1.DeviceRequest{Name: "r", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: class, AllocationMode: mode, Count: n}}
+	}
+	claim := &resourcev1.ResourceClaim{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{
+		exact("gpu", resourcev1.DeviceAllocationModeExactCount, 2),
+		exact("gpu", resourcev1.DeviceAllocationModeExactCount, 1),
+		exact("nic", resourcev1.DeviceAllocationModeAll, 0),
+		{Name: "either", FirstAvailable: []resourcev1.DeviceSubRequest{
+			{Name: "a", DeviceClassName: "fpga", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
+			{Name: "b", DeviceClassName: "fpga", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 3},
+			{Name: "c", DeviceClassName: "gpu", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
+		}},
+	}}}}
+	checkList(t, "usage", claimUsage(claim), rl("count/resourceclaims.resource.k8s.io", "1",
+		"gpu.deviceclass.resource.k8s.io/devices", "4", "nic.deviceclass.resource.k8s.io/devices", "32", "fpga.deviceclass.resource.k8s.io/devices", "3"))
+	e := claimEvaluator(nil)
+	in := []corev1.ResourceName{"count/resourceclaims.resource.k8s.io", "gpu.deviceclass.resource.k8s.io/devices", "pods"}
+	if got := e.matching(in); len(got) != 2 {
+		t.Errorf("matching(%v) = %v, want the first two", in, got)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -137,7 +138,8 @@ func getQuota(ctx context.Context, cs kubernetes.Interface, ns, name string) (*c
 
 // TestResourceQuotaCounts: object counts of every kind the controller
 // measures (core aliases, services by type, claims by storage class,
-// count/<resource>.<group> of discovered resources, and a name no
+// count/<resource>.<group> of discovered resources, DRA claims by device
+// class, and a name no
 // evaluator knows), then replenishment: a ConfigMap and the LoadBalancer
 // Service are deleted and a Secret created (admission charges it), and a
 // second quota's limits change (status.hard follows, status.used is
@@ -209,7 +211,26 @@ func TestResourceQuotaCounts(t *testing.T) {
 					return err
 				}
 			}
+			claims := []*resourcev1.ResourceClaim{
+				{ObjectMeta: metav1.ObjectMeta{Name: "claim-exact"}, Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{
+					{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 2}},
+				}}}},
+				{ObjectMeta: metav1.ObjectMeta{Name: "claim-either"}, Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{
+					{Name: "gpu", FirstAvailable: []resourcev1.DeviceSubRequest{
+						{Name: "one", DeviceClassName: "gpu", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
+						{Name: "three", DeviceClassName: "gpu", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 3},
+					}},
+				}}}},
+			}
+			for _, c := range claims {
+				if _, err := cs.ResourceV1().ResourceClaims(ns).Create(ctx, c, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+			}
 			quotas := []*corev1.ResourceQuota{
+				{ObjectMeta: metav1.ObjectMeta{Name: "claims"}, Spec: corev1.ResourceQuotaSpec{Hard: quotaHard(
+					"count/resourceclaims.resource.k8s.io", "5", "gpu.deviceclass.resource.k8s.io/devices", "10",
+				)}},
 				{ObjectMeta: metav1.ObjectMeta{Name: "objects"}, Spec: corev1.ResourceQuotaSpec{Hard: quotaHard(
 					"configmaps", "10", "count/configmaps", "10", "secrets", "10", "resourcequotas", "5",
 					"replicationcontrollers", "5", "count/deployments.apps", "3", "count/jobs.batch", "3",
@@ -289,7 +310,7 @@ func TestResourceQuotaCounts(t *testing.T) {
 		},
 	})
 	quotaExpect(t, res.Native, "objects", map[string]string{
-		"count/deployments.apps": "1", "count/jobs.batch": "1", "resourcequotas": "4", "replicationcontrollers": "0",
+		"count/deployments.apps": "1", "count/jobs.batch": "1", "resourcequotas": "5", "replicationcontrollers": "0",
 		"count/widgets.example.com": "", // no evaluator: never written
 	})
 	quotaExpect(t, res.Native, "network-storage", map[string]string{
@@ -297,6 +318,7 @@ func TestResourceQuotaCounts(t *testing.T) {
 		"silver.storageclass.storage.k8s.io/persistentvolumeclaims": "0",
 	})
 	quotaExpect(t, res.Native, "changing", map[string]string{"secrets": "", "configmaps": "1"})
+	quotaExpect(t, res.Native, "claims", map[string]string{"count/resourceclaims.resource.k8s.io": "2", "gpu.deviceclass.resource.k8s.io/devices": "5"})
 }
 
 // quotaPod is a pod of one container with the given requests and limits.
