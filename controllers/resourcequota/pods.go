@@ -81,7 +81,7 @@ func podEvaluator(list listFunc, clk clock.PassiveClock, podLevel bool) *evaluat
 		resource: podsResource,
 		list:     list,
 		matching: podMatching,
-		scope:    podInScope,
+		scope:    podScope(podLevel),
 		usage: func(obj runtime.Object) (corev1.ResourceList, error) {
 			pod, ok := obj.(*corev1.Pod)
 			if !ok {
@@ -297,8 +297,21 @@ func podLimits(pod *corev1.Pod, podLevel bool) corev1.ResourceList {
 	return lims
 }
 
-// podInScope decides one scope requirement for a pod.
+// podInScope decides one scope requirement for a pod, with pod-level
+// resources honoured.
 func podInScope(req corev1.ScopedResourceSelectorRequirement, obj runtime.Object) (bool, error) {
+	return podScope(true)(req, obj)
+}
+
+// podScope decides scope requirements for pods; podLevel tells whether
+// pod-level resources decide a pod's QoS class (gate PodLevelResources).
+func podScope(podLevel bool) scopeFunc {
+	return func(req corev1.ScopedResourceSelectorRequirement, obj runtime.Object) (bool, error) {
+		return podMatchesScope(req, obj, podLevel)
+	}
+}
+
+func podMatchesScope(req corev1.ScopedResourceSelectorRequirement, obj runtime.Object, podLevel bool) (bool, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return false, fmt.Errorf("expected a *v1.Pod, got %T", obj)
@@ -309,9 +322,9 @@ func podInScope(req corev1.ScopedResourceSelectorRequirement, obj runtime.Object
 	case corev1.ResourceQuotaScopeNotTerminating:
 		return !podTerminating(pod), nil
 	case corev1.ResourceQuotaScopeBestEffort:
-		return podBestEffort(pod), nil
+		return podBestEffort(pod, podLevel), nil
 	case corev1.ResourceQuotaScopeNotBestEffort:
-		return !podBestEffort(pod), nil
+		return !podBestEffort(pod, podLevel), nil
 	case corev1.ResourceQuotaScopePriorityClass:
 		if req.Operator == corev1.ScopeSelectorOpExists {
 			return pod.Spec.PriorityClassName != "", nil
@@ -337,12 +350,13 @@ func podTerminating(pod *corev1.Pod) bool {
 }
 
 // podBestEffort: the pod's QoS class (as reported, else computed) is
-// BestEffort. With pod-level resources set, they alone decide.
-func podBestEffort(pod *corev1.Pod) bool {
+// BestEffort. With pod-level resources set (and honoured), they alone
+// decide.
+func podBestEffort(pod *corev1.Pod, podLevel bool) bool {
 	if pod.Status.QOSClass != "" {
 		return pod.Status.QOSClass == corev1.PodQOSBestEffort
 	}
-	if r := pod.Spec.Resources; r != nil && (podLevelSet(r.Requests) || podLevelSet(r.Limits)) {
+	if r := pod.Spec.Resources; podLevel && r != nil && (podLevelSet(r.Requests) || podLevelSet(r.Limits)) {
 		return requirementsBestEffort(r)
 	}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {

@@ -281,3 +281,15 @@ func TestClaimUsage(t *testing.T) {
 		t.Errorf("matching(%v) = %v, want the first two", in, got)
 	}
 }
+
+func TestPodLevelBestEffort(t *testing.T) {
+	p := testPod("p", ctr("c", nil, nil))
+	p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "1")}
+	be := corev1.ScopedResourceSelectorRequirement{ScopeName: corev1.ResourceQuotaScopeBestEffort, Operator: corev1.ScopeSelectorOpExists}
+	if in, _ := podScope(true)(be, p); in {
+		t.Error("pod-level requests honoured: the pod is not BestEffort")
+	}
+	if in, _ := podScope(false)(be, p); !in {
+		t.Error("pod-level resources off: a pod whose containers ask nothing is BestEffort")
+	}
+}
