@@ -4,6 +4,7 @@ package differential_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -432,6 +434,124 @@ func TestGarbageCollectorClusterScopedDependent(t *testing.T) {
 		},
 		Cleanup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
 			err := cs.CoreV1().Nodes().Delete(ctx, nodeName(ns), metav1.DeleteOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		},
+	})
+}
+
+// gcCRD is a namespaced custom resource "widgets" of a group named after
+// the namespace.
+func gcCRD(ns string) (group string, body []byte) {
+	group = ns + ".gc.ctrlhost.io"
+	return group, []byte(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+"metadata":{"name":"widgets.` + group + `"},
+"spec":{"group":"` + group + `","scope":"Namespaced",
+"names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},
+"versions":[{"name":"v1","served":true,"storage":true,
+"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`)
+}
+
+// gcWidget is a Widget named name with the given owner references.
+func gcWidget(group, name string, refs ...metav1.OwnerReference) []byte {
+	w := map[string]any{
+		"apiVersion": group + "/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": name, "ownerReferences": refs},
+	}
+	b, _ := json.Marshal(w)
+	return b
+}
+
+// TestGarbageCollectorNewResource: once the collector runs (it has deleted
+// a canary ConfigMap whose owner is absent), a CustomResourceDefinition
+// appears; the collector's next discovery round
+// (every 30 s) watches its resource (through a metadata informer, there
+// being no typed one), and then collects its objects: a Widget whose only
+// owner is absent is deleted; one with an absent and an existing owner
+// loses the absent reference through a JSON merge patch (custom resources
+// take no strategic merge patch). Compared: the Widgets left with their
+// owner references, and the event reasons.
+func TestGarbageCollectorNewResource(t *testing.T) {
+	var mu sync.Mutex
+	made := map[string]bool{} // namespace: the widgets exist
+	compare(t, differential.Scenario{
+		Name: "garbage collector watches a resource that appears", Controller: garbagecollector.Name,
+		Setup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if _, err := gcMake(ctx, cs, ns, "owner", nil); err != nil {
+				return err
+			}
+			_, err := gcMake(ctx, cs, ns, "canary", nil, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: uuid.NewUUID()})
+			return err
+		},
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if made[ns] {
+				return nil
+			}
+			// The collector has discovered and synced once the canary
+			// (whose owner is absent) is gone: only then does the resource
+			// appear, so that a later discovery round must find it.
+			if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "canary", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return err
+			}
+			rc := cs.Discovery().RESTClient()
+			group, crd := gcCRD(ns)
+			err := rc.Post().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions").Body(crd).Do(ctx).Error()
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			owner, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "owner", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			ghost := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "ghost", UID: uuid.NewUUID()}
+			path := "/apis/" + group + "/v1/namespaces/" + ns + "/widgets"
+			for name, refs := range map[string][]metav1.OwnerReference{
+				"all-absent": {ghost}, "one-absent": {ghost, gcRef(owner, false)},
+			} {
+				err := rc.Post().AbsPath(path).Body(gcWidget(group, name, refs...)).Do(ctx).Error()
+				if err != nil && !apierrors.IsAlreadyExists(err) {
+					return err // the resource is not served yet: next poll
+				}
+			}
+			made[ns] = true
+			return nil
+		},
+		Observe: func(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+			objs, err := gcObserve(ctx, cs, ns)
+			if err != nil {
+				return nil, err
+			}
+			group, _ := gcCRD(ns)
+			raw, err := cs.Discovery().RESTClient().Get().AbsPath("/apis/" + group + "/v1/namespaces/" + ns + "/widgets").Do(ctx).Raw()
+			if err != nil {
+				return objs, nil // not served yet
+			}
+			var l unstructured.UnstructuredList
+			if err := l.UnmarshalJSON(raw); err != nil {
+				return nil, err
+			}
+			for i := range l.Items {
+				objs = append(objs, &l.Items[i])
+			}
+			return objs, nil
+		},
+		Settled: func(state []map[string]any) bool {
+			var widgets []string
+			for _, o := range state {
+				if o["kind"] == "Widget" {
+					widgets = append(widgets, nameOfState(o))
+				}
+			}
+			return slices.Equal(widgets, []string{"one-absent"}) && !strings.Contains(fmt.Sprint(state), "ghost") &&
+				slices.Equal(gcNames(state), []string{"owner"})
+		},
+		Cleanup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			group, _ := gcCRD(ns)
+			err := cs.Discovery().RESTClient().Delete().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets." + group).Do(ctx).Error()
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
