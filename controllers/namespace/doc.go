@@ -36,15 +36,21 @@
 //     the deletion of the resources that were discovered; it is reported in
 //     NamespaceDeletionDiscoveryFailure and the namespace is retried, so it
 //     is not finalized while some group could not be emptied.
-//   - Namespaces are never modified from the informer's cache; status
-//     updates and the finalize call retry on conflict on a fresh copy, and
-//     fail if the namespace was replaced (its UID changed).
+//   - Namespaces are never modified from the informer's cache: each pass
+//     reads the namespace from the API server. The phase update and the
+//     finalize call retry on conflict on a fresh copy, and fail if the
+//     namespace was replaced (its UID changed); a failed condition update
+//     is logged and made again by the next pass (as in KCM).
 //
 // Non-guarantees:
 //   - Objects created in the namespace during the pass (by a client racing
 //     the admission that refuses them) are found by the next pass only.
 //   - Without a kubelet, scheduled pods being deleted gracefully stay until
 //     their grace period ends and someone removes them.
+//
+// Discovery is ServerPreferredNamespacedResources, filtered with the
+// shared apiresources.Filter (deletable: "delete"; by collection:
+// "deletecollection"; listable: "list"), from one call per pass.
 //
 // Differences from KCM:
 //   - The list and deletecollection verbs are read from each pass's
