@@ -429,10 +429,10 @@ func (gc *collector) attemptToOrphan(ctx context.Context, key string) error {
 		return nil
 	}
 	id := owner.identity()
-	deps := owner.dependentList()
-	errCh := make(chan error, len(deps))
+	dependents := owner.dependentList()
+	errCh := make(chan error, len(dependents))
 	var wg sync.WaitGroup
-	for _, d := range deps {
+	for _, d := range dependents {
 		wg.Go(func() {
 			err := gc.removeOwnerRefs(ctx, d, []types.UID{id.UID})
 			if err != nil && !apierrors.IsNotFound(err) {

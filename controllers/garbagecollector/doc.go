@@ -50,8 +50,18 @@
 //   - A resource that disappears from discovery loses the collector's event
 //     handler; the shared informer itself belongs to the term and stops
 //     with it (KCM likewise cannot stop a shared informer).
-//   - The metadata client's QPS is the host's (KCM doubles it for the
-//     collector).
+//   - Deletes and patches use the host's own credentials
+//     (RootClientBuilder), like the graph; KCM makes that client from the
+//     controller's builder, so under --use-service-account-credentials
+//     KCM's writes authenticate as the collector's ServiceAccount. The
+//     metadata client's QPS is the host's (KCM doubles it).
+//   - Discovery goes through an in-memory cache that is invalidated before
+//     every round, which amounts to KCM's uncached client.
+//   - The InitFunc fails, naming the field, when the host's Context lacks
+//     the RESTMapper, the ObjectOrMetadataInformerFactory or the event
+//     recorder (every ctrlhost Manager passes them).
+//   - A panic while updating the graph or syncing with discovery is logged
+//     and the work goes on (KCM's crash handler re-panics).
 //   - No garbage_collector_* metrics; the work queues' metrics are named
 //     after the controller.
 //   - The DOT rendering keys a missing owner's vertex by the owner's uid
