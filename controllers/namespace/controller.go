@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/workloop"
@@ -59,7 +61,7 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 	// The loop exists before the handler is registered (a running informer
 	// calls it at once); on a later failure it is shut down here,
 	// otherwise Run releases it.
-	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{RateLimiter: rateLimiter()})
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{RateLimiter: rateLimiter(o.Clock)})
 	reg, err := informer.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.namespaceChanged,
 		UpdateFunc: func(_, obj any) { c.namespaceChanged(obj) },
@@ -124,11 +126,50 @@ func serverNamespacedResources(d discovery.DiscoveryInterface) func() ([]*metav1
 }
 
 // rateLimiter retries a failing namespace with back-off from 5ms, at
-// least once a minute (KCM's per-namespace limits; see the package doc for
-// its overall retry bucket).
-func rateLimiter() workqueue.TypedRateLimiter[string] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Minute)
+// least once a minute, and all retries together at 10 a second with a
+// burst of 100, as KCM does.
+func rateLimiter(c clock.PassiveClock) workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Minute),
+		newBucket(c, 10, 100),
+	)
 }
+
+// bucket is a token bucket shared by all keys: qps tokens a second, at
+// most burst saved. Each When takes a token, and when none is left says
+// how long until the one it took is earned (workqueue's bucket limiter,
+// without golang.org/x/time, which is not a direct dependency).
+type bucket struct {
+	mu     sync.Mutex
+	clock  clock.PassiveClock
+	qps    float64
+	burst  float64
+	tokens float64
+	last   time.Time
+}
+
+func newBucket(c clock.PassiveClock, qps, burst float64) *bucket {
+	return &bucket{clock: c, qps: qps, burst: burst, tokens: burst, last: c.Now()}
+}
+
+func (b *bucket) When(string) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	if now.After(b.last) {
+		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.qps)
+		b.last = now
+	}
+	b.tokens--
+	if b.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-b.tokens / b.qps * float64(time.Second))
+}
+
+func (b *bucket) Forget(string) {}
+
+func (b *bucket) NumRequeues(string) int { return 0 }
 
 // Run waits for the namespace cache, then empties namespaces being deleted
 // until ctx is done.

@@ -1,6 +1,8 @@
 package namespace
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,7 +23,7 @@ func newTestController(t *testing.T, f *fixture, cached ...*corev1.Namespace) *c
 		deleter:    f.d,
 		workers:    1,
 	}
-	c.loop = workloop.New("test", c.sync, workloop.Options{Clock: testingclock.NewFakeClock(t0), RateLimiter: rateLimiter()})
+	c.loop = workloop.New("test", c.sync, workloop.Options{Clock: testingclock.NewFakeClock(t0), RateLimiter: rateLimiter(testingclock.NewFakeClock(t0))})
 	t.Cleanup(c.loop.ShutDown)
 	return c
 }
@@ -97,4 +99,42 @@ func TestHandlerDelaysDeletedNamespaces(t *testing.T) {
 	}
 	clk.Step(time.Millisecond)
 	controllertest.WaitFor(t, "the deleted namespace to be queued", func() bool { return c.loop.Len() == 1 })
+}
+
+// TestRetryLimits: one namespace's retries back off from 5ms to a minute;
+// all namespaces' retries together get 100 at once, then 10 a second.
+func TestRetryLimits(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	rl := rateLimiter(clk)
+	var got []time.Duration
+	for range 3 {
+		got = append(got, rl.When("a"))
+	}
+	if want := []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond}; !slices.Equal(got, want) {
+		t.Errorf("back-off %v, want %v", got, want)
+	}
+	for range 30 {
+		rl.When("a")
+	}
+	if d := rl.When("a"); d != time.Minute {
+		t.Errorf("back-off capped at %v, want 1m", d)
+	}
+	rl.Forget("a")
+
+	b := newBucket(clk, 10, 100)
+	for i := range 100 {
+		if d := b.When(fmt.Sprint(i)); d != 0 {
+			t.Fatalf("retry %d delayed %v within the burst", i, d)
+		}
+	}
+	if d := b.When("x"); d != 100*time.Millisecond {
+		t.Errorf("first retry past the burst delayed %v, want 100ms", d)
+	}
+	if d := b.When("y"); d != 200*time.Millisecond {
+		t.Errorf("second retry past the burst delayed %v, want 200ms", d)
+	}
+	clk.Step(time.Second)
+	if d := b.When("z"); d != 0 {
+		t.Errorf("after a second (10 tokens earned, 2 owed) delayed %v, want none", d)
+	}
 }

@@ -26,7 +26,8 @@
 //   - content still on its way out (pods within their grace period,
 //     objects held by finalizers, estimated at 15s) requeues the namespace
 //     after half the estimate plus a second; an error retries with
-//     back-off (5ms doubling, at most a minute).
+//     back-off (5ms doubling, at most a minute; all retries together at
+//     most 10 a second after a burst of 100).
 //
 // Guarantees:
 //   - The kubernetes finalizer is removed only after a pass found nothing
@@ -59,9 +60,6 @@
 //     discovery returns nothing; here the first pass reports it instead.
 //   - Resources other than pods are deleted in a fixed order (group,
 //     version, resource); KCM's order is a map's.
-//   - Retries of a failing namespace back off per namespace as in KCM, but
-//     without KCM's overall 10 qps / 100 burst bucket across namespaces
-//     (that needs golang.org/x/time/rate, only an indirect dependency).
 //   - A requeue for remaining content resets the namespace's failure
 //     back-off (KCM's keeps counting).
 //   - The client's QPS and burst are raised 20 and 100 times as KCM does,

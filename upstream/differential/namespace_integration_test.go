@@ -175,11 +175,13 @@ func nsReleaseHeld(ctx context.Context, cs kubernetes.Interface, ns string) erro
 	return nil
 }
 
-// nsObserve returns the child namespaces (phase, finalizers,
-// conditions with reasons and messages: none carries a time or a generated
-// name), a summary of what is left in them (kind, name, being deleted,
-// finalizers: full objects would carry the service's allocated IP), and
-// the reasons of the events in them and in the harness's namespace.
+// nsObserve returns the child namespaces (phase, finalizers, conditions
+// with status, reason and message; a message naming the child namespace,
+// whose name is generated, has it replaced by <child>), a summary of what
+// is left in them (kind, name, being deleted, finalizers: enough to tell
+// the two sides apart, without the fields the API server fills in
+// differently each run), and the "kind reason" pairs of the events in
+// them and in the harness's namespace.
 func nsObserve(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
 	return nsObserveExtra(ctx, cs, ns, nil)
 }
@@ -225,7 +227,7 @@ func nsObserveExtra(ctx context.Context, cs kubernetes.Interface, ns string, ext
 	slices.Sort(reasons)
 	out = append(out, &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{Kind: "Summary"},
-		ObjectMeta: metav1.ObjectMeta{Name: "nsChildren"},
+		ObjectMeta: metav1.ObjectMeta{Name: "children"},
 		Data: map[string]string{
 			"namespaces": fmt.Sprint(len(kids)),
 			"left":       strings.Join(left, "\n"),
