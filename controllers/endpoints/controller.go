@@ -3,6 +3,7 @@ package endpoints
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	esutil "k8s.io/endpointslice/util"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/servicepods"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
@@ -37,13 +39,16 @@ type controller struct {
 	workers   int
 	synced    []cache.InformerSynced
 	loop      *workloop.Loop
+	// podQueue finds the Services of changed pods, after the caches
+	// synced, as KCM's pod queue does.
+	podQueue *servicepods.Queue
 	// after enqueues a key after a delay: loop.AddAfter, replaced in tests.
 	after func(key string, d time.Duration)
 }
 
 func newSyncer(client kubernetes.Interface, services corelisters.ServiceLister, pods corelisters.PodLister,
 	endpoints corelisters.EndpointsLister, recorder record.EventRecorder, o Options) *controller {
-	return &controller{
+	c := &controller{
 		client:    client,
 		services:  services,
 		pods:      pods,
@@ -54,6 +59,8 @@ func newSyncer(client kubernetes.Interface, services corelisters.ServiceLister, 
 		batch:     o.EndpointUpdatesBatchPeriod,
 		workers:   int(o.ConcurrentEndpointSyncs),
 	}
+	c.podQueue = servicepods.New(services, func(key string, d time.Duration) { c.after(key, d) }, c.batch)
+	return c
 }
 
 func newController(ctx context.Context, cc descriptor.Context, o Options) (*controller, error) {
@@ -68,7 +75,6 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 	// otherwise Run releases it.
 	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{MaxRetries: maxRetries})
 	c.after = c.loop.AddAfter
-	log := logr.FromContextOrDiscard(ctx)
 	handlers := []struct {
 		what string
 		inf  cache.SharedIndexInformer
@@ -80,9 +86,9 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 			DeleteFunc: c.enqueue,
 		}},
 		{"pod", core.Pods().Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.podChanged(log, nil, obj) },
-			UpdateFunc: func(old, obj any) { c.podChanged(log, old, obj) },
-			DeleteFunc: func(obj any) { c.podChanged(log, obj, nil) },
+			AddFunc:    func(obj any) { c.podQueue.PodChanged(nil, obj) },
+			UpdateFunc: c.podQueue.PodChanged,
+			DeleteFunc: func(obj any) { c.podQueue.PodChanged(obj, nil) },
 		}},
 		// A deleted Endpoints object is recreated if its Service still
 		// wants one.
@@ -92,6 +98,7 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 		reg, err := h.inf.AddEventHandler(h.h)
 		if err != nil {
 			c.loop.ShutDown()
+			c.podQueue.ShutDown()
 			return nil, fmt.Errorf("%s event handler: %w", h.what, err)
 		}
 		c.synced = append(c.synced, reg.HasSynced)
@@ -108,9 +115,15 @@ func (c *controller) Run(ctx context.Context) error {
 	defer log.Info("Shutting down endpoint controller")
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		c.loop.ShutDown()
+		c.podQueue.ShutDown()
 		return nil
 	}
 	c.enqueueLeftovers(log)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() { c.podQueue.Run(ctx, c.workers) })
 	return c.loop.RunWorkers(ctx, c.workers)
 }
 
@@ -132,23 +145,6 @@ func (c *controller) enqueueLeftovers(log logr.Logger) {
 func (c *controller) enqueue(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 		c.after(key, 0)
-	}
-}
-
-// podChanged enqueues, after the batch period, every Service the pod
-// belongs to or belonged to, when the change can matter to endpoints.
-func (c *controller) podChanged(log logr.Logger, old, obj any) {
-	key := esutil.GetPodUpdateProjectionKey(old, obj)
-	if key == nil {
-		return
-	}
-	services, err := esutil.GetServicesToUpdate(c.services, key)
-	if err != nil {
-		log.Error(err, "Listing the Services of a pod", "namespace", key.Namespace)
-		return
-	}
-	for svc := range services {
-		c.after(svc, c.batch)
 	}
 }
 

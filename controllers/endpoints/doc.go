@@ -33,15 +33,16 @@
 //     resource versions), labels or capacity annotation are wrong.
 //   - A sync never acts on an Endpoints object this controller has already
 //     replaced (the informer is behind): it fails and is retried.
+//   - The Services of a changed pod are found in a second work queue whose
+//     workers start once the caches synced, as in KCM (so a Service is
+//     synced again after the first pass, which matters to over-capacity
+//     Endpoints: their annotations are rewritten at every sync).
 //   - Failed syncs are retried with back-off and dropped after 15 failures
 //     in a row; FailedToCreateEndpoint / FailedToUpdateEndpoint events are
 //     recorded. A create refused because the namespace is terminating is
 //     not an error.
 //
 // Non-guarantees and differences from KCM:
-//   - KCM finds the Services of a changed pod in a second work queue; here
-//     the informer handler does it (it reads the Service cache of the pod's
-//     namespace only).
 //   - Events are recorded by the host's recorder, whose source component is
 //     endpoints-controller; KCM's says endpoint-controller.
 //   - A zero ConcurrentEndpointSyncs takes the default, as KCM's

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,6 +24,7 @@ type fixture struct {
 	t         *testing.T
 	client    *fake.Clientset
 	pods      cache.Indexer
+	services  cache.Indexer
 	endpoints cache.Indexer
 	c         *controller
 	recorder  *record.FakeRecorder
@@ -39,11 +41,20 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		recorder:  record.NewFakeRecorder(100),
 		requeues:  map[string]time.Duration{},
 	}
-	services := controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.Service](objs)...)
-	f.c = newSyncer(f.client, corelisters.NewServiceLister(services), corelisters.NewPodLister(f.pods),
+	f.services = controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.Service](objs)...)
+	f.c = newSyncer(f.client, corelisters.NewServiceLister(f.services), corelisters.NewPodLister(f.pods),
 		corelisters.NewEndpointsLister(f.endpoints), f.recorder, NewOptions())
 	f.c.after = func(key string, d time.Duration) { f.requeues[key] = d }
+	t.Cleanup(func() { f.c.podQueue.ShutDown() })
 	return f
+}
+
+// podChanged feeds a pod event to the pod queue and processes it.
+func (f *fixture) podChanged(old, obj any) {
+	f.c.podQueue.PodChanged(old, obj)
+	for f.c.podQueue.Len() > 0 {
+		f.c.podQueue.ProcessNext(logr.Discard())
+	}
 }
 
 func (f *fixture) sync(key string) error {

@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/servicepods"
 )
 
 func TestPodChangeEnqueuesItsServices(t *testing.T) {
@@ -29,7 +31,7 @@ func TestPodChangeEnqueuesItsServices(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, newService("web"), newService("other", func(s *corev1.Service) { s.Spec.Selector = map[string]string{"x": "y"} }))
-			f.c.podChanged(testr.New(t), tt.old, tt.cur)
+			f.podChanged(tt.old, tt.cur)
 			if !maps.Equal(f.requeues, tt.want) {
 				t.Errorf("enqueued %v, want %v", f.requeues, tt.want)
 			}
@@ -41,8 +43,9 @@ func TestPodChangeEnqueuesItsServices(t *testing.T) {
 // period; Service and Endpoints events do not.
 func TestBatchPeriodDelaysPodTriggeredSyncs(t *testing.T) {
 	f := newFixture(t, newService("web"))
-	f.c.batch = 4 * time.Second
-	f.c.podChanged(testr.New(t), nil, newPod("a", "10.0.0.1", true, 8080))
+	f.c.podQueue.ShutDown()
+	f.c.podQueue = servicepods.New(corelisters.NewServiceLister(f.services), func(key string, d time.Duration) { f.c.after(key, d) }, 4*time.Second)
+	f.podChanged(nil, newPod("a", "10.0.0.1", true, 8080))
 	if d := f.requeues["ns/web"]; d != 4*time.Second {
 		t.Errorf("pod-triggered delay %v, want 4s", d)
 	}

@@ -3,6 +3,7 @@ package endpointslice
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -20,6 +21,7 @@ import (
 	esutil "k8s.io/endpointslice/util"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/servicepods"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
@@ -59,6 +61,10 @@ type controller struct {
 	batch      time.Duration
 	workers    int
 	loop       *workloop.Loop
+	synced     []cache.InformerSynced
+	// podQueue finds the Services of changed pods, after the caches
+	// synced, as KCM's pod queue does.
+	podQueue *servicepods.Queue
 	// after enqueues a key after a delay: loop.AddAfter, replaced in tests.
 	after func(key string, d time.Duration)
 }
@@ -98,9 +104,9 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 			DeleteFunc: c.serviceChanged,
 		}},
 		{"pod", core.Pods().Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.podChanged(log, nil, obj) },
-			UpdateFunc: func(old, obj any) { c.podChanged(log, old, obj) },
-			DeleteFunc: func(obj any) { c.podChanged(log, obj, nil) },
+			AddFunc:    func(obj any) { c.podQueue.PodChanged(nil, obj) },
+			UpdateFunc: c.podQueue.PodChanged,
+			DeleteFunc: func(obj any) { c.podQueue.PodChanged(obj, nil) },
 		}},
 		{"endpointslice", slices.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.sliceAdded,
@@ -117,9 +123,10 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 		reg, err := h.inf.AddEventHandler(h.h)
 		if err != nil {
 			c.loop.ShutDown()
+			c.podQueue.ShutDown()
 			return nil, fmt.Errorf("%s event handler: %w", h.what, err)
 		}
-		c.loop.WaitFor(reg.HasSynced)
+		c.synced = append(c.synced, reg.HasSynced)
 	}
 	return c, nil
 }
@@ -140,6 +147,7 @@ func newSyncer(client kubernetes.Interface, services corelisters.ServiceLister, 
 		topology: topologycache.NewTopologyCache(),
 		batch:    o.EndpointUpdatesBatchPeriod,
 	}
+	c.podQueue = servicepods.New(services, func(key string, d time.Duration) { c.after(key, d) }, c.batch)
 	c.reconciler = endpointslicerec.NewReconciler(client, nodes, o.MaxEndpointsPerSlice, c.tracker, c.topology,
 		recorder, ManagedBy, endpointslicerec.WithPreferSameTrafficDistributionEnabled(preferSame))
 	return c
@@ -150,29 +158,22 @@ func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Starting endpoint slice controller", "workers", c.workers)
 	defer log.Info("Shutting down endpoint slice controller")
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		c.loop.ShutDown()
+		c.podQueue.ShutDown()
+		return nil
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() { c.podQueue.Run(ctx, c.workers) })
 	return c.loop.RunWorkers(ctx, c.workers)
 }
 
 func (c *controller) serviceChanged(obj any) {
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 		c.loop.Add(key)
-	}
-}
-
-// podChanged enqueues, after the batch period, every Service the pod
-// belongs to or belonged to, when the change can matter to endpoints.
-func (c *controller) podChanged(log logr.Logger, old, obj any) {
-	key := esutil.GetPodUpdateProjectionKey(old, obj)
-	if key == nil {
-		return
-	}
-	services, err := esutil.GetServicesToUpdate(c.services, key)
-	if err != nil {
-		log.Error(err, "Listing the Services of a pod", "namespace", key.Namespace)
-		return
-	}
-	for svc := range services {
-		c.after(svc, c.batch)
 	}
 }
 

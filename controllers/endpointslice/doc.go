@@ -32,11 +32,10 @@
 //     FailedToListEndpointSlices) events are recorded on the Service.
 //
 // Non-guarantees and differences from KCM:
-//   - KCM finds the Services of a changed pod in a second work queue; here
-//     the informer handler does it (it reads the Service cache of the pod's
-//     namespace only). Node changes that re-read the topology go through
-//     the Service queue under a key that names no Service, rather than a
-//     third queue.
+//   - The Services of a changed pod are found in a second work queue, as in
+//     KCM; Node changes that re-read the topology go through the Service
+//     queue under a key that names no Service, rather than KCM's third
+//     queue (so they share its rate limiter).
 //   - Events are recorded by the host's recorder, whose source component is
 //     endpointslice-controller; KCM's says endpoint-slice-controller.
 //   - The library's metrics (endpoint_slice_controller_*) are not registered

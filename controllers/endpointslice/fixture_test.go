@@ -70,7 +70,16 @@ func newFixture(t *testing.T, o Options, objs ...runtime.Object) *fixture {
 		defer f.mu.Unlock()
 		f.requeues[key] = d
 	}
+	t.Cleanup(f.c.podQueue.ShutDown)
 	return f
+}
+
+// podChanged feeds a pod event to the pod queue and processes it.
+func (f *fixture) podChanged(old, obj any) {
+	f.c.podQueue.PodChanged(old, obj)
+	for f.c.podQueue.Len() > 0 {
+		f.c.podQueue.ProcessNext(logr.Discard())
+	}
 }
 
 // mirror delivers the API server's slices to the slice cache, as the

@@ -35,7 +35,7 @@ func TestPodChangeEnqueuesItsServices(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, Options{EndpointUpdatesBatchPeriod: 3 * time.Second}, newService("web"), other)
-			f.c.podChanged(testLogger(t), tt.old, tt.cur)
+			f.podChanged(tt.old, tt.cur)
 			if !maps.Equal(f.requeues, tt.want) {
 				t.Errorf("enqueued %v, want %v", f.requeues, tt.want)
 			}
