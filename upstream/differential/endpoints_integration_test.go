@@ -212,3 +212,75 @@ func TestEndpointsChanges(t *testing.T) {
 		t.Errorf("native headless Endpoints did not follow its new selector: %s", j)
 	}
 }
+
+// epAddressCount counts the ready and not-ready addresses of the named
+// Endpoints in a normalised state.
+func epAddressCount(state []map[string]any, name string) int {
+	n := 0
+	for _, o := range state {
+		md, _ := o["metadata"].(map[string]any)
+		if o["kind"] != "Endpoints" || md["name"] != name {
+			continue
+		}
+		subsets, _ := o["subsets"].([]any)
+		for _, s := range subsets {
+			sm, _ := s.(map[string]any)
+			a, _ := sm["addresses"].([]any)
+			b, _ := sm["notReadyAddresses"].([]any)
+			n += len(a) + len(b)
+		}
+	}
+	return n
+}
+
+// TestEndpointsOverCapacity: a Service over 1010 pods (1005 ready, 5 not
+// ready) gets an Endpoints object truncated to 1000 addresses (the
+// not-ready ones go first, then the ready ones beyond the capacity, in
+// address order) and annotated endpoints.kubernetes.io/over-capacity:
+// truncated. Compares the Endpoints object in full and the event reasons.
+func TestEndpointsOverCapacity(t *testing.T) {
+	const ready, notReady = 1005, 5
+	sel := map[string]string{"app": "crowd"}
+	res := compare(t, differential.Scenario{
+		Name: "endpoints over capacity", Controller: endpoints.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := epCreateNode(ctx, cs, ns); err != nil {
+				return err
+			}
+			if _, err := cs.CoreV1().Services(ns).Create(ctx, epService("crowd", sel, nil,
+				epPort("", 80, intstr.FromInt32(8080))), metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			// Created by a few workers at once: a thousand pods one by one
+			// take long under -race.
+			const workers = 8
+			errs := make(chan error, workers)
+			for w := range workers {
+				go func() {
+					var batch []epPod
+					for i := w; i < ready+notReady; i += workers {
+						batch = append(batch, epPod{name: fmt.Sprintf("crowd-%04d", i), labels: sel,
+							ip: fmt.Sprintf("10.4.%d.%d", i/250, 1+i%250), ready: i < ready})
+					}
+					errs <- epCreatePods(ctx, cs, ns, batch...)
+				}()
+			}
+			var err error
+			for range workers {
+				if e := <-errs; e != nil && err == nil {
+					err = e
+				}
+			}
+			return err
+		}),
+		Observe: endpointsIn,
+		Settled: func(state []map[string]any) bool {
+			return epAddressCount(state, "crowd") == 1000 &&
+				strings.Contains(objectJSON(state, "Endpoints", "crowd"), `"endpoints.kubernetes.io/over-capacity":"truncated"`)
+		},
+		Cleanup: epCleanup,
+	})
+	if j := objectJSON(res.Native, "Endpoints", "crowd"); strings.Contains(j, "notReadyAddresses") {
+		t.Errorf("native side kept not-ready addresses although the ready ones fill the capacity")
+	}
+}
