@@ -131,7 +131,8 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 	return c, nil
 }
 
-// newSyncer returns a controller without a loop: what sync needs.
+// newSyncer returns a controller without a loop: what sync needs. Its pod
+// queue runs a goroutine until Run or podQueue.ShutDown releases it.
 func newSyncer(client kubernetes.Interface, services corelisters.ServiceLister, pods corelisters.PodLister,
 	slices discoverylisters.EndpointSliceLister, nodes corelisters.NodeLister, recorder record.EventRecorder,
 	o Options, preferSame bool) *controller {

@@ -104,7 +104,7 @@ func TestBatchPeriodDelaysSliceResyncs(t *testing.T) {
 	}
 }
 
-func TestTopologyKeyNamesNoService(t *testing.T) {
+func TestTopologySyncWritesNothing(t *testing.T) {
 	objs := []runtime.Object{newService("web"), newNode("node-1", "z1")}
 	f := newFixture(t, Options{}, objs...)
 	if err := f.sync(topologyKey); err != nil {
