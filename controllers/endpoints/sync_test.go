@@ -294,3 +294,32 @@ func TestTruncateCutsReadyWhenTheyAloneOverflow(t *testing.T) {
 		t.Error("an Endpoints at capacity was truncated")
 	}
 }
+
+// TestSyncTriggerTimeOnlyForNewChanges: the first sync stamps the trigger
+// time (the Service's creation); a later sync that must rewrite the object
+// (an over-capacity one always does) without any new pod or Service change
+// drops the annotation, as KCM does.
+func TestSyncTriggerTimeOnlyForNewChanges(t *testing.T) {
+	objs := []runtime.Object{newService("web")}
+	for i := range MaxCapacity + 1 {
+		objs = append(objs, newPod(fmt.Sprintf("p%04d", i), fmt.Sprintf("10.0.%d.%d", i/256, i%256), true, 8080))
+	}
+	f := newFixture(t, objs...)
+	if err := f.sync("ns/web"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.get("web").Annotations[corev1.EndpointsLastChangeTriggerTime]; got != "2026-01-01T00:00:00Z" {
+		t.Errorf("first trigger time %q, want the Service's creation", got)
+	}
+	f.mirror()
+	if err := f.sync("ns/web"); err != nil {
+		t.Fatal(err)
+	}
+	ep := f.get("web")
+	if _, ok := ep.Annotations[corev1.EndpointsLastChangeTriggerTime]; ok {
+		t.Errorf("trigger time kept without a new change: %v", ep.Annotations)
+	}
+	if ep.Annotations[corev1.EndpointsOverCapacity] != "truncated" {
+		t.Errorf("over-capacity annotation lost: %v", ep.Annotations)
+	}
+}
