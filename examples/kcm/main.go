@@ -23,11 +23,17 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
 	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
+	"github.com/ctrlhost/ctrlhost/controllers/endpoints"
+	"github.com/ctrlhost/ctrlhost/controllers/endpointslice"
+	"github.com/ctrlhost/ctrlhost/controllers/garbagecollector"
 	"github.com/ctrlhost/ctrlhost/controllers/job"
+	"github.com/ctrlhost/ctrlhost/controllers/namespace"
 	"github.com/ctrlhost/ctrlhost/controllers/podgc"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
+	"github.com/ctrlhost/ctrlhost/controllers/resourcequota"
 	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
 	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
+	"github.com/ctrlhost/ctrlhost/controllers/serviceaccounttoken"
 	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -118,6 +124,12 @@ type builtinOptions struct {
 	ds  daemonset.Options
 	job job.Options
 	cj  cronjob.Options
+	sat serviceaccounttoken.Options
+	ns  namespace.Options
+	rq  resourcequota.Options
+	ep  endpoints.Options
+	eps endpointslice.Options
+	gcc garbagecollector.Options
 }
 
 // builtinFeatureSpecs are the feature gates the built-ins consult, with
@@ -125,6 +137,7 @@ type builtinOptions struct {
 func builtinFeatureSpecs() []map[featuregate.Feature]featuregate.FeatureSpec {
 	return []map[featuregate.Feature]featuregate.FeatureSpec{
 		replicaset.FeatureSpecs(), deployment.FeatureSpecs(), daemonset.FeatureSpecs(), job.FeatureSpecs(),
+		resourcequota.FeatureSpecs(), endpointslice.FeatureSpecs(),
 	}
 }
 
@@ -133,6 +146,8 @@ func newBuiltinOptions() *builtinOptions {
 		rs: replicaset.NewOptions(), gc: podgc.NewOptions(), sa: serviceaccount.NewOptions(),
 		tc: tokencleaner.NewOptions(), ca: rootcacertpublisher.NewOptions(), ttl: ttlafterfinished.NewOptions(),
 		dep: deployment.NewOptions(), ds: daemonset.NewOptions(), job: job.NewOptions(), cj: cronjob.NewOptions(),
+		sat: serviceaccounttoken.NewOptions(), ns: namespace.NewOptions(), rq: resourcequota.NewOptions(),
+		ep: endpoints.NewOptions(), eps: endpointslice.NewOptions(), gcc: garbagecollector.NewOptions(),
 	}
 }
 
@@ -147,6 +162,12 @@ func (o *builtinOptions) addFlags(fs *pflag.FlagSet) {
 	o.ds.AddFlags(fs)
 	o.job.AddFlags(fs)
 	o.cj.AddFlags(fs)
+	o.sat.AddFlags(fs) // shares --root-ca-file with the root-CA publisher
+	o.ns.AddFlags(fs)
+	o.rq.AddFlags(fs)
+	o.ep.AddFlags(fs)
+	o.eps.AddFlags(fs)
+	o.gcc.AddFlags(fs)
 }
 
 // descriptors are the built-ins, in the order this program registers them.
@@ -163,5 +184,11 @@ func (o *builtinOptions) descriptors() []descriptor.Descriptor {
 		daemonset.Descriptor(o.ds),
 		job.Descriptor(o.job),
 		cronjob.Descriptor(o.cj),
+		serviceaccounttoken.Descriptor(o.sat),
+		namespace.Descriptor(o.ns),
+		resourcequota.Descriptor(o.rq),
+		endpoints.Descriptor(o.ep),
+		endpointslice.Descriptor(o.eps),
+		garbagecollector.Descriptor(o.gcc),
 	}
 }

@@ -19,7 +19,7 @@ func TestCommandLine(t *testing.T) {
 	}{
 		{"unknown KCM flag", []string{"--concurrent-statefulset-syncs=5"}, 2, "unknown flag: --concurrent-statefulset-syncs"},
 		{"unknown controller", []string{"--controllers=*,statefulset-controller", "--kubeconfig=/nonexistent"}, 1, `"statefulset-controller" is not a known controller`},
-		{"unknown controller: where to find it", []string{"--controllers=*,garbagecollector", "--kubeconfig=/nonexistent"}, 1, "Every kube-controller-manager controller is in the upstream module's drop-in binary, github.com/ctrlhost/ctrlhost/upstream/cmd/kube-controller-manager"},
+		{"unknown controller: where to find it", []string{"--controllers=*,statefulset", "--kubeconfig=/nonexistent"}, 1, "Every kube-controller-manager controller is in the upstream module's drop-in binary, github.com/ctrlhost/ctrlhost/upstream/cmd/kube-controller-manager"},
 		{"bad worker count", []string{"--concurrent-replicaset-syncs=-1", "--kubeconfig=/nonexistent"}, 1, "--concurrent-replicaset-syncs"},
 		{"bad duration", []string{"--controller-shutdown-timeout=0"}, 2, "must be a positive duration"},
 		{"help", []string{"--help"}, 0, "--terminated-pod-gc-threshold"},
@@ -51,6 +51,11 @@ func TestUpstreamCommandLineParses(t *testing.T) {
 		"--root-ca-file=/etc/kubernetes/pki/ca.crt", "--terminated-pod-gc-threshold=12500",
 		"--concurrent-replicaset-syncs=5", "--concurrent-rc-syncs=5", "--concurrent-ttl-after-finished-syncs=5",
 		"--concurrent-deployment-syncs=5", "--concurrent-daemonset-syncs=2", "--concurrent-job-syncs=5", "--concurrent-cron-job-syncs=5",
+		"--service-account-private-key-file=/etc/kubernetes/pki/sa.key", "--concurrent-serviceaccount-token-syncs=5",
+		"--concurrent-namespace-syncs=10", "--namespace-sync-period=5m", "--concurrent-resource-quota-syncs=5",
+		"--resource-quota-sync-period=5m", "--concurrent-endpoint-syncs=5", "--endpoint-updates-batch-period=0s",
+		"--concurrent-service-endpoint-syncs=5", "--max-endpoints-per-slice=100", "--endpointslice-updates-batch-period=0s",
+		"--enable-garbage-collector=true", "--concurrent-gc-syncs=20",
 		"--kube-api-qps=20", "--kube-api-burst=30", "--min-resync-period=12h", "--controller-shutdown-timeout=10s",
 		"--use-service-account-credentials=true", "--v=2",
 	}

@@ -17,9 +17,14 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
 	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
+	"github.com/ctrlhost/ctrlhost/controllers/endpoints"
+	"github.com/ctrlhost/ctrlhost/controllers/endpointslice"
+	"github.com/ctrlhost/ctrlhost/controllers/garbagecollector"
 	"github.com/ctrlhost/ctrlhost/controllers/job"
+	"github.com/ctrlhost/ctrlhost/controllers/namespace"
 	"github.com/ctrlhost/ctrlhost/controllers/podgc"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
+	"github.com/ctrlhost/ctrlhost/controllers/resourcequota"
 	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
 	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
 	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
@@ -94,7 +99,8 @@ func TestBuiltinsTakeOverWarmCaches(t *testing.T) {
 	}
 	b.WaitRunning(replicaset.ReplicaSetControllerName, replicaset.ReplicationControllerControllerName, podgc.Name,
 		serviceaccount.Name, tokencleaner.Name, rootcacertpublisher.Name, ttlafterfinished.Name,
-		deployment.Name, daemonset.Name, job.Name, cronjob.Name)
+		deployment.Name, daemonset.Name, job.Name, cronjob.Name, namespace.Name, resourcequota.Name,
+		endpoints.Name, endpointslice.Name, garbagecollector.Name)
 	b.WaitHealthy("/readyz")
 	if err := b.Stop(); err != nil {
 		t.Fatal(err)

@@ -14,11 +14,17 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
 	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
+	"github.com/ctrlhost/ctrlhost/controllers/endpoints"
+	"github.com/ctrlhost/ctrlhost/controllers/endpointslice"
+	"github.com/ctrlhost/ctrlhost/controllers/garbagecollector"
 	"github.com/ctrlhost/ctrlhost/controllers/job"
+	"github.com/ctrlhost/ctrlhost/controllers/namespace"
 	"github.com/ctrlhost/ctrlhost/controllers/podgc"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
+	"github.com/ctrlhost/ctrlhost/controllers/resourcequota"
 	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
 	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
+	"github.com/ctrlhost/ctrlhost/controllers/serviceaccounttoken"
 	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -35,6 +41,8 @@ type native struct {
 func natives() []native {
 	rs, gc, ca, ttl := replicaset.NewOptions(), podgc.NewOptions(), rootcacertpublisher.NewOptions(), ttlafterfinished.NewOptions()
 	dep, ds, jb, cj := deployment.NewOptions(), daemonset.NewOptions(), job.NewOptions(), cronjob.NewOptions()
+	sat, ns, rq := serviceaccounttoken.NewOptions(), namespace.NewOptions(), resourcequota.NewOptions()
+	ep, eps, gcc := endpoints.NewOptions(), endpointslice.NewOptions(), garbagecollector.NewOptions()
 	return []native{
 		{replicaset.Descriptor(rs), rs.AddFlags, replicaset.FeatureSpecs()},
 		{replicaset.ReplicationControllerDescriptor(rs), rs.AddFlags, replicaset.FeatureSpecs()},
@@ -47,6 +55,12 @@ func natives() []native {
 		{daemonset.Descriptor(ds), ds.AddFlags, daemonset.FeatureSpecs()},
 		{job.Descriptor(jb), jb.AddFlags, job.FeatureSpecs()},
 		{cronjob.Descriptor(cj), cj.AddFlags, nil},
+		{serviceaccounttoken.Descriptor(sat), sat.AddFlags, nil},
+		{namespace.Descriptor(ns), ns.AddFlags, nil},
+		{resourcequota.Descriptor(rq), rq.AddFlags, resourcequota.FeatureSpecs()},
+		{endpoints.Descriptor(ep), ep.AddFlags, nil},
+		{endpointslice.Descriptor(eps), eps.AddFlags, endpointslice.FeatureSpecs()},
+		{garbagecollector.Descriptor(gcc), gcc.AddFlags, nil},
 	}
 }
 
