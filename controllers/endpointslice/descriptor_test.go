@@ -57,7 +57,9 @@ func TestBuildValidatesOptions(t *testing.T) {
 		wantErr []string
 	}{
 		{"defaults", endpointslice.NewOptions(), nil},
-		{"zero value takes the defaults", endpointslice.Options{}, nil},
+		{"zero value is rejected, as KCM rejects 0", endpointslice.Options{}, []string{
+			"--concurrent-service-endpoint-syncs: must be between 1 and 50, got 0",
+			"--max-endpoints-per-slice: must be between 1 and 1000, got 0"}},
 		{"too many workers", endpointslice.Options{ConcurrentServiceEndpointSyncs: 51},
 			[]string{prefix + "--concurrent-service-endpoint-syncs: must be between 1 and 50, got 51"}},
 		{"negative workers", endpointslice.Options{ConcurrentServiceEndpointSyncs: -1},

@@ -40,6 +40,4 @@
 //     endpointslice-controller; KCM's says endpoint-slice-controller.
 //   - The library's metrics (endpoint_slice_controller_*) are not registered
 //     with any registry: KCM registers them with the legacy global one.
-//   - A zero ConcurrentServiceEndpointSyncs or MaxEndpointsPerSlice takes
-//     the default; KCM rejects 0 given on the command line.
 package endpointslice

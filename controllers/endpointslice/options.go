@@ -50,12 +50,12 @@ func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
 // Options configures the controller. Use NewOptions for KCM's defaults.
 type Options struct {
 	// ConcurrentServiceEndpointSyncs is --concurrent-service-endpoint-syncs:
-	// how many Services are synced at once. Zero means the default, 5; the
-	// valid range is 1 to 50, as in KCM.
+	// how many Services are synced at once. Default: 5; the valid range is
+	// 1 to 50, as in KCM (0 is an error: start from NewOptions).
 	ConcurrentServiceEndpointSyncs int32
 	// MaxEndpointsPerSlice is --max-endpoints-per-slice: the most endpoints
-	// one EndpointSlice holds. Zero means the default, 100; the valid range
-	// is 1 to 1000, as in KCM.
+	// one EndpointSlice holds. Default: 100; the valid range is 1 to 1000,
+	// as in KCM (0 is an error).
 	MaxEndpointsPerSlice int32
 	// EndpointUpdatesBatchPeriod is --endpointslice-updates-batch-period:
 	// how long a Service's sync is delayed after a pod change, to batch
@@ -95,10 +95,10 @@ func (o Options) withDefaults() Options {
 // Validate reports every invalid field.
 func (o Options) Validate() error {
 	var errs []error
-	if n := o.ConcurrentServiceEndpointSyncs; n < 0 || n > maxConcurrentServiceEndpointSyncs {
+	if n := o.ConcurrentServiceEndpointSyncs; n < 1 || n > maxConcurrentServiceEndpointSyncs {
 		errs = append(errs, fmt.Errorf("--concurrent-service-endpoint-syncs: must be between 1 and %d, got %d", maxConcurrentServiceEndpointSyncs, n))
 	}
-	if n := o.MaxEndpointsPerSlice; n < 0 || n > maxMaxEndpointsPerSlice {
+	if n := o.MaxEndpointsPerSlice; n < 1 || n > maxMaxEndpointsPerSlice {
 		errs = append(errs, fmt.Errorf("--max-endpoints-per-slice: must be between 1 and %d, got %d", maxMaxEndpointsPerSlice, n))
 	}
 	if o.EndpointUpdatesBatchPeriod < 0 {
