@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -45,6 +46,10 @@ type controller struct {
 	deleter    *deleter
 	workers    int
 	loop       *workloop.Loop
+	// every is --namespace-sync-period (0: no periodic pass); ticks times
+	// it.
+	every time.Duration
+	ticks clock.WithTicker
 }
 
 func newController(ctx context.Context, cc descriptor.Context, o Options) (*controller, error) {
@@ -57,15 +62,20 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 		namespaces: informer.Lister(),
 		deleter:    newDeleter(client, meta, serverNamespacedResources(client.Discovery()), o.Clock),
 		workers:    int(o.ConcurrentNamespaceSyncs),
+		every:      o.NamespaceSyncPeriod,
+		ticks:      clock.RealClock{},
 	}
 	// The loop exists before the handler is registered (a running informer
 	// calls it at once); on a later failure it is shut down here,
 	// otherwise Run releases it.
 	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{RateLimiter: rateLimiter(o.Clock)})
-	reg, err := informer.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+	// No handler resync period: client-go raises one asked for after the
+	// informer started (a warm standby's takeover) to the informer's check
+	// period, hours; Run's own ticker gives KCM's periodic pass instead.
+	reg, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.namespaceChanged,
 		UpdateFunc: func(_, obj any) { c.namespaceChanged(obj) },
-	}, o.NamespaceSyncPeriod)
+	})
 	if err != nil {
 		c.loop.ShutDown()
 		return nil, fmt.Errorf("namespace event handler: %w", err)
@@ -178,7 +188,36 @@ func (c *controller) Run(ctx context.Context) error {
 	log.Info("Starting namespace controller", "workers", c.workers)
 	defer log.Info("Shutting down namespace controller")
 	c.loop.WaitFor(c.synced)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() { c.periodicPass(ctx) })
 	return c.loop.RunWorkers(ctx, c.workers)
+}
+
+// periodicPass queues every namespace being deleted once per sync period
+// until ctx is done, as KCM's informer resync does.
+func (c *controller) periodicPass(ctx context.Context) {
+	if c.every <= 0 {
+		return
+	}
+	t := c.ticks.NewTicker(c.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			all, err := c.namespaces.List(labels.Everything())
+			if err != nil {
+				continue
+			}
+			for _, ns := range all {
+				c.namespaceChanged(ns)
+			}
+		}
+	}
 }
 
 // namespaceChanged queues a namespace being deleted, after deletionDelay.

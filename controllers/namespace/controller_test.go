@@ -1,6 +1,7 @@
 package namespace
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -136,5 +137,40 @@ func TestRetryLimits(t *testing.T) {
 	clk.Step(time.Second)
 	if d := b.When("z"); d != 0 {
 		t.Errorf("after a second (10 tokens earned, 2 owed) delayed %v, want none", d)
+	}
+}
+
+// TestPeriodicPassQueuesDeletingNamespaces: every sync period each
+// namespace being deleted is queued again (after the usual delay), with no
+// informer event: KCM gets this from its handler's resync period, which
+// client-go raises to hours when the handler comes after the informer
+// started, as on a warm standby's takeover.
+func TestPeriodicPassQueuesDeletingNamespaces(t *testing.T) {
+	live := namespace(0)
+	live.Name, live.DeletionTimestamp = "live", nil
+	f := newFixture(t, nil)
+	c := newTestController(t, f, namespace(time.Minute), live)
+	clk := testingclock.NewFakeClock(t0)
+	c.loop = workloop.New("test", c.sync, workloop.Options{Clock: clk})
+	t.Cleanup(c.loop.ShutDown)
+	c.every, c.ticks = time.Minute, clk
+
+	ctx, cancel := context.WithCancel(controllertest.LogContext(t))
+	done := make(chan struct{})
+	go func() { defer close(done); c.periodicPass(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	controllertest.WaitFor(t, "the pass's ticker", clk.HasWaiters)
+	// Time goes on a second per poll; the deleting namespace must be
+	// queued, and not before a period and the delay have passed.
+	controllertest.WaitFor(t, "the deleting namespace to be queued", func() bool {
+		clk.Step(time.Second)
+		return c.loop.Len() > 0
+	})
+	if elapsed := clk.Since(t0); elapsed < time.Minute+deletionDelay {
+		t.Errorf("queued %v after the start, want at least a period and the delay (%v)", elapsed, time.Minute+deletionDelay)
+	}
+	if n := c.loop.Len(); n != 1 {
+		t.Errorf("queued %d, want only the namespace being deleted", n)
 	}
 }

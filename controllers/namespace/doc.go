@@ -42,6 +42,11 @@
 //     finalize call retry on conflict on a fresh copy, and fail if the
 //     namespace was replaced (its UID changed); a failed condition update
 //     is logged and made again by the next pass (as in KCM).
+//   - Every --namespace-sync-period each namespace being deleted is queued
+//     again, also when the namespace informer was started before this
+//     controller (a warm standby's takeover): the period is kept by the
+//     controller's own ticker, not by an informer handler's resync period,
+//     which client-go stretches to hours on an informer already running.
 //
 // Non-guarantees:
 //   - Objects created in the namespace during the pass (by a client racing
