@@ -1,12 +1,10 @@
 package garbagecollector_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -126,22 +124,9 @@ func TestInit(t *testing.T) {
 }
 
 // TestRunWithCancelledContext: Run returns and releases its queues (their
-// goroutines) even when the term ended before it started. The shared
-// controllertest.CheckRunWithCancelledContext cannot be used: its context
-// has no RESTMapper, metadata client or object-or-metadata factory, which
-// the collector needs.
+// goroutines) even when the term ended before it started.
 func TestRunWithCancelledContext(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	cc, _ := hostContext(t)
-	c, err := garbagecollector.Descriptor(garbagecollector.NewOptions()).Init()(t.Context(), cc)
-	if err != nil || c == nil {
-		t.Fatalf("Init = %v, %v", c, err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if err := c.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	controllertest.CheckRunWithCancelledContext(t, garbagecollector.Descriptor(garbagecollector.NewOptions()))
 }
 
 // TestHostRunsCollector: in a Manager (over fake clients whose discovery

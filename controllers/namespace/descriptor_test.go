@@ -1,18 +1,13 @@
 package namespace_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
@@ -61,37 +56,21 @@ func TestBuildValidatesOptions(t *testing.T) {
 	}
 }
 
-// clientBuilder is controllertest's builder with a metadata client (the
-// controller needs one; controllertest.Init offers none).
-type clientBuilder struct {
-	cs   kubernetes.Interface
-	meta metadata.Interface
-}
-
-func (b clientBuilder) Config(string) (*rest.Config, error)               { return nil, errors.New("no config") }
-func (b clientBuilder) Client(string) (kubernetes.Interface, error)       { return b.cs, nil }
-func (b clientBuilder) MetadataClient(string) (metadata.Interface, error) { return b.meta, nil }
-
 // TestRunWithCancelledContext: Run returns and releases the queue (its
 // goroutines) even when the term ended before it started.
 func TestRunWithCancelledContext(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	d := namespace.Descriptor(namespace.NewOptions())
-	cs := fake.NewClientset()
-	c, err := d.Init()(t.Context(), descriptor.Context{
-		Name: d.Name(), ClientBuilder: clientBuilder{cs, managertest.NewMetadataClient(cs)},
-		InformerFactory: informers.NewSharedInformerFactory(cs, 0), EventRecorder: &record.FakeRecorder{},
-	})
-	if err != nil || c == nil {
-		t.Fatalf("Init = %v, %v", c, err)
-	}
-	controllertest.RunCancelled(t, c)
+	controllertest.CheckRunWithCancelledContext(t, namespace.Descriptor(namespace.NewOptions()))
 }
 
 // TestInitWithoutMetadataClient: a host that cannot give a metadata client
 // fails the controller's start with that reason.
 func TestInitWithoutMetadataClient(t *testing.T) {
-	_, err := controllertest.Init(t, namespace.Descriptor(namespace.NewOptions()), nil)
+	d := namespace.Descriptor(namespace.NewOptions())
+	cs := fake.NewClientset()
+	_, err := d.Init()(t.Context(), descriptor.Context{
+		Name: d.Name(), ClientBuilder: controllertest.ClientBuilder(cs, nil),
+		InformerFactory: informers.NewSharedInformerFactory(cs, 0), EventRecorder: &record.FakeRecorder{},
+	})
 	if err == nil {
 		t.Fatal("Init succeeded without a metadata client")
 	}

@@ -12,15 +12,20 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.uber.org/goleak"
-	"k8s.io/client-go/informers"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	ctrlinformers "github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/managertest"
 )
 
 // Identity is what a built-in controller's descriptor says about itself, as
@@ -128,17 +133,42 @@ func ClientBuilder(cs kubernetes.Interface, cfg *rest.Config) descriptor.ClientB
 	return clientBuilder{cs, cfg}
 }
 
-// Init calls d's InitFunc over an empty fake clientset, a fresh informer
-// factory over it, cfg as the REST config (see ClientBuilder) and an event
-// recorder that drops what it is given (a host always passes one).
+// Init calls d's InitFunc with what a host passes, over an empty fake
+// clientset: a ClientBuilder and RootClientBuilder handing out that
+// clientset and a metadata client over it (managertest.NewMetadataClient),
+// cfg as the REST config (see ClientBuilder), the typed, metadata and
+// object-or-metadata informer factories of one informers.Set, a REST
+// mapper of the core group, an InformersStarted that is never closed (the
+// informers never start) and an event recorder that drops what it is
+// given.
 func Init(t testing.TB, d descriptor.Descriptor, cfg *rest.Config) (descriptor.Controller, error) {
 	t.Helper()
 	cs := fake.NewClientset()
+	b := withMetadata{clientBuilder{cs, cfg}, managertest.NewMetadataClient(cs)}
+	set := ctrlinformers.New(cs, b.md, ctrlinformers.Options{})
 	return d.Init()(t.Context(), descriptor.Context{
-		Name: d.Name(), ClientBuilder: ClientBuilder(cs, cfg), InformerFactory: informers.NewSharedInformerFactory(cs, 0),
-		EventRecorder: &record.FakeRecorder{},
+		Name: d.Name(), ClientBuilder: b, RootClientBuilder: b,
+		InformerFactory: set.Typed(), MetadataInformerFactory: set.Metadata(), ObjectOrMetadataInformerFactory: set,
+		RESTMapper:       resettable{meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})},
+		InformersStarted: make(chan struct{}),
+		ResyncPeriod:     func() time.Duration { return 12 * time.Hour },
+		FeatureGate:      featuregate.NewFeatureGate(),
+		EventRecorder:    &record.FakeRecorder{},
 	})
 }
+
+// withMetadata is a clientBuilder with a metadata client.
+type withMetadata struct {
+	clientBuilder
+	md metadata.Interface
+}
+
+func (w withMetadata) MetadataClient(string) (metadata.Interface, error) { return w.md, nil }
+
+// resettable is a fixed mapper whose Reset does nothing.
+type resettable struct{ meta.RESTMapper }
+
+func (resettable) Reset() {}
 
 // RunCancelled runs c with an already-cancelled context and fails the test
 // if Run returns an error. The host does that when the term ends before the
