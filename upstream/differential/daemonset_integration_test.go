@@ -192,32 +192,11 @@ func observeDaemonSets(ctx context.Context, cs kubernetes.Interface, ns string) 
 		p.Kind = "Pod"
 		out = append(out, p)
 	}
-	summary, err := eventSummary(ctx, cs, ns)
+	summary, err := differential.EventSummary(ctx, cs, ns, nil)
 	if err != nil {
 		return nil, err
 	}
 	return append(out, summary), nil
-}
-
-// eventSummary is a sorted, de-duplicated list of "<involvedObject.kind>
-// <reason>" of the namespace's events: counts and timing are not
-// deterministic, the reasons are.
-func eventSummary(ctx context.Context, cs kubernetes.Interface, ns string) (runtime.Object, error) {
-	evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var reasons []string
-	for _, e := range evs.Items {
-		reasons = append(reasons, e.InvolvedObject.Kind+" "+e.Reason)
-	}
-	slices.Sort(reasons)
-	reasons = slices.Compact(reasons)
-	return &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{Kind: "EventSummary"},
-		ObjectMeta: metav1.ObjectMeta{Name: "events"},
-		Data:       map[string]string{"reasons": strings.Join(reasons, "\n")},
-	}, nil
 }
 
 // dsStatus reads a field of the named DaemonSet's status in a normalised
@@ -241,17 +220,6 @@ func nameOfState(o map[string]any) string {
 	md, _ := o["metadata"].(map[string]any)
 	n, _ := md["name"].(string)
 	return n
-}
-
-// events returns the event summary of a normalised state.
-func eventsOf(state []map[string]any) string {
-	for _, o := range state {
-		if o["kind"] == "EventSummary" {
-			d, _ := o["data"].(map[string]any)
-			return fmt.Sprint(d["reasons"])
-		}
-	}
-	return ""
 }
 
 // podsRunning counts pods bound and Running in a normalised state.
@@ -510,11 +478,11 @@ func TestDaemonSetFailedPodReplaced(t *testing.T) {
 		Observe: observeDaemonSets,
 		Settled: func(state []map[string]any) bool {
 			return podsRunning(state) == 2 && count(state, "Pod") == 2 && dsStatus(state, "agent", "numberAvailable") == "2" &&
-				strings.Contains(eventsOf(state), "FailedDaemonPod")
+				strings.Contains(differential.EventsOf(state), "FailedDaemonPod")
 		},
 		Cleanup: dsCleanup,
 	})
-	if ev := eventsOf(res.Native); !strings.Contains(ev, "DaemonSet FailedDaemonPod") || !strings.Contains(ev, "DaemonSet SuccessfulDelete") {
+	if ev := differential.EventsOf(res.Native); !strings.Contains(ev, "DaemonSet FailedDaemonPod") || !strings.Contains(ev, "DaemonSet SuccessfulDelete") {
 		t.Errorf("native side's events %q lack FailedDaemonPod or SuccessfulDelete", ev)
 	}
 }

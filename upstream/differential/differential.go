@@ -436,3 +436,50 @@ func rewrite(v any, ns string, renames map[string]string) any {
 	}
 	return v
 }
+
+// EventReasons lists the sorted, de-duplicated "<involvedObject.kind>
+// <reason>" pairs of the events in ns, leaving out those skip (when set)
+// selects: events no controller caused, say. How many events a run records
+// and when differ between two runs; which reasons occur does not.
+func EventReasons(ctx context.Context, cs kubernetes.Interface, ns string, skip func(corev1.Event) bool) ([]string, error) {
+	evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var reasons []string
+	for _, e := range evs.Items {
+		if skip == nil || !skip(e) {
+			reasons = append(reasons, e.InvolvedObject.Kind+" "+e.Reason)
+		}
+	}
+	slices.Sort(reasons)
+	return slices.Compact(reasons), nil
+}
+
+// EventSummary is EventReasons as an object for Observe to return: kind
+// EventSummary, name "events", data.reasons the pairs one per line
+// (EventsOf reads them back from a normalised state).
+func EventSummary(ctx context.Context, cs kubernetes.Interface, ns string, skip func(corev1.Event) bool) (runtime.Object, error) {
+	reasons, err := EventReasons(ctx, cs, ns, skip)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{Kind: "EventSummary"},
+		ObjectMeta: metav1.ObjectMeta{Name: "events"},
+		Data:       map[string]string{"reasons": strings.Join(reasons, "\n")},
+	}, nil
+}
+
+// EventsOf returns the reasons of the EventSummary in a normalised state,
+// one per line ("" without one).
+func EventsOf(state []map[string]any) string {
+	for _, o := range state {
+		if o["kind"] == "EventSummary" {
+			d, _ := o["data"].(map[string]any)
+			s, _ := d["reasons"].(string)
+			return s
+		}
+	}
+	return ""
+}

@@ -165,30 +165,12 @@ func epCleanup(ctx context.Context, cs kubernetes.Interface, ns string) error {
 	return deletePods(ctx, cs, ns)
 }
 
-// epEvents is a sorted, de-duplicated list of "<involvedObject.kind>
-// <reason>" of the namespace's events: counts and timing are not
-// deterministic, the reasons are.
+// epEvents is the namespace's event summary without the API server's
+// ClusterIPNotAllocated: its cluster-IP repair loop reports Services it
+// catches between allocation and creation; whether it does is timing, and
+// no controller's doing.
 func epEvents(ctx context.Context, cs kubernetes.Interface, ns string) (runtime.Object, error) {
-	evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var reasons []string
-	for _, e := range evs.Items {
-		// The API server's cluster-IP repair loop reports Services it
-		// catches between allocation and creation; whether it does is
-		// timing, and no controller's doing.
-		if e.Reason == "ClusterIPNotAllocated" {
-			continue
-		}
-		reasons = append(reasons, e.InvolvedObject.Kind+" "+e.Reason)
-	}
-	slices.Sort(reasons)
-	return &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{Kind: "EventSummary"},
-		ObjectMeta: metav1.ObjectMeta{Name: "events"},
-		Data:       map[string]string{"reasons": strings.Join(slices.Compact(reasons), "\n")},
-	}, nil
+	return differential.EventSummary(ctx, cs, ns, func(e corev1.Event) bool { return e.Reason == "ClusterIPNotAllocated" })
 }
 
 // epService is a Service of the given type selecting sel (nil: no

@@ -73,7 +73,7 @@ func gcObserve(ctx context.Context, cs kubernetes.Interface, ns string) ([]runti
 		l.Items[i].Kind = "ConfigMap"
 		out = append(out, &l.Items[i])
 	}
-	summary, err := eventSummary(ctx, cs, ns)
+	summary, err := differential.EventSummary(ctx, cs, ns, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +370,7 @@ func TestGarbageCollectorOwnerInOtherNamespace(t *testing.T) {
 		},
 		Observe: gcObserve,
 		Settled: func(state []map[string]any) bool {
-			return slices.Equal(gcNames(state), []string{"bystander"}) && eventsOf(state) == "ConfigMap OwnerRefInvalidNamespace"
+			return slices.Equal(gcNames(state), []string{"bystander"}) && differential.EventsOf(state) == "ConfigMap OwnerRefInvalidNamespace"
 		},
 		Cleanup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
 			err := cs.CoreV1().Namespaces().Delete(ctx, other(ns), metav1.DeleteOptions{})

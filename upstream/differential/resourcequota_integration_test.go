@@ -5,8 +5,6 @@ package differential_test
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,18 +84,10 @@ func quotaObserver(ctx context.Context, cs kubernetes.Interface, ns string) ([]r
 		l.Items[i].Kind = "ResourceQuota"
 		out = append(out, &l.Items[i])
 	}
-	evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	sum, err := differential.EventSummary(ctx, cs, ns, nil)
 	if err != nil {
 		return nil, err
 	}
-	var reasons []string
-	for _, ev := range evs.Items {
-		reasons = append(reasons, ev.InvolvedObject.Kind+" "+ev.Reason)
-	}
-	slices.Sort(reasons)
-	sum := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "events"},
-		Data: map[string]string{"reasons": strings.Join(slices.Compact(reasons), "\n")}}
-	sum.Kind = "EventSummary"
 	return append(out, sum), nil
 }
 

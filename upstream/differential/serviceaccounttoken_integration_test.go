@@ -117,7 +117,7 @@ func tokenObserver(e *testenv.Env, ca []byte) func(context.Context, kubernetes.I
 			s.Kind = "Secret"
 			out = append(out, s)
 		}
-		events, err := tokenEventSummary(ctx, cs, ns)
+		events, err := differential.EventSummary(ctx, cs, ns, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -183,24 +183,6 @@ func tokenUser(ctx context.Context, e *testenv.Env, tok string) (string, error) 
 		return "", err
 	}
 	return r.Status.UserInfo.Username, nil
-}
-
-// tokenEventSummary lists the namespace's sorted, de-duplicated
-// "involvedObject.kind reason" pairs (the token controller records none).
-func tokenEventSummary(ctx context.Context, cs kubernetes.Interface, ns string) (runtime.Object, error) {
-	l, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var reasons []string
-	for _, ev := range l.Items {
-		reasons = append(reasons, ev.InvolvedObject.Kind+" "+ev.Reason)
-	}
-	slices.Sort(reasons)
-	sum := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "events"},
-		Data: map[string]string{"reasons": strings.Join(slices.Compact(reasons), "\n")}}
-	sum.Kind = "EventSummary"
-	return sum, nil
 }
 
 func clusterCA(t *testing.T, e *testenv.Env) []byte {
