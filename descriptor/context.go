@@ -66,7 +66,7 @@ type Context struct {
 	// periodically so that new API groups are found.
 	RESTMapper meta.ResettableRESTMapper
 	// EventRecorder records events whose source component is the
-	// controller's name.
+	// controller's Descriptor.EventSource (its name unless declared).
 	EventRecorder record.EventRecorder
 	// Shard is, for a sharded controller (Descriptor.Sharded) that the
 	// host shards, the part of the key space this instance works: its

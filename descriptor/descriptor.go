@@ -27,6 +27,7 @@ type Descriptor struct {
 	informers         []schema.GroupVersionResource
 	indexers          map[schema.GroupVersionResource]cache.Indexers
 	validators        []func() error
+	eventSource       string
 }
 
 // New returns a descriptor for the controller with the given canonical name.
@@ -86,6 +87,24 @@ func (d Descriptor) WithIndexers(gvr schema.GroupVersionResource, indexers cache
 	maps.Copy(all[gvr], indexers)
 	d.indexers = all
 	return d
+}
+
+// WithEventSource returns a copy whose events name component as their
+// source (Context.EventRecorder), instead of the canonical name: some of
+// KCM's controllers record under another name (the endpoints controller
+// as "endpoint-controller"), and users filter events by it.
+func (d Descriptor) WithEventSource(component string) Descriptor {
+	d.eventSource = component
+	return d
+}
+
+// EventSource is the source component of the controller's events: the
+// WithEventSource name, else the canonical name.
+func (d Descriptor) EventSource() string {
+	if d.eventSource != "" {
+		return d.eventSource
+	}
+	return d.name
 }
 
 // CloudProvider returns a copy marked as a cloud-provider loop: it is skipped

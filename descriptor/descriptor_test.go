@@ -292,3 +292,16 @@ func TestOrDiePanicsNamingTheClient(t *testing.T) {
 		})
 	}
 }
+
+// TestEventSource: a descriptor's events name its canonical name unless
+// WithEventSource declared another, on a copy that leaves the original be.
+func TestEventSource(t *testing.T) {
+	d := descriptor.New("endpoints-controller", nil)
+	e := d.WithEventSource("endpoint-controller")
+	if d.EventSource() != "endpoints-controller" {
+		t.Errorf("default source %q, want the name", d.EventSource())
+	}
+	if e.EventSource() != "endpoint-controller" {
+		t.Errorf("declared source %q, want endpoint-controller", e.EventSource())
+	}
+}

@@ -507,19 +507,48 @@ func TestEventRecorderSourceIsControllerName(t *testing.T) {
 			return descriptor.ControllerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), nil
 		}),
 	}, pod).Start()
-	var events *corev1.EventList
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, managertest.DefaultTimeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		events, err = h.Client.CoreV1().Events("ns").List(ctx, metav1.ListOptions{})
-		return err == nil && len(events.Items) > 0, err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(events.Items) != 1 || events.Items[0].Source.Component != "eventful-controller" || events.Items[0].Reason != "Hello" {
-		t.Fatalf("events = %+v", events.Items)
+	events := waitEvents(t, h, 1)
+	if events[0].Source.Component != "eventful-controller" || events[0].Reason != "Hello" {
+		t.Fatalf("events = %+v", events)
 	}
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestEventRecorderSourceAsDeclared: a descriptor's WithEventSource names
+// the events' source component (KCM's endpoints controller records as
+// "endpoint-controller", not under its canonical name).
+func TestEventRecorderSourceAsDeclared(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
+	h := managertest.New(t, "test-manager", []descriptor.Descriptor{
+		descriptor.New("endpoints-controller", func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+			cc.EventRecorder.Event(pod, corev1.EventTypeNormal, "Hello", "from a controller")
+			return descriptor.ControllerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), nil
+		}).WithEventSource("endpoint-controller"),
+	}, pod).Start()
+	if events := waitEvents(t, h, 1); events[0].Source.Component != "endpoint-controller" {
+		t.Fatalf("source %q, want the declared endpoint-controller", events[0].Source.Component)
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitEvents waits for n events in namespace ns and returns them.
+func waitEvents(t *testing.T, h *managertest.Harness, n int) []corev1.Event {
+	t.Helper()
+	var events *corev1.EventList
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, managertest.DefaultTimeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		events, err = h.Client.CoreV1().Events("ns").List(ctx, metav1.ListOptions{})
+		return err == nil && len(events.Items) >= n, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) != n {
+		t.Fatalf("%d events, want %d: %+v", len(events.Items), n, events.Items)
+	}
+	return events.Items
 }

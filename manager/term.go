@@ -234,7 +234,7 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 		RESTMapper:                      env.mapper,
 		Shard:                           env.slot.scope(),
 		EventRecorder: fence.Recorder(env.gate, name,
-			m.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: name}),
+			m.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: s.desc.EventSource()}),
 			func(err error) { log.V(2).Info("Dropped an event", "controller", name, "err", err.Error()) }),
 	}
 	call := &initCall{returned: make(chan struct{})}

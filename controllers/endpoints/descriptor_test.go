@@ -17,7 +17,7 @@ import (
 
 func TestDescriptorAndFlags(t *testing.T) {
 	controllertest.CheckIdentity(t, endpoints.Descriptor(endpoints.NewOptions()), controllertest.Identity{
-		Name: "endpoints-controller", Alias: "endpoint",
+		Name: "endpoints-controller", Alias: "endpoint", EventSource: "endpoint-controller",
 	})
 	o := endpoints.NewOptions()
 	f := controllertest.ParseFlag(t, o.AddFlags, "concurrent-endpoint-syncs", "--concurrent-endpoint-syncs=9")

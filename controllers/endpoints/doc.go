@@ -43,8 +43,6 @@
 //     not an error.
 //
 // Non-guarantees and differences from KCM:
-//   - Events are recorded by the host's recorder, whose source component is
-//     endpoints-controller; KCM's says endpoint-controller.
 //   - A zero ConcurrentEndpointSyncs takes the default, as KCM's
 //     configuration defaulting does.
 package endpoints

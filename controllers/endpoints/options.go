@@ -22,6 +22,9 @@ const (
 // --use-service-account-credentials, its ServiceAccount), as in KCM.
 const ClientName = "endpoint-controller"
 
+// EventSource is the source component of the controller's events, KCM's.
+const EventSource = "endpoint-controller"
+
 // ManagedByLabel and ManagedBy mark the Endpoints this controller writes,
 // with KCM's key and value.
 const (
@@ -90,7 +93,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, fmt.Errorf("%s: %w", cc.Name, err)
 		}
 		return c, nil
-	}).WithAliases(Alias).WithValidator(o.Validate).
+	}).WithAliases(Alias).WithEventSource(EventSource).WithValidator(o.Validate).
 		WithInformers(
 			corev1.SchemeGroupVersion.WithResource("pods"),
 			corev1.SchemeGroupVersion.WithResource("services"),

@@ -22,7 +22,7 @@ import (
 
 func TestDescriptorAndFlags(t *testing.T) {
 	controllertest.CheckIdentity(t, endpointslice.Descriptor(endpointslice.NewOptions()), controllertest.Identity{
-		Name: "endpointslice-controller", Alias: "endpointslice",
+		Name: "endpointslice-controller", Alias: "endpointslice", EventSource: "endpoint-slice-controller",
 	})
 	tests := []struct {
 		flag, arg, def string

@@ -36,8 +36,6 @@
 //     KCM; Node changes that re-read the topology go through the Service
 //     queue under a key that names no Service, rather than KCM's third
 //     queue (so they share its rate limiter).
-//   - Events are recorded by the host's recorder, whose source component is
-//     endpointslice-controller; KCM's says endpoint-slice-controller.
 //   - The library's metrics (endpoint_slice_controller_*) are not registered
 //     with any registry: KCM registers them with the legacy global one.
 package endpointslice

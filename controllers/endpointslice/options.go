@@ -20,6 +20,9 @@ const (
 	Alias = "endpointslice"
 )
 
+// EventSource is the source component of the controller's events, KCM's.
+const EventSource = "endpoint-slice-controller"
+
 // ManagedBy is the endpointslice.kubernetes.io/managed-by value on the
 // EndpointSlices this controller owns, KCM's, so that either may take
 // over from the other.
@@ -116,7 +119,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, fmt.Errorf("%s: %w", cc.Name, err)
 		}
 		return c, nil
-	}).WithAliases(Alias).WithValidator(o.Validate).
+	}).WithAliases(Alias).WithEventSource(EventSource).WithValidator(o.Validate).
 		WithInformers(
 			corev1.SchemeGroupVersion.WithResource("pods"),
 			corev1.SchemeGroupVersion.WithResource("services"),

@@ -24,6 +24,11 @@ const (
 	ReplicationControllerControllerAlias = "replicationcontroller"
 )
 
+// ReplicationControllerEventSource is the source component of the
+// ReplicationController controller's events, KCM's (the ReplicaSet
+// controller's is its name).
+const ReplicationControllerEventSource = "replication-controller"
+
 // Feature gates consulted through descriptor.Context.FeatureGate when the
 // host registers them; otherwise their Kubernetes 1.37 defaults apply.
 const (
@@ -76,6 +81,7 @@ func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 		})
 	}).
 		WithAliases(ReplicationControllerControllerAlias).
+		WithEventSource(ReplicationControllerEventSource).
 		WithValidator(func() error { return validateWorkers("concurrent-rc-syncs", workers) }).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("replicationcontrollers"), index.ByControllerUIDIndexers()).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).

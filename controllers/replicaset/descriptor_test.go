@@ -2,7 +2,6 @@ package replicaset_test
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
@@ -46,17 +46,10 @@ func TestOptionsAndFlags(t *testing.T) {
 }
 
 func TestDescriptorNames(t *testing.T) {
-	for _, tt := range []struct {
-		d           descriptor.Descriptor
-		name, alias string
-	}{
-		{replicaset.Descriptor(replicaset.NewOptions()), "replicaset-controller", "replicaset"},
-		{replicaset.ReplicationControllerDescriptor(replicaset.NewOptions()), "replicationcontroller-controller", "replicationcontroller"},
-	} {
-		if tt.d.Name() != tt.name || !slices.Equal(tt.d.Aliases(), []string{tt.alias}) {
-			t.Errorf("descriptor %s %v, want %s %s", tt.d.Name(), tt.d.Aliases(), tt.name, tt.alias)
-		}
-	}
+	controllertest.CheckIdentity(t, replicaset.Descriptor(replicaset.NewOptions()), controllertest.Identity{
+		Name: "replicaset-controller", Alias: "replicaset"})
+	controllertest.CheckIdentity(t, replicaset.ReplicationControllerDescriptor(replicaset.NewOptions()), controllertest.Identity{
+		Name: "replicationcontroller-controller", Alias: "replicationcontroller", EventSource: "replication-controller"})
 }
 
 func TestBuildRejectsInvalidOptions(t *testing.T) {

@@ -34,9 +34,12 @@ type Identity struct {
 	Name              string
 	Alias             string // the only one
 	DisabledByDefault bool
+	// EventSource is the source component of KCM's events ("": the name).
+	EventSource string
 }
 
-// CheckIdentity checks d's name, aliases and default against want.
+// CheckIdentity checks d's name, aliases, default and event source
+// against want.
 func CheckIdentity(t *testing.T, d descriptor.Descriptor, want Identity) {
 	t.Helper()
 	if d.Name() != want.Name {
@@ -50,6 +53,13 @@ func CheckIdentity(t *testing.T, d descriptor.Descriptor, want Identity) {
 		t.Error("disabled by default; KCM enables it")
 	case !disabled && want.DisabledByDefault:
 		t.Error("enabled by default; KCM disables it")
+	}
+	src := want.EventSource
+	if src == "" {
+		src = want.Name
+	}
+	if d.EventSource() != src {
+		t.Errorf("event source %q, want KCM's %q", d.EventSource(), src)
 	}
 }
 
