@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -90,7 +89,7 @@ func hostContext(t *testing.T) (descriptor.Context, *informers.Set) {
 	return descriptor.Context{
 		Name:                            garbagecollector.Name,
 		RootClientBuilder:               builder{h.Client, h.Metadata},
-		ClientBuilder:                   controllertest.ClientBuilder(fake.NewClientset(), nil),
+		ClientBuilder:                   builder{h.Client, h.Metadata},
 		ObjectOrMetadataInformerFactory: set,
 		InformersStarted:                started,
 		RESTMapper:                      mapper{meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})},

@@ -36,9 +36,11 @@
 //     the resource version whose owner references were judged.
 //   - The workers start once every monitor synced, or after 30 seconds
 //     with those that did (as KCM).
-//   - The graph and its clients use the host's own credentials
-//     (descriptor.Context.RootClientBuilder), as KCM's do; informers come
-//     from the term's ObjectOrMetadataInformerFactory.
+//   - The graph's informers are the term's (ObjectOrMetadataInformerFactory,
+//     the host's credentials); deletes, patches and discovery use the
+//     controller's own client, generic-garbage-collector (its
+//     ServiceAccount under --use-service-account-credentials), with twice
+//     the configured QPS, as KCM's do.
 //
 // Non-guarantees and differences from KCM:
 //   - The work queues hold uids, not graph nodes: a queued object is
@@ -50,11 +52,6 @@
 //   - A resource that disappears from discovery loses the collector's event
 //     handler; the shared informer itself belongs to the term and stops
 //     with it (KCM likewise cannot stop a shared informer).
-//   - Deletes and patches use the host's own credentials
-//     (RootClientBuilder), like the graph; KCM makes that client from the
-//     controller's builder, so under --use-service-account-credentials
-//     KCM's writes authenticate as the collector's ServiceAccount. The
-//     metadata client's QPS is the host's (KCM doubles it).
 //   - Discovery goes through an in-memory cache that is invalidated before
 //     every round, which amounts to KCM's uncached client.
 //   - The InitFunc fails, naming the field, when the host's Context lacks

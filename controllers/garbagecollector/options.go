@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -101,13 +103,16 @@ func Descriptor(o Options) descriptor.Descriptor {
 	}).WithAliases(Alias).WithValidator(o.Validate)
 }
 
-// depsFrom gathers the collector's clients from the host: the host's own
-// credentials (RootClientBuilder) as KCM's graph uses, falling back to the
-// controller's when the host has no root builder.
+// depsFrom gathers the collector's clients from the host as KCM does: its
+// deletes, patches and discovery go through the controller's own builder
+// (under --use-service-account-credentials, as the collector's
+// ServiceAccount), with twice the configured QPS, since every delete is
+// preceded by a GET; the graph's informers are the term's (the host's
+// credentials).
 func depsFrom(cc descriptor.Context, o Options) (deps, error) {
-	b := cc.RootClientBuilder
+	b := cc.ClientBuilder
 	if b == nil {
-		b = cc.ClientBuilder
+		b = cc.RootClientBuilder
 	}
 	switch {
 	case b == nil:
@@ -119,7 +124,7 @@ func depsFrom(cc descriptor.Context, o Options) (deps, error) {
 	case cc.EventRecorder == nil:
 		return deps{}, errors.New("the garbage collector needs an event recorder")
 	}
-	md, err := b.MetadataClient(clientName)
+	md, err := writeClient(b)
 	if err != nil {
 		return deps{}, fmt.Errorf("garbage collector metadata client: %w", err)
 	}
@@ -140,4 +145,19 @@ func depsFrom(cc descriptor.Context, o Options) (deps, error) {
 		recorder: cc.EventRecorder, ignored: o.IgnoredResources,
 		workers: int(o.ConcurrentGCSyncs), syncPeriod: syncPeriod,
 	}, nil
+}
+
+// writeClient is the metadata client for deletes and patches: from the
+// builder's config with the QPS doubled, or, for a host without a config
+// (ready-made clients), the builder's own metadata client.
+func writeClient(b descriptor.ClientBuilder) (metadata.Interface, error) {
+	cfg, err := b.Config(clientName)
+	if err != nil {
+		return b.MetadataClient(clientName)
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS = rest.DefaultQPS
+	}
+	cfg.QPS *= 2
+	return metadata.NewForConfig(cfg)
 }
