@@ -285,12 +285,9 @@ func nsContent(ctx context.Context, cs kubernetes.Interface, c string) (left, re
 	for _, o := range roles.Items {
 		describe("Role", o.ObjectMeta)
 	}
-	evs, err := cs.CoreV1().Events(c).List(ctx, metav1.ListOptions{})
+	reasons, err = differential.EventReasons(ctx, cs, c, nil)
 	if err != nil {
 		return nil, nil, err
-	}
-	for _, e := range evs.Items {
-		reasons = append(reasons, e.InvolvedObject.Kind+" "+e.Reason)
 	}
 	return left, reasons, nil
 }
