@@ -14,7 +14,7 @@ UPSTREAM := $(GO) -C upstream
 # cloud-controller-manager, the KCM → CCM migration test).
 CLOUD := $(GO) -C cloud
 
-.PHONY: all deps build test verify unit integration testbin demo bench fuzz chaos clean
+.PHONY: all deps build test verify unit integration testbin demo bench fuzz chaos clean api
 
 all: build
 
@@ -45,7 +45,7 @@ verify:
 # The host's hot-path benchmarks; `make unit` runs each once, so that a
 # broken benchmark fails `make test`, not only `make bench`.
 HOT_BENCH := 'Resolve100|Item$$|TermStartStop|ReadyzVerbose|Handoff'
-HOT_BENCH_PKGS := ./selection/ ./workloop/ ./manager/ ./leader/
+HOT_BENCH_PKGS := ./internal/selection/ ./workloop/ ./manager/ ./leader/
 
 ## unit: fast tests, no binaries needed (`go test -race ./...` in the root
 ## module, in upstream/ and in cloud/).
@@ -63,7 +63,7 @@ integration: testbin
 
 ## testbin: build etcd and kube-apiserver from the Go module proxy into
 ## _output/testbin/$(KUBE_VERSION) (skips what is already built), with
-## cmd/testbin; KUBE_VERSION must match testenv/testbin/go.mod.txt (tested).
+## cmd/testbin; KUBE_VERSION must match internal/testbin/go.mod.txt (tested).
 testbin: deps
 	@bash hack/testbin.sh
 
@@ -101,6 +101,11 @@ fuzz:
 ## CHAOS_ROUNDS scales it; not part of `make test`.
 chaos: testbin
 	$(GO) test -count=1 -tags chaos -run TestChaos -timeout 60m -v ./test/chaos/...
+
+## api: rewrite api/*.txt, the recorded public API, from the source
+## (TestAPIIsRecorded in `make unit` fails while they differ).
+api:
+	$(GO) test ./test/api/ -run '^TestAPIIsRecorded$$' -count=1 -update
 
 clean:
 	rm -rf _output

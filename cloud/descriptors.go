@@ -22,6 +22,7 @@ import (
 	netutils "k8s.io/utils/net"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/ordie"
 )
 
 // Config is what the descriptors are built from.
@@ -139,7 +140,7 @@ func (h *host) initialize(ctx context.Context, cc descriptor.Context) {
 		})
 	}
 	h.mu.Unlock()
-	once.Do(func() { h.cfg.Cloud.Initialize(descriptor.OrDie{ClientBuilder: cc.ClientBuilder}, ctx.Done()) })
+	once.Do(func() { h.cfg.Cloud.Initialize(ordie.Builder{ClientBuilder: cc.ClientBuilder}, ctx.Done()) })
 }
 
 func (h *host) cloudNode(ctx context.Context, cc descriptor.Context, client kubernetes.Interface) (descriptor.Controller, error) {
@@ -236,4 +237,4 @@ func run(f func(ctx context.Context)) descriptor.Controller {
 	})
 }
 
-var _ cloudprovider.ControllerClientBuilder = descriptor.OrDie{}
+var _ cloudprovider.ControllerClientBuilder = ordie.Builder{}

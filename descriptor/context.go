@@ -1,8 +1,6 @@
 package descriptor
 
 import (
-	"fmt"
-
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -84,29 +82,4 @@ type ClientBuilder interface {
 	Client(name string) (kubernetes.Interface, error)
 	// MetadataClient returns a metadata-only client for the named controller.
 	MetadataClient(name string) (metadata.Interface, error)
-}
-
-// OrDie adapts a ClientBuilder to the builder interfaces of
-// k8s.io/controller-manager and k8s.io/cloud-provider, whose …OrDie
-// methods end the process on an error. These panic instead, with the
-// client's name: a host recovers a panic in an InitFunc or Run and fails
-// that controller, and the process lives on.
-type OrDie struct{ ClientBuilder }
-
-// ConfigOrDie is Config, panicking on an error.
-func (b OrDie) ConfigOrDie(name string) *rest.Config {
-	cfg, err := b.Config(name)
-	if err != nil {
-		panic(fmt.Errorf("client config for %q: %w", name, err))
-	}
-	return cfg
-}
-
-// ClientOrDie is Client, panicking on an error.
-func (b OrDie) ClientOrDie(name string) kubernetes.Interface {
-	cs, err := b.Client(name)
-	if err != nil {
-		panic(fmt.Errorf("client for %q: %w", name, err))
-	}
-	return cs
 }

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 
@@ -258,38 +256,6 @@ func TestWithIndexers(t *testing.T) {
 	two.Indexers(pods)["by-name"] = nil
 	if two.Indexers(pods)["by-name"] == nil {
 		t.Error("Indexers returned the descriptor's own map")
-	}
-}
-
-type failingBuilder struct{ descriptor.ClientBuilder }
-
-func (failingBuilder) Config(string) (*rest.Config, error) { return nil, errors.New("no config") }
-func (failingBuilder) Client(string) (kubernetes.Interface, error) {
-	return nil, errors.New("no client")
-}
-
-// TestOrDiePanicsNamingTheClient: the …OrDie methods panic (a host turns
-// that into the controller's failure) with the client's name and cause.
-func TestOrDiePanicsNamingTheClient(t *testing.T) {
-	b := descriptor.OrDie{ClientBuilder: failingBuilder{}}
-	for _, tc := range []struct {
-		name string
-		call func()
-		want string
-	}{
-		{"ConfigOrDie", func() { b.ConfigOrDie("route-controller") }, `client config for "route-controller": no config`},
-		{"ClientOrDie", func() { b.ClientOrDie("route-controller") }, `client for "route-controller": no client`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			defer func() {
-				v := recover()
-				err, ok := v.(error)
-				if !ok || err.Error() != tc.want {
-					t.Errorf("panic %v, want %q", v, tc.want)
-				}
-			}()
-			tc.call()
-		})
 	}
 }
 

@@ -2,7 +2,7 @@
 # Builds the etcd and kube-apiserver binaries that package testenv starts.
 #
 # This is cmd/testbin, run from this checkout: it compiles both from the
-# tools module embedded in testenv/testbin (go.mod.txt and go.sum.txt, the
+# tools module embedded in internal/testbin (go.mod.txt and go.sum.txt, the
 # one copy of the pinned versions), fetched through the Go module proxy.
 # Downstream modules run the same program with
 #   go run github.com/ctrlhost/ctrlhost/cmd/testbin@<ctrlhost version>

@@ -36,15 +36,6 @@ const (
 	EndpointReadyz  Endpoint = "readyz"
 )
 
-// Earlier names of the endpoints.
-//
-// Deprecated: use EndpointHealthz, EndpointLivez and EndpointReadyz.
-const (
-	Healthz = EndpointHealthz
-	Livez   = EndpointLivez
-	Readyz  = EndpointReadyz
-)
-
 // endpoints lists every Endpoint in the order problems and paths are reported.
 var endpoints = []Endpoint{EndpointHealthz, EndpointLivez, EndpointReadyz}
 

@@ -19,9 +19,9 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
+	"github.com/ctrlhost/ctrlhost/internal/metrics"
+	"github.com/ctrlhost/ctrlhost/internal/selection"
 	"github.com/ctrlhost/ctrlhost/logging"
-	"github.com/ctrlhost/ctrlhost/metrics"
-	"github.com/ctrlhost/ctrlhost/selection"
 	"github.com/ctrlhost/ctrlhost/serving"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )

@@ -4,7 +4,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 
-	"github.com/ctrlhost/ctrlhost/satoken"
+	"github.com/ctrlhost/ctrlhost/internal/satoken"
 )
 
 // ClientBudget is a per-controller client-side rate limit.

@@ -8,8 +8,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/metrics"
 	"github.com/ctrlhost/ctrlhost/leader"
-	"github.com/ctrlhost/ctrlhost/metrics"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
 

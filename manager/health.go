@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/ctrlhost/ctrlhost/debugmux"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
+	"github.com/ctrlhost/ctrlhost/internal/debugmux"
+	"github.com/ctrlhost/ctrlhost/internal/metrics"
 	"github.com/ctrlhost/ctrlhost/leader"
-	"github.com/ctrlhost/ctrlhost/metrics"
 )
 
 // Names of the manager's own checks. A controller may not use them.

@@ -18,9 +18,9 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/healthz"
-	"github.com/ctrlhost/ctrlhost/metrics"
+	"github.com/ctrlhost/ctrlhost/internal/metrics"
+	"github.com/ctrlhost/ctrlhost/internal/supervisor"
 	"github.com/ctrlhost/ctrlhost/serving"
-	"github.com/ctrlhost/ctrlhost/supervisor"
 )
 
 // Manager hosts controllers: it selects them, builds them over shared

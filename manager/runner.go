@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/metrics"
+	"github.com/ctrlhost/ctrlhost/internal/supervisor"
 	"github.com/ctrlhost/ctrlhost/leader"
-	"github.com/ctrlhost/ctrlhost/metrics"
-	"github.com/ctrlhost/ctrlhost/supervisor"
 )
 
 // runner runs the goroutines of one term (InitFunc calls, controllers' Run

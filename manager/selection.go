@@ -6,7 +6,13 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/selection"
 )
+
+// ErrUnknownController is wrapped by Build's error for each --controllers
+// entry (Options.Controllers) that names no registered controller, name or
+// alias; the error lists the known names.
+var ErrUnknownController = selection.ErrUnknownController
 
 // skipReason says why an enabled controller must not run here, or "" if it
 // may. An error means the feature gate could not answer (an unregistered

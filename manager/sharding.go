@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctrlhost/ctrlhost/healthz"
+	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
@@ -19,7 +20,7 @@ import (
 // shardPlan is one shard group and the sharded controllers every slot
 // term of it runs.
 type shardPlan struct {
-	group  *shard.Group
+	group  *shardgroup.Group
 	states []*state
 }
 
@@ -47,7 +48,7 @@ func (m *Manager) planShards(cfg leader.Config, byKeying map[shard.Keying][]*sta
 			errs = append(errs, err)
 			continue
 		}
-		g, err := shard.NewGroup(shard.GroupConfig{Name: name, Space: shard.Space{Slots: m.opts.Sharding.Slots, Keying: k}, Lease: cfg},
+		g, err := shardgroup.NewGroup(shardgroup.GroupConfig{Name: name, Space: shard.Space{Slots: m.opts.Sharding.Slots, Keying: k}, Lease: cfg},
 			client, m.log.WithName("shard").WithValues("group", name))
 		if err != nil {
 			errs = append(errs, err)
@@ -95,7 +96,7 @@ func (m *Manager) runShards(ctx context.Context, p shardPlan) error {
 	name, space := p.group.Name(), p.group.Space()
 	limiters := newLimiterSet()
 	err := p.group.Run(ctx, func(sctx context.Context, slot int) error {
-		client, err := shard.NewClientset(m.client, space, []int{slot})
+		client, err := shardgroup.NewClientset(m.client, space, []int{slot})
 		if err != nil {
 			return err // a bad slot number: a bug, and the term would be empty
 		}
@@ -172,7 +173,7 @@ func (m *Manager) shardedCheck(s *state, readiness bool, req *http.Request) erro
 
 // slotTerm is what makes a term a slot term of a shard group.
 type slotTerm struct {
-	client   kubernetes.Interface // the term's informers list and watch through it: a shard.Clientset of the slot
+	client   kubernetes.Interface // the term's informers list and watch through it: a shardgroup.Clientset of the slot
 	limiters *limiterSet          // rate limiters shared with the group's other slot terms
 	space    shard.Space
 	slot     int

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/leader"
-	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Phase is where a controller is in its life.
@@ -67,7 +67,7 @@ type state struct {
 	lock *leader.Elector
 	// group is the shard group whose slot terms run this controller (one
 	// instance each, with a state of its own in slots); nil unless sharded.
-	group *shard.Group
+	group *shardgroup.Group
 
 	mu     sync.Mutex
 	status ControllerStatus

@@ -21,8 +21,8 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/informers"
+	"github.com/ctrlhost/ctrlhost/internal/supervisor"
 	"github.com/ctrlhost/ctrlhost/leader"
-	"github.com/ctrlhost/ctrlhost/supervisor"
 )
 
 // restMapperResetPeriod is how often a term forgets discovery, as KCM does,

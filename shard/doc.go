@@ -3,7 +3,7 @@
 // doing all of it while the others idle (KEP-5866's server-side sharded
 // list and watch is its substrate).
 //
-// This package holds the parts every replica must compute alike:
+// This package holds what a descriptor and a host need to name:
 //
 //   - Space: the key space. A key is an object's namespace (Keying
 //     ByNamespace, the default: a ReplicaSet and its pods land in the same
@@ -12,45 +12,37 @@
 //     [i·2⁶⁴/Slots, (i+1)·2⁶⁴/Slots). Space.Selector writes the
 //     ListOptions.ShardSelector of a set of slots (adjacent slots as one
 //     range), Space.Matches filters an object on the client.
-//   - Assign: which live member should own each slot, from the member
-//     identities alone: rendezvous hashing with bounded loads, so that
-//     every member gets ⌊S/M⌋ or ⌈S/M⌉ slots and a member joining or
-//     leaving moves few slots.
-//   - Filter: a cache.ListerWatcher that asks the API server for a set of
-//     slots and keeps only those objects itself, so that an informer over
-//     it holds only its slots whether or not the server applied the
-//     selector (ShardedListAndWatch is alpha; a server without it ignores
-//     the field). ServerApplied and Dropped tell whether the server
-//     applied it: a list response says so in ListMeta.ShardInfo, watches
-//     say nothing (and informers that stream their initial list never
-//     list), so what the client had to drop is the other witness.
-//   - Clientset: a kubernetes.Interface whose typed informers cache only
-//     their slots, through Filters, for the resources sharded controllers
-//     cache.
-//   - Group: one replica's membership. It holds a member Lease
-//     ("<group>-member-s<slots>-<hash of identity>") while it runs, follows every
-//     member Lease of the group through one Lease informer, and stands for
-//     the slot Leases ("<group>-slot-<i>") that Assign gives it among the
-//     live members, each with a leader.Elector whose term is the slot's
-//     work (leader's fencing Gate included). A slot changes hands only
-//     through its Lease: the member that should give it up stops its term
-//     and then releases the Lease (leader's guarantee), and the new owner,
-//     watching the Lease, takes it within milliseconds. A crashed member's
-//     slot Leases expire; a member that saw one unchanged for its whole
-//     duration releases it on the holder's behalf (an update that fails if
-//     the holder renewed meanwhile) so that its own elector need not wait a
-//     second duration. A member whose member Lease is lost stops all its
-//     slots and stands again. Members that cut the key space into different
-//     numbers of slots (the number is in their member Lease's name) work no
-//     slot at all until they agree: slot i would mean other keys to each.
 //   - Options: --enable-sharding and --shard-slots, for a host
 //     (manager.Options.Sharding); Scope: the slots one controller instance
-//     works (descriptor.Context.Shard).
+//     works (descriptor.Context.Shard); Filtered: which resources a slot's
+//     informers hold only that slot's objects of.
+//
+// The plumbing is the host's own (internal/shardgroup): each replica holds
+// a member Lease ("<group>-member-s<slots>-<hash of identity>") while it
+// runs, follows every member Lease of its group, and stands for the slot
+// Leases ("<group>-slot-<i>") that rendezvous hashing with bounded loads
+// gives it among the live members (every member gets ⌊S/M⌋ or ⌈S/M⌉ slots,
+// and a member joining or leaving moves few). A slot's term is that slot
+// Lease's term (leader's fencing Gate included). A slot changes hands only
+// through its Lease: the member that should give it up stops its term and
+// then releases the Lease (leader's guarantee), and the new owner, watching
+// the Lease, takes it within milliseconds. A crashed member's slot Leases
+// expire; a member that saw one unchanged for its whole duration releases
+// it on the holder's behalf (an update that fails if the holder renewed
+// meanwhile) so that its own elector need not wait a second duration. A
+// member whose member Lease is lost stops all its slots and stands again.
+// Members that cut the key space into different numbers of slots (the
+// number is in their member Lease's name) work no slot at all until they
+// agree: slot i would mean other keys to each. A slot's informers list and
+// watch with the slot's ShardSelector and keep only its objects on the
+// client too, so they hold only their slots whether or not the server
+// applied the selector (ShardedListAndWatch is alpha; a server without it
+// ignores the field).
 //
 // How package manager uses it: a descriptor marked Sharded runs, under
 // --enable-sharding, not in the leader's term but in one term per slot this
 // replica holds: the slot Lease's term, with its own informer set over a
-// Clientset of that slot, its own fencing Gate, its own instance of each
+// clientset filtered to that slot, its own fencing Gate, its own instance of each
 // sharded controller, and the controller's client rate limiter shared with
 // the replica's other slot terms (a replica's budget does not grow with
 // the slots it works). Status, /readyz?verbose (the "sharding" check and
@@ -78,13 +70,13 @@
 // can take the slot; an unreachable API server stops everyone. Clocks must
 // run at similar rates (not agree), as for any Lease.
 //
-// Guarantees: Space, Assign and Matches are pure functions of their inputs
+// Guarantees: Space and its methods are pure functions of their inputs
 // and agree with the API server's hashing (k8s.io/apimachinery/pkg/sharding);
-// a Filter's lists and watches never hand out an object outside its slots;
+// a slot's filtered informers never hand out an object outside its slots;
 // an object's slot never changes (namespace and UID are immutable), so a
-// watch never sees one move out of a Filter.
+// watch never sees one move out of a slot.
 //
-// Non-guarantees: Assign balances slots, not keys. How evenly keys spread
+// Non-guarantees: the host balances slots, not keys. How evenly keys spread
 // over the slots is up to the API server's hash, and FNV-1a spreads names
 // that differ only in their last characters badly: its high bits, which
 // the ranges cut, barely change with the last byte. 100 namespaces named

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctrlhost/ctrlhost/testenv/testbin"
+	"github.com/ctrlhost/ctrlhost/internal/testbin"
 )
 
 const (

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctrlhost/ctrlhost/testenv/testbin"
+	"github.com/ctrlhost/ctrlhost/internal/testbin"
 )
 
 // fakeAPIServer is a kube-apiserver stand-in that reports version and

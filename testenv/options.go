@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctrlhost/ctrlhost/testenv/testbin"
+	"github.com/ctrlhost/ctrlhost/internal/testbin"
 )
 
 const (

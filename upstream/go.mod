@@ -167,7 +167,7 @@ require (
 replace github.com/ctrlhost/ctrlhost => ../
 
 // k8s.io/kubernetes requires its staging modules at v0.0.0; pin them to the
-// release it was cut with, as testenv/testbin/go.mod.txt does.
+// release it was cut with, as internal/testbin/go.mod.txt does.
 replace (
 	k8s.io/api => k8s.io/api v0.37.1
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.1

@@ -17,7 +17,7 @@
 //	-print-version     print the Kubernetes version and exit
 //	-write-module DIR  write the tools module (go.mod, go.sum) into DIR and exit
 //
-// It imports nothing but the standard library and testenv/testbin, so that
+// It imports nothing but the standard library and internal/testbin, so that
 // `go run` compiles it in seconds.
 package main
 
@@ -31,7 +31,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/ctrlhost/ctrlhost/testenv/testbin"
+	"github.com/ctrlhost/ctrlhost/internal/testbin"
 )
 
 func main() {

@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ctrlhost/ctrlhost/internal/testbin"
 	"github.com/ctrlhost/ctrlhost/testenv"
-	"github.com/ctrlhost/ctrlhost/testenv/testbin"
 )
 
 func TestMain(m *testing.M) {

@@ -39,7 +39,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/manager"
-	"github.com/ctrlhost/ctrlhost/selection"
 )
 
 // component is KCM's name: the Lease, the user agent, the metrics prefix.
@@ -99,7 +98,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		Build()
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		if errors.Is(err, selection.ErrUnknownController) {
+		if errors.Is(err, manager.ErrUnknownController) {
 			fmt.Fprintln(stderr, "This program hosts ctrlhost's native built-ins only. Every kube-controller-manager controller "+
 				"is in the upstream module's drop-in binary, github.com/ctrlhost/ctrlhost/upstream/cmd/kube-controller-manager.")
 		}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctrlhost/ctrlhost/shard"
+	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
 
@@ -152,7 +152,7 @@ func runShardedChaos(t *testing.T, env *testenv.Env, p plan, budget time.Duratio
 		results[s] = &result{}
 	}
 	deadline := time.Now().Add(budget)
-	if _, ok := c.waitSlots(handoffDeadline, func(h map[int]string) bool { return shard.Balanced(h, shardSlots, c.ids) }); !ok {
+	if _, ok := c.waitSlots(handoffDeadline, func(h map[int]string) bool { return shardgroup.Balanced(h, shardSlots, c.ids) }); !ok {
 		t.Fatalf("sharded: the slots were not balanced within %v of the start: %v", handoffDeadline, c.slotHolders())
 	}
 	for i, s := range order {
@@ -218,7 +218,7 @@ func runShardedChaos(t *testing.T, env *testenv.Env, p plan, budget time.Duratio
 		// slots were taken: restart replicas while waiting for balance.
 		if _, ok := c.waitSlots(handoffDeadline, func(h map[int]string) bool {
 			c.restartExited()
-			return shard.Balanced(h, shardSlots, c.ids)
+			return shardgroup.Balanced(h, shardSlots, c.ids)
 		}); !ok {
 			t.Errorf("sharded round %d (%s on %s): the slots were not balanced again within %v of healing: %v", i, s, victim, handoffDeadline, c.slotHolders())
 			for _, id := range c.ids {

@@ -15,11 +15,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/shard"
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
 
-// TestShardedInformersOnARealServer: informers over shard.Clientset cache
+// TestShardedInformersOnARealServer: informers over shardgroup.Clientset cache
 // only their slots' pods and namespaces on kube-apiserver v1.37 with
 // ShardedListAndWatch on (the server filters, and says so in ShardInfo)
 // and off (the server ignores the selector; the client filters).
@@ -59,7 +60,7 @@ func TestShardedInformersOnARealServer(t *testing.T) {
 				mine[ns] = s == 1 || s == 2
 			}
 
-			cs, err := shard.NewClientset(admin, sp, held)
+			cs, err := shardgroup.NewClientset(admin, sp, held)
 			if err != nil {
 				t.Fatal(err)
 			}

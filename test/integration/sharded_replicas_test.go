@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ctrlhost/ctrlhost/shard"
+	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
 
@@ -163,7 +163,7 @@ func TestShardedReplicasAcrossProcesses(t *testing.T) {
 			for _, id := range []string{"a", "b", "c"} {
 				r.start(id)
 			}
-			r.waitSlots("three replicas balanced", time.Minute, func(h map[int]string) bool { return shard.Balanced(h, shardSlots, []string{"a", "b", "c"}) })
+			r.waitSlots("three replicas balanced", time.Minute, func(h map[int]string) bool { return shardgroup.Balanced(h, shardSlots, []string{"a", "b", "c"}) })
 			allConverge(t, cs, namespaces, 2)
 
 			// SIGTERM: b's slots are worked elsewhere at once.
@@ -181,20 +181,20 @@ func TestShardedReplicasAcrossProcesses(t *testing.T) {
 			if err != nil {
 				t.Fatalf("SIGTERM b: %v", err)
 			}
-			took := r.waitSlots("b's slots worked elsewhere", shardLease, func(h map[int]string) bool { return shard.Balanced(h, shardSlots, []string{"a", "c"}) }).Sub(sent)
+			took := r.waitSlots("b's slots worked elsewhere", shardLease, func(h map[int]string) bool { return shardgroup.Balanced(h, shardSlots, []string{"a", "c"}) }).Sub(sent)
 			t.Logf("SIGTERM: b's slots %v worked elsewhere %v after the signal", bSlots, took.Round(time.Millisecond))
 
 			// A fourth replica takes its share.
 			joined := time.Now()
 			r.start("d")
-			took = r.waitSlots("d's share", time.Minute, func(h map[int]string) bool { return shard.Balanced(h, shardSlots, []string{"a", "c", "d"}) }).Sub(joined)
+			took = r.waitSlots("d's share", time.Minute, func(h map[int]string) bool { return shardgroup.Balanced(h, shardSlots, []string{"a", "c", "d"}) }).Sub(joined)
 			t.Logf("join: balanced again %v after d started", took.Round(time.Millisecond))
 
 			// SIGKILL: c's slots wait for their Leases to expire.
 			cSlots := mine("c")
 			killed, _ := r.signal("c", syscall.SIGKILL)
 			bound := shardLease + shardRenew + shardRetry + 5*time.Second
-			took = r.waitSlots("c's slots worked elsewhere", bound, func(h map[int]string) bool { return shard.Balanced(h, shardSlots, []string{"a", "d"}) }).Sub(killed)
+			took = r.waitSlots("c's slots worked elsewhere", bound, func(h map[int]string) bool { return shardgroup.Balanced(h, shardSlots, []string{"a", "d"}) }).Sub(killed)
 			t.Logf("SIGKILL: c's slots %v worked elsewhere %v after the kill (lease %v)", cSlots, took.Round(time.Millisecond), shardLease)
 			if took < shardLease/2 {
 				t.Errorf("c's slots were worked elsewhere %v after the kill, before their Leases could expire (%v)", took, shardLease)

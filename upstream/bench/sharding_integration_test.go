@@ -17,6 +17,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/shard"
 	"github.com/ctrlhost/ctrlhost/test/procs"
 	"github.com/ctrlhost/ctrlhost/testenv"
@@ -152,7 +153,7 @@ func (h *harness) waitBalanced(what, lease string, slots int, ids ...string) tim
 	h.tb.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if shard.Balanced(h.slotHolders(lease, slots), slots, ids) {
+		if shardgroup.Balanced(h.slotHolders(lease, slots), slots, ids) {
 			return time.Now()
 		}
 		if time.Now().After(deadline) {

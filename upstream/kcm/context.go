@@ -17,6 +17,7 @@ import (
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/ordie"
 )
 
 // componentName labels upstream's controller-manager metrics, as KCM's.
@@ -68,14 +69,14 @@ var usesGraph = map[string]bool{
 func newControllerContext(ctx context.Context, cc descriptor.Context, cfg Config) (app.ControllerContext, error) {
 	mapper, ok := cc.RESTMapper.(*restmapper.DeferredDiscoveryRESTMapper)
 	if !ok {
-		dc, err := clientBuilder{descriptor.OrDie{ClientBuilder: cc.RootClientBuilder}}.DiscoveryClient("controller-discovery")
+		dc, err := clientBuilder{ordie.Builder{ClientBuilder: cc.RootClientBuilder}}.DiscoveryClient("controller-discovery")
 		if err != nil {
 			return app.ControllerContext{}, err
 		}
 		mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	}
 	uc := app.ControllerContext{
-		ClientBuilder:                   clientBuilder{descriptor.OrDie{ClientBuilder: cc.ClientBuilder}},
+		ClientBuilder:                   clientBuilder{ordie.Builder{ClientBuilder: cc.ClientBuilder}},
 		InformerFactory:                 cc.InformerFactory,
 		ObjectOrMetadataInformerFactory: informerfactory.NewInformerFactory(cc.InformerFactory, cc.MetadataInformerFactory),
 		ComponentConfig:                 *cfg.Component,
@@ -124,8 +125,8 @@ func relay(ctx context.Context, in <-chan struct{}) chan struct{} {
 }
 
 // clientBuilder is upstream's ControllerClientBuilder over ctrlhost's: its
-// …OrDie methods panic (descriptor.OrDie), and it adds discovery clients.
-type clientBuilder struct{ descriptor.OrDie }
+// …OrDie methods panic (ordie.Builder), and it adds discovery clients.
+type clientBuilder struct{ ordie.Builder }
 
 var _ clientbuilder.ControllerClientBuilder = clientBuilder{}
 
