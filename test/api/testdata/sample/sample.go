@@ -19,9 +19,9 @@ var V, w = io.EOF, 1
 // T is a struct.
 type T struct {
 	io.Reader
-	Name     string
-	Fn       func(ctx context.Context, n int) (err error)
-	hidden   int
+	Name   string
+	Fn     func(ctx context.Context, n int) (err error)
+	hidden int
 	embedded
 }
 
