@@ -1,0 +1,217 @@
+package fakeapi_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/internal/fakeapi"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func client(t *testing.T, s *fakeapi.Server) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(fakeapi.Config(s, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// TestCRUD: creates, updates with stale resourceVersions, preconditions
+// and patches behave as the API server's, with its status codes.
+func TestCRUD(t *testing.T) {
+	ctx := context.Background()
+	s := fakeapi.New()
+	cs := client(t, s)
+	cms := cs.CoreV1().ConfigMaps("ns")
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"},
+		Data: map[string]string{"k": "1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.ResourceVersion == "" || cm.UID == "" || cm.Namespace != "ns" {
+		t.Fatalf("created %+v: want resourceVersion, uid and namespace set", cm.ObjectMeta)
+	}
+	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("second create: %v, want AlreadyExists", err)
+	}
+	stale := cm.DeepCopy()
+	cm.Data["k"] = "2"
+	if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stale.Data["k"] = "3"
+	if _, err := cms.Update(ctx, stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Errorf("stale update: %v, want Conflict", err)
+	}
+	patched, err := cms.Patch(ctx, "a", types.MergePatchType, []byte(`{"data":{"p":"x"}}`), metav1.PatchOptions{})
+	if err != nil || patched.Data["p"] != "x" || patched.Data["k"] != "2" {
+		t.Errorf("patch: %v, %v", patched, err)
+	}
+	wrongUID := types.UID("nope")
+	err = cms.Delete(ctx, "a", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &wrongUID}})
+	if !apierrors.IsConflict(err) {
+		t.Errorf("delete with a wrong UID: %v, want Conflict", err)
+	}
+	if err := cms.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Get(ctx, "a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get after delete: %v, want NotFound", err)
+	}
+}
+
+// TestStatusSubresource: an update of the object keeps the stored status,
+// an update of .../status changes only the status.
+func TestStatusSubresource(t *testing.T) {
+	ctx := context.Background()
+	s := fakeapi.New()
+	pods := client(t, s).CoreV1().Pods("ns")
+	p, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != "" {
+		t.Errorf("create kept the status %q", p.Status.Phase)
+	}
+	p.Status.Phase = corev1.PodSucceeded
+	if p, err = pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil || p.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("UpdateStatus: %v %v", p.Status.Phase, err)
+	}
+	p.Status.Phase = corev1.PodFailed
+	p.Labels = map[string]string{"a": "b"}
+	if p, err = pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != corev1.PodSucceeded || p.Labels["a"] != "b" {
+		t.Errorf("Update: phase %q labels %v; want the stored status and the new labels", p.Status.Phase, p.Labels)
+	}
+}
+
+// TestInformerAndDroppedWatches: an informer lists and watches (streaming
+// its initial list), sees later writes, and resyncs after the server drops
+// every watch; all of it inside a synctest bubble.
+func TestInformerAndDroppedWatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s := fakeapi.New()
+		if err := s.Create(fakeapi.DefaultResources()[2].GVR, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "before", Namespace: "ns"}}); err != nil {
+			t.Fatal(err)
+		}
+		cs := client(t, s)
+		f := informers.NewSharedInformerFactory(cs, 0)
+		inf := f.Core().V1().ConfigMaps()
+		lister := inf.Lister()
+		inf.Informer()
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+		if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+			t.Fatal("never synced")
+		}
+		if _, err := lister.ConfigMaps("ns").Get("before"); err != nil {
+			t.Fatalf("initial list: %v", err)
+		}
+		s.DropWatches()
+		if _, err := cs.CoreV1().ConfigMaps("ns").Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			if _, err := lister.ConfigMaps("ns").Get("after"); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the informer never saw the write made after the watches dropped")
+			}
+			time.Sleep(100 * time.Millisecond) // fake time in the bubble
+		}
+		cancel()
+		f.Shutdown()
+	})
+}
+
+// TestWatchFromResourceVersion: a watch resumes after a resourceVersion,
+// filtered by name; a too old one is 410 Gone.
+func TestWatchFromResourceVersion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		s := fakeapi.New()
+		leases := client(t, s).CoordinationV1().Leases("kube-system")
+		l, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		w, err := leases.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion, FieldSelector: "metadata.name=a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		l.Spec.HolderIdentity = ptr.To("x")
+		if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ev := <-w.ResultChan()
+		if got := ev.Object.(*coordinationv1.Lease); ev.Type != watch.Modified || got.Name != "a" || *got.Spec.HolderIdentity != "x" {
+			t.Errorf("event %v %v, want the update of a", ev.Type, got)
+		}
+		s.DropWatches()
+		if _, ok := <-w.ResultChan(); ok {
+			t.Error("the watch outlived DropWatches")
+		}
+		_, err = leases.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+		if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+			t.Errorf("watch from a forgotten resourceVersion: %v, want 410", err)
+		}
+	})
+}
+
+// TestHookRefuses: a Hook sees each request's verb and user agent and may
+// refuse it with an API status.
+func TestHookRefuses(t *testing.T) {
+	s := fakeapi.New()
+	var seen []string
+	s.SetHook(func(_ http.ResponseWriter, r *fakeapi.Request) error {
+		seen = append(seen, r.Verb+" "+r.Resource.GVR.Resource+" "+r.Name)
+		if r.Mutating() {
+			return apierrors.NewForbidden(r.Resource.GVR.GroupResource(), r.Name, errors.New("no"))
+		}
+		return nil
+	})
+	cms := client(t, s).CoreV1().ConfigMaps("ns")
+	_, err := cms.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("create: %v, want Forbidden", err)
+	}
+	if _, err := cms.Get(context.Background(), "c", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get: %v, want NotFound", err)
+	}
+	want := []string{"create configmaps c", "get configmaps c"}
+	if len(seen) != 2 || seen[0] != want[0] || seen[1] != want[1] {
+		t.Errorf("hook saw %q, want %q", seen, want)
+	}
+}
