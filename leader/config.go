@@ -26,9 +26,6 @@ const (
 	DefaultRetryPeriod   = 2 * time.Second
 )
 
-// MinStopBudget is the floor of Config.StopBudget.
-const MinStopBudget = 100 * time.Millisecond
-
 // KCM flag names, used in error messages so that users of a
 // KCM-compatible command line see which flag to fix.
 const (
@@ -168,6 +165,14 @@ func (c Config) Validate() error {
 	}
 	if positive {
 		stored := c.LeaseDuration.Truncate(time.Second)
+		if stored > c.RenewDeadline && c.StopBudget() <= 0 {
+			add("LeaseDuration (%s) must exceed RenewDeadline (%s) + RetryPeriod (%s) + LeaseDuration/50 "+
+				"(the allowance for clocks running at different rates), so that a replica that lost the lease "+
+				"has stopped its controllers before another can take it: %s <= %s + %s + %s; "+
+				"lengthen the lease or shorten the other two (kube-controller-manager does not check this)",
+				flagLeaseDuration, flagRenewDeadline, flagRetryPeriod,
+				stored, c.RenewDeadline, c.RetryPeriod, c.driftAllowance())
+		}
 		if stored <= c.RenewDeadline {
 			note := ""
 			if stored != c.LeaseDuration {
@@ -185,20 +190,37 @@ func (c Config) Validate() error {
 }
 
 // StopBudget is how long a term may take to stop after this replica noticed
-// that it lost the lease, before another replica could have taken it over.
+// that it lost the lease, at the latest, before another replica could have
+// taken it over.
 //
 // client-go renews every RetryPeriod. When a renewal round starts failing it
 // keeps retrying for RenewDeadline, so the loss is noticed up to
-// RetryPeriod+RenewDeadline after the last successful renewal. Another replica
-// may take over once LeaseDuration (as stored: whole seconds) has passed since
-// it saw that renewal, which is no earlier than the renewal itself. So the
-// time left is LeaseDuration - RenewDeadline - RetryPeriod. Request latency
-// and clocks running at different rates eat into it, which is why it is a
-// budget and not a promise. It is never less than MinStopBudget, so a caller
-// always gets a usable, if unsafe, deadline for invalid or tight settings.
+// RetryPeriod+RenewDeadline after the last successful renewal started.
+// Another replica may take over once LeaseDuration (as stored: whole
+// seconds) has passed, on its own clock, since it saw that renewal, which is
+// no earlier than the renewal's request started. Clocks that run at
+// different rates shorten that on this replica's clock: the budget keeps
+// back a fiftieth of LeaseDuration (two clocks each up to 1% off), the
+// drift allowance. So the budget is LeaseDuration - RenewDeadline -
+// RetryPeriod - LeaseDuration/50. Validate rejects settings where it is not
+// positive. A term that lost the lease stops by Term.StopBy, which counts
+// from the last renewal itself and so is never later than this budget
+// after the loss was noticed.
 func (c Config) StopBudget() time.Duration {
-	b := c.LeaseDuration.Truncate(time.Second) - c.RenewDeadline - c.RetryPeriod
-	return max(b, MinStopBudget)
+	return c.LeaseDuration.Truncate(time.Second) - c.RenewDeadline - c.RetryPeriod - c.driftAllowance()
+}
+
+// driftAllowance is what the stop budget keeps back for clocks that run at
+// different rates: two clocks each 1% off drift apart by 2% of the lease.
+func (c Config) driftAllowance() time.Duration {
+	return c.LeaseDuration.Truncate(time.Second) / 50
+}
+
+// expiry is, on this replica's clock, the earliest moment another replica
+// may take the lease over after a renewal whose request started at
+// renewStart, less the drift allowance.
+func (c Config) expiry(renewStart time.Time) time.Time {
+	return renewStart.Add(c.LeaseDuration.Truncate(time.Second) - c.driftAllowance())
 }
 
 // describe is "<namespace>/<name>", how the lock is named in logs and errors.

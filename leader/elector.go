@@ -197,7 +197,10 @@ func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error)
 			} else {
 				termErr = nil
 			}
-			if e.policy == Exit || ctx.Err() != nil {
+			if e.policy == Exit || ctx.Err() != nil || errors.Is(termErr, ErrTermStillRunning) {
+				// A term that left work running ends the campaign under
+				// either policy: standing again could start a new term
+				// beside the work still running.
 				return errors.Join(lostErr, termErr)
 			}
 			e.log.Info("Lease lost and term stopped; campaigning again")
@@ -420,9 +423,8 @@ func (e *Elector) nextAttempt(c *campaign) (time.Duration, string, bool) {
 // returned.
 func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context, term func(context.Context) error) (lost bool, err error) {
 	t := &Term{
-		gate:   fence.NewGate(fmt.Sprintf("lock %s, identity %s", e.desc, e.cfg.Identity), e.clock),
-		budget: e.cfg.StopBudget(),
-		lost:   make(chan struct{}),
+		gate: fence.NewGate(fmt.Sprintf("lock %s, identity %s", e.desc, e.cfg.Identity), e.clock),
+		lost: make(chan struct{}),
 	}
 	// The term's context is cancelled by watchTerm alone, so that a lost
 	// lease has closed the gate and Term.Lost before the term can see it.
@@ -454,6 +456,7 @@ func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context, te
 		// The session is still running, so lctx ended only if renewal failed.
 		lost = lctx.Err() != nil
 		s.stop()
+		e.resetStatus()
 		e.mu.Lock()
 		e.leading, e.termRunning = false, false
 		e.gate = nil
@@ -476,15 +479,28 @@ func (e *Elector) watchTerm(ctx, lctx context.Context, termDone <-chan struct{},
 			cancelTerm()
 		case <-lctx.Done():
 			t.gate.Close("the lease was lost")
-			t.markLost(e.clock.Now())
+			now := e.clock.Now()
 			e.mu.Lock()
 			e.leading = false
+			stopBy := e.cfg.expiry(e.renewStart)
 			e.mu.Unlock()
-			e.log.Info("Lost the lease; stopping term", "stopBudget", e.cfg.StopBudget())
+			t.markLost(now, stopBy)
+			e.log.Info("Lost the lease; stopping term", "stopBy", stopBy.Sub(now).Round(time.Millisecond))
 			cancelTerm()
 			<-termDone
 			return
 		}
+	}
+}
+
+// resetStatus sets client-go's leader_election_master_status for the lock
+// back to 0 once a leading session ended. client-go sets it to 0 only when
+// a renewal fails, not when its session is cancelled (it expects the
+// process to exit then), but also whenever a LeaderElector is built: one is
+// built for that, through whatever metrics provider the process installed.
+func (e *Elector) resetStatus() {
+	if _, err := e.newCampaign(); err != nil {
+		e.log.V(1).Info("Cannot reset the leader status metric", "err", err.Error())
 	}
 }
 

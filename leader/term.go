@@ -11,12 +11,12 @@ import (
 // Term is what a term function can learn about its leadership, from the
 // context Run hands it (TermFrom).
 type Term struct {
-	gate   *fence.Gate
-	budget time.Duration
-	lost   chan struct{}
+	gate *fence.Gate
+	lost chan struct{}
 
 	mu     sync.Mutex
 	lostAt time.Time
+	stopBy time.Time
 }
 
 type termKey struct{}
@@ -43,15 +43,23 @@ func (t *Term) LostAt() time.Time {
 	return t.lostAt
 }
 
-// StopBudget is how long the term may take to stop after LostAt before
-// another replica could take the lease (Config.StopBudget).
-func (t *Term) StopBudget() time.Duration { return t.budget }
+// StopBy is, once the lease was lost, the moment by which the term must
+// have stopped: the last renewal's request start plus LeaseDuration (as
+// stored), less the drift allowance (Config.StopBudget); another replica
+// cannot take the lease before then. It is at most Config.StopBudget after
+// LostAt, and may already have passed when the loss is noticed. Zero while
+// the lease is held.
+func (t *Term) StopBy() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stopBy
+}
 
-func (t *Term) markLost(at time.Time) {
+func (t *Term) markLost(at, stopBy time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.lostAt.IsZero() {
-		t.lostAt = at
+		t.lostAt, t.stopBy = at, stopBy
 		close(t.lost)
 	}
 }

@@ -9,7 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+
 	"github.com/ctrlhost/ctrlhost/fence"
+	"github.com/ctrlhost/ctrlhost/internal/metrics"
 )
 
 // A lease lost while the term is already stopping (Run's context was
@@ -22,7 +27,8 @@ func TestLeaseLostWhileStopping(t *testing.T) {
 			var failing atomic.Bool
 			failUpdates(cs, &failing)
 			e := newElector(t, cs, testConfig("a"), policy)
-			sawLost := make(chan time.Duration, 1)
+			type loss struct{ at, stopBy time.Time }
+			sawLost := make(chan loss, 1)
 			r := start(t, e, func(ctx context.Context) error {
 				term := TermFrom(ctx)
 				if term == nil {
@@ -33,7 +39,7 @@ func TestLeaseLostWhileStopping(t *testing.T) {
 				failing.Store(true)
 				select {
 				case <-term.Lost():
-					sawLost <- term.StopBudget()
+					sawLost <- loss{term.LostAt(), term.StopBy()}
 				case <-time.After(deadline):
 					return errors.New("Term.Lost not closed")
 				}
@@ -46,9 +52,12 @@ func TestLeaseLostWhileStopping(t *testing.T) {
 				t.Fatalf("Run returned %v, want ErrLeaseLost", err)
 			}
 			select {
-			case b := <-sawLost:
-				if want := e.cfg.StopBudget(); b != want {
-					t.Errorf("StopBudget = %v, want %v", b, want)
+			case l := <-sawLost:
+				// StopBy counts from the last renewal, so it is at most the
+				// stop budget after the loss was noticed.
+				if l.stopBy.IsZero() || l.stopBy.Sub(l.at) > e.cfg.StopBudget() {
+					t.Errorf("StopBy is %v after LostAt, want at most the stop budget %v",
+						l.stopBy.Sub(l.at), e.cfg.StopBudget())
 				}
 			default:
 				t.Error("the term did not see the loss")
@@ -57,12 +66,22 @@ func TestLeaseLostWhileStopping(t *testing.T) {
 	}
 }
 
-// The term's Gate is open while the lease is renewed, shuts the moment the
-// lease is lost, and stays shut after the term returned.
+// The term's Gate is open while the lease is renewed, shuts before another
+// replica could take the lease (the last renewal's start plus
+// LeaseDuration), and stays shut after the term returned.
 func TestTermGate(t *testing.T) {
 	cs := newClientset()
 	var failing atomic.Bool
 	failUpdates(cs, &failing)
+	// The newest renewal the fake accepted, no earlier than its request
+	// started (the reactor runs inside the request).
+	var lastRenewed atomic.Int64
+	cs.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if !failing.Load() {
+			lastRenewed.Store(time.Now().UnixNano())
+		}
+		return false, nil, nil
+	})
 	e := newElector(t, cs, testConfig("a"), Recampaign)
 	gates := make(chan *fence.Gate, 2)
 	var terms atomic.Int32
@@ -85,6 +104,10 @@ func TestTermGate(t *testing.T) {
 	}
 	failing.Store(true)
 	eventually(t, "the gate shuts", func() bool { return g.Check("c") != nil })
+	shut := time.Now()
+	if expiry := time.Unix(0, lastRenewed.Load()).Add(e.cfg.LeaseDuration); !shut.Before(expiry) {
+		t.Errorf("the gate shut %v after the lease could pass to another replica", shut.Sub(expiry))
+	}
 	if err := g.Check("c"); !errors.Is(err, fence.ErrFenced) {
 		t.Fatalf("Check after renewals failed = %v, want ErrFenced", err)
 	}
@@ -104,6 +127,29 @@ func TestTermGate(t *testing.T) {
 	}
 	if err := g2.Check("c"); err == nil || !strings.Contains(err.Error(), "term ended") {
 		t.Errorf("gate after the term returned: %v, want shut (term ended)", err)
+	}
+}
+
+// A term that lost its lease and left work running ends Run even under
+// Recampaign: standing again could start a term beside that work.
+func TestNoRecampaignWithWorkStillRunning(t *testing.T) {
+	cs := newClientset()
+	var failing atomic.Bool
+	failUpdates(cs, &failing)
+	e := newElector(t, cs, testConfig("a"), Recampaign)
+	var terms atomic.Int32
+	r := start(t, e, func(ctx context.Context) error {
+		terms.Add(1)
+		failing.Store(true)
+		<-ctx.Done()
+		return fmt.Errorf("a controller did not stop: %w", ErrTermStillRunning)
+	})
+	err := r.wait(t)
+	if !errors.Is(err, ErrLeaseLost) || !errors.Is(err, ErrTermStillRunning) {
+		t.Errorf("Run = %v, want ErrLeaseLost and ErrTermStillRunning", err)
+	}
+	if n := terms.Load(); n != 1 {
+		t.Errorf("%d terms ran, want 1 (no campaign after the stragglers)", n)
 	}
 }
 
@@ -148,5 +194,55 @@ func TestLeaseKeptWhenTermLeftWorkRunning(t *testing.T) {
 				t.Errorf("lease holder after Run returned = %q, want a (kept until it expires)", h)
 			}
 		})
+	}
+}
+
+// leader_election_master_status is 1 while a lock is held and 0 once its
+// term ended and once Run returned, whether the lock is the main one or a
+// shard group's slot or member Lease (all are Electors). client-go leaves
+// it at 1 when its session is cancelled.
+func TestLeaderStatusMetricFollowsTheLease(t *testing.T) {
+	metrics.InstallClientGoProviders()
+	reg := prometheus.NewRegistry()
+	if err := metrics.RegisterClientGo(reg); err != nil {
+		t.Fatal(err)
+	}
+	status := func(lease string) float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "leader_election_master_status" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "name" && l.GetValue() == lease {
+						return m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		return -1
+	}
+	cfg := testConfig("a")
+	cfg.Name = "status-metric-lease"
+	e := newElector(t, newClientset(), cfg, Exit)
+	leading := make(chan struct{})
+	r := start(t, e, func(ctx context.Context) error {
+		close(leading)
+		<-ctx.Done()
+		return nil
+	})
+	<-leading
+	eventually(t, "the gauge shows the lease held", func() bool { return status(cfg.Name) == 1 })
+	r.cancel()
+	if err := r.wait(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if got := status(cfg.Name); got != 0 {
+		t.Errorf("leader_election_master_status after Run returned = %v, want 0", got)
 	}
 }

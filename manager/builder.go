@@ -311,7 +311,8 @@ func (b *Builder) clients(m *Manager, opts Options) error {
 	if m.metaClient, err = metadata.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"), root); err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
-	if m.tokenClient, err = kubernetes.NewForConfigAndClient(withUserAgent(cfg, "tokens"), root); err != nil {
+	m.tokenConfig = withUserAgent(cfg, "tokens")
+	if m.tokenClient, err = kubernetes.NewForConfigAndClient(m.tokenConfig, root); err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -21,6 +22,9 @@ type clientBuilder struct {
 	gate     *fence.Gate // nil: not fenced
 	root     bool        // the host's credentials, never a ServiceAccount's
 	limiters *limiterSet // nil: each client limits its own requests
+	// ctx bounds what the clients do on the host's behalf: minting the
+	// controller's ServiceAccount tokens stops when it ends.
+	ctx context.Context
 }
 
 // limiterSet hands the clients one controller gets in every slot term of
@@ -62,7 +66,7 @@ func (c clientBuilder) Config(name string) (*rest.Config, error) {
 	if c.m.restConfig == nil {
 		return nil, fmt.Errorf("controller %q: no REST config: the manager was built WithClient", name)
 	}
-	cfg := c.m.controllerConfig(name, c.root)
+	cfg := c.m.controllerConfig(c.ctx, name, c.root, c.gate)
 	c.limiters.apply(name, c.root, cfg)
 	if c.gate != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fence.RoundTripper(c.gate, name, rt) })

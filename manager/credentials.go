@@ -1,9 +1,14 @@
 package manager
 
 import (
+	"context"
+	"net/http"
+
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 
+	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/internal/satoken"
 )
 
@@ -19,7 +24,12 @@ type ClientBudget struct {
 // with a user agent naming the controller, its own rate-limit budget, and
 // with --use-service-account-credentials a bearer token of its own
 // ServiceAccount instead of the manager's credentials (unless root).
-func (m *Manager) controllerConfig(name string, root bool) *rest.Config {
+//
+// The token is minted on the first request that needs it, on ctx (the
+// term's controllers' context: minting stops when they are told to stop),
+// through a client fenced by gate under the controller's name: the
+// ServiceAccount and TokenRequest it may create are writes of the term.
+func (m *Manager) controllerConfig(ctx context.Context, name string, root bool, gate *fence.Gate) *rest.Config {
 	cfg := withUserAgent(m.restConfig, name)
 	if b, ok := m.opts.ClientBudgets[name]; ok {
 		if b.QPS != 0 {
@@ -32,8 +42,19 @@ func (m *Manager) controllerConfig(name string, root bool) *rest.Config {
 	if root || !m.opts.UseServiceAccountCredentials {
 		return cfg
 	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	tokens := m.tokenClient
+	if gate != nil && m.tokenConfig != nil {
+		tc := rest.CopyConfig(m.tokenConfig)
+		tc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fence.RoundTripper(gate, name, rt) })
+		if cs, err := kubernetes.NewForConfig(tc); err == nil {
+			tokens = cs
+		}
+	}
 	anon := rest.AnonymousClientConfig(cfg)
 	anon.WrapTransport = transport.TokenSourceWrapTransport(transport.NewCachedTokenSource(
-		satoken.Source(m.tokenClient, m.opts.ServiceAccountNamespace, name)))
+		satoken.Source(ctx, tokens, m.opts.ServiceAccountNamespace, name)))
 	return anon
 }

@@ -11,10 +11,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/healthz"
@@ -34,7 +32,8 @@ type Manager struct {
 
 	restConfig  *rest.Config // nil when built WithClient
 	client      kubernetes.Interface
-	tokenClient kubernetes.Interface // mints controllers' ServiceAccount tokens
+	tokenClient kubernetes.Interface // mints controllers' ServiceAccount tokens outside terms
+	tokenConfig *rest.Config         // its config, fenced per term for a term's controllers
 	metaClient  metadata.Interface
 
 	order    []*state          // every registered controller, registration order
@@ -57,7 +56,6 @@ type Manager struct {
 	started chan struct{} // closed when Run starts
 	termsMu sync.Mutex
 	terms   map[*term]struct{} // running terms
-	events  record.EventBroadcaster
 	addrMu  sync.Mutex
 	addr    net.Addr
 }
@@ -125,10 +123,6 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, served.Stop()) }()
-
-	m.events = record.NewBroadcaster(record.WithContext(ctx))
-	m.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.client.CoreV1().Events("")})
-	defer m.events.Shutdown()
 
 	m.running.Store(true)
 	defer m.running.Store(false)

@@ -90,38 +90,64 @@ func TestRunsSelectedControllersAndStops(t *testing.T) {
 	}
 }
 
+// TestStartFirstRunsBeforeOtherInitFuncs: a StartFirst controller's Run is
+// called before any other InitFunc, without the start interval's jitter,
+// whatever the registration order. The other InitFunc does not wait for
+// it: the host must make the order itself (before the fix, the jitter
+// delayed the StartFirst Run and the next InitFunc was called at once).
 func TestStartFirstRunsBeforeOtherInitFuncs(t *testing.T) {
-	j := &journal{}
-	firstRunning := make(chan struct{})
-	first := descriptor.New("token-controller", func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
-		j.add("init token-controller")
-		return descriptor.ControllerFunc(func(ctx context.Context) error {
-			j.add("run token-controller")
-			close(firstRunning)
-			<-ctx.Done()
-			return nil
-		}), nil
-	}).StartFirst()
-	waitsForFirst := descriptor.New("user-controller", func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
-		// The StartFirst controller's Run has begun before this InitFunc is
-		// called at all; if it had not, this would block forever.
-		select {
-		case <-firstRunning:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		j.add("init user-controller")
-		return descriptor.ControllerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), nil
-	})
-	// Registered after the controller that waits for it: order of
-	// registration must not matter.
-	h := managertest.New(t, "test-manager", []descriptor.Descriptor{waitsForFirst, first}).Start()
-	h.WaitRunning("token-controller", "user-controller")
-	if err := h.Stop(); err != nil {
-		t.Fatal(err)
+	for _, interval := range []time.Duration{0, 300 * time.Millisecond} {
+		t.Run(fmt.Sprintf("start interval %v", interval), func(t *testing.T) {
+			j := &journal{}
+			// Registered after the controller it must precede.
+			h := managertest.New(t, "test-manager", []descriptor.Descriptor{
+				blocking(j, "user-controller"),
+				blocking(j, "token-controller").StartFirst(),
+			})
+			h.Options.ControllerStartInterval = interval
+			h.Start()
+			h.WaitRunning("token-controller", "user-controller")
+			if err := h.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"init token-controller", "run token-controller", "init user-controller", "run user-controller"}
+			if got := j.list(); !slices.Equal(got, want) {
+				t.Errorf("journal = %v, want %v", got, want)
+			}
+		})
 	}
-	if got := j.list(); !slices.Equal(got, []string{"init token-controller", "run token-controller", "init user-controller"}) {
-		t.Errorf("journal = %v", got)
+}
+
+// TestStoppingTermCallsNoMoreInitFuncs: once a term is stopping, the
+// InitFuncs not yet called are not called (before the fix they were called
+// with a done context, and one that blocked was abandoned, failing the
+// stop and keeping the lease until it expired).
+func TestStoppingTermCallsNoMoreInitFuncs(t *testing.T) {
+	j := &journal{}
+	inFirst := make(chan struct{})
+	h := managertest.New(t, "test-manager", []descriptor.Descriptor{
+		descriptor.New("slow-init-controller", func(ctx context.Context, _ descriptor.Context) (descriptor.Controller, error) {
+			j.add("init slow-init-controller")
+			close(inFirst)
+			<-ctx.Done() // the term stops while this InitFunc runs
+			return nil, nil
+		}),
+		descriptor.New("never-controller", func(ctx context.Context, _ descriptor.Context) (descriptor.Controller, error) {
+			j.add("init never-controller")
+			<-make(chan struct{}) // blocks for good: it must not be called
+			return nil, nil
+		}),
+	})
+	h.Start()
+	recv(t, "the first InitFunc", inFirst)
+	if err := h.Stop(); err != nil {
+		t.Fatalf("Run = %v, want a clean stop", err)
+	}
+	if got := j.list(); !slices.Equal(got, []string{"init slow-init-controller"}) {
+		t.Errorf("journal = %v, want only the first InitFunc called", got)
+	}
+	if st, _ := h.Manager.Status("never-controller"); st.Phase != manager.PhaseWaiting {
+		t.Errorf("never-controller: %+v, want still waiting", st)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // runner runs the goroutines of one term (InitFunc calls, controllers' Run
-// calls, the alongside function) in a supervisor.Group, so that the term
+// calls) in a supervisor.Group, so that the term
 // can wait for them without a goroutine of its own and name stragglers.
 type runner struct {
 	*supervisor.Group
@@ -31,10 +31,17 @@ func newRunner(ctx context.Context, log logr.Logger, m *Manager) *runner {
 }
 
 // start runs c in its own goroutine, after the start interval's jitter.
-func (r *runner) start(s *state, c descriptor.Controller) {
+func (r *runner) start(s *state, c descriptor.Controller) { r.launch(s, c, true) }
+
+// startNow runs c in its own goroutine at once, without the jitter; the
+// returned channel is closed just before c's Run is called.
+func (r *runner) startNow(s *state, c descriptor.Controller) <-chan struct{} { return r.launch(s, c, false) }
+
+func (r *runner) launch(s *state, c descriptor.Controller, jitter bool) <-chan struct{} {
 	name := s.desc.Name()
+	running := make(chan struct{})
 	r.Go(name, func() {
-		if r.interval > 0 && r.ctx.Err() == nil {
+		if jitter && r.interval > 0 && r.ctx.Err() == nil {
 			t := time.NewTimer(wait.Jitter(r.interval, 1.0))
 			select {
 			case <-t.C:
@@ -45,6 +52,7 @@ func (r *runner) start(s *state, c descriptor.Controller) {
 		r.log.V(1).Info("Starting controller", "controller", name)
 		s.set(PhaseRunning, nil)
 		r.metrics.Started(name)
+		close(running)
 		err, panicked := r.run(name, c)
 		r.metrics.Stopped(name)
 		if panicked {
@@ -67,6 +75,7 @@ func (r *runner) start(s *state, c descriptor.Controller) {
 			s.set(PhaseStopped, nil)
 		}
 	})
+	return running
 }
 
 // run calls c.Run, recovering a panic in that goroutine. Panics in
@@ -81,19 +90,6 @@ func (r *runner) run(name string, c descriptor.Controller) (err error, panicked 
 	return c.Run(logr.NewContext(r.ctx, r.log.WithName(name))), false
 }
 
-// alongside runs f under ctx; an error other than the context's own ends
-// the term. The returned channel is closed when f returned.
-func (r *runner) alongside(ctx context.Context, name string, f func(context.Context) error) <-chan struct{} {
-	done := make(chan struct{})
-	r.Go(name, func() {
-		defer close(done)
-		if err := f(ctx); err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)) {
-			r.Fail(err)
-		}
-	})
-	return done
-}
-
 // wait waits, within stop, for every goroutine of the term, logging the
 // laggards, and returns the names of those still running.
 func (r *runner) wait(stop *supervisor.Deadline) []string {
@@ -103,19 +99,22 @@ func (r *runner) wait(stop *supervisor.Deadline) []string {
 }
 
 // stopDeadline bounds how long a term stops: ControllerShutdownTimeout from
-// the moment stopping began, cut, the moment the lease is found lost, to
-// what is left of the lock's stop budget after the loss, whatever made the
-// term stop.
-func stopDeadline(timeout time.Duration, lease *leader.Term, log logr.Logger) *supervisor.Deadline {
+// the moment stopping began, cut, the moment one of the leases the term
+// runs under is found lost, to that lease's Term.StopBy (another replica
+// cannot take it before then), whatever made the term stop. A migration
+// term runs under two leases: its own and the main term's.
+func stopDeadline(timeout time.Duration, log logr.Logger, leases ...*leader.Term) *supervisor.Deadline {
 	d := supervisor.NewDeadline(timeout, "--controller-shutdown-timeout")
-	if lease != nil {
-		budget := lease.StopBudget()
+	for _, lease := range leases {
+		if lease == nil {
+			continue
+		}
 		d.CutWhen(lease.Lost(), func() time.Time {
-			to := lease.LostAt().Add(budget)
-			log.Info("Lease lost; waiting only for what is left of the stop budget",
-				"stopBudget", budget, "left", time.Until(to).Round(time.Millisecond))
+			to := lease.StopBy()
+			log.Info("Lease lost; waiting only until another replica could take it",
+				"left", time.Until(to).Round(time.Millisecond))
 			return to
-		}, fmt.Sprintf("the stop budget (%v) after the lease was lost", budget))
+		}, "the moment the lost lease could pass to another replica (the stop budget)")
 	}
 	return d
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -98,9 +99,9 @@ func failLeaseUpdatesNamed(cs *fake.Clientset, name string, on *atomic.Bool) {
 }
 
 // Under the recampaign policy, losing the main lock ends the migration term
-// (before the main term ends) and releases the migration lock; it is sought
-// again only once the main lock is held again. A replica never holds only
-// the migration lock.
+// and releases the migration lock; it is sought again only once the main
+// lock is held again: every migration term starts inside a main term and
+// has ended before the next main term starts.
 func TestMigrationEndsWithMainTerm(t *testing.T) {
 	act := &activity{active: map[string]int{}}
 	h := migrationHarness(t, act)
@@ -112,14 +113,7 @@ func TestMigrationEndsWithMainTerm(t *testing.T) {
 
 	failing.Store(true)
 	managertest.Eventually(t, "both terms stopped", func() bool { return len(act.leaders()) == 0 })
-	holder := func(name string) string {
-		l, err := h.Client.CoordinationV1().Leases("kube-system").Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
-	if got := holder("test-migration"); got == "me" {
+	if got := leaseHolder(h, "test-migration"); got == "me" {
 		t.Errorf("the migration lock is still held by this replica after it lost the main lock")
 	}
 	failing.Store(false)
@@ -131,22 +125,107 @@ func TestMigrationEndsWithMainTerm(t *testing.T) {
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	// Each migration interval lies within a main interval.
 	act.mu.Lock()
 	defer act.mu.Unlock()
+	var mains []interval
+	for _, iv := range act.intervals {
+		if iv.replica == "main" {
+			mains = append(mains, iv)
+		}
+	}
 	for _, mig := range act.intervals {
 		if mig.replica != "migration" {
 			continue
 		}
 		inside := false
-		for _, main := range act.intervals {
-			if main.replica == "main" && !mig.start.Before(main.start) && !main.end.Before(mig.end) {
-				inside = true
+		for i, main := range mains {
+			if mig.start.Before(main.start) || main.end.Before(mig.start) {
+				continue
 			}
+			inside = i+1 == len(mains) || mig.end.Before(mains[i+1].start)
 		}
 		if !inside {
-			t.Errorf("migration term %v–%v ran outside every main term: %+v", mig.start, mig.end, act.intervals)
+			t.Errorf("migration term %v–%v did not start in a main term and end before the next: %+v",
+				mig.start, mig.end, act.intervals)
 		}
+	}
+}
+
+func leaseHolder(h *managertest.Harness, name string) string {
+	l, err := h.Client.CoordinationV1().Leases("kube-system").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// Defect: a lost main lease left the main controllers no stop budget. The
+// main term waited for the migration term (whose own lease was valid, so
+// its deadline was the shutdown timeout) before telling its controllers to
+// stop; Run blamed them with ErrShutdownTimeout; the migration Lease was
+// renewed after Run returned. Now both are told to stop at once, both
+// bounded by the main lease's stop budget; the migrated controller that
+// did not stop is the one named; nothing renews a Lease after Run returned.
+func TestMainLeaseLostStopsMigrationAtOnce(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var mu sync.Mutex
+	var mainStopped, migratedAbandoned time.Time
+	h := migrationHarnessOf(t,
+		descriptor.New("main-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			return descriptor.ControllerFunc(func(ctx context.Context) error {
+				<-ctx.Done()
+				mu.Lock()
+				mainStopped = time.Now()
+				mu.Unlock()
+				return nil
+			}), nil
+		}),
+		descriptor.New("node-route-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			return descriptor.ControllerFunc(func(ctx context.Context) error {
+				<-ctx.Done()
+				<-release // far slower to stop than any stop budget
+				return nil
+			}), nil
+		}).WithAliases("route"))
+	h.Options.LeaderElection.LeaseDuration = 3 * time.Second
+	h.Options.LeaderElection.RenewDeadline = 1400 * time.Millisecond
+	h.Options.LeaderElection.RetryPeriod = 300 * time.Millisecond
+	h.Options.ControllerShutdownTimeout = time.Hour
+	var failing, returned atomic.Bool
+	var lateWrites atomic.Int32
+	h.Client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if returned.Load() {
+			lateWrites.Add(1)
+		}
+		return false, nil, nil
+	})
+	failLeaseUpdatesNamed(h.Client, "mig-manager", &failing)
+	h.Start()
+	h.WaitRunning("main-controller", "node-route-controller")
+	failing.Store(true)
+	err := h.Err()
+	returned.Store(true)
+	migratedAbandoned = time.Now()
+
+	if !errors.Is(err, leader.ErrLeaseLost) || !errors.Is(err, manager.ErrShutdownTimeout) {
+		t.Fatalf("Run = %v, want ErrLeaseLost and ErrShutdownTimeout", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "node-route-controller") || strings.Contains(msg, "[main-controller]") {
+		t.Errorf("Run = %v, want the migrated controller named as the straggler, not the main one", err)
+	}
+	mu.Lock()
+	stopped := mainStopped
+	mu.Unlock()
+	if stopped.IsZero() || !stopped.Before(migratedAbandoned) {
+		t.Errorf("the main controller was told to stop at %v, not before the migrated one was abandoned at %v",
+			stopped, migratedAbandoned)
+	}
+	// client-go renews every RetryPeriod: three periods without a write.
+	quiet := time.NewTimer(3 * h.Options.LeaderElection.RetryPeriod)
+	<-quiet.C
+	if n := lateWrites.Load(); n > 0 {
+		t.Errorf("%d Lease writes after Run returned", n)
 	}
 }
 

@@ -5,17 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -50,42 +49,71 @@ type termSpec struct {
 	states []*state
 	// alongside, if set, runs once the StartFirst controllers run and before
 	// any other InitFunc is called, under the term's context; the term
-	// waits for it like for a controller, and its error ends the term. The
-	// main term runs the migration campaign this way.
+	// always waits for it to return, and its return before the term ends
+	// (an error, or a lost lease of its own) ends the term. The main term
+	// runs the migration campaign this way.
 	alongside func(ctx context.Context) error
 	// warm, if set, is the informer set the term runs on (warm standby):
 	// already started and usually synced. The term stops it when it ends.
 	warm *informers.Warm
 	// slot, if set, makes this a slot term of a shard group.
 	slot *slotTerm
+	// parent, if set, is the lease of the term this one runs inside (the
+	// main term's, for the migration term): losing it cuts this term's stop
+	// as losing its own does.
+	parent *leader.Term
 }
 
 // termEnv is what the term hands every InitFunc of one term.
 type termEnv struct {
+	ctx     context.Context // the controllers' context: it ends when they are told to stop
 	set     *informers.Set
 	mapper  meta.ResettableRESTMapper
 	gate    *fence.Gate   // nil: writes are not fenced
 	started chan struct{} // InformersStarted
 	slot    *slotTerm     // nil unless a slot term
+	events  *termEvents
 }
+
+// errStopping is initAll's answer when the term began stopping before
+// every InitFunc was called: the rest are not called.
+var errStopping = errors.New("the term is stopping")
+
+// eventFlushTimeout bounds how long a stopping term waits for event writes
+// in flight after its controllers returned, before it cancels them.
+const eventFlushTimeout = time.Second
 
 // runTerm builds and runs spec's controllers until ctx is done or one of
 // them fails, then stops them (bounded) and shuts the informers down.
 //
-// Order: StartFirst controllers are built and started; then alongside
-// starts; then every other InitFunc runs; then the informers start and
-// InformersStarted closes; then every other controller's Run starts in its
-// own goroutine. On a warm set (warm standby) each controller's Run starts
-// as soon as its InitFunc returned instead, before InformersStarted. A term that ends before its informers could start (an
-// InitFunc failed) closes InformersStarted anyway, with the term's context
-// already done, so that a controller waiting on it returns.
+// Order: StartFirst controllers are built and their Run called, one by
+// one, before anything else; then alongside starts; then every other
+// InitFunc runs, unless the term is stopping by then; then the informers
+// start and InformersStarted closes; then every other controller's Run
+// starts in its own goroutine. On a warm set (warm standby) each
+// controller's Run starts as soon as its InitFunc returned instead, before
+// InformersStarted. A term that ends before its informers could start (an
+// InitFunc failed, or the term stopped first) closes InformersStarted
+// anyway, with the term's context already done, so that a controller
+// waiting on it returns.
+//
+// Stop: a term stopping with its lease valid waits for alongside first
+// (the migration term ends before the main term's controllers are told to
+// stop); a term whose lease (or parent's) is lost cancels its controllers
+// and alongside at once, both bounded by what is left until the lease can
+// pass to another replica.
 func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	log := logr.FromContextOrDiscard(ctx).WithValues("term", spec.name)
 	termCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	lease := leader.TermFrom(ctx) // nil without leader election
 
+	// Controllers stop when the term tells them to, not when its parent
+	// context ends: the migration term ends first.
+	ctrlCtx, cancelCtrl := context.WithCancel(context.WithoutCancel(termCtx))
+	defer cancelCtrl()
 	env := termEnv{
+		ctx:     ctrlCtx,
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.client.Discovery())),
 		started: make(chan struct{}),
 		slot:    spec.slot,
@@ -102,6 +130,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	if lease != nil {
 		env.gate = lease.Gate()
 	}
+	env.events = &termEvents{m: m, log: log, gate: env.gate}
 	t := &term{name: spec.name, set: env.set}
 	m.addTerm(t)
 	defer m.removeTerm(t)
@@ -109,50 +138,64 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { wait.Until(env.mapper.Reset, restMapperResetPeriod, termCtx.Done()) })
 
-	// Controllers stop after the alongside function returned (the migration
-	// term ends before the main term's controllers are told to stop), so
-	// their context is cancelled by the term, not by its parent.
-	ctrlCtx, cancelCtrl := context.WithCancel(context.WithoutCancel(termCtx))
-	defer cancelCtrl()
 	r := newRunner(ctrlCtx, log, m)
-	stop := stopDeadline(m.opts.ControllerShutdownTimeout, lease, log)
+	stop := stopDeadline(m.opts.ControllerShutdownTimeout, log, lease, spec.parent)
 	log.Info("Starting controllers", "count", len(spec.states), "warmCaches", spec.warm != nil)
 
 	var later []built
-	alongside, initErr := m.initAll(termCtx, log, spec, env, r, stop, &later)
-	if initErr == nil {
+	al, initErr := m.initAll(termCtx, log, spec, env, r, stop, &later)
+	if errors.Is(initErr, errStopping) {
+		log.Info("The term stopped before every controller was built; the rest are not built")
+		initErr = nil
+	} else if initErr == nil {
 		env.set.Start(termCtx.Done())
 		close(env.started)
 		log.V(1).Info("Informers started")
 		for _, b := range later {
 			r.start(b.s, b.c)
 		}
+		later = nil
 		select {
 		case <-termCtx.Done():
 		case <-r.Failed():
 			log.Info("Stopping the term because a controller failed")
+		case <-al.returned():
+			log.Info("Stopping the term because the alongside function returned")
 		}
-		cancel(errors.New("term ended"))
-		if alongside != nil && !stop.Wait(alongside, nil) {
-			log.Info("Stopping controllers although the alongside function has not returned")
-		}
-		cancelCtrl()
 	} else {
 		log.Error(initErr, "Stopping the term because a controller could not be built")
-		cancel(errors.New("term ended"))
-		if alongside != nil {
-			stop.Wait(alongside, nil)
+	}
+	cancel(errors.New("term ended"))
+	if al != nil {
+		// With the lease valid, the alongside term ends first; a lost
+		// lease stops everything at once.
+		if !stop.Wait(firstOf(al.done, lostOf(lease), lostOf(spec.parent)), nil) {
+			log.Info("Stopping controllers although the alongside function has not returned")
 		}
-		cancelCtrl()
+	}
+	cancelCtrl()
+	select {
+	case <-env.started:
+	default:
 		close(env.started)
-		// Every built controller gets its Run call, here with a done
-		// context, so it can release what its InitFunc acquired.
-		for _, b := range later {
-			r.start(b.s, b.c)
-		}
+	}
+	// Every built controller gets its Run call, here with a done context,
+	// so it can release what its InitFunc acquired.
+	for _, b := range later {
+		r.start(b.s, b.c)
 	}
 
 	stuck := r.wait(stop)
+	var alErr error
+	if al != nil {
+		// Bounded: its own term stops by the same deadline, and it releases
+		// its lease within one request.
+		<-al.done
+		alErr = al.err
+	}
+	flush, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), eventFlushTimeout)
+	env.events.stop(flush)
+	cancelFlush()
 	bg.Wait()
 	if spec.warm != nil {
 		spec.warm.Stop()
@@ -171,7 +214,32 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	} else {
 		log.Info("All controllers stopped")
 	}
-	return errors.Join(initErr, r.Err(), stuckErr)
+	return errors.Join(initErr, r.Err(), alErr, stuckErr)
+}
+
+// lostOf is lease's Lost channel; nil (never ready) for a nil lease.
+func lostOf(lease *leader.Term) <-chan struct{} {
+	if lease == nil {
+		return nil
+	}
+	return lease.Lost()
+}
+
+// firstOf is closed once any of chans is closed (nil ones never are). Its
+// goroutine ends then: callers pass at least one channel that closes.
+func firstOf(chans ...<-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	cases := make([]reflect.SelectCase, 0, len(chans))
+	for _, c := range chans {
+		if c != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+		}
+	}
+	go func() {
+		defer close(out)
+		reflect.Select(cases)
+	}()
+	return out
 }
 
 type built struct {
@@ -179,24 +247,51 @@ type built struct {
 	c descriptor.Controller
 }
 
-// initAll calls the InitFuncs in order, StartFirst ones first (their
-// controllers start at once), then starts spec.alongside (its returned
-// channel closes when it returned; nil when it did not start), then the
-// others, whose controllers are appended to later. It stops at the first
-// failure.
-func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, env termEnv, r *runner, stop *supervisor.Deadline, later *[]built) (alongside <-chan struct{}, err error) {
+// alongsideRun is a running alongside function.
+type alongsideRun struct {
+	done chan struct{} // closed when it returned
+	err  error         // set before done closes; nil for a return on cancellation
+}
+
+// returned is done, or nil (never ready) without an alongside function.
+func (a *alongsideRun) returned() <-chan struct{} {
+	if a == nil {
+		return nil
+	}
+	return a.done
+}
+
+// initAll calls the InitFuncs in order, StartFirst ones first (each
+// controller's Run is called before the next InitFunc), then starts
+// spec.alongside, then the others, whose controllers are appended to later
+// (or, on warm caches, started at once). It stops at the first failure,
+// and returns errStopping without calling further InitFuncs once ctx is
+// done.
+func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, env termEnv, r *runner,
+	stop *supervisor.Deadline, later *[]built) (*alongsideRun, error) {
+	var al *alongsideRun
 	for _, first := range []bool{true, false} {
 		for _, s := range spec.states {
 			if s.desc.IsStartFirst() != first {
 				continue
 			}
+			if ctx.Err() != nil {
+				return al, errStopping
+			}
 			c, err := m.build(ctx, log, s, env, r, stop)
 			if err != nil {
-				return alongside, err
+				return al, err
 			}
 			switch {
 			case c == nil:
-			case first || spec.warm != nil:
+			case first:
+				// Its Run is called, without the start interval's jitter,
+				// before any other InitFunc.
+				select {
+				case <-r.startNow(s, c):
+				case <-ctx.Done():
+				}
+			case spec.warm != nil:
 				// On warm caches nothing is gained by waiting for the
 				// other InitFuncs: the declared informers run already.
 				r.start(s, c)
@@ -205,10 +300,19 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 			}
 		}
 		if first && spec.alongside != nil {
-			alongside = r.alongside(ctx, spec.name+"-alongside", spec.alongside)
+			if ctx.Err() != nil {
+				return al, errStopping
+			}
+			al = &alongsideRun{done: make(chan struct{})}
+			go func() {
+				defer close(al.done)
+				if err := spec.alongside(ctx); err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)) {
+					al.err = err
+				}
+			}()
 		}
 	}
-	return alongside, nil
+	return al, nil
 }
 
 // build calls one InitFunc on a goroutine the runner tracks, recovering a
@@ -220,10 +324,13 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env termEnv, r *runner, stop *supervisor.Deadline) (descriptor.Controller, error) {
 	name := s.desc.Name()
 	s.set(PhaseInitializing, nil)
+	cb := clientBuilder{m: m, gate: env.gate, limiters: env.slot.rateLimiters(), ctx: env.ctx}
+	root := cb
+	root.root = true
 	cc := descriptor.Context{
 		Name:                            name,
-		ClientBuilder:                   clientBuilder{m: m, gate: env.gate, limiters: env.slot.rateLimiters()},
-		RootClientBuilder:               clientBuilder{m: m, gate: env.gate, root: true, limiters: env.slot.rateLimiters()},
+		ClientBuilder:                   cb,
+		RootClientBuilder:               root,
 		InformerFactory:                 env.set.Typed(),
 		NamespacedInformerFactory:       env.set.TypedFor,
 		MetadataInformerFactory:         env.set.Metadata(),
@@ -233,9 +340,7 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 		FeatureGate:                     m.featureGate,
 		RESTMapper:                      env.mapper,
 		Shard:                           env.slot.scope(),
-		EventRecorder: fence.Recorder(env.gate, name,
-			m.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: s.desc.EventSource()}),
-			func(err error) { log.V(2).Info("Dropped an event", "controller", name, "err", err.Error()) }),
+		EventRecorder:                   env.events.recorder(cb, name, s.desc.EventSource()),
 	}
 	call := &initCall{returned: make(chan struct{})}
 	r.Go(name+" (InitFunc)", func() {

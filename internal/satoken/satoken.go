@@ -6,7 +6,8 @@
 // out with an expiry at 80% of it, so a caching wrapper (client-go's
 // transport.NewCachedTokenSource) refreshes it well before it lapses; a
 // missing ServiceAccount is created first; transient failures are retried
-// with back-off for up to 30 seconds per Token call.
+// with back-off for up to 30 seconds per Token call, and never past the
+// context the source was made with.
 //
 // Non-guarantees: tokens are not revoked when the caller stops using them;
 // the ServiceAccount is never deleted.
@@ -35,18 +36,20 @@ const (
 )
 
 // Source returns a token source for the ServiceAccount namespace/name that
-// requests tokens with client. Wrap it in transport.NewCachedTokenSource.
-func Source(client kubernetes.Interface, namespace, name string) oauth2.TokenSource {
-	return &source{client: client, namespace: namespace, name: name}
+// requests tokens with client, on ctx: once ctx is done, Token fails at
+// once. Wrap it in transport.NewCachedTokenSource.
+func Source(ctx context.Context, client kubernetes.Interface, namespace, name string) oauth2.TokenSource {
+	return &source{ctx: ctx, client: client, namespace: namespace, name: name}
 }
 
 type source struct {
+	ctx             context.Context
 	client          kubernetes.Interface
 	namespace, name string
 }
 
 func (s *source) Token() (*oauth2.Token, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 	defer cancel()
 	var tr *authenticationv1.TokenRequest
 	var lastErr error

@@ -1,6 +1,7 @@
 package satoken_test
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -36,7 +37,7 @@ func tokenReactor(cs *fake.Clientset, failures int32) *atomic.Int32 {
 func TestTokenCreatesTheServiceAccountAndRefreshesEarly(t *testing.T) {
 	cs := fake.NewClientset()
 	calls := tokenReactor(cs, 1) // one transient failure is retried
-	tok, err := satoken.Source(cs, "kube-system", "widget-controller").Token()
+	tok, err := satoken.Source(context.Background(), cs, "kube-system", "widget-controller").Token()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +59,25 @@ func TestTokenKeepsAnExistingServiceAccount(t *testing.T) {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", Labels: map[string]string{"keep": "me"}}}
 	cs := fake.NewClientset(sa)
 	tokenReactor(cs, 0)
-	if _, err := satoken.Source(cs, "ns", "c").Token(); err != nil {
+	if _, err := satoken.Source(context.Background(), cs, "ns", "c").Token(); err != nil {
 		t.Fatal(err)
 	}
 	got, err := cs.CoreV1().ServiceAccounts("ns").Get(t.Context(), "c", metav1.GetOptions{})
 	if err != nil || got.Labels["keep"] != "me" {
 		t.Errorf("ServiceAccount replaced: %+v, %v", got, err)
+	}
+}
+
+// A source whose context ended fails at once, without a request: a term's
+// controllers that were told to stop mint no token.
+func TestSourceStopsWithItsContext(t *testing.T) {
+	cs := fake.NewClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := satoken.Source(ctx, cs, "ns", "c").Token(); err == nil {
+		t.Fatal("Token on a done context succeeded")
+	}
+	if n := len(cs.Actions()); n != 0 {
+		t.Errorf("%d requests made after the context ended: %v", n, cs.Actions())
 	}
 }

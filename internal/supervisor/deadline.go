@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -11,13 +12,19 @@ type Deadline struct {
 	timeout time.Duration
 	what    string // the flag or field that sets timeout, for Limit
 
-	cut      <-chan struct{} // closes when the deadline is to be cut
-	cutTo    func() time.Time
-	cutWhy   string
-	cutTaken bool
+	cuts   []*cut
+	cutWhy string // the cut that set the deadline, "" if none did
 
 	began    time.Time
 	deadline time.Time
+}
+
+// cut is one CutWhen.
+type cut struct {
+	ch    <-chan struct{} // closes when the deadline is to be cut
+	to    func() time.Time
+	why   string
+	taken bool
 }
 
 // NewDeadline returns a Deadline of timeout; what names where timeout comes
@@ -28,17 +35,17 @@ func NewDeadline(timeout time.Duration, what string) *Deadline {
 
 // CutWhen makes the deadline min(deadline, to()) from the moment ch is
 // closed (at once if it already is); why describes the cut in Limit. It
-// must be called before the first Wait.
+// may be called several times, before the first Wait; every cut applies.
 func (d *Deadline) CutWhen(ch <-chan struct{}, to func() time.Time, why string) {
-	d.cut, d.cutTo, d.cutWhy = ch, to, why
+	d.cuts = append(d.cuts, &cut{ch: ch, to: to, why: why})
 }
 
-// Cut reports whether the deadline was cut.
-func (d *Deadline) Cut() bool { return d.cutTaken }
+// Cut reports whether a cut shortened the deadline.
+func (d *Deadline) Cut() bool { return d.cutWhy != "" }
 
 // Limit describes the bound in force, for error messages.
 func (d *Deadline) Limit() string {
-	if d.cutTaken {
+	if d.cutWhy != "" {
 		return d.cutWhy
 	}
 	return fmt.Sprintf("%s (%v)", d.what, d.timeout)
@@ -51,20 +58,25 @@ func (d *Deadline) start() {
 	}
 }
 
-// takeCut applies the cut once its channel closed.
-func (d *Deadline) takeCut() {
-	if d.cutTaken || d.cut == nil {
-		return
+// takeCuts applies each cut whose channel closed, and returns the
+// channels of the cuts still pending, for Wait to watch.
+func (d *Deadline) takeCuts() []<-chan struct{} {
+	var pending []<-chan struct{}
+	for _, c := range d.cuts {
+		if c.taken {
+			continue
+		}
+		select {
+		case <-c.ch:
+			c.taken = true
+			if to := c.to(); to.Before(d.deadline) {
+				d.deadline, d.cutWhy = to, c.why
+			}
+		default:
+			pending = append(pending, c.ch)
+		}
 	}
-	select {
-	case <-d.cut:
-	default:
-		return
-	}
-	d.cutTaken = true
-	if to := d.cutTo(); to.Before(d.deadline) {
-		d.deadline = to
-	}
+	return pending
 }
 
 // Wait waits until done is closed (true) or the deadline passed (false),
@@ -74,24 +86,26 @@ func (d *Deadline) Wait(done <-chan struct{}, tick func()) bool {
 	ticker := time.NewTicker(max(d.timeout/3, time.Millisecond))
 	defer ticker.Stop()
 	for {
-		d.takeCut()
-		cut := d.cut
-		if d.cutTaken {
-			cut = nil
-		}
+		pending := d.takeCuts()
 		timer := time.NewTimer(time.Until(d.deadline))
-		select {
-		case <-done:
-			timer.Stop()
+		cases := []reflect.SelectCase{
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(done)},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ticker.C)},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		}
+		for _, ch := range pending {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+		chosen, _, _ := reflect.Select(cases)
+		timer.Stop()
+		switch chosen {
+		case 0:
 			return true
-		case <-cut:
-			timer.Stop()
-		case <-ticker.C:
-			timer.Stop()
+		case 1:
 			if tick != nil {
 				tick()
 			}
-		case <-timer.C:
+		case 2:
 			select {
 			case <-done: // both ready: done wins
 				return true

@@ -184,3 +184,27 @@ func TestFailFast(t *testing.T) {
 		t.Fatalf("Wait = %v", err)
 	}
 }
+
+// With several cuts (a migration term runs under its own lease and the
+// main one), whichever fires first cuts the wait, and the earliest cut
+// deadline wins.
+func TestDeadlineSeveralCuts(t *testing.T) {
+	d := supervisor.NewDeadline(long, "--controller-shutdown-timeout")
+	first, second := make(chan struct{}), make(chan struct{})
+	d.CutWhen(first, func() time.Time { return time.Now().Add(long) }, "first lease")
+	d.CutWhen(second, func() time.Time { return time.Now().Add(20 * time.Millisecond) }, "second lease")
+	done := make(chan bool, 1)
+	go func() { done <- d.Wait(make(chan struct{}), nil) }()
+	close(second)
+	select {
+	case ok := <-done:
+		if ok {
+			t.Fatal("Wait = true for a channel that never closes")
+		}
+	case <-time.After(long):
+		t.Fatal("the second cut did not shorten the wait")
+	}
+	if d.Limit() != "second lease" {
+		t.Errorf("Limit = %q, want the second cut's", d.Limit())
+	}
+}
