@@ -35,7 +35,9 @@ func (r *runner) start(s *state, c descriptor.Controller) { r.launch(s, c, true)
 
 // startNow runs c in its own goroutine at once, without the jitter; the
 // returned channel is closed just before c's Run is called.
-func (r *runner) startNow(s *state, c descriptor.Controller) <-chan struct{} { return r.launch(s, c, false) }
+func (r *runner) startNow(s *state, c descriptor.Controller) <-chan struct{} {
+	return r.launch(s, c, false)
+}
 
 func (r *runner) launch(s *state, c descriptor.Controller, jitter bool) <-chan struct{} {
 	name := s.desc.Name()
