@@ -5,11 +5,15 @@
 // lease (paused, partitioned, or running a controller that ignores its
 // context) can go on writing after another replica took the lease over. A
 // Gate closes that gap for the writes that go through the host: every client a
-// term hands out checks the term's Gate before a mutating request (POST, PUT,
-// PATCH, DELETE: creates, updates, patches, deletes, evictions, subresources)
-// leaves the process, and refuses it with an error wrapping ErrFenced that
-// names the controller and the term. Reads (GET, including watches, HEAD,
-// OPTIONS) always go through.
+// term hands out checks the term's Gate before a mutating request leaves the
+// process, and refuses it with an error wrapping ErrFenced that names the
+// controller and the term. Mutating requests are: POST, PUT, PATCH, DELETE
+// (creates, updates, patches, deletes, evictions, subresources); any request
+// that asks to switch protocols, whatever its method (client-go's exec,
+// attach and port-forward over WebSocket are GETs, SPDY ones may be, and so
+// are proxied upgrades); and any request to a pod's exec, attach or
+// portforward subresource. Other reads (GET, including watches and plain
+// proxied GETs, HEAD, OPTIONS) always go through.
 //
 // A Gate is open while its lease is known to be valid: until a deadline that
 // its owner extends after each successful renewal (package leader uses the

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -110,6 +112,8 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return ErrFenced }
 
 // Mutating reports whether an HTTP method changes state on the API server.
+// The method alone does not tell every write: RoundTripper also refuses
+// safe-method requests that open a stream (see RoundTripper).
 func Mutating(method string) bool {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, "":
@@ -118,9 +122,65 @@ func Mutating(method string) bool {
 	return true
 }
 
+// mutating reports whether req may change state: a mutating method, a
+// request to switch protocols, or a connection to a pod's exec, attach or
+// portforward subresource, whatever its method.
+func mutating(req *http.Request) bool {
+	return Mutating(req.Method) || upgrade(req.Header) || podConnect(req.URL)
+}
+
+// upgrade reports whether h belongs to a request that asks to switch
+// protocols. client-go's streaming transports add Connection and Upgrade
+// underneath the wrappers a rest.Config installs, so from a wrapper a
+// WebSocket handshake (exec, attach, port-forward tunneling) is a GET showing
+// only its Sec-WebSocket-Protocol, and a SPDY one only its
+// X-Stream-Protocol-Version. Requests from other clients (a reverse proxy, a
+// hand-built handshake) carry Connection: Upgrade and Upgrade themselves.
+func upgrade(h http.Header) bool {
+	for _, name := range []string{"Upgrade", "Sec-WebSocket-Protocol", "Sec-WebSocket-Key",
+		"X-Stream-Protocol-Version"} {
+		if len(h.Values(name)) > 0 {
+			return true
+		}
+	}
+	for _, v := range h.Values("Connection") {
+		for _, token := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// podConnect reports whether u names a pod's exec, attach or portforward
+// subresource: .../api/v1/namespaces/NS/pods/NAME/SUB, after any prefix the
+// rest.Config's host carries. The API server runs these for GET as for POST
+// and authorizes both as create.
+func podConnect(u *url.URL) bool {
+	if u == nil {
+		return false
+	}
+	s := strings.Split(strings.Trim(u.Path, "/"), "/")
+	n := len(s)
+	if n < 7 || s[n-7] != "api" || s[n-6] != "v1" || s[n-5] != "namespaces" ||
+		s[n-4] == "" || s[n-3] != "pods" || s[n-2] == "" {
+		return false
+	}
+	switch s[n-1] {
+	case "exec", "attach", "portforward":
+		return true
+	}
+	return false
+}
+
 // RoundTripper wraps next so that every mutating request is checked against
 // g on behalf of controller, and refused before it is sent when the Gate is
-// shut. A nil Gate returns next unchanged.
+// shut. Mutating requests are those with a mutating method (Mutating), those
+// that ask to switch protocols (WebSocket or SPDY upgrades, whatever the
+// method: exec, attach, port-forward, proxied upgrades) and any request to a
+// pod's exec, attach or portforward subresource. A nil Gate returns next
+// unchanged.
 func RoundTripper(g *Gate, controller string, next http.RoundTripper) http.RoundTripper {
 	if g == nil {
 		return next
@@ -135,7 +195,7 @@ type roundTripper struct {
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if Mutating(req.Method) {
+	if mutating(req) {
 		if err := rt.gate.Check(rt.controller); err != nil {
 			if req.Body != nil {
 				_ = req.Body.Close() // RoundTrippers must close the body, even on error

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlhost/ctrlhost/fence"
@@ -74,6 +73,9 @@ func TestNilGateAllowsEverything(t *testing.T) {
 	}
 }
 
+// TestMutating covers the method rule (Mutating) and the request rule the
+// fenced transport applies: a shut gate refuses exactly the requests marked
+// write and lets the others reach the next transport.
 func TestMutating(t *testing.T) {
 	for method, want := range map[string]bool{
 		"GET": false, "HEAD": false, "OPTIONS": false, "": false,
@@ -83,7 +85,80 @@ func TestMutating(t *testing.T) {
 			t.Errorf("Mutating(%q) = %v, want %v", method, got, want)
 		}
 	}
+
+	const pod = "/api/v1/namespaces/default/pods/web-0"
+	// What client-go's WebSocket executor and tunneling dialer hand to the
+	// wrappers around the WebSocket transport: a GET carrying only the
+	// subprotocols; Connection and Upgrade are added underneath, by the dialer.
+	ws := http.Header{"Sec-Websocket-Protocol": {"v5.channel.k8s.io", "v4.channel.k8s.io"}}
+	tunnel := http.Header{"Sec-Websocket-Protocol": {"SPDY/3.1+portforward.k8s.io"}}
+	// What a request through an upgrading proxy carries (RFC 9110 7.8).
+	upgrade := http.Header{"Connection": {"keep-alive, Upgrade"}, "Upgrade": {"websocket"}}
+	spdy := http.Header{"X-Stream-Protocol-Version": {"v4.channel.k8s.io"}}
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		header http.Header
+		write  bool
+	}{
+		{"get", "GET", pod, nil, false},
+		{"watch", "GET", "/api/v1/namespaces/default/pods?watch=true", nil, false},
+		{"get a pod named exec", "GET", "/api/v1/namespaces/default/pods/exec", nil, false},
+		{"get pod logs", "GET", pod + "/log?follow=true", nil, false},
+		{"proxy get", "GET", pod + "/proxy/healthz", nil, false},
+		{"post", "POST", "/api/v1/namespaces/default/configmaps", nil, true},
+		{"exec over websocket", "GET", pod + "/exec?command=sh&stdin=true&stdout=true", ws, true},
+		{"attach over websocket", "GET", pod + "/attach?stdin=true&stdout=true", ws, true},
+		{"portforward tunnel", "GET", pod + "/portforward?ports=8080", tunnel, true},
+		{"exec over spdy with get", "GET", pod + "/exec?command=sh&stdout=true", spdy, true},
+		{"exec without headers", "GET", pod + "/exec?command=sh&stdout=true", nil, true},
+		{"attach without headers", "GET", pod + "/attach?stdout=true", nil, true},
+		{"portforward without headers", "GET", pod + "/portforward?ports=80", nil, true},
+		{"exec behind a path prefix", "GET", "/k8s/c-1" + pod + "/exec?command=sh", nil, true},
+		{"upgrade to a pod proxy", "GET", pod + "/proxy/ws", upgrade, true},
+		{"upgrade to a service proxy", "GET",
+			"/api/v1/namespaces/default/services/web:80/proxy/ws", upgrade, true},
+		{"upgrade with only the upgrade header", "GET", pod + "/proxy/ws",
+			http.Header{"Upgrade": {"SPDY/3.1"}}, true},
+		{"keep-alive is not an upgrade", "GET", pod,
+			http.Header{"Connection": {"keep-alive"}}, false},
+	}
+	g := fence.NewGate("main", nil)
+	g.Close("lease lost")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var reached bool
+			next := roundTripFunc(func(*http.Request) (*http.Response, error) {
+				reached = true
+				return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+			})
+			req := httptest.NewRequest(tc.method, "https://example.test"+tc.path, nil)
+			req.RequestURI = ""
+			req.Header = tc.header.Clone()
+			if req.Header == nil {
+				req.Header = http.Header{}
+			}
+			resp, err := fence.RoundTripper(g, "c", next).RoundTrip(req)
+			if resp != nil {
+				_ = resp.Body.Close()
+			}
+			switch {
+			case tc.write && !errors.Is(err, fence.ErrFenced):
+				t.Errorf("%s %s on a shut gate: err = %v, want ErrFenced", tc.method, tc.path, err)
+			case tc.write && reached:
+				t.Errorf("%s %s on a shut gate reached the next transport", tc.method, tc.path)
+			case !tc.write && (err != nil || !reached):
+				t.Errorf("%s %s: err = %v, reached = %v; want a read that goes through",
+					tc.method, tc.path, err, reached)
+			}
+		})
+	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestClientThroughGate drives a real client-go clientset over an HTTP
 // server: reads always reach it, writes only while the gate is open, and a
@@ -152,27 +227,4 @@ func TestClientThroughGate(t *testing.T) {
 	run(true)
 	g.Close("lease lost")
 	run(false)
-}
-
-func TestRecorderDropsEventsOnceFenced(t *testing.T) {
-	fake := record.NewFakeRecorder(10)
-	g := fence.NewGate("main", nil)
-	g.Extend(time.Now().Add(time.Hour))
-	var dropped []error
-	rec := fence.Recorder(g, "mirror", fake, func(err error) { dropped = append(dropped, err) })
-	pod := &corev1.Pod{}
-	rec.Event(pod, corev1.EventTypeNormal, "Before", "kept")
-	g.Close("term ended")
-	rec.Event(pod, corev1.EventTypeNormal, "After", "dropped")
-	rec.Eventf(pod, corev1.EventTypeNormal, "After", "dropped %d", 1)
-	rec.AnnotatedEventf(pod, nil, corev1.EventTypeNormal, "After", "dropped")
-	if got := len(fake.Events); got != 1 {
-		t.Fatalf("recorded %d events, want 1", got)
-	}
-	if got := <-fake.Events; !strings.Contains(got, "Before") {
-		t.Errorf("recorded %q, want the event from before the gate closed", got)
-	}
-	if len(dropped) != 3 || !errors.Is(dropped[0], fence.ErrFenced) {
-		t.Errorf("dropped = %v, want 3 ErrFenced errors", dropped)
-	}
 }

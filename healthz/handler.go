@@ -194,16 +194,32 @@ func (e *endpoint) unknownExcludes(excluded []string) []string {
 	return slices.Compact(unknown)
 }
 
-// run calls c, turning a panic into an error.
+// run calls c, turning a panic into an error that always fails (see
+// panicError), whatever the panic's value. It tells a panic from a return by
+// whether c returned, not by recover's result, which is nil for panic(nil)
+// under GODEBUG=panicnil=1.
 func run(c Checker, req *http.Request) (err error) {
+	returned := false
 	defer func() {
-		if v := recover(); v != nil {
-			if perr, ok := v.(error); ok {
-				err = fmt.Errorf("panic: %w", perr)
-			} else {
-				err = fmt.Errorf("panic: %v", v)
-			}
+		if !returned {
+			err = &panicError{value: recover()}
 		}
 	}()
-	return c(req)
+	err = c(req)
+	returned = true
+	return err
+}
+
+// panicError is a Checker's recovered panic. It fails even when the value is
+// a Note or wraps one (see Passed), and unwraps to the value when that is an
+// error, so that errors.Is and errors.As see it.
+type panicError struct {
+	value any
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
+
+func (e *panicError) Unwrap() error {
+	err, _ := e.value.(error)
+	return err
 }

@@ -181,12 +181,16 @@ type Note string
 func (n Note) Error() string { return string(n) }
 
 // Passed reports whether a Checker's result is a pass: nil, a Note, an
-// error wrapping a Note, or a join of errors that each pass. Record health
-// (for example in a metric) with Passed(err), not err == nil, so that a Note
-// counts as the pass the endpoints show.
+// error wrapping a Note, or a join of errors that each pass. A recovered
+// panic (a Result's Err) never passes, even one whose value is or wraps a
+// Note. Record health (for example in a metric) with Passed(err), not
+// err == nil, so that a Note counts as the pass the endpoints show.
 func Passed(err error) bool {
 	if err == nil {
 		return true
+	}
+	if _, ok := err.(*panicError); ok {
+		return false
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -209,6 +210,55 @@ func TestPanickingChecker(t *testing.T) {
 	_, results := h.Check(healthz.EndpointLivez, nil)
 	if !errors.Is(results[2].Err, errBroken) {
 		t.Errorf("panic(error) result = %v, want it to wrap %v", results[2].Err, errBroken)
+	}
+}
+
+// TestPanicAlwaysFails checks that a panicking Checker fails whatever it
+// panics with, including values that would pass if returned (a Note).
+func TestPanicAlwaysFails(t *testing.T) {
+	tests := []struct {
+		name  string
+		value any
+	}{
+		{"note", healthz.Note("skipped")},
+		{"error wrapping a note", fmt.Errorf("wrapped: %w", healthz.Note("skipped"))},
+		{"join of notes", errors.Join(healthz.Note("a"), healthz.Note("b"))},
+		{"error", errBroken},
+		{"string", "kaboom"},
+		{"int", 42},
+		{"nil", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var reg healthz.Registry
+			reg.Add(healthz.Check{Name: "boom", Checker: func(*http.Request) error {
+				panic(tt.value)
+			}}, healthz.EndpointLivez)
+			h, err := reg.Handler()
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResponse(t, serve(h, http.MethodGet, "/livez"), 500,
+				"[-]boom failed: reason withheld\nlivez check failed\n")
+			for target, want := range map[string]string{
+				"/livez?verbose": "[-]boom failed: panic: ",
+				"/livez/boom":    "internal server error: panic: ",
+			} {
+				rec := serve(h, http.MethodGet, target)
+				if rec.Code != 500 || !strings.HasPrefix(rec.Body.String(), want) {
+					t.Errorf("GET %s = %d %q, want 500 and %q...", target, rec.Code, rec.Body, want)
+				}
+			}
+			ok, results := h.Check(healthz.EndpointLivez, nil)
+			if ok || len(results) != 1 || healthz.Passed(results[0].Err) {
+				t.Fatalf("Check = %v, %+v; want a failed check", ok, results)
+			}
+			var pnil *runtime.PanicNilError
+			if tt.value == nil && !errors.As(results[0].Err, &pnil) {
+				t.Errorf("panic(nil) result = %v, want it to wrap *runtime.PanicNilError",
+					results[0].Err)
+			}
+		})
 	}
 }
 

@@ -77,6 +77,12 @@ type Elector struct {
 	gate        *fence.Gate // the running term's write fence, nil between terms
 	lease       leaseState
 	pokedGen    uint64 // lease.gen for which an early attempt was made
+
+	// The Lease watch, shared by Run and Observe.
+	watchMu        sync.Mutex
+	watchRefs      int
+	watchStop      func()
+	watchForbidden atomic.Bool // the API server refused the list or watch
 }
 
 // NewElector validates cfg and policy and returns an Elector. It starts
@@ -168,7 +174,7 @@ func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error)
 	// quieter than ours: we log the role changes ourselves.
 	base := klog.NewContext(context.WithoutCancel(ctx), clientGoLogger(e.log).V(1))
 
-	stopWatch := e.watch(base)
+	stopWatch := e.sharedWatch(base)
 	defer stopWatch()
 
 	for {
@@ -223,6 +229,63 @@ func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error)
 			}
 			return termErr
 		}
+	}
+}
+
+// Observe follows the Lease without standing for it, until ctx is done, so
+// that Leader and Ready know the holder on a replica that does not
+// campaign for this lock (a follower of the main lock follows the
+// migration lock this way, and reports ready when another replica holds
+// it). It may run beside Run: both share one watch. Where the API server
+// forbids the watch (KCM's RBAC grants get and update only), it reads the
+// Lease every RetryPeriod instead. It makes no write.
+func (e *Elector) Observe(ctx context.Context) {
+	base := klog.NewContext(context.WithoutCancel(ctx), clientGoLogger(e.log).V(1))
+	stop := e.sharedWatch(base)
+	defer stop()
+	for {
+		tick := e.clock.NewTimer(e.cfg.RetryPeriod)
+		select {
+		case <-ctx.Done():
+			tick.Stop()
+			return
+		case <-tick.C():
+		}
+		if !e.watchForbidden.Load() {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
+		lease, err := e.client.CoordinationV1().Leases(e.cfg.Namespace).Get(rctx, e.cfg.Name, metav1.GetOptions{})
+		cancel()
+		switch {
+		case err == nil:
+			e.observe(nil, lease, fromGet)
+		case apierrors.IsNotFound(err):
+			e.observe(nil, nil, fromGet)
+		}
+	}
+}
+
+// sharedWatch starts the Lease watch unless it runs already, and returns
+// a function that ends this caller's use of it (the last one stops it).
+func (e *Elector) sharedWatch(base context.Context) (stop func()) {
+	e.watchMu.Lock()
+	defer e.watchMu.Unlock()
+	e.watchRefs++
+	if e.watchRefs == 1 {
+		e.watchStop = e.watch(base)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			e.watchMu.Lock()
+			defer e.watchMu.Unlock()
+			e.watchRefs--
+			if e.watchRefs == 0 {
+				e.watchStop()
+				e.watchStop = nil
+			}
+		})
 	}
 }
 

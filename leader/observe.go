@@ -233,6 +233,7 @@ func (e *Elector) watch(base context.Context) (stop func()) {
 	selector := fields.OneTermEqualSelector("metadata.name", e.cfg.Name).String()
 	giveUp := func(err error) {
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			e.watchForbidden.Store(true)
 			e.log.Info("Cannot watch the lease; handoff falls back to polling every RetryPeriod. Grant list and watch on this Lease for fast handoff", "err", err.Error())
 			cancel()
 		}

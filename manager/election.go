@@ -100,6 +100,9 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 	if migration == nil {
 		return errs
 	}
+	if err := m.lockNamesDiffer(cfg, migration.ElectorConfig(cfg)); err != nil {
+		return append(errs, err)
+	}
 	if len(p.migration.states) == 0 {
 		m.log.Info("Leader migration: no controller of this component is migrated; not seeking the migration lock", "lease", migration.LeaseName())
 		return errs
@@ -114,6 +117,31 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 		s.lock = me
 	}
 	return errs
+}
+
+// lockNamesDiffer checks that the migration lock is none of the
+// component's other locks: the main Lease, or a shard group's member and
+// slot Leases. Two locks of one name would be held by two replicas at
+// once, each believing it leads.
+func (m *Manager) lockNamesDiffer(main, migration leader.Config) error {
+	if migration.Namespace != main.Namespace {
+		return nil
+	}
+	name := migration.Name
+	switch {
+	case name == main.Name:
+		return fmt.Errorf("--leader-migration-config %q: leaderName %q is also the main lock's name "+
+			"(--leader-elect-resource-name): two locks of one name let two replicas lead at once; "+
+			"give the migration lock a name of its own", m.opts.LeaderMigrationConfig, name)
+	}
+	for _, p := range m.locks.shards {
+		if p.group.Owns(name) {
+			return fmt.Errorf("--leader-migration-config %q: leaderName %q is a Lease of shard group %q "+
+				"(--enable-sharding): two locks of one name let two replicas lead at once; "+
+				"give the migration lock a name of its own", m.opts.LeaderMigrationConfig, name, p.group.Name())
+		}
+	}
+	return nil
 }
 
 // migrationConfig reads and validates the migration configuration, and logs

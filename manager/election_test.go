@@ -25,6 +25,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/managertest"
 	"github.com/ctrlhost/ctrlhost/serving"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // fastElection keeps unit tests quick: valid, KCM-shaped, but small.
@@ -308,6 +309,8 @@ func TestElectionBuildErrors(t *testing.T) {
 	unknownVersion := write("v9.yaml", strings.Replace(migrationFile, "/v1\n", "/v9\n", 1))
 	malformed := write("bad.yaml", "apiVersion: [\n")
 	upperUnfixable := write("upper.yaml", strings.Replace(migrationFile, "leaderName: test-migration", "leaderName: Test_Migration", 1))
+	sameAsMain := write("same.yaml", strings.Replace(migrationFile, "leaderName: test-migration", "leaderName: m", 1))
+	aSlotLease := write("slot.yaml", strings.Replace(migrationFile, "leaderName: test-migration", "leaderName: m-shard-slot-3", 1))
 	tests := []struct {
 		name   string
 		modify func(*manager.Options)
@@ -326,13 +329,23 @@ func TestElectionBuildErrors(t *testing.T) {
 		{"malformed migration file", func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = malformed }, "bad.yaml"},
 		{"unknown apiVersion", func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = unknownVersion }, "v9"},
 		{"leaderName no case change can fix", func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = upperUnfixable }, `leaderName "Test_Migration" is not a valid Lease name`},
+		// Defect: two replicas ran the main controller at once, one under
+		// each of two locks that were one Lease.
+		{"leaderName is the main lock's", func(o *manager.Options) { o.EnableLeaderMigration = true; o.LeaderMigrationConfig = sameAsMain },
+			`leaderName "m" is also the main lock's name (--leader-elect-resource-name)`},
+		{"leaderName is a slot Lease", func(o *manager.Options) {
+			o.EnableLeaderMigration = true
+			o.LeaderMigrationConfig = aSlotLease
+			o.Sharding.Enabled = true
+		}, `leaderName "m-shard-slot-3" is a Lease of shard group "m-shard"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := fastElection("x")
 			tt.modify(&o)
 			_, err := manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).WithOptions(o).
-				Register(descriptor.New("node-route-controller", nop).WithAliases("route"), descriptor.New("cloud-node-controller", nop)).
+				Register(descriptor.New("node-route-controller", nop).WithAliases("route"), descriptor.New("cloud-node-controller", nop),
+					descriptor.New("sharded-controller", nop).Sharded(shard.ByNamespace)).
 				Build()
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Build error = %v, want it to contain %q", err, tt.want)
@@ -523,5 +536,39 @@ func TestLostLeaseStuckControllerEndsRun(t *testing.T) {
 	if !errors.Is(err, manager.ErrShutdownTimeout) || !strings.Contains(err.Error(), "stubborn-controller") ||
 		!strings.Contains(err.Error(), "could pass to another replica (the stop budget)") {
 		t.Fatalf("Run = %v, want ErrShutdownTimeout within the stop budget naming stubborn-controller", err)
+	}
+}
+
+// Defect: with leader migration, a follower of the main lock never
+// observed the migration Lease (its elector only ran inside a main term),
+// so its /readyz failed for good on leader-migration and on every migrated
+// controller. A follower now follows both Leases and is ready, naming who
+// holds each.
+func TestMigrationFollowerIsReady(t *testing.T) {
+	act := &activity{active: map[string]int{}}
+	leaderH := migrationHarness(t, act)
+	leadertest.EnforceResourceVersion(leaderH.Client)
+	leaderH.Start()
+	leaderH.WaitRunning("main-controller", "node-route-controller")
+
+	follower := migrationHarness(t, &activity{active: map[string]int{}}).Share(leaderH)
+	follower.Options.LeaderElection.Identity = "you"
+	follower.Options.LeaderMigrationConfig = leaderH.Options.LeaderMigrationConfig
+	follower.Start()
+	follower.WaitHealthy("/readyz")
+	_, body := follower.Get("/readyz?verbose")
+	for _, want := range []string{
+		"[+]leader-election ok: following me as you",
+		"[+]leader-migration ok: following me as you",
+		"[+]node-route-controller ok",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("follower's /readyz?verbose lacks %q:\n%s", want, body)
+		}
+	}
+	for _, h := range []*managertest.Harness{follower, leaderH} {
+		if err := h.Stop(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
 	}
 }

@@ -150,8 +150,12 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 		g.Go(ctx, func(ctx context.Context) error { return m.runShards(ctx, p) })
 	}
 	main := termSpec{name: "main", states: m.locks.main.states}
-	if m.locks.migration.elector != nil {
+	if me := m.locks.migration.elector; me != nil {
 		main.alongside = m.migrationCampaign
+		// Every replica follows the migration Lease, so that a follower of
+		// the main lock knows who runs the migrated controllers (and is
+		// ready), as it knows the main lock's holder.
+		g.Go(ctx, func(ctx context.Context) error { me.Observe(ctx); return nil })
 	}
 	switch {
 	case m.locks.main.elector == nil:

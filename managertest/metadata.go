@@ -2,9 +2,11 @@ package managertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -172,13 +174,54 @@ func (w *partialWatch) Stop() {
 	})
 }
 
+// Delete invokes a delete action carrying opts, so reactors see them (the
+// propagation policy, for one). The fake clientset's tracker ignores
+// preconditions, so they are checked here first, as the API server does.
 func (r *metadataResource) Delete(_ context.Context, name string, opts metav1.DeleteOptions, subresources ...string) error {
-	_, err := r.client.Invokes(clienttesting.NewDeleteSubresourceAction(r.gvr, subresource(subresources), r.namespace, name), nil)
+	if err := r.checkPreconditions(name, opts.Preconditions); err != nil {
+		return err
+	}
+	action := clienttesting.NewDeleteSubresourceActionWithOptions(
+		r.gvr, subresource(subresources), r.namespace, name, opts)
+	_, err := r.client.Invokes(action, nil)
 	return err
 }
 
-// DeleteCollection lists and deletes one by one: the fake clientset's
-// object reactor has no delete-collection.
+// checkPreconditions compares p with the object stored in the fake
+// clientset's tracker and, on a mismatch, returns the 409 Conflict the API
+// server answers; the delete is then neither invoked nor recorded. The object
+// is read from the tracker, not through an action, so no get is recorded and
+// no reactor runs. A missing object is left to the delete to report. The check
+// and the delete are not atomic: a write in between is not seen.
+func (r *metadataResource) checkPreconditions(name string, p *metav1.Preconditions) error {
+	if p == nil || (p.UID == nil && p.ResourceVersion == nil) {
+		return nil
+	}
+	obj, err := r.client.Tracker().Get(r.gvr, r.namespace, name)
+	if err != nil {
+		return nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return fmt.Errorf("managertest: %s %q: %w", r.gvr, name, err)
+	}
+	var msg string
+	switch {
+	case p.UID != nil && *p.UID != m.GetUID():
+		msg = fmt.Sprintf("Precondition failed: UID in precondition: %v, UID in object meta: %v",
+			*p.UID, m.GetUID())
+	case p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion():
+		msg = fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %v, "+
+			"ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion())
+	default:
+		return nil
+	}
+	return apierrors.NewConflict(r.gvr.GroupResource(), name, errors.New(msg))
+}
+
+// DeleteCollection lists and deletes one by one, each delete carrying opts
+// (preconditions included, as the API server applies them to each item): the
+// fake clientset's object reactor has no delete-collection.
 func (r *metadataResource) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error {
 	list, err := r.List(ctx, listOpts)
 	if err != nil {

@@ -22,7 +22,10 @@ type guard struct {
 
 	mu      sync.Mutex
 	pending map[string]map[types.UID]write // by loop key
-	keyOf   map[types.UID]string
+	// keysOf is the set of loop keys with a pending write of each object:
+	// one object may be written while syncing several keys, and each of
+	// them waits for its own write.
+	keysOf map[types.UID]map[string]struct{}
 	// seen is the last resourceVersion delivered per live object, so a
 	// write whose event beat Wrote (the API server may send the watch event
 	// before the response) is recognised as already delivered.
@@ -42,8 +45,14 @@ type write struct {
 }
 
 func newGuard(c clock.PassiveClock, timeout time.Duration) *guard {
-	return &guard{clock: c, timeout: timeout, pending: map[string]map[types.UID]write{}, keyOf: map[types.UID]string{}, seen: map[types.UID]string{},
-		gone: map[types.UID]time.Time{}}
+	return &guard{
+		clock:   c,
+		timeout: timeout,
+		pending: map[string]map[types.UID]write{},
+		keysOf:  map[types.UID]map[string]struct{}{},
+		seen:    map[types.UID]string{},
+		gone:    map[types.UID]time.Time{},
+	}
 }
 
 // Wrote records that syncing key wrote obj (the object the API server
@@ -74,7 +83,10 @@ func (l *Loop) Wrote(key string, obj any) {
 		g.pending[key] = map[types.UID]write{}
 	}
 	g.pending[key][m.GetUID()] = write{rv: m.GetResourceVersion(), at: g.clock.Now()}
-	g.keyOf[m.GetUID()] = key
+	if g.keysOf[m.GetUID()] == nil {
+		g.keysOf[m.GetUID()] = map[string]struct{}{}
+	}
+	g.keysOf[m.GetUID()][key] = struct{}{}
 }
 
 // Observe tells the staleness guard an informer delivered obj (an add or
@@ -103,13 +115,11 @@ func (g *guard) observe(obj any, deleted bool) {
 	} else {
 		g.seen[m.GetUID()] = m.GetResourceVersion()
 	}
-	key, ok := g.keyOf[m.GetUID()]
-	if !ok {
-		return
-	}
-	w := g.pending[key][m.GetUID()]
-	if deleted || caughtUp(m.GetResourceVersion(), w.rv) {
-		g.forget(key, m.GetUID())
+	for key := range g.keysOf[m.GetUID()] {
+		w := g.pending[key][m.GetUID()]
+		if deleted || caughtUp(m.GetResourceVersion(), w.rv) {
+			g.forget(key, m.GetUID()) // deleting during range is safe
+		}
 	}
 }
 
@@ -143,7 +153,10 @@ func (g *guard) goneCount() int {
 }
 
 func (g *guard) forget(key string, uid types.UID) {
-	delete(g.keyOf, uid)
+	delete(g.keysOf[uid], key)
+	if len(g.keysOf[uid]) == 0 {
+		delete(g.keysOf, uid)
+	}
 	delete(g.pending[key], uid)
 	if len(g.pending[key]) == 0 {
 		delete(g.pending, key)

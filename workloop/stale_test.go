@@ -128,3 +128,52 @@ func TestStalenessGuardDeletionBeforeWrote(t *testing.T) {
 		t.Errorf("the guard remembers %d deletions, want 1 (the older one expired)", n)
 	}
 }
+
+// TestStalenessGuardOneObjectTwoKeys: an object written while syncing two
+// keys (say, a shared ConfigMap two owners patch) holds each key only until
+// the informer delivers the version that key wrote, not until StaleTimeout.
+func TestStalenessGuardOneObjectTwoKeys(t *testing.T) {
+	obj := func(rv string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: "shared", UID: "u1", ResourceVersion: rv}}
+	}
+	tests := []struct {
+		name         string
+		rvA, rvB     string // written under key a, then under key b
+		observe      func(l *Loop)
+		wantA, wantB bool
+	}{
+		{name: "same version, delivered", rvA: "10", rvB: "10",
+			observe: func(l *Loop) { l.Observe(obj("10")) }},
+		{name: "second newer, both delivered", rvA: "10", rvB: "11",
+			observe: func(l *Loop) { l.Observe(obj("11")) }},
+		{name: "second newer, only the first delivered", rvA: "10", rvB: "11",
+			observe: func(l *Loop) { l.Observe(obj("10")) }, wantB: true},
+		{name: "second older, the first delivered", rvA: "11", rvB: "10",
+			observe: func(l *Loop) { l.Observe(obj("11")) }},
+		{name: "second older, only the second delivered", rvA: "11", rvB: "10",
+			observe: func(l *Loop) { l.Observe(obj("10")) }, wantA: true},
+		{name: "deletion delivered", rvA: "10", rvB: "11",
+			observe: func(l *Loop) { l.ObserveDelete(obj("11")) }},
+		{name: "nothing delivered", rvA: "10", rvB: "11",
+			observe: func(*Loop) {}, wantA: true, wantB: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := testingclock.NewFakeClock(time.Now())
+			l := New("stale-two-keys", func(context.Context, string) error { return nil },
+				Options{Clock: clk, StaleTimeout: time.Hour})
+			defer l.ShutDown()
+			l.Wrote("ns/a", obj(tt.rvA))
+			l.Wrote("ns/b", obj(tt.rvB))
+			tt.observe(l)
+			// The clock does not move: only a delivery may release a key.
+			if got := l.Stale("ns/a"); got != tt.wantA {
+				t.Errorf("Stale(ns/a) = %v, want %v", got, tt.wantA)
+			}
+			if got := l.Stale("ns/b"); got != tt.wantB {
+				t.Errorf("Stale(ns/b) = %v, want %v", got, tt.wantB)
+			}
+		})
+	}
+}

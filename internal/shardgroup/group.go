@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,6 +88,12 @@ func memberLease(group string, slots int, identity string) string {
 }
 
 func slotLease(group string, slot int) string { return fmt.Sprintf("%s-slot-%d", group, slot) }
+
+// Owns reports whether lease is one of the group's Lease names: a member
+// Lease or a slot Lease, for any number of slots.
+func (g *Group) Owns(lease string) bool {
+	return strings.HasPrefix(lease, g.cfg.Name+"-member-") || strings.HasPrefix(lease, g.cfg.Name+"-slot-")
+}
 
 // Name returns the group's name (GroupConfig.Name).
 func (g *Group) Name() string { return g.cfg.Name }
