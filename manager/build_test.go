@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
+	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/serving"
 )
@@ -62,7 +64,7 @@ func TestBuildReportsEveryProblemAtOnce(t *testing.T) {
 		"--controller-shutdown-timeout: must not be negative",
 		"--min-resync-period: must not be negative",
 		"--controller-start-interval: must not be negative",
-		"--kube-api-qps: must not be negative",
+		"--kube-api-qps: must be a finite number, zero or more",
 		"--kube-api-burst: must not be negative",
 		"--secure-port: 70000 is not a port",
 		`check "my-check" has a nil Checker`,
@@ -90,6 +92,20 @@ func TestBuildErrors(t *testing.T) {
 		{"nil client", manager.NewBuilder("m").WithClient(nil, nil), "WithClient: the typed client must not be nil"},
 		{"unloadable kubeconfig", manager.NewBuilder("m").WithOptions(manager.Options{Kubeconfig: "/nonexistent/kubeconfig"}),
 			`--kubeconfig "/nonexistent/kubeconfig"`},
+		// Defect: NaN and +Inf were accepted and turned rate limiting off.
+		{"QPS not a number", manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).
+			WithOptions(manager.Options{KubeAPIQPS: float32(math.NaN())}), "--kube-api-qps: must be a finite number, zero or more, got NaN"},
+		{"QPS infinite", manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).
+			WithOptions(manager.Options{KubeAPIQPS: float32(math.Inf(1))}), "--kube-api-qps: must be a finite number, zero or more, got +Inf"},
+		{"budget QPS not a number", manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).
+			WithOptions(manager.Options{ClientBudgets: map[string]manager.ClientBudget{"c": {QPS: float32(math.NaN())}}}),
+			`ClientBudgets["c"]: QPS must be a finite number`},
+		// Defect: settings that leave no stop budget let two leaders act
+		// together for most of a second.
+		{"lease settings without a stop budget", manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).
+			WithOptions(manager.Options{LeaderElect: true, LeaderElection: leader.Config{
+				LeaseDuration: 2 * time.Second, RenewDeadline: 1900 * time.Millisecond, RetryPeriod: time.Second}}),
+			"--leader-elect-lease-duration) must exceed RenewDeadline (--leader-elect-renew-deadline) + RetryPeriod (--leader-elect-retry-period)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

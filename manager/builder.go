@@ -167,9 +167,15 @@ func (b *Builder) Build() (*Manager, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	fg := b.featureGate
-	if fg == nil {
-		fg = featuregate.NewFeatureGate()
+	// --feature-gates are tried on a copy of the caller's gate: a Build
+	// that fails leaves it as it was; one that succeeds sets them on it.
+	given := b.featureGate
+	if given == nil {
+		given = featuregate.NewFeatureGate()
+	}
+	fg := given
+	if mfg, ok := given.(featuregate.MutableFeatureGate); ok && len(opts.FeatureGates) > 0 {
+		fg = mfg.DeepCopy()
 	}
 	if err := applyFeatureGates(fg, opts.FeatureGates); err != nil {
 		errs = append(errs, err)
@@ -257,6 +263,12 @@ func (b *Builder) Build() (*Manager, error) {
 		if m.server, err = serving.New(opts.Serving, served, m.client, m.log.WithName("serving")); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if len(errs) == 0 && fg != given {
+		if err := applyFeatureGates(given, opts.FeatureGates); err != nil {
+			errs = append(errs, err)
+		}
+		m.featureGate = given
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("manager %q: invalid configuration:\n%w", b.component, errors.Join(errs...))

@@ -75,3 +75,40 @@ func TestFeatureGatesFlag(t *testing.T) {
 
 // readOnly hides a gate's mutability.
 type readOnly struct{ featuregate.FeatureGate }
+
+// Defect: Build set --feature-gates on the caller's gate even when it
+// failed, and kept the caller's ClientBudgets map. Now a failed Build
+// leaves the gate as it was, a successful one sets it, and the options
+// the Manager runs with are its own copies.
+func TestBuildLeavesTheCallersInputsAlone(t *testing.T) {
+	const gated featuregate.Feature = "ShinyThing"
+	fg := featuregate.NewFeatureGate()
+	if err := fg.Add(map[featuregate.Feature]featuregate.FeatureSpec{gated: {Default: true, PreRelease: featuregate.Beta}}); err != nil {
+		t.Fatal(err)
+	}
+	budgets := map[string]manager.ClientBudget{"c": {QPS: 5}}
+	o := manager.Options{FeatureGates: map[string]bool{string(gated): false}, ClientBudgets: budgets}
+	o.Serving.SecurePort = 0
+	build := func(controllers ...string) (*manager.Manager, error) {
+		o.Controllers = controllers
+		return manager.NewBuilder("gates").WithClient(fake.NewClientset(), nil).WithOptions(o).
+			WithFeatureGate(fg).Register(descriptor.New("c", nop)).Build()
+	}
+	if _, err := build("no-such-controller"); err == nil {
+		t.Fatal("Build with an unknown controller succeeded")
+	}
+	if !fg.Enabled(gated) {
+		t.Error("a failed Build set --feature-gates on the caller's gate")
+	}
+	m, err := build("*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fg.Enabled(gated) {
+		t.Error("a successful Build did not set --feature-gates on the caller's gate")
+	}
+	budgets["c"] = manager.ClientBudget{QPS: 1000}
+	if got := m.Options().ClientBudgets["c"].QPS; got != 5 {
+		t.Errorf("the Manager's budget followed the caller's map: QPS %v, want 5", got)
+	}
+}

@@ -3,6 +3,8 @@ package manager
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"strings"
 	"time"
 
@@ -203,6 +205,9 @@ func (o Options) WithDefaults() Options {
 		o.LostLeasePolicy = leader.Exit
 	}
 	o.Sharding = o.Sharding.WithDefaults()
+	// The maps are the caller's: the Manager keeps copies.
+	o.ClientBudgets = maps.Clone(o.ClientBudgets)
+	o.FeatureGates = maps.Clone(o.FeatureGates)
 	return o
 }
 
@@ -232,8 +237,8 @@ func (o Options) validate() []error {
 	neg("controller-start-interval", o.ControllerStartInterval)
 	neg("controller-shutdown-timeout", o.ControllerShutdownTimeout)
 	neg("min-resync-period", o.MinResyncPeriod)
-	if o.KubeAPIQPS < 0 {
-		errs = append(errs, fmt.Errorf("--kube-api-qps: must not be negative, got %v", o.KubeAPIQPS))
+	if q := float64(o.KubeAPIQPS); q < 0 || math.IsNaN(q) || math.IsInf(q, 0) {
+		errs = append(errs, fmt.Errorf("--kube-api-qps: must be a finite number, zero or more, got %v", o.KubeAPIQPS))
 	}
 	if o.KubeAPIBurst < 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst: must not be negative, got %d", o.KubeAPIBurst))
@@ -249,8 +254,8 @@ func (o Options) validate() []error {
 		errs = append(errs, err)
 	}
 	for name, b := range o.ClientBudgets {
-		if b.QPS < 0 || b.Burst < 0 {
-			errs = append(errs, fmt.Errorf("ClientBudgets[%q]: QPS and Burst must not be negative, got %v/%d", name, b.QPS, b.Burst))
+		if q := float64(b.QPS); q < 0 || b.Burst < 0 || math.IsNaN(q) || math.IsInf(q, 0) {
+			errs = append(errs, fmt.Errorf("ClientBudgets[%q]: QPS must be a finite number and QPS and Burst must not be negative, got %v/%d", name, b.QPS, b.Burst))
 		}
 	}
 	for i, c := range o.Controllers {

@@ -31,6 +31,8 @@ type Request struct {
 	Header      http.Header
 	Body        []byte // create, update, patch
 	Time        time.Time
+	// Context ends when the client gives up on the request.
+	Context context.Context
 }
 
 // Mutating reports whether the request writes.
@@ -179,7 +181,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	r := &Request{
 		Resource: p.res, Subresource: p.sub, Namespace: p.ns, Name: p.name,
-		UserAgent: req.UserAgent(), Header: req.Header, Time: time.Now(),
+		UserAgent: req.UserAgent(), Header: req.Header, Time: time.Now(), Context: req.Context(),
 	}
 	q := req.URL.Query()
 	switch req.Method {

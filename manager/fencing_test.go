@@ -1,0 +1,253 @@
+package manager_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/fence"
+	"github.com/ctrlhost/ctrlhost/internal/fakeapi"
+	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/manager"
+)
+
+// apiFixture is a Manager built over a REST config of an in-memory API
+// server (so its clients are real and fenced), with a switch that makes
+// the main Lease's renewals fail, as a partition would.
+type apiFixture struct {
+	server  *fakeapi.Server
+	partial atomic.Bool // Lease writes fail
+	hooks   []fakeapi.Hook
+	m       *manager.Manager
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+func newAPIFixture(t *testing.T, opts manager.Options, ds ...descriptor.Descriptor) *apiFixture {
+	t.Helper()
+	f := &apiFixture{server: fakeapi.New(), done: make(chan error, 1)}
+	f.server.SetHook(func(w http.ResponseWriter, r *fakeapi.Request) error {
+		if r.Resource.GVR.Resource == "leases" && r.Mutating() && f.partial.Load() {
+			return apierrors.NewServiceUnavailable("injected: the API server is unreachable for Lease writes")
+		}
+		for _, h := range f.hooks {
+			if err := h(w, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	m, err := manager.NewBuilder("fenced-manager").WithRESTConfig(fakeapi.Config(f.server, nil)).
+		WithOptions(opts).WithLogger(testr.New(t)).Register(ds...).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m = m
+	return f
+}
+
+func (f *apiFixture) start(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel = cancel
+	go func() { f.done <- f.m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-f.done:
+		case <-time.After(30 * time.Second):
+			t.Error("Run did not return within 30s of cancel")
+		}
+	})
+}
+
+func (f *apiFixture) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-f.done:
+		f.done <- err
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30s")
+		return nil
+	}
+}
+
+// A controller that ignores its context cannot write once its term's
+// lease is lost: the clients a term hands out are fenced, and the write is
+// refused before it leaves the process.
+func TestFencedClientRefusesWritesOnceLeaseLost(t *testing.T) {
+	wrote := make(chan error, 1)
+	var lost atomic.Bool
+	var lateWrites atomic.Int32
+	d := descriptor.New("stubborn-controller", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		cs, err := cc.ClientBuilder.Client("stubborn-controller")
+		if err != nil {
+			return nil, err
+		}
+		return descriptor.ControllerFunc(func(ctx context.Context) error {
+			<-ctx.Done()
+			_, err := cs.CoreV1().ConfigMaps("default").Create(context.Background(),
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{})
+			wrote <- err
+			return nil
+		}), nil
+	})
+	f := newAPIFixture(t, fastElection("only"), d)
+	f.hooks = append(f.hooks, func(_ http.ResponseWriter, r *fakeapi.Request) error {
+		if r.Resource.GVR.Resource == "configmaps" && lost.Load() {
+			lateWrites.Add(1)
+		}
+		return nil
+	})
+	f.start(t)
+	waitPhase(t, f.m, "stubborn-controller", manager.PhaseRunning)
+	lost.Store(true)
+	f.partial.Store(true)
+	err := recv(t, "the controller's late write", wrote)
+	if !errors.Is(err, fence.ErrFenced) {
+		t.Errorf("write after the lease was lost: %v, want fence.ErrFenced", err)
+	}
+	if err := f.wait(t); !errors.Is(err, leader.ErrLeaseLost) {
+		t.Errorf("Run = %v, want ErrLeaseLost", err)
+	}
+	if n := lateWrites.Load(); n > 0 {
+		t.Errorf("the API server received %d ConfigMap writes after the lease was lost", n)
+	}
+}
+
+// Defect: under --use-service-account-credentials, a fenced controller's
+// first request made the host create its ServiceAccount and a token with
+// an unfenced client, on a background context. Now the token is minted on
+// the term's controllers' context through a client fenced by the term's
+// gate: a controller told to stop (or whose lease was lost) makes no such
+// write.
+func TestServiceAccountTokensAreMintedWithinTheTerm(t *testing.T) {
+	read := make(chan struct{})
+	var lost atomic.Bool
+	var lateSA, minted atomic.Int32
+	d := descriptor.New("stubborn-controller", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		cs, err := cc.ClientBuilder.Client("stubborn-controller")
+		if err != nil {
+			return nil, err
+		}
+		return descriptor.ControllerFunc(func(ctx context.Context) error {
+			<-ctx.Done()
+			// Its first request: a read, which needs a token.
+			_, _ = cs.CoreV1().ConfigMaps("default").Get(context.Background(), "x", metav1.GetOptions{})
+			close(read)
+			return nil
+		}), nil
+	})
+	opts := fastElection("only")
+	opts.UseServiceAccountCredentials = true
+	f := newAPIFixture(t, opts, d)
+	f.hooks = append(f.hooks, func(w http.ResponseWriter, r *fakeapi.Request) error {
+		if r.Resource.GVR.Resource != "serviceaccounts" || !r.Mutating() {
+			return nil
+		}
+		if lost.Load() {
+			lateSA.Add(1)
+		}
+		if r.Subresource == "token" {
+			minted.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			return errors.Join(fakeapi.Answered, json.NewEncoder(w).Encode(&authenticationv1.TokenRequest{
+				TypeMeta: metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"},
+				Status: authenticationv1.TokenRequestStatus{Token: "t",
+					ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}}))
+		}
+		return nil
+	})
+	f.start(t)
+	waitPhase(t, f.m, "stubborn-controller", manager.PhaseRunning)
+	lost.Store(true)
+	f.partial.Store(true)
+	recv(t, "the controller's late read", read)
+	if err := f.wait(t); !errors.Is(err, leader.ErrLeaseLost) {
+		t.Errorf("Run = %v, want ErrLeaseLost", err)
+	}
+	if n := lateSA.Load(); n > 0 {
+		t.Errorf("%d ServiceAccount or token writes reached the API server after the lease was lost", n)
+	}
+	if n := minted.Load(); n > 0 {
+		t.Errorf("%d tokens minted for a controller whose term had ended", n)
+	}
+}
+
+// Defect: events were written through the Manager's own unfenced client
+// from a queue that outlived Run. Now a controller's events go through its
+// own client, and Run returns only once the event writes it started have
+// returned: none is still in flight at the API server afterwards.
+func TestRunWaitsForEventWrites(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var inFlight bool
+	var agent string
+	d := descriptor.New("eventful-controller", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		return descriptor.ControllerFunc(func(ctx context.Context) error {
+			cc.EventRecorder.Event(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default", UID: "u"}},
+				corev1.EventTypeNormal, "Noted", "an event")
+			<-ctx.Done()
+			return nil
+		}), nil
+	})
+	f := newAPIFixture(t, fastElection("only"), d)
+	f.hooks = append(f.hooks, func(_ http.ResponseWriter, r *fakeapi.Request) error {
+		if r.Resource.GVR.Resource != "events" {
+			return nil
+		}
+		mu.Lock()
+		inFlight, agent = true, r.UserAgent
+		mu.Unlock()
+		arrived <- struct{}{}
+		<-r.Context.Done() // the API server never answers; only the client can end it
+		mu.Lock()
+		inFlight = false
+		mu.Unlock()
+		return r.Context.Err()
+	})
+	f.start(t)
+	recv(t, "the event write", arrived)
+	f.cancel()
+	if err := f.wait(t); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if inFlight {
+		t.Error("an event write of the Manager was still in flight after Run returned")
+	}
+	if want := "fenced-manager/eventful-controller"; agent != want {
+		t.Errorf("event written with user agent %q, want the controller's own client (%q)", agent, want)
+	}
+}
+
+// waitPhase waits until the named controller reaches phase.
+func waitPhase(t *testing.T, m *manager.Manager, name string, phase manager.Phase) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if st, _ := m.Status(name); st.Phase == phase {
+			return
+		}
+		if time.Now().After(deadline) {
+			st, _ := m.Status(name)
+			t.Fatalf("%s: phase %s after 30s, want %s", name, st.Phase, phase)
+		}
+		time.Sleep(5 * time.Millisecond) // polling, bounded by the deadline
+	}
+}
