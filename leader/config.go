@@ -69,10 +69,22 @@ type Config struct {
 	KeepLeaseOnCancel bool
 
 	// Clock drives this package's own time keeping (watchdog, expiry
-	// timers, timestamps written on release). Default: the real clock.
-	// client-go's LeaderElector cannot be given a clock; it always uses the
-	// real one for renewals and acquisition.
+	// timers, the write gate, Term.StopBy, timestamps written on release)
+	// and, in package manager, a term's stop deadline. Default: the real
+	// clock. client-go's LeaderElector cannot be given a clock; it always
+	// uses the real one for renewals and acquisition, with the durations
+	// above converted to it when Clock is a ScaledClock.
 	Clock clock.Clock
+}
+
+// ScaledClock is a Clock whose seconds last Scale real seconds: a clock
+// running slow (Scale > 1) or fast (Scale < 1), as a simulation of clock
+// drift uses. An Elector on one hands client-go, which runs on the real
+// clock, its durations multiplied by Scale, so that the whole elector keeps
+// one time base.
+type ScaledClock interface {
+	clock.Clock
+	Scale() float64
 }
 
 // WithDefaults returns a copy of c with every unset field defaulted;

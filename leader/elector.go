@@ -254,7 +254,7 @@ func (e *Elector) Observe(ctx context.Context) {
 		if !e.watchForbidden.Load() {
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
+		rctx, cancel := context.WithTimeout(ctx, e.onRealClock(e.cfg.RenewDeadline))
 		lease, err := e.client.CoordinationV1().Leases(e.cfg.Namespace).Get(rctx, e.cfg.Name, metav1.GetOptions{})
 		cancel()
 		switch {
@@ -317,9 +317,9 @@ func (e *Elector) newCampaign() (*campaign, error) {
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:          c.lock,
-		LeaseDuration: e.cfg.LeaseDuration,
-		RenewDeadline: e.cfg.RenewDeadline,
-		RetryPeriod:   e.cfg.RetryPeriod,
+		LeaseDuration: e.onRealClock(e.cfg.LeaseDuration),
+		RenewDeadline: e.onRealClock(e.cfg.RenewDeadline),
+		RetryPeriod:   e.onRealClock(e.cfg.RetryPeriod),
 		Callbacks: leaderelection.LeaderCallbacks{
 			// client-go calls this on a goroutine of its own. It only hands
 			// the leadership context to the session that acquired it.
@@ -556,6 +556,16 @@ func (e *Elector) watchTerm(ctx, lctx context.Context, termDone <-chan struct{},
 	}
 }
 
+// onRealClock converts d, measured on Config.Clock, to the real clock,
+// which client-go's LeaderElector and request timeouts run on: scaled by
+// the clock's ScaledClock.Scale when it has one, else unchanged.
+func (e *Elector) onRealClock(d time.Duration) time.Duration {
+	if sc, ok := e.clock.(ScaledClock); ok {
+		return time.Duration(float64(d) * sc.Scale())
+	}
+	return d
+}
+
 // resetStatus sets client-go's leader_election_master_status for the lock
 // back to 0 once a leading session ended. client-go sets it to 0 only when
 // a renewal fails, not when its session is cancelled (it expects the
@@ -582,7 +592,7 @@ func (e *Elector) releaseUnlessRunning(base context.Context, c *campaign, termEr
 // The write is conditional on the resourceVersion just read, so it never
 // clears another replica's lease.
 func (e *Elector) release(base context.Context, c *campaign) {
-	ctx, cancel := context.WithTimeout(base, e.cfg.RenewDeadline)
+	ctx, cancel := context.WithTimeout(base, e.onRealClock(e.cfg.RenewDeadline))
 	defer cancel()
 	for {
 		rec, _, err := c.lock.Get(ctx)

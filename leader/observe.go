@@ -149,7 +149,7 @@ type leaseClient struct {
 }
 
 func (l leaseClient) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.e.cfg.RenewDeadline)
+	ctx, cancel := context.WithTimeout(ctx, l.e.onRealClock(l.e.cfg.RenewDeadline))
 	defer cancel()
 	lease, err := l.LeaseInterface.Get(ctx, name, opts)
 	switch {
@@ -162,7 +162,7 @@ func (l leaseClient) Get(ctx context.Context, name string, opts metav1.GetOption
 }
 
 func (l leaseClient) Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.e.cfg.RenewDeadline)
+	ctx, cancel := context.WithTimeout(ctx, l.e.onRealClock(l.e.cfg.RenewDeadline))
 	defer cancel()
 	start := l.e.clock.Now()
 	out, err := l.LeaseInterface.Create(ctx, lease, opts)
@@ -175,7 +175,7 @@ func (l leaseClient) Create(ctx context.Context, lease *coordinationv1.Lease, op
 }
 
 func (l leaseClient) Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.e.cfg.RenewDeadline)
+	ctx, cancel := context.WithTimeout(ctx, l.e.onRealClock(l.e.cfg.RenewDeadline))
 	defer cancel()
 	start := l.e.clock.Now()
 	out, err := l.LeaseInterface.Update(ctx, lease, opts)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/internal/metrics"
@@ -100,13 +101,15 @@ func (r *runner) wait(stop *supervisor.Deadline) []string {
 	})
 }
 
-// stopDeadline bounds how long a term stops: ControllerShutdownTimeout from
+// stopDeadline bounds how long a term stops, on the leader election clock
+// (Options.LeaderElection.Clock, the real one by default), the clock the
+// leases' StopBy instants are read on: ControllerShutdownTimeout from
 // the moment stopping began, cut, the moment one of the leases the term
 // runs under is found lost, to that lease's Term.StopBy (another replica
 // cannot take it before then), whatever made the term stop. A migration
 // term runs under two leases: its own and the main term's.
-func stopDeadline(timeout time.Duration, log logr.Logger, leases ...*leader.Term) *supervisor.Deadline {
-	d := supervisor.NewDeadline(timeout, "--controller-shutdown-timeout")
+func stopDeadline(clk clock.Clock, timeout time.Duration, log logr.Logger, leases ...*leader.Term) *supervisor.Deadline {
+	d := supervisor.NewDeadlineOn(clk, timeout, "--controller-shutdown-timeout")
 	for _, lease := range leases {
 		if lease == nil {
 			continue
@@ -114,7 +117,7 @@ func stopDeadline(timeout time.Duration, log logr.Logger, leases ...*leader.Term
 		d.CutWhen(lease.Lost(), func() time.Time {
 			to := lease.StopBy()
 			log.Info("Lease lost; waiting only until another replica could take it",
-				"left", time.Until(to).Round(time.Millisecond))
+				"left", to.Sub(clk.Now()).Round(time.Millisecond))
 			return to
 		}, "the moment the lost lease could pass to another replica (the stop budget)")
 	}

@@ -139,7 +139,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	bg.Go(func() { wait.Until(env.mapper.Reset, restMapperResetPeriod, termCtx.Done()) })
 
 	r := newRunner(ctrlCtx, log, m)
-	stop := stopDeadline(m.opts.ControllerShutdownTimeout, log, lease, spec.parent)
+	stop := stopDeadline(m.opts.LeaderElection.Clock, m.opts.ControllerShutdownTimeout, log, lease, spec.parent)
 	log.Info("Starting controllers", "count", len(spec.states), "warmCaches", spec.warm != nil)
 
 	var later []built

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Deadline bounds a stop: timeout from the moment the first Wait began,
 // cut short by CutWhen. It is used by one goroutine at a time.
 type Deadline struct {
+	clock   clock.Clock
 	timeout time.Duration
 	what    string // the flag or field that sets timeout, for Limit
 
@@ -27,10 +30,17 @@ type cut struct {
 	taken bool
 }
 
-// NewDeadline returns a Deadline of timeout; what names where timeout comes
-// from (for example "--controller-shutdown-timeout") in Limit's text.
+// NewDeadline returns a Deadline of timeout on the real clock; what names
+// where timeout comes from (for example "--controller-shutdown-timeout")
+// in Limit's text.
 func NewDeadline(timeout time.Duration, what string) *Deadline {
-	return &Deadline{timeout: timeout, what: what}
+	return NewDeadlineOn(clock.RealClock{}, timeout, what)
+}
+
+// NewDeadlineOn is NewDeadline on clk: the instants CutWhen's functions
+// return are read on it too.
+func NewDeadlineOn(clk clock.Clock, timeout time.Duration, what string) *Deadline {
+	return &Deadline{clock: clk, timeout: timeout, what: what}
 }
 
 // CutWhen makes the deadline min(deadline, to()) from the moment ch is
@@ -53,7 +63,7 @@ func (d *Deadline) Limit() string {
 
 func (d *Deadline) start() {
 	if d.began.IsZero() {
-		d.began = time.Now()
+		d.began = d.clock.Now()
 		d.deadline = d.began.Add(d.timeout)
 	}
 }
@@ -83,15 +93,15 @@ func (d *Deadline) takeCuts() []<-chan struct{} {
 // calling tick, if not nil, every third of the timeout.
 func (d *Deadline) Wait(done <-chan struct{}, tick func()) bool {
 	d.start()
-	ticker := time.NewTicker(max(d.timeout/3, time.Millisecond))
-	defer ticker.Stop()
+	ticker := d.clock.NewTimer(max(d.timeout/3, time.Millisecond))
+	defer func() { ticker.Stop() }()
 	for {
 		pending := d.takeCuts()
-		timer := time.NewTimer(time.Until(d.deadline))
+		timer := d.clock.NewTimer(d.deadline.Sub(d.clock.Now()))
 		cases := []reflect.SelectCase{
 			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(done)},
-			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ticker.C)},
-			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ticker.C())},
+			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C())},
 		}
 		for _, ch := range pending {
 			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
@@ -102,6 +112,7 @@ func (d *Deadline) Wait(done <-chan struct{}, tick func()) bool {
 		case 0:
 			return true
 		case 1:
+			ticker = d.clock.NewTimer(max(d.timeout/3, time.Millisecond))
 			if tick != nil {
 				tick()
 			}
