@@ -60,8 +60,11 @@ type Elector struct {
 	client kubernetes.Interface
 	policy LostLeasePolicy
 	log    logr.Logger
-	clock  clock.Clock
-	desc   string
+	// clientGoLog is what client-go logs through, made once: logr.New
+	// initialises the sink, which must not happen while it is in use.
+	clientGoLog logr.Logger
+	clock       clock.Clock
+	desc        string
 
 	running     atomic.Bool
 	elected     chan struct{}
@@ -111,14 +114,15 @@ func NewElector(cfg Config, client kubernetes.Interface, policy LostLeasePolicy,
 	}
 	desc := cfg.describe()
 	return &Elector{
-		cfg:     cfg,
-		client:  client,
-		policy:  policy,
-		log:     log.WithValues("lock", desc),
-		clock:   cfg.Clock,
-		desc:    desc,
-		elected: make(chan struct{}),
-		changed: make(chan struct{}, 1),
+		cfg:         cfg,
+		client:      client,
+		policy:      policy,
+		log:         log.WithValues("lock", desc),
+		clientGoLog: clientGoLogger(log.WithValues("lock", desc)).V(1),
+		clock:       cfg.Clock,
+		desc:        desc,
+		elected:     make(chan struct{}),
+		changed:     make(chan struct{}, 1),
 	}, nil
 }
 
@@ -172,7 +176,7 @@ func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error)
 	// term returned), so they get ctx's values but not its cancellation.
 	// client-go logs through the logger it finds in the context, one level
 	// quieter than ours: we log the role changes ourselves.
-	base := klog.NewContext(context.WithoutCancel(ctx), clientGoLogger(e.log).V(1))
+	base := klog.NewContext(context.WithoutCancel(ctx), e.clientGoLog)
 
 	stopWatch := e.sharedWatch(base)
 	defer stopWatch()
@@ -240,7 +244,7 @@ func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error)
 // forbids the watch (KCM's RBAC grants get and update only), it reads the
 // Lease every RetryPeriod instead. It makes no write.
 func (e *Elector) Observe(ctx context.Context) {
-	base := klog.NewContext(context.WithoutCancel(ctx), clientGoLogger(e.log).V(1))
+	base := klog.NewContext(context.WithoutCancel(ctx), e.clientGoLog)
 	stop := e.sharedWatch(base)
 	defer stop()
 	for {

@@ -10,9 +10,10 @@
 // controller fails, and returns why.
 //
 // Guarantees:
-//   - Within a term, StartFirst controllers are built and running before any
-//     other InitFunc is called; the informers start only after every InitFunc
-//     returned; InformersStarted closes after they started; then every other
+//   - Within a term, each StartFirst controller is built and its Run called
+//     (on its own goroutine, without the start interval's jitter) before any
+//     other InitFunc is called; once the term is stopping no further InitFunc
+//     is called; the informers start only after every InitFunc returned; InformersStarted closes after they started; then every other
 //     controller's Run starts in its own goroutine. Every Controller an
 //     InitFunc returned gets exactly one Run call.
 //   - InformersStarted is closed in every term: after the informers started,
@@ -24,22 +25,28 @@
 //     ErrControllerFailed). Workers of package workloop recover their own
 //     panics. The package never exits the process.
 //   - A term stops within ControllerShutdownTimeout, and, the moment the
-//     lease is found lost (before or during the stop, whatever began it),
-//     within what is left of the lock's stop budget, so that its controllers
+//     lease is found lost (before or during the stop, whatever began it), by
+//     the lease's leader.Term.StopBy (its last renewal plus LeaseDuration,
+//     less a fiftieth of it for clocks that drift), so that its controllers
 //     stop before another replica could take the lease. An InitFunc that has
 //     not returned by then is abandoned too. The stragglers are named
 //     (ErrShutdownTimeout); such a term ends Run instead of campaigning
 //     again. The term's informers are shut down after it.
 //   - With leader election the lease is released only after the term's
 //     controllers returned; a term that abandoned stragglers keeps it until
-//     it expires (leader.ErrTermStillRunning); losing it is an error from Run (leader.ErrLeaseLost),
+//     it expires (leader.ErrTermStillRunning); losing it is an error from Run
+//     (leader.ErrLeaseLost),
 //     even when it happens while Run is already stopping, or, under the
 //     recampaign policy, a fresh campaign after the term fully stopped.
 //   - Under leader migration the migration lock is sought only within a main
-//     term (once its StartFirst controllers run), and the migration term
-//     ends, releasing its lock, before the main term's controllers are told
-//     to stop: a replica never holds the migration lock without the main one.
-//     A component none of whose controllers is migrated never seeks it.
+//     term (once its StartFirst controllers run). A main term that stops with
+//     its lease valid ends the migration term, which releases its lock,
+//     before it tells its own controllers to stop; a lost main lease stops
+//     both at once, both by the main lease's StopBy. Every replica follows
+//     the migration Lease, so a follower knows (and /readyz shows) who runs
+//     the migrated controllers. A component none of whose controllers is
+//     migrated never seeks it. Build rejects a migration lock named as
+//     another lock of the component (the main Lease, a shard group's).
 //   - Under warm standby (Options.WarmStandby) a follower keeps the informers
 //     its controllers declare synced, builds no controller and writes
 //     nothing; the next term adopts that set as its one informer set and
@@ -63,10 +70,15 @@
 //     "external"; cloud loops never run) unless the program runs a provider
 //     in-process (Builder.WithInProcessCloudProvider).
 //   - Writes are fenced: the clients and configs a term's ClientBuilder hands
-//     out, and its event recorder, refuse mutating requests (ErrFenced from
-//     package fence, naming the controller and the lock) once the term's
-//     lease is not known to be valid: lost, not renewed in time, or the term
-//     returned. Controllers WithoutLeaderElection are not fenced.
+//     out (and the ServiceAccount tokens minted for them, on the term's
+//     context), and its event recorder, refuse mutating requests (ErrFenced
+//     from package fence, naming the controller and the lock) once the
+//     term's lease is not known to be valid: lost, not renewed in time, or
+//     the term returned. A controller's events are written with its own
+//     client (its credentials under --use-service-account-credentials), the
+//     gate checked as each leaves, and the term waits for the writes in
+//     flight (a second at most, then cancels them) before it ends.
+//     Controllers WithoutLeaderElection are not fenced.
 //   - A serving failure after Run started ends Run with that error.
 //   - Run owns every goroutine it starts and returns after they ended, except
 //     controllers and InitFuncs that ignored cancellation past the bound,

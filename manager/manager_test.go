@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
@@ -26,6 +28,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/managertest"
+	"github.com/ctrlhost/ctrlhost/serving"
 )
 
 // journal records what happened, in order, across goroutines.
@@ -91,29 +94,44 @@ func TestRunsSelectedControllersAndStops(t *testing.T) {
 }
 
 // TestStartFirstRunsBeforeOtherInitFuncs: a StartFirst controller's Run is
-// called before any other InitFunc, without the start interval's jitter,
-// whatever the registration order. The other InitFunc does not wait for
-// it: the host must make the order itself (before the fix, the jitter
-// delayed the StartFirst Run and the next InitFunc was called at once).
+// called, on its own goroutine and without the start interval's jitter,
+// before any other InitFunc, whatever the registration order. In a
+// synctest bubble the other InitFunc first lets every goroutine run until
+// it blocks (synctest.Wait), so the journal shows whether the StartFirst
+// Run had been called by then (before the fix, the jitter delayed it and
+// the next InitFunc was called at once).
 func TestStartFirstRunsBeforeOtherInitFuncs(t *testing.T) {
 	for _, interval := range []time.Duration{0, 300 * time.Millisecond} {
 		t.Run(fmt.Sprintf("start interval %v", interval), func(t *testing.T) {
-			j := &journal{}
-			// Registered after the controller it must precede.
-			h := managertest.New(t, "test-manager", []descriptor.Descriptor{
-				blocking(j, "user-controller"),
-				blocking(j, "token-controller").StartFirst(),
+			synctest.Test(t, func(t *testing.T) {
+				j := &journal{}
+				called := make(chan struct{})
+				user := descriptor.New("user-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+					synctest.Wait()
+					j.add("init user-controller")
+					close(called)
+					return nil, nil
+				})
+				// Registered after the InitFunc it must precede.
+				m, err := manager.NewBuilder("test-manager").WithClient(fake.NewClientset(), nil).
+					WithOptions(manager.Options{ControllerStartInterval: interval, Serving: serving.Options{SecurePort: -1}}).
+					WithLogger(logr.Discard()).Register(user, blocking(j, "token-controller").StartFirst()).Build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error)
+				go func() { done <- m.Run(ctx) }()
+				<-called
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				want := []string{"init token-controller", "run token-controller", "init user-controller"}
+				if got := j.list(); !slices.Equal(got, want) {
+					t.Errorf("journal = %v, want %v", got, want)
+				}
 			})
-			h.Options.ControllerStartInterval = interval
-			h.Start()
-			h.WaitRunning("token-controller", "user-controller")
-			if err := h.Stop(); err != nil {
-				t.Fatal(err)
-			}
-			want := []string{"init token-controller", "run token-controller", "init user-controller", "run user-controller"}
-			if got := j.list(); !slices.Equal(got, want) {
-				t.Errorf("journal = %v, want %v", got, want)
-			}
 		})
 	}
 }
