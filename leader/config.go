@@ -178,9 +178,10 @@ func (c Config) Validate() error {
 	if positive {
 		stored := c.LeaseDuration.Truncate(time.Second)
 		if stored > c.RenewDeadline && c.StopBudget() <= 0 {
-			add("LeaseDuration (%s) must exceed RenewDeadline (%s) + RetryPeriod (%s) + LeaseDuration/50 "+
+			add("LeaseDuration (%s) must exceed RenewDeadline (%s) + RetryPeriod (%s) + 1s "+
+				"(other replicas time a renewal from its renewTime's second) + LeaseDuration/50 "+
 				"(the allowance for clocks running at different rates), so that a replica that lost the lease "+
-				"has stopped its controllers before another can take it: %s <= %s + %s + %s; "+
+				"has stopped its controllers before another can take it: %s <= %s + %s + 1s + %s; "+
 				"lengthen the lease or shorten the other two (kube-controller-manager does not check this)",
 				flagLeaseDuration, flagRenewDeadline, flagRetryPeriod,
 				stored, c.RenewDeadline, c.RetryPeriod, c.driftAllowance())
@@ -209,18 +210,25 @@ func (c Config) Validate() error {
 // keeps retrying for RenewDeadline, so the loss is noticed up to
 // RetryPeriod+RenewDeadline after the last successful renewal started.
 // Another replica may take over once LeaseDuration (as stored: whole
-// seconds) has passed, on its own clock, since it saw that renewal, which is
-// no earlier than the renewal's request started. Clocks that run at
-// different rates shorten that on this replica's clock: the budget keeps
-// back a fiftieth of LeaseDuration (two clocks each up to 1% off), the
-// drift allowance. So the budget is LeaseDuration - RenewDeadline -
-// RetryPeriod - LeaseDuration/50. Validate rejects settings where it is not
-// positive. A term that lost the lease stops by Term.StopBy, which counts
+// seconds) has passed, on its own clock, since it saw that renewal change
+// the Lease. client-go compares Lease records in JSON, where renewTime has
+// whole seconds: a follower sees the renewals within one second as one, so
+// it may time the expiry from the first renewal of the newest second, up to
+// a second before the newest renewal. Clocks that run at different rates
+// shorten that on this replica's clock: the budget keeps back a fiftieth
+// of LeaseDuration (two clocks each up to 1% off), the drift allowance. So
+// the budget is LeaseDuration - RenewDeadline - RetryPeriod - 1s -
+// LeaseDuration/50. Validate rejects settings where it is not positive. A term that lost the lease stops by Term.StopBy, which counts
 // from the last renewal itself and so is never later than this budget
 // after the loss was noticed.
 func (c Config) StopBudget() time.Duration {
-	return c.LeaseDuration.Truncate(time.Second) - c.RenewDeadline - c.RetryPeriod - c.driftAllowance()
+	return c.LeaseDuration.Truncate(time.Second) - c.RenewDeadline - c.RetryPeriod - renewTimeGranularity -
+		c.driftAllowance()
 }
+
+// renewTimeGranularity is how coarsely other replicas see renewals: the
+// whole seconds of a Lease record's renewTime in client-go's comparison.
+const renewTimeGranularity = time.Second
 
 // driftAllowance is what the stop budget keeps back for clocks that run at
 // different rates: two clocks each 1% off drift apart by 2% of the lease.
@@ -229,10 +237,10 @@ func (c Config) driftAllowance() time.Duration {
 }
 
 // expiry is, on this replica's clock, the earliest moment another replica
-// may take the lease over after a renewal whose request started at
-// renewStart, less the drift allowance.
-func (c Config) expiry(renewStart time.Time) time.Time {
-	return renewStart.Add(c.LeaseDuration.Truncate(time.Second) - c.driftAllowance())
+// may take the lease over when the first renewal of the newest renewTime
+// second started at anchor, less the drift allowance.
+func (c Config) expiry(anchor time.Time) time.Time {
+	return anchor.Add(c.LeaseDuration.Truncate(time.Second) - c.driftAllowance())
 }
 
 // describe is "<namespace>/<name>", how the lock is named in logs and errors.

@@ -105,10 +105,13 @@ func TestValidate(t *testing.T) {
 		{name: "no stop budget", cfg: with(func(c *Config) {
 			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 2*time.Second, 1900*time.Millisecond, time.Second
 		}), want: []string{"LeaseDuration (--leader-elect-lease-duration) must exceed RenewDeadline (--leader-elect-renew-deadline) " +
-			"+ RetryPeriod (--leader-elect-retry-period) + LeaseDuration/50", "2s <= 1.9s + 1s + 40ms"}},
+			"+ RetryPeriod (--leader-elect-retry-period) + 1s", "+ LeaseDuration/50", "2s <= 1.9s + 1s + 1s + 40ms"}},
+		{name: "no room for the renewTime's second", cfg: with(func(c *Config) {
+			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 2*time.Second, 1400*time.Millisecond, 300*time.Millisecond
+		}), want: []string{"2s <= 1.4s + 300ms + 1s + 40ms"}},
 		{name: "stop budget eaten by the drift allowance", cfg: with(func(c *Config) {
 			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 10*time.Second, 7900*time.Millisecond, 1950*time.Millisecond
-		}), want: []string{"must exceed RenewDeadline", "10s <= 7.9s + 1.95s + 200ms"}},
+		}), want: []string{"must exceed RenewDeadline", "10s <= 7.9s + 1.95s + 1s + 200ms"}},
 		{name: "every problem at once", cfg: Config{ResourceLock: "configmaps", LeaseDuration: time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 2 * time.Second},
 			want: []string{"--leader-elect-resource-lock", "--leader-elect-resource-namespace", "--leader-elect-resource-name", "Identity",
 				"must be greater than RenewDeadline", "must be greater than RetryPeriod"}},
@@ -129,13 +132,13 @@ func TestStopBudget(t *testing.T) {
 		lease, renew  time.Duration
 		retry, budget time.Duration
 	}{
-		// LeaseDuration - RenewDeadline - RetryPeriod - LeaseDuration/50.
-		{"KCM defaults", 15 * time.Second, 10 * time.Second, 2 * time.Second, 2700 * time.Millisecond},
-		{"test settings", time.Second, 600 * time.Millisecond, 200 * time.Millisecond, 180 * time.Millisecond},
-		{"fraction of a second dropped", 15900 * time.Millisecond, 10 * time.Second, 2 * time.Second, 2700 * time.Millisecond},
+		// LeaseDuration - RenewDeadline - RetryPeriod - 1s - LeaseDuration/50.
+		{"KCM defaults", 15 * time.Second, 10 * time.Second, 2 * time.Second, 1700 * time.Millisecond},
+		{"test settings", 2 * time.Second, 600 * time.Millisecond, 200 * time.Millisecond, 160 * time.Millisecond},
+		{"fraction of a second dropped", 15900 * time.Millisecond, 10 * time.Second, 2 * time.Second, 1700 * time.Millisecond},
 		// No floor: settings without room are rejected by Validate, not
 		// given a budget that cannot keep the promise.
-		{"no room", 11 * time.Second, 10 * time.Second, 8 * time.Second, -7220 * time.Millisecond},
+		{"no room", 11 * time.Second, 10 * time.Second, 8 * time.Second, -8220 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Config{LeaseDuration: tc.lease, RenewDeadline: tc.renew, RetryPeriod: tc.retry}

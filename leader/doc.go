@@ -49,11 +49,12 @@
 // passed the check just before it shut may still be in flight (package
 // fence). After a lost lease the term's context is
 // cancelled at once, and Term.StopBy is when the term must have stopped:
-// the last renewal's start plus LeaseDuration, less a fiftieth of it for
-// clocks that run at different rates (up to 1% each); Config.StopBudget is
-// the least time that leaves after the loss is noticed, and Validate
-// rejects settings where it is not positive (a rule kube-controller-manager
-// does not have). That guarantee is only as good as the term's honouring
+// the renewals' start plus LeaseDuration, less a second (client-go
+// followers see renewals by their renewTime's whole second) and a fiftieth
+// of the lease for clocks that run at different rates (up to 1% each);
+// Config.StopBudget is the least time that leaves after the loss is
+// noticed, and Validate rejects settings where it is not positive (a rule
+// kube-controller-manager does not have). That guarantee is only as good as the term's honouring
 // of its context, and it assumes clocks that drift apart by no more than
 // 2%. Timestamps in the Lease are not trusted: like client-go, followers
 // time the expiry from when they saw the Lease change.

@@ -77,6 +77,11 @@ type Elector struct {
 	termRunning bool        // a term has started and not yet returned
 	lastRenew   time.Time   // last successful write of the lease naming us
 	renewStart  time.Time   // when the request of the newest such write started
+	// anchor is when the request of the first such write whose renewTime
+	// is in the same second as the newest one's started (anchorSecond):
+	// what other replicas time the lease from.
+	anchor       time.Time
+	anchorSecond int64
 	gate        *fence.Gate // the running term's write fence, nil between terms
 	lease       leaseState
 	pokedGen    uint64 // lease.gen for which an early attempt was made
@@ -321,7 +326,10 @@ func (e *Elector) newCampaign() (*campaign, error) {
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:          c.lock,
-		LeaseDuration: e.onRealClock(e.cfg.LeaseDuration),
+		// LeaseDuration is not this replica's to time: it goes into the
+		// Lease in whole seconds, and every replica times it on its own
+		// clock.
+		LeaseDuration: e.cfg.LeaseDuration,
 		RenewDeadline: e.onRealClock(e.cfg.RenewDeadline),
 		RetryPeriod:   e.onRealClock(e.cfg.RetryPeriod),
 		Callbacks: leaderelection.LeaderCallbacks{
@@ -506,7 +514,7 @@ func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context, te
 	e.leading, e.termRunning = true, true
 	e.gate = t.gate
 	// The write that acquired the lease is the first renewal.
-	t.gate.Extend(e.renewStart.Add(e.cfg.validity()))
+	t.gate.Extend(e.gateUntil())
 	e.mu.Unlock()
 	e.electedOnce.Do(func() { close(e.elected) })
 	e.log.Info("Became leader; starting term", "identity", e.cfg.Identity)
@@ -549,7 +557,7 @@ func (e *Elector) watchTerm(ctx, lctx context.Context, termDone <-chan struct{},
 			now := e.clock.Now()
 			e.mu.Lock()
 			e.leading = false
-			stopBy := e.cfg.expiry(e.renewStart)
+			stopBy := e.cfg.expiry(e.anchor)
 			e.mu.Unlock()
 			t.markLost(now, stopBy)
 			e.log.Info("Lost the lease; stopping term", "stopBy", stopBy.Sub(now).Round(time.Millisecond))
@@ -558,6 +566,18 @@ func (e *Elector) watchTerm(ctx, lctx context.Context, termDone <-chan struct{},
 			return
 		}
 	}
+}
+
+// gateUntil is how long the term's writes may go out after the newest
+// renewal: until client-go must have noticed a failing renewal (its start
+// plus RenewDeadline and RetryPeriod), and never past the moment another
+// replica may take the lease. e.mu is held.
+func (e *Elector) gateUntil() time.Time {
+	until := e.renewStart.Add(e.cfg.validity())
+	if exp := e.cfg.expiry(e.anchor); exp.Before(until) {
+		until = exp
+	}
+	return until
 }
 
 // onRealClock converts d, measured on Config.Clock, to the real clock,

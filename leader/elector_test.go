@@ -36,7 +36,7 @@ const (
 func testConfig(id string) Config {
 	return Config{
 		Identity:      id,
-		LeaseDuration: time.Second,
+		LeaseDuration: 2 * time.Second,
 		RenewDeadline: 600 * time.Millisecond,
 		RetryPeriod:   200 * time.Millisecond,
 	}.WithDefaults(testName)
@@ -702,9 +702,9 @@ func TestHealthChecks(t *testing.T) {
 	}{
 		{name: "nothing observed", wantReady: true},
 		{name: "leading, fresh", leading: true, termRunning: true, lease: &coordinationv1.LeaseSpec{HolderIdentity: holder("a")}},
-		{name: "leading, renewal just within limit", leading: true, termRunning: true, renewedAgo: time.Second + WatchdogGrace,
+		{name: "leading, renewal just within limit", leading: true, termRunning: true, renewedAgo: 2*time.Second + WatchdogGrace,
 			lease: &coordinationv1.LeaseSpec{HolderIdentity: holder("a")}},
-		{name: "leading, stale", leading: true, termRunning: true, renewedAgo: time.Second + WatchdogGrace + time.Millisecond,
+		{name: "leading, stale", leading: true, termRunning: true, renewedAgo: 2*time.Second + WatchdogGrace + time.Millisecond,
 			lease: &coordinationv1.LeaseSpec{HolderIdentity: holder("a")}, wantDog: true},
 		{name: "lost, term still running", termRunning: true, renewedAgo: time.Hour,
 			lease: &coordinationv1.LeaseSpec{HolderIdentity: holder("b")}, wantDog: true},

@@ -210,8 +210,19 @@ func (l leaseClient) wrote(ctx context.Context, lease *coordinationv1.Lease, sta
 		l.e.lastRenew = l.e.clock.Now()
 		if start.After(l.e.renewStart) {
 			l.e.renewStart = start
+			// client-go followers see a renewal only when the renewTime's
+			// second changes (they compare the record in JSON, whole
+			// seconds): the expiry counts from the first write of the
+			// newest second.
+			sec := int64(-1)
+			if rt := lease.Spec.RenewTime; rt != nil {
+				sec = rt.Unix()
+			}
+			if sec != l.e.anchorSecond || l.e.anchor.IsZero() {
+				l.e.anchor, l.e.anchorSecond = start, sec
+			}
 		}
-		l.e.gate.Extend(l.e.renewStart.Add(l.e.cfg.validity()))
+		l.e.gate.Extend(l.e.gateUntil())
 		l.e.mu.Unlock()
 		// client-go's acquire returns true, and so starts OnStartedLeading,
 		// exactly when such a write succeeded in its session.

@@ -44,11 +44,12 @@ func (t *Term) LostAt() time.Time {
 }
 
 // StopBy is, once the lease was lost, the moment by which the term must
-// have stopped: the last renewal's request start plus LeaseDuration (as
-// stored), less the drift allowance (Config.StopBudget); another replica
-// cannot take the lease before then. It is at most Config.StopBudget after
-// LostAt, and may already have passed when the loss is noticed. Zero while
-// the lease is held.
+// have stopped: the start of the first renewal of the newest renewTime
+// second plus LeaseDuration (as stored), less the drift allowance; another
+// replica cannot take the lease before then (Config.StopBudget explains
+// why). It is at least Config.StopBudget after LostAt, less the newest
+// renewal's request latency, which can make it pass before the loss is
+// noticed. Zero while the lease is held.
 func (t *Term) StopBy() time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()

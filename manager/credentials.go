@@ -54,6 +54,10 @@ func (m *Manager) controllerConfig(ctx context.Context, name string, root bool, 
 		}
 	}
 	anon := rest.AnonymousClientConfig(cfg)
+	// AnonymousClientConfig drops a custom Transport with the credentials;
+	// it is how this config reaches the API server (the rest of the host's
+	// clients use it), so the controller's keeps it.
+	anon.Transport = cfg.Transport
 	anon.WrapTransport = transport.TokenSourceWrapTransport(transport.NewCachedTokenSource(
 		satoken.Source(ctx, tokens, m.opts.ServiceAccountNamespace, name)))
 	return anon

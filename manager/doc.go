@@ -39,10 +39,11 @@
 //     even when it happens while Run is already stopping, or, under the
 //     recampaign policy, a fresh campaign after the term fully stopped.
 //   - Under leader migration the migration lock is sought only within a main
-//     term (once its StartFirst controllers run). A main term that stops with
-//     its lease valid ends the migration term, which releases its lock,
-//     before it tells its own controllers to stop; a lost main lease stops
-//     both at once, both by the main lease's StopBy. Every replica follows
+//     term (once its StartFirst controllers run). The migration term and the
+//     main term's controllers are told to stop at once, both bounded by the
+//     main term's stop bound (its lease's StopBy once that is lost), and the
+//     main lock is released only after the migration lock: a replica never
+//     holds the migration lock without the main one. Every replica follows
 //     the migration Lease, so a follower knows (and /readyz shows) who runs
 //     the migrated controllers. A component none of whose controllers is
 //     migrated never seeks it. Build rejects a migration lock named as

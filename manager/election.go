@@ -235,9 +235,10 @@ func (m *Manager) runElected(ctx context.Context, g lockGroup, spec termSpec) er
 // migration: it seeks the migration lock once the main lock is held and the
 // StartFirst controllers run, and runs the migrated controllers while it
 // holds it. It ends with the main term, so the migration lock is sought
-// again only in the next main term; the migration term stops as soon as
-// the main lease is lost, within what is left of the main lease's stop
-// budget as well as its own.
+// again only in the next main term; the migration term stops when the main
+// term's controllers do, within what is left of the main lease's stop
+// budget as well as its own, and the main term returns (releasing the main
+// lock) only after it ended.
 func (m *Manager) migrationCampaign(ctx context.Context) error {
 	logr.FromContextOrDiscard(ctx).Info("Main lock held and StartFirst controllers running; seeking the migration lock")
 	return m.runElected(ctx, m.locks.migration, termSpec{name: "migration", states: m.locks.migration.states,

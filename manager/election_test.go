@@ -37,7 +37,7 @@ func fastElection(identity string) manager.Options {
 			Identity: identity,
 			// Short, yet with room for a loaded 2-core machine under -race:
 			// a renewal must not miss its deadline by scheduling delays.
-			LeaseDuration: 2 * time.Second,
+			LeaseDuration: 3 * time.Second,
 			RenewDeadline: 1400 * time.Millisecond,
 			RetryPeriod:   300 * time.Millisecond,
 		},

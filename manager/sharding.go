@@ -7,10 +7,12 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/leader"
@@ -143,32 +145,60 @@ func (m *Manager) shardingCheck(*http.Request) error {
 	return healthz.Note(fmt.Sprint(notes))
 }
 
-// shardedCheck is a sharded controller's check: every slot term's
-// instance of it must pass. A replica that works no slot passes (for
-// readiness: once it is a working member of the group).
+// shardedCheck is a sharded controller's check. A replica is ready for it
+// while it is a working member of the group and none of its slot terms'
+// instances failed or reports itself unready while running: an instance
+// that is still starting, or stopping because its slot moved, is shown in
+// /readyz?verbose but fails nothing, so that readiness does not flap while
+// slots change hands (a rebalance is not a reason to take a replica out of
+// service). Liveness fails only for a failed instance.
 func (m *Manager) shardedCheck(s *state, readiness bool, req *http.Request) error {
 	slots := s.slotStates()
+	if readiness {
+		if err := s.group.Ready(); err != nil {
+			return err
+		}
+	}
 	if len(slots) == 0 {
 		if readiness {
-			if err := s.group.Ready(); err != nil {
-				return err
-			}
 			return healthz.Note("works no slot on this replica")
 		}
 		return nil
 	}
 	var errs []error
-	held := make([]int, 0, len(slots))
+	var running []int
+	var notes []string
 	for _, slot := range slices.Sorted(maps.Keys(slots)) {
-		held = append(held, slot)
-		if err := m.controllerCheckOnce(slots[slot], readiness)(req); !healthz.Passed(err) {
+		st, c := slots[slot].snapshot()
+		var err error
+		switch st.Phase {
+		case PhaseFailed:
+			err = st.Err
+		case PhaseRunning:
+			live, ready := descriptor.HealthChecks(c)
+			if readiness {
+				err = ready(req)
+			} else {
+				err = live(req)
+			}
+		}
+		switch {
+		case !healthz.Passed(err):
 			errs = append(errs, fmt.Errorf("slot %d: %w", slot, err))
+		case st.Phase == PhaseRunning:
+			running = append(running, slot)
+		default:
+			notes = append(notes, fmt.Sprintf("slot %d %s", slot, st.Phase))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return healthz.Note(fmt.Sprintf("slots %v", held))
+	note := fmt.Sprintf("slots %v", running)
+	if len(notes) > 0 {
+		note += " (" + strings.Join(notes, ", ") + ")"
+	}
+	return healthz.Note(note)
 }
 
 // slotTerm is what makes a term a slot term of a shard group.

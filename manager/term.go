@@ -32,6 +32,7 @@ const restMapperResetPeriod = 30 * time.Second
 type term struct {
 	name string
 	set  *informers.Set
+	slot bool // a slot term of a shard group
 }
 
 // ErrControllerFailed is wrapped by the error Run returns when a controller's
@@ -48,10 +49,12 @@ type termSpec struct {
 	name   string
 	states []*state
 	// alongside, if set, runs once the StartFirst controllers run and before
-	// any other InitFunc is called, under the term's context; the term
-	// always waits for it to return, and its return before the term ends
-	// (an error, or a lost lease of its own) ends the term. The main term
-	// runs the migration campaign this way.
+	// any other InitFunc is called, under the term's context, which ends
+	// when the term's controllers are told to stop. The term always waits
+	// for it to return before it returns itself (so its lease outlives
+	// alongside's), and its return before the term ends (an error, or a
+	// lost lease of its own) ends the term. The main term runs the
+	// migration campaign this way.
 	alongside func(ctx context.Context) error
 	// warm, if set, is the informer set the term runs on (warm standby):
 	// already started and usually synced. The term stops it when it ends.
@@ -97,11 +100,10 @@ const eventFlushTimeout = time.Second
 // anyway, with the term's context already done, so that a controller
 // waiting on it returns.
 //
-// Stop: a term stopping with its lease valid waits for alongside first
-// (the migration term ends before the main term's controllers are told to
-// stop); a term whose lease (or parent's) is lost cancels its controllers
-// and alongside at once, both bounded by what is left until the lease can
-// pass to another replica.
+// Stop: the controllers and alongside are told to stop at once, both
+// bounded by the stop deadline (cut, when the lease or the parent's is
+// lost, to when it can pass to another replica); the term returns, and so
+// releases its lease, only after alongside returned.
 func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	log := logr.FromContextOrDiscard(ctx).WithValues("term", spec.name)
 	termCtx, cancel := context.WithCancelCause(ctx)
@@ -131,7 +133,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		env.gate = lease.Gate()
 	}
 	env.events = &termEvents{m: m, log: log, gate: env.gate}
-	t := &term{name: spec.name, set: env.set}
+	t := &term{name: spec.name, set: env.set, slot: spec.slot != nil}
 	m.addTerm(t)
 	defer m.removeTerm(t)
 
@@ -165,14 +167,8 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	} else {
 		log.Error(initErr, "Stopping the term because a controller could not be built")
 	}
+	// The controllers and alongside are told to stop at once.
 	cancel(errors.New("term ended"))
-	if al != nil {
-		// With the lease valid, the alongside term ends first; a lost
-		// lease stops everything at once.
-		if !stop.Wait(firstOf(al.done, lostOf(lease), lostOf(spec.parent)), nil) {
-			log.Info("Stopping controllers although the alongside function has not returned")
-		}
-	}
 	cancelCtrl()
 	select {
 	case <-env.started:

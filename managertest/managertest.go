@@ -133,7 +133,7 @@ func (h *Harness) ShardedAlone(identity string, slots int) *Harness {
 	h.Options.LeaderElect = true
 	h.Options.LeaderElection = leader.Config{
 		Identity:      identity,
-		LeaseDuration: 2 * time.Second,
+		LeaseDuration: 3 * time.Second,
 		RenewDeadline: 1400 * time.Millisecond,
 		RetryPeriod:   300 * time.Millisecond,
 	}

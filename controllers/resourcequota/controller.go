@@ -242,6 +242,14 @@ func (c *controller) addQuota(obj any) {
 
 // replenish queues the quotas of namespace that limit something gr's
 // evaluator measures.
+//
+// A quota is matched on its spec.hard as well as its status.hard: the
+// cached quota lags this controller's own status writes, so a quota whose
+// first usage (or a newly limited resource) was just measured and written
+// still shows no such limit in its cached status. A change seen in that
+// window happened after the measurement and must recount the quota; were
+// it matched on status.hard alone, nothing would recount it until the
+// next full resync.
 func (c *controller) replenish(gr schema.GroupResource, namespace string) {
 	e := c.registry.get(gr)
 	if e == nil {
@@ -252,7 +260,8 @@ func (c *controller) replenish(gr schema.GroupResource, namespace string) {
 		return
 	}
 	for _, q := range qs {
-		if len(e.matching(resourceNames(q.Status.Hard))) > 0 {
+		limited := append(resourceNames(q.Spec.Hard), resourceNames(q.Status.Hard)...)
+		if len(e.matching(limited)) > 0 {
 			c.primary.Add(q.Namespace + "/" + q.Name)
 		}
 	}
@@ -334,6 +343,11 @@ func (c *controller) rediscover() func(context.Context) {
 		waitCtx, cancel := context.WithTimeout(ctx, c.discoveryPeriod)
 		defer cancel()
 		if !cache.WaitForCacheSync(waitCtx.Done(), c.monitors.synced) {
+			if ctx.Err() != nil {
+				// A stop, not a failure: nothing to report.
+				log.V(2).Info("Stopped waiting for quota monitor sync", "reason", context.Cause(ctx))
+				return
+			}
 			log.Error(errors.New("timed out waiting for quota monitor sync"), "Quota monitors not synced")
 			return
 		}

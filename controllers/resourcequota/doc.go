@@ -51,6 +51,9 @@
 //     not written from a partial count: its former value stays, and the
 //     quota is retried with back-off.
 //   - No quota is recalculated while the monitored resources change.
+//   - A deletion or charge change queues every quota of its namespace
+//     whose spec or status limits that resource, so one seen before the
+//     informer delivers the controller's own status write is not lost.
 //   - A partial discovery failure keeps the resources of the groups that
 //     failed (as in KCM).
 //   - Informer objects are never modified; Run returns after every
@@ -63,6 +66,9 @@
 //   - The quota is only as current as the caches it is measured from.
 //
 // Differences from KCM:
+//   - Replenishment matches a quota's spec.hard as well as its status.hard
+//     (KCM: status.hard only, so a deletion that races a quota's first
+//     status write waits for the full resync).
 //   - Monitors of resources that disappear from discovery are removed as
 //     event handlers; their shared informers run until the term ends (KCM
 //     runs a private controller per monitor and stops it).

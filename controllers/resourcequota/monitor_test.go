@@ -3,18 +3,25 @@ package resourcequota
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
@@ -108,11 +115,13 @@ func TestMonitorsFollowDiscovery(t *testing.T) {
 	}
 }
 
-// TestControllerKeepsStatus runs the controller over a fake clientset: a
+// TestControllerKeepsStatus runs the controller over a fake clientset
+// (with the API server's write conflicts on quotas): a
 // quota created is measured (through the priority queue), and deleting a
 // secret brings its usage down (replenishment).
 func TestControllerKeepsStatus(t *testing.T) {
 	client := fake.NewClientset(secret("ns", "a"), secret("ns", "b"), secret("other", "c"))
+	withResourceVersions(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	started := make(chan struct{})
 	close(started)
@@ -160,6 +169,78 @@ func TestControllerKeepsStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	controllertest.WaitFor(t, "the deletion to be replenished", used("secrets", "1"))
+}
+
+// withResourceVersions gives client's resource quotas the optimistic
+// concurrency of the API server, which the controller relies on when both
+// queues sync one quota at once: each create or update stores a new
+// resourceVersion, and an update carrying another one than the stored
+// object's fails with a conflict. Without it the fake keeps whichever
+// write came last, even one measured before a deletion.
+func withResourceVersions(client *fake.Clientset) {
+	last := 0 // guarded by the fake's lock, held around every reactor
+	client.PrependReactor("create", "resourcequotas", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		last++
+		a.(clienttesting.CreateAction).GetObject().(*corev1.ResourceQuota).ResourceVersion = strconv.Itoa(last)
+		return false, nil, nil
+	})
+	client.PrependReactor("update", "resourcequotas", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		q := a.(clienttesting.UpdateAction).GetObject().(*corev1.ResourceQuota)
+		stored, err := client.Tracker().Get(gvrQuotas, q.Namespace, q.Name)
+		if err != nil {
+			return false, nil, nil
+		}
+		if rv := stored.(*corev1.ResourceQuota).ResourceVersion; q.ResourceVersion != "" && q.ResourceVersion != rv {
+			return true, nil, apierrors.NewConflict(gvrQuotas.GroupResource(), q.Name,
+				fmt.Errorf("resourceVersion %s, stored %s", q.ResourceVersion, rv))
+		}
+		last++
+		q.ResourceVersion = strconv.Itoa(last)
+		return false, nil, nil
+	})
+}
+
+// TestRediscoverStopIsNoError: a stop while rediscover waits for new
+// monitors to sync logs no error; a timeout does.
+func TestRediscoverStopIsNoError(t *testing.T) {
+	tests := []struct {
+		name      string
+		stop      bool
+		wantError bool
+	}{
+		{"stopped", true, false},
+		{"timed out", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var errs []string
+			log := funcr.New(func(prefix, args string) {
+				if strings.Contains(args, `"error"=`) {
+					mu.Lock()
+					defer mu.Unlock()
+					errs = append(errs, args)
+				}
+			}, funcr.Options{})
+			ctx, cancel := context.WithCancel(logr.NewContext(t.Context(), log))
+			defer cancel()
+			// The factory is never started: the monitors never sync.
+			factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+			c := &controller{discoveryPeriod: time.Millisecond}
+			c.monitors = &monitors{factory: typedOnly{factory}, registry: newRegistry(), replenish: func(schema.GroupResource, string) {}}
+			c.discover = func() (map[schema.GroupVersionResource]struct{}, error) { return set(gvrSecrets), nil }
+			if tt.stop {
+				c.discoveryPeriod = time.Hour
+				cancel()
+			}
+			c.rediscover()(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if got := len(errs) > 0; got != tt.wantError {
+				t.Errorf("errors logged: %q; want an error: %v", errs, tt.wantError)
+			}
+		})
+	}
 }
 
 // TestRediscover: each discovery that changes the quotable resources

@@ -224,13 +224,17 @@ func TestReplenishQueuesMatchingQuotas(t *testing.T) {
 	limited := func(name string, hard corev1.ResourceList) *corev1.ResourceQuota {
 		return quota(name, hard, &corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{}})
 	}
+	// The cache may not hold the controller's status writes yet: a quota
+	// limits what its spec names.
+	newLimit := quota("new-limit", rl("secrets", "1", "pods", "1"), &corev1.ResourceQuotaStatus{Hard: rl("secrets", "1"), Used: rl("secrets", "0")})
 	f := newFixture(t,
 		limited("pods", rl("pods", "1")), limited("cpu", rl("requests.cpu", "1")), limited("secrets", rl("secrets", "1")),
 		quota("unmeasured", rl("pods", "1"), nil), // status.hard not yet written
+		newLimit,
 	)
 	f.c.replenish(podsResource, "ns")
-	if n := f.c.primary.Len(); n != 2 {
-		t.Errorf("pods: %d quotas queued, want 2 (pods, cpu)", n)
+	if n := f.c.primary.Len(); n != 4 {
+		t.Errorf("pods: %d quotas queued, want 4 (pods, cpu, unmeasured, new-limit)", n)
 	}
 	g := newFixture(t, limited("pods", rl("pods", "1")))
 	g.c.replenish(schema.GroupResource{Group: "example.com", Resource: "widgets"}, "ns")
@@ -238,6 +242,46 @@ func TestReplenishQueuesMatchingQuotas(t *testing.T) {
 	if n := g.c.primary.Len(); n != 0 {
 		t.Errorf("%d quotas queued for an unknown resource or another namespace, want 0", n)
 	}
+}
+
+// TestDeletionBeforeOwnWriteIsCached drives, in order, the race of a new
+// quota's first status write with a deletion: the quota is measured and
+// its status written; a secret is deleted before the informer delivers
+// that write (the cached quota still has no status); then the write
+// arrives. The deletion must queue the quota, and its recount must bring
+// the usage down, instead of leaving it overcounted until the next full
+// resync.
+func TestDeletionBeforeOwnWriteIsCached(t *testing.T) {
+	secrets := schema.GroupResource{Resource: "secrets"}
+	f := newFixture(t, quota("q", rl("secrets", "10"), nil), secret("ns", "a"), secret("ns", "b"))
+	if err := f.c.sync(t.Context(), "ns/q"); err != nil {
+		t.Fatal(err)
+	}
+	ups := f.statusUpdates()
+	if len(ups) != 1 {
+		t.Fatalf("%d status updates, want 1", len(ups))
+	}
+	checkList(t, "first status.used", ups[0].Status.Used, rl("secrets", "2"))
+
+	// An informer updates its cache, then calls the handlers.
+	if err := f.store(secrets).Delete(secret("ns", "a")); err != nil {
+		t.Fatal(err)
+	}
+	f.c.replenish(secrets, "ns")
+	if err := f.store(schema.GroupResource{Resource: "resourcequotas"}).Update(ups[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.c.primary.Len(); n != 1 {
+		t.Fatalf("the deletion queued %d quotas, want 1", n)
+	}
+	if err := f.c.sync(t.Context(), "ns/q"); err != nil {
+		t.Fatal(err)
+	}
+	ups = f.statusUpdates()
+	if len(ups) != 2 {
+		t.Fatalf("%d status updates, want 2", len(ups))
+	}
+	checkList(t, "recounted status.used", ups[1].Status.Used, rl("secrets", "1"))
 }
 
 func TestChargeChanged(t *testing.T) {

@@ -82,7 +82,7 @@ func TestBuiltinsTakeOverWarmCaches(t *testing.T) {
 			Controllers: []string{"*", "tokencleaner"},
 			LeaderElect: true,
 			LeaderElection: leader.Config{Identity: identity,
-				LeaseDuration: 2 * time.Second, RenewDeadline: 1400 * time.Millisecond, RetryPeriod: 300 * time.Millisecond},
+				LeaseDuration: 3 * time.Second, RenewDeadline: 1400 * time.Millisecond, RetryPeriod: 300 * time.Millisecond},
 			WarmStandby: true,
 		}
 		return h, func() string { mu.Lock(); defer mu.Unlock(); return logged.String() }

@@ -15,11 +15,11 @@ import (
 // closed connection would.
 func Transport(h http.Handler) http.RoundTripper { return roundTripper{h} }
 
-// Config returns a client configuration for s over Transport(s), with
-// wrap, if not nil, applied to the transport (fault injection per client).
-// Clients made from it speak JSON.
-func Config(s *Server, wrap func(http.RoundTripper) http.RoundTripper) *rest.Config {
-	rt := Transport(s)
+// Config returns a client configuration for h (a Server, or a handler in
+// front of one) over Transport(h), with wrap, if not nil, applied to the
+// transport (fault injection per client). Clients made from it speak JSON.
+func Config(h http.Handler, wrap func(http.RoundTripper) http.RoundTripper) *rest.Config {
+	rt := Transport(h)
 	if wrap != nil {
 		rt = wrap(rt)
 	}

@@ -116,7 +116,7 @@ func (h *groupHarness) startWork(id string, crashy bool, client *fake.Clientset,
 	g, err := NewGroup(GroupConfig{
 		Name:  "test-group",
 		Space: shard.Space{Slots: slots},
-		Lease: leader.Config{Identity: id, LeaseDuration: 2 * time.Second, RenewDeadline: 1400 * time.Millisecond,
+		Lease: leader.Config{Identity: id, LeaseDuration: 3 * time.Second, RenewDeadline: 1400 * time.Millisecond,
 			RetryPeriod: 300 * time.Millisecond, KeepLeaseOnCancel: crashy},
 	}, client, logr.Discard())
 	if err != nil {

@@ -127,7 +127,7 @@ func TestFencedWritesAfterLostLease(t *testing.T) {
 			LeaderElection: leader.Config{
 				Name:          lease,
 				Identity:      identity,
-				LeaseDuration: 2 * time.Second,
+				LeaseDuration: 3 * time.Second,
 				RenewDeadline: 1400 * time.Millisecond,
 				RetryPeriod:   300 * time.Millisecond,
 			},

@@ -24,7 +24,7 @@ import (
 // crashed member's Leases, yet with room for a loaded 2-core machine.
 const (
 	shardLease = 4 * time.Second
-	shardRenew = 3 * time.Second
+	shardRenew = 2 * time.Second
 	shardRetry = 500 * time.Millisecond
 	shardSlots = 8
 )

@@ -1,0 +1,217 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/ctrlhost/ctrlhost/leader"
+)
+
+// Config is what a seed picks.
+type Config struct {
+	Seed     uint64
+	Replicas int
+	// Lease durations, nominal (each replica's clock scales them).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Scale is each replica slot's clock: real seconds per second of it.
+	Scale           []float64
+	Policy          leader.LostLeasePolicy
+	Migration       bool
+	Sharding        bool
+	Slots           int
+	Warm            bool
+	Credentials     bool
+	StartInterval   time.Duration
+	ShutdownTimeout time.Duration
+	Controllers     []ControllerSpec
+	Faults          []Fault
+	Duration        time.Duration
+}
+
+// StopKind is how a controller's Run stops.
+type StopKind int
+
+const (
+	StopFast  StopKind = iota // returns when its context is done
+	StopSlow                  // returns a while after, within the stop budget
+	StopNever                 // ignores its context until the run ends
+)
+
+// InitKind is how a controller's InitFunc behaves.
+type InitKind int
+
+const (
+	InitOK        InitKind = iota
+	InitBlockCtx           // blocks a while, or until its context is done
+	InitBlockHard          // blocks a while, ignoring its context
+	InitFlaky              // fails or panics now and then
+)
+
+// ControllerSpec is one simulated controller.
+type ControllerSpec struct {
+	Name     string
+	Stop     StopKind
+	StopTime time.Duration // StopSlow: how long it takes
+	Init     InitKind
+	InitTime time.Duration // the blocking kinds: for how long
+	Migrated bool
+	Sharded  bool
+	Period   time.Duration // between writes
+}
+
+// cooperative reports whether the controller always stops within its
+// term's bound.
+func (c ControllerSpec) cooperative() bool {
+	return c.Stop != StopNever && c.Init != InitBlockHard
+}
+
+// FaultKind is a fault the schedule injects.
+type FaultKind int
+
+const (
+	PartitionHang FaultKind = iota // the replica's requests hang
+	PartitionFail                  // the replica's requests fail at once
+	SlowLeases                     // the replica's Lease writes take a while
+	Terminate                      // SIGTERM: Run's context is cancelled
+	Crash                          // the replica vanishes
+	APIRestart                     // every watch drops
+)
+
+func (k FaultKind) String() string {
+	return [...]string{"partition-hang", "partition-fail", "slow-leases", "terminate", "crash", "api-restart"}[k]
+}
+
+// Fault is one scheduled fault.
+type Fault struct {
+	At      time.Duration
+	Replica int
+	Kind    FaultKind
+	For     time.Duration // partitions and slow Leases: how long
+	Delay   time.Duration // SlowLeases: per write
+}
+
+// StopBudget is the nominal stop budget of the lease settings.
+func (c Config) StopBudget() time.Duration {
+	return leader.Config{LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline,
+		RetryPeriod: c.RetryPeriod}.StopBudget()
+}
+
+// NewConfig draws a configuration from seed.
+func NewConfig(seed uint64) Config {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	c := Config{Seed: seed, Replicas: 2 + rng.IntN(3), Duration: 40 * time.Second}
+	c.drawLease(rng)
+	for range c.Replicas {
+		c.Scale = append(c.Scale, 0.99+0.02*rng.Float64())
+	}
+	c.Policy = leader.Exit
+	if rng.IntN(2) == 0 {
+		c.Policy = leader.Recampaign
+	}
+	c.Migration = rng.IntN(3) == 0
+	c.Sharding = rng.IntN(3) == 0
+	if c.Sharding {
+		c.Slots = 1 + rng.IntN(32)
+	}
+	c.Warm = rng.IntN(3) == 0
+	c.Credentials = rng.IntN(3) == 0
+	if rng.IntN(2) == 0 {
+		c.StartInterval = time.Duration(rng.IntN(500)) * time.Millisecond
+	}
+	c.ShutdownTimeout = time.Duration(2+rng.IntN(9)) * time.Second
+	budget := max(c.StopBudget(), 10*time.Millisecond)
+	n := 2 + rng.IntN(3)
+	for i := range n {
+		s := ControllerSpec{Name: fmt.Sprintf("sim-%d-controller", i),
+			Period: time.Duration(200+rng.IntN(800)) * time.Millisecond}
+		switch r := rng.IntN(10); {
+		case r < 6:
+			s.Stop = StopFast
+		case r < 9:
+			s.Stop, s.StopTime = StopSlow, time.Duration(float64(budget)*(0.1+0.3*rng.Float64()))
+		default:
+			s.Stop = StopNever
+		}
+		switch r := rng.IntN(12); {
+		case r < 8:
+			s.Init = InitOK
+		case r < 10:
+			s.Init, s.InitTime = InitBlockCtx, time.Duration(rng.IntN(3000))*time.Millisecond
+		case r < 11:
+			s.Init, s.InitTime = InitBlockHard, time.Duration(rng.IntN(3000))*time.Millisecond
+		default:
+			s.Init = InitFlaky
+		}
+		s.Migrated = c.Migration && rng.IntN(2) == 0
+		s.Sharded = c.Sharding && !s.Migrated && rng.IntN(2) == 0
+		c.Controllers = append(c.Controllers, s)
+	}
+	c.drawFaults(rng)
+	return c
+}
+
+// drawLease picks lease settings near the edge of the stop budget rule;
+// about one seed in ten is past it (Build must reject those).
+func (c *Config) drawLease(rng *rand.Rand) {
+	lds := []time.Duration{2 * time.Second, 3 * time.Second, 5 * time.Second, 15 * time.Second}
+	c.LeaseDuration = lds[rng.IntN(len(lds))]
+	c.RetryPeriod = time.Duration(float64(c.LeaseDuration) * (0.05 + 0.15*rng.Float64()))
+	// RenewDeadline leaves a budget of a fraction of the lease: small (near
+	// the edge), typical, or (rarely) none at all.
+	var frac float64
+	switch r := rng.IntN(10); {
+	case r == 0:
+		frac = -0.05 + 0.06*rng.Float64() // past the edge: no budget after the drift allowance
+	case r < 5:
+		frac = 0.03 + 0.05*rng.Float64()
+	default:
+		frac = 0.08 + 0.2*rng.Float64()
+	}
+	ld := c.LeaseDuration
+	// RenewDeadline + RetryPeriod = what is left of the lease after the
+	// budget, the second of renewTime granularity and the drift allowance;
+	// client-go's own rule wants RenewDeadline > 1.2 RetryPeriod.
+	room := ld - ld/50 - time.Second - time.Duration(frac*float64(ld))
+	c.RetryPeriod = min(c.RetryPeriod, room*10/23)
+	c.RenewDeadline = room - c.RetryPeriod
+	c.RenewDeadline = c.RenewDeadline.Round(time.Millisecond)
+	c.RetryPeriod = c.RetryPeriod.Round(time.Millisecond)
+}
+
+func (c *Config) drawFaults(rng *rand.Rand) {
+	n := rng.IntN(8)
+	for range n {
+		f := Fault{
+			At:      time.Duration(3000+rng.IntN(int(c.Duration/time.Millisecond)-8000)) * time.Millisecond,
+			Replica: rng.IntN(c.Replicas),
+			Kind:    FaultKind(rng.IntN(6)),
+		}
+		switch f.Kind {
+		case PartitionHang, PartitionFail:
+			f.For = time.Duration(rng.Int64N(int64(3 * c.LeaseDuration)))
+		case SlowLeases:
+			f.For = time.Duration(rng.Int64N(int64(3 * c.LeaseDuration)))
+			f.Delay = time.Duration(rng.Int64N(int64(max(c.StopBudget()/3, time.Millisecond))))
+		}
+		c.Faults = append(c.Faults, f)
+	}
+}
+
+// String describes the configuration on a few lines.
+func (c Config) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %d replicas, lease %v/%v/%v (budget %v), scales %.4f, policy %s",
+		c.Seed, c.Replicas, c.LeaseDuration, c.RenewDeadline, c.RetryPeriod, c.StopBudget(), c.Scale, c.Policy)
+	fmt.Fprintf(&b, "\n  migration %v, sharding %v (%d slots), warm %v, credentials %v, start interval %v, shutdown %v",
+		c.Migration, c.Sharding, c.Slots, c.Warm, c.Credentials, c.StartInterval, c.ShutdownTimeout)
+	for _, s := range c.Controllers {
+		fmt.Fprintf(&b, "\n  %s: stop %d (%v), init %d (%v), migrated %v, sharded %v, period %v",
+			s.Name, s.Stop, s.StopTime, s.Init, s.InitTime, s.Migrated, s.Sharded, s.Period)
+	}
+	for _, f := range c.Faults {
+		fmt.Fprintf(&b, "\n  at %v: %s replica %d for %v (delay %v)", f.At, f.Kind, f.Replica, f.For, f.Delay)
+	}
+	return b.String()
+}

@@ -1,0 +1,170 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/leader"
+	"github.com/ctrlhost/ctrlhost/shard"
+)
+
+var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// descriptor is the replica's copy of a simulated controller.
+func (r *replica) descriptor(s ControllerSpec) descriptor.Descriptor {
+	rng := rand.New(rand.NewPCG(r.w.cfg.Seed, uint64(r.slot)<<32|uint64(len(r.identity))))
+	d := descriptor.New(s.Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		if err := r.init(ctx, s, rng); err != nil {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, nil // the term stopped while this InitFunc waited
+		}
+		cs, err := cc.ClientBuilder.Client(s.Name)
+		if err != nil {
+			return nil, err
+		}
+		cc.InformerFactory.Core().V1().ConfigMaps().Informer()
+		c := &controller{r: r, spec: s, client: cs, events: cc.EventRecorder, key: s.Name,
+			term: leader.TermFrom(ctx)}
+		c.namespaces = []string{namespaces[hashOf(s.Name)%uint32(len(namespaces))]}
+		if sc := cc.Shard; sc != nil {
+			c.key = fmt.Sprintf("%s/%v", s.Name, sc.Slots)
+			c.namespaces = nil
+			for _, ns := range namespaces {
+				if containsInt(sc.Slots, sc.Space.SlotOfKey(ns)) {
+					c.namespaces = append(c.namespaces, ns)
+				}
+			}
+		}
+		return c, nil
+	}).WithInformers(configMapsGVR)
+	if s.Sharded {
+		d = d.Sharded(shard.ByNamespace)
+	}
+	return d
+}
+
+func hashOf(s string) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(s))
+	return h.Sum32()
+}
+
+func containsInt(list []int, v int) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// init plays the InitFunc's behaviour.
+func (r *replica) init(ctx context.Context, s ControllerSpec, rng *rand.Rand) error {
+	switch s.Init {
+	case InitBlockCtx:
+		t := time.NewTimer(s.InitTime)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	case InitBlockHard:
+		time.Sleep(s.InitTime) // ignores its context, as a misbehaving InitFunc does
+	case InitFlaky:
+		r.mu.Lock()
+		n := rng.IntN(8)
+		r.mu.Unlock()
+		switch n {
+		case 0:
+			return errors.New("simulated InitFunc failure")
+		case 1:
+			panic("simulated InitFunc panic")
+		}
+	}
+	return nil
+}
+
+// controller writes a ConfigMap per namespace it owns every period, and an
+// event now and then, until its context is done; then it stops as its spec
+// says.
+type controller struct {
+	r          *replica
+	spec       ControllerSpec
+	client     kubernetes.Interface
+	events     record.EventRecorder
+	key        string
+	namespaces []string
+	n          int
+	term       *leader.Term // the lease the controller runs under
+}
+
+// fenced reports whether the controller's term refuses its writes.
+func (c *controller) fenced() bool { return c.term.Gate().Check(c.spec.Name) != nil }
+
+func (c *controller) Run(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil // called with a done context: its term ended before it started
+	}
+	w := c.r.w
+	in := w.started(c.key, c.r.identity, c.fenced)
+	defer w.stopped(c.key, in)
+	tick := time.NewTicker(c.spec.Period)
+	defer tick.Stop()
+	wctx, stop := ctx, ctx.Done()
+	for {
+		select {
+		case <-tick.C:
+			c.write(wctx)
+		case <-stop:
+			if wctx != ctx {
+				return nil // the run ended
+			}
+			switch c.spec.Stop {
+			case StopFast:
+				return nil
+			case StopSlow:
+				time.Sleep(c.spec.StopTime) // the work it must finish
+				return nil
+			}
+			// StopNever: goes on writing, on a context of its own, until
+			// the run ends; every write must be fenced.
+			wctx, stop = w.released, w.release
+		}
+	}
+}
+
+// write creates or updates the controller's ConfigMaps.
+func (c *controller) write(ctx context.Context) {
+	c.n++
+	for _, ns := range c.namespaces {
+		cms := c.client.CoreV1().ConfigMaps(ns)
+		cm, err := cms.Get(ctx, c.spec.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: c.spec.Name, Namespace: ns}}
+			cm.Data = map[string]string{"writer": c.r.identity, "n": strconv.Itoa(c.n)}
+			cm, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+		case err == nil:
+			cm.Data = map[string]string{"writer": c.r.identity, "n": strconv.Itoa(c.n)}
+			cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		}
+		if err == nil && c.n%3 == 0 {
+			c.events.Eventf(cm, corev1.EventTypeNormal, "Wrote", "write %d by %s", c.n, c.r.identity)
+		}
+	}
+}
