@@ -73,18 +73,18 @@ type Elector struct {
 	changed chan struct{}
 
 	mu          sync.Mutex
-	leading     bool        // holds the lease and has not noticed losing it
-	termRunning bool        // a term has started and not yet returned
-	lastRenew   time.Time   // last successful write of the lease naming us
-	renewStart  time.Time   // when the request of the newest such write started
+	leading     bool      // holds the lease and has not noticed losing it
+	termRunning bool      // a term has started and not yet returned
+	lastRenew   time.Time // last successful write of the lease naming us
+	renewStart  time.Time // when the request of the newest such write started
 	// anchor is when the request of the first such write whose renewTime
 	// is in the same second as the newest one's started (anchorSecond):
 	// what other replicas time the lease from.
 	anchor       time.Time
 	anchorSecond int64
-	gate        *fence.Gate // the running term's write fence, nil between terms
-	lease       leaseState
-	pokedGen    uint64 // lease.gen for which an early attempt was made
+	gate         *fence.Gate // the running term's write fence, nil between terms
+	lease        leaseState
+	pokedGen     uint64 // lease.gen for which an early attempt was made
 
 	// The Lease watch, shared by Run and Observe.
 	watchMu        sync.Mutex
@@ -325,7 +325,7 @@ func (e *Elector) newCampaign() (*campaign, error) {
 		LockConfig: resourcelock.ResourceLockConfig{Identity: e.cfg.Identity},
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:          c.lock,
+		Lock: c.lock,
 		// LeaseDuration is not this replica's to time: it goes into the
 		// Lease in whole seconds, and every replica times it on its own
 		// clock.
