@@ -14,7 +14,7 @@ UPSTREAM := $(GO) -C upstream
 # cloud-controller-manager, the KCM → CCM migration test).
 CLOUD := $(GO) -C cloud
 
-.PHONY: all deps build test verify unit integration testbin demo bench fuzz chaos clean api
+.PHONY: all deps build test verify unit integration testbin demo bench fuzz chaos clean api sim sim-mutants
 
 all: build
 
@@ -51,6 +51,7 @@ HOT_BENCH_PKGS := ./internal/selection/ ./workloop/ ./manager/ ./leader/
 ## module, in upstream/ and in cloud/).
 unit:
 	$(GO) test $(GOTEST_FLAGS) ./...
+	$(GO) test -count=1 ./test/sim/ -run '^TestSimulation$$' -sim.seeds=300
 	$(GO) test -run '^$$' -bench $(HOT_BENCH) -benchtime 1x $(HOT_BENCH_PKGS)
 	$(UPSTREAM) test $(GOTEST_FLAGS) ./...
 	$(CLOUD) test $(GOTEST_FLAGS) ./...
@@ -101,6 +102,19 @@ fuzz:
 ## CHAOS_ROUNDS scales it; not part of `make test`.
 chaos: testbin
 	$(GO) test -count=1 -tags chaos -run TestChaos -timeout 60m -v ./test/chaos/...
+
+## sim: the host simulation over SIM_SEEDS seeds (10,000 by default, about
+## half an hour on 2 cores; make unit runs 30 under -race and 300 without);
+## SIM_FIRST picks the first seed. A failing seed prints its replay command.
+SIM_SEEDS ?= 10000
+SIM_FIRST ?= 1
+sim:
+	$(GO) test -count=1 -timeout 120m ./test/sim/ -run '^TestSimulation$$' -sim.seeds=$(SIM_SEEDS) -sim.first=$(SIM_FIRST)
+
+## sim-mutants: revert, one at a time, the fixes the simulation must catch
+## (test/sim/testdata/mutants) and check that 300 seeds catch each.
+sim-mutants:
+	@bash hack/sim-mutants.sh
 
 ## api: rewrite api/*.txt, the recorded public API, from the source
 ## (TestAPIIsRecorded in `make unit` fails while they differ).

@@ -163,7 +163,7 @@ func (c *Config) drawLease(rng *rand.Rand) {
 	var frac float64
 	switch r := rng.IntN(10); {
 	case r == 0:
-		frac = -0.05 + 0.06*rng.Float64() // past the edge: no budget after the drift allowance
+		frac = -0.5 + 0.51*rng.Float64() // past the edge: no budget left, by up to half the lease
 	case r < 5:
 		frac = 0.03 + 0.05*rng.Float64()
 	default:

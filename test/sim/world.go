@@ -274,6 +274,14 @@ func (w *World) writer(r *fakeapi.Request) (controller, ns string) {
 			} `json:"involvedObject"`
 		}
 		_ = json.Unmarshal(r.Body, &ev)
+		if ev.Source.Component == "" && r.Name != "" {
+			// A patch of a recorded event (aggregation): the stored one
+			// tells whose it is.
+			if stored := w.server.Get(r.Resource.GVR, r.Namespace, r.Name); stored != nil {
+				b, _ := json.Marshal(stored)
+				_ = json.Unmarshal(b, &ev)
+			}
+		}
 		if ev.Source.Component != "" {
 			return ev.Source.Component, ev.InvolvedObject.Namespace
 		}
