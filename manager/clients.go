@@ -48,7 +48,10 @@ func newLimiterSet() *limiterSet {
 // apply sets cfg's rate limiter to name's (root: its root client's), made
 // from cfg's QPS and burst the first time.
 func (l *limiterSet) apply(name string, root bool, cfg *rest.Config) {
-	if l == nil {
+	if l == nil || cfg.QPS < 0 || cfg.RateLimiter != nil {
+		// A negative QPS is client-go's "no rate limit" (a limiter made
+		// of it would refuse every request), and a limiter the caller
+		// set is theirs.
 		return
 	}
 	l.mu.Lock()

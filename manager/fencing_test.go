@@ -21,6 +21,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/internal/fakeapi"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // apiFixture is a Manager built over a REST config of an in-memory API
@@ -249,5 +250,64 @@ func waitPhase(t *testing.T, m *manager.Manager, name string, phase manager.Phas
 			t.Fatalf("%s: phase %s after 30s, want %s", name, st.Phase, phase)
 		}
 		time.Sleep(5 * time.Millisecond) // polling, bounded by the deadline
+	}
+}
+
+// A sharded controller's clients are fenced by its slot's Lease: once that
+// Lease is lost, a write of the slot's instance is refused, while the
+// main lock's controllers, whose Lease is fine, go on writing (even while
+// their term stops). It also found that a negative QPS, client-go's "no
+// rate limit", made the slot terms' shared rate limiter refuse every
+// request.
+func TestSlotTermWritesAreFencedBySlotLease(t *testing.T) {
+	type attempt struct {
+		ctrl string
+		err  error
+	}
+	wrote := make(chan attempt, 4)
+	writer := func(name string) descriptor.Descriptor {
+		return descriptor.New(name, func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+			cs, err := cc.ClientBuilder.Client(name)
+			if err != nil {
+				return nil, err
+			}
+			return descriptor.ControllerFunc(func(ctx context.Context) error {
+				<-ctx.Done() // ignores it: it writes anyway, once
+				_, err := cs.CoreV1().ConfigMaps("default").Create(context.Background(),
+					&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-"}}, metav1.CreateOptions{})
+				wrote <- attempt{name, err}
+				return nil
+			}), nil
+		})
+	}
+	opts := fastElection("only")
+	opts.Sharding = shard.Options{Enabled: true, Slots: 1}
+	var slotLost atomic.Bool
+	f := newAPIFixture(t, opts, writer("sharded-controller").Sharded(shard.ByNamespace), writer("main-controller"))
+	f.hooks = append(f.hooks, func(_ http.ResponseWriter, r *fakeapi.Request) error {
+		if r.Resource.GVR.Resource == "leases" && r.Mutating() && r.Name == "fenced-manager-shard-slot-0" && slotLost.Load() {
+			return apierrors.NewServiceUnavailable("injected: the slot Lease cannot be renewed")
+		}
+		return nil
+	})
+	f.start(t)
+	waitPhase(t, f.m, "sharded-controller", manager.PhaseRunning)
+	waitPhase(t, f.m, "main-controller", manager.PhaseRunning)
+	slotLost.Store(true)
+	got := recv(t, "the slot instance's write", wrote)
+	if got.ctrl != "sharded-controller" || !errors.Is(got.err, fence.ErrFenced) {
+		t.Errorf("%s's write after its slot Lease was lost: %v, want fence.ErrFenced", got.ctrl, got.err)
+	}
+	f.cancel()
+	got = recv(t, "the main controller's write", wrote)
+	if got.ctrl != "main-controller" {
+		t.Fatalf("second write by %s", got.ctrl)
+	}
+	// Its term is stopping, its lease still valid: the write goes out.
+	if got.err != nil {
+		t.Errorf("main controller's write while its term stops with a valid lease: %v", got.err)
+	}
+	if err := f.wait(t); !errors.Is(err, leader.ErrLeaseLost) && err != nil {
+		t.Logf("Run = %v", err)
 	}
 }

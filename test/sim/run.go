@@ -55,6 +55,9 @@ func Run(cfg Config, dir string) Result {
 	}
 	d.loop()
 	d.finish()
+	for _, name := range w.idle() {
+		w.violate("progress: %s ran for ten seconds or more, yet none of its writes went through", name)
+	}
 	for _, u := range w.unnamed() {
 		w.violate("overlap: %s ran, fenced, beside another replica's instance, but its replica never named it", u)
 	}

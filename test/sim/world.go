@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,7 @@ type World struct {
 	returned   map[string]time.Time // identity → when its Run returned
 	trace      []string
 	specs      map[string]ControllerSpec
+	applied    map[string]int // ConfigMap writes the server took, by controller
 }
 
 // debugLease, when set (by a test being debugged), traces every write of
@@ -92,6 +94,7 @@ func newWorld(cfg Config) *World {
 		instances: map[string][]*instance{},
 		returned:  map[string]time.Time{},
 		specs:     map[string]ControllerSpec{},
+		applied:   map[string]int{},
 	}
 	for _, s := range cfg.Controllers {
 		w.specs[s.Name] = s
@@ -257,6 +260,11 @@ func (w *World) hook(rw http.ResponseWriter, r *fakeapi.Request) error {
 			w.violate("fencing: %s's %s wrote %s %s/%s sent at %v while it held no valid Lease %s (%s)",
 				identity, controller, r.Resource.GVR.Resource, r.Namespace, r.Name, sent.Sub(w.origin), lease, why)
 		}
+		if r.Resource.GVR.Resource == "configmaps" {
+			w.mu.Lock()
+			w.applied[controller]++
+			w.mu.Unlock()
+		}
 	}
 	return nil
 }
@@ -383,6 +391,28 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// idle reports the controllers that ran for long stretches (an instance
+// for ten seconds or more) yet never got a write through: a host that
+// refuses every write is safe, and broken.
+func (w *World) idle() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for key, ins := range w.instances {
+		name, _, _ := strings.Cut(key, "/")
+		for _, in := range ins {
+			end := in.end
+			if end.IsZero() {
+				end = time.Now()
+			}
+			if end.Sub(in.start) >= 10*time.Second && w.applied[name] == 0 && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }
 
 // unnamed reports the fenced stragglers another instance overlapped whose
