@@ -12,8 +12,10 @@ import (
 // TestChaos is the full run: per lost-lease policy, CHAOS_ROUNDS (default
 // 1) times the base plan, which with both policies makes 32 leader
 // partitions, 50 SIGTERMs (plus 10 behind an ignoring controller), 10
-// SIGKILLs and 6 API server restarts; it stops at CHAOS_DEADLINE (default
-// 40m) and reports what it ran.
+// SIGKILLs and 6 API server restarts; then a sharded plan, and a smaller
+// plan with leader migration and one with per-controller ServiceAccount
+// credentials; it stops at CHAOS_DEADLINE (default 40m) and reports what
+// it ran.
 func TestChaos(t *testing.T) {
 	rounds := 1
 	if s := os.Getenv("CHAOS_ROUNDS"); s != "" {
@@ -36,4 +38,8 @@ func TestChaos(t *testing.T) {
 		apiRestart: 3 * rounds, ctrlPanic: 3 * rounds, ignoreContext: 5 * rounds,
 	}, budget)
 	runSharded(t, plan{partitionHang: 4 * rounds, partitionCut: 4 * rounds, sigterm: 8 * rounds, sigkill: 4 * rounds, apiRestart: 2 * rounds}, budget/4)
+	small := plan{partitionHang: 3 * rounds, partitionCut: 3 * rounds, partitionLate: 2 * rounds, sigterm: 6 * rounds,
+		sigkill: 2 * rounds, apiRestart: rounds, ignoreContext: 2 * rounds}
+	runMigration(t, small, budget/4)
+	runCredentials(t, small, budget/4)
 }

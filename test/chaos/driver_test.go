@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -69,7 +71,13 @@ type run struct {
 // runChaos drives a cluster through the plan in random order until it is
 // done or deadline passes, then returns the results.
 func runChaos(t *testing.T, env *testenv.Env, policy string, p plan, deadline time.Time, seed uint64) *run {
-	c := newCluster(t, env, policy)
+	return runChaosWith(t, env, policy, "chaos-"+policy, nil, p, deadline, seed)
+}
+
+// runChaosWith is runChaos with more flags for every replica, on lease.
+func runChaosWith(t *testing.T, env *testenv.Env, policy, lease string, args []string, p plan, deadline time.Time,
+	seed uint64) *run {
+	c := newClusterWith(t, env, policy, lease, args)
 	r := &run{c: c, env: env, results: map[string]*result{}, rng: rand.New(rand.NewPCG(seed, 0))}
 	var order []string
 	for _, s := range scenarios {
@@ -482,6 +490,64 @@ func runSharded(t *testing.T, p plan, budget time.Duration) {
 	t.Run("sharded", func(t *testing.T) {
 		runShardedChaos(t, startEnv(t), p, budget, chaosSeed(t))
 	})
+}
+
+// runMigration runs the plan with leader migration on: the chaos
+// controller is migrated (component "*"), so it runs under the migration
+// lock inside each main term, and every partition, signal and restart
+// meets both locks. The checks are the same: the controller never runs on
+// two replicas at once, and no write lands after a takeover.
+func runMigration(t *testing.T, p plan, budget time.Duration) {
+	t.Run("migration", func(t *testing.T) {
+		env := startEnv(t)
+		file := filepath.Join(t.TempDir(), "migration.yaml")
+		cfg := "apiVersion: controllermanager.config.k8s.io/v1\nkind: LeaderMigrationConfiguration\n" +
+			"leaderName: chaos-migration\ncontrollerLeaders:\n- name: chaos-controller\n  component: \"*\"\n"
+		if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"--enable-leader-migration", "--leader-migration-config=" + file}
+		r := runChaosWith(t, env, "exit", "chaos-migrating", args, p, time.Now().Add(budget), chaosSeed(t))
+		r.report(t, fencingExpected(t))
+	})
+}
+
+// runCredentials runs the plan with --use-service-account-credentials: the
+// chaos controller writes as its own ServiceAccount (granted what it
+// writes), so its token minting meets the fence and the stop too.
+func runCredentials(t *testing.T, p plan, budget time.Duration) {
+	t.Run("credentials", func(t *testing.T) {
+		env := startEnv(t)
+		grantWriter(t, env, "chaos-controller")
+		r := runChaosWith(t, env, "recampaign", "chaos-credentials", []string{"--use-service-account-credentials"},
+			p, time.Now().Add(budget), chaosSeed(t))
+		r.report(t, fencingExpected(t))
+	})
+}
+
+// grantWriter lets kube-system/<sa> create ConfigMaps and events in the
+// chaos namespace.
+func grantWriter(t *testing.T, env *testenv.Env, sa string) {
+	t.Helper()
+	ctx := context.Background()
+	client, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "chaos-writer", Namespace: namespace},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "get", "list"}},
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+		}}
+	if _, err := client.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "chaos-writer", Namespace: namespace},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "chaos-writer"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "kube-system"}}}
+	if _, err := client.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // runPolicies runs the plan under both lost-lease policies, one after the

@@ -15,4 +15,6 @@ func TestChaosShort(t *testing.T) {
 		apiRestart: 1, ctrlPanic: 1, ignoreContext: 1,
 	}, 150*time.Second)
 	runSharded(t, plan{partitionHang: 1, sigterm: 1, sigkill: 1}, time.Minute)
+	runMigration(t, plan{partitionHang: 1, sigterm: 1}, time.Minute)
+	runCredentials(t, plan{partitionCut: 1, sigterm: 1}, time.Minute)
 }
