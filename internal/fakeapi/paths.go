@@ -123,8 +123,9 @@ func (s *Server) discovery(w http.ResponseWriter, req *http.Request) bool {
 		return false
 	}
 	p := strings.Trim(req.URL.Path, "/")
+	_, resources := s.lookup()
 	groups := map[string][]string{} // group → versions
-	for gvr := range s.resources {
+	for gvr := range resources {
 		if !slices.Contains(groups[gvr.Group], gvr.Version) {
 			groups[gvr.Group] = append(groups[gvr.Group], gvr.Version)
 		}
@@ -169,7 +170,7 @@ func (s *Server) discovery(w http.ResponseWriter, req *http.Request) bool {
 	}
 	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 		GroupVersion: gv.String()}
-	for gvr, r := range s.resources {
+	for gvr, r := range resources {
 		if gvr.GroupVersion() != gv {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -16,8 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Request is what Hook is told of a request before the server acts on it.
@@ -93,11 +92,54 @@ func New(resources ...Resource) *Server {
 		rv:        1,
 	}
 	for _, r := range resources {
-		s.resources[r.GVR] = r
-		s.byPath[r.GVR.Group+"/"+r.GVR.Version+"/"+r.GVR.Resource] = r
-		s.objects[r.GVR] = map[string]map[string]any{}
+		s.addLocked(r)
 	}
 	return s
+}
+
+func (s *Server) addLocked(r Resource) {
+	s.resources[r.GVR] = r
+	s.byPath[r.GVR.Group+"/"+r.GVR.Version+"/"+r.GVR.Resource] = r
+	if s.objects[r.GVR] == nil {
+		s.objects[r.GVR] = map[string]map[string]any{}
+	}
+}
+
+// AddResource serves r from now on, as the API server does once a
+// CustomResourceDefinition is established; objects it already holds (of
+// an earlier AddResource) stay. Discovery lists it.
+func (s *Server) AddResource(r Resource) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addLocked(r)
+}
+
+// RemoveResource stops serving gvr, as the API server does when a
+// CustomResourceDefinition is deleted: its objects are gone, its open
+// watches end, and discovery no longer lists it.
+func (s *Server) RemoveResource(gvr schema.GroupVersionResource) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.resources[gvr]
+	if !ok {
+		return
+	}
+	delete(s.resources, gvr)
+	delete(s.byPath, gvr.Group+"/"+gvr.Version+"/"+gvr.Resource)
+	delete(s.objects, gvr)
+	for w := range s.watchers {
+		if w.gvr == r.GVR {
+			w.close()
+			delete(s.watchers, w)
+		}
+	}
+}
+
+// lookup returns the resource path maps, read under the lock.
+func (s *Server) lookup() (byPath map[string]Resource, resources map[schema.GroupVersionResource]Resource) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.byPath), maps.Clone(s.resources)
 }
 
 // SetHook installs h (nil: none). It applies to requests that arrive after.
@@ -150,7 +192,8 @@ func (s *Server) List(gvr schema.GroupVersionResource, namespace string) []map[s
 // Create stores obj (typed or JSON-shaped) as a client's create would,
 // bypassing Hook; for test fixtures.
 func (s *Server) Create(gvr schema.GroupVersionResource, obj any) error {
-	r, ok := s.resources[gvr]
+	_, resources := s.lookup()
+	r, ok := resources[gvr]
 	if !ok {
 		return fmt.Errorf("fakeapi: %v is not served", gvr)
 	}
@@ -174,7 +217,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if s.discovery(w, req) {
 		return
 	}
-	p, err := parsePath(req.URL.Path, s.byPath)
+	byPath, _ := s.lookup()
+	p, err := parsePath(req.URL.Path, byPath)
 	if err != nil {
 		writeStatus(w, err)
 		return
@@ -216,7 +260,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 	}
 	if r.Mutating() && len(r.Body) > 0 {
-		if ct := req.Header.Get("Content-Type"); ct != "" && !strings.Contains(ct, "json") {
+		if ct := req.Header.Get("Content-Type"); ct != "" && !strings.Contains(ct, "json") &&
+			!strings.HasPrefix(ct, "application/apply-patch+yaml") {
 			writeStatus(w, unsupportedMediaType(ct))
 			return
 		}
@@ -268,7 +313,8 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, r *Request, q m
 	case "update":
 		out, err = s.update(r.Resource, r.Namespace, r.Name, r.Subresource, r.Body)
 	case "patch":
-		out, err = s.patch(r.Resource, r.Namespace, r.Name, r.Subresource, req.Header.Get("Content-Type"), r.Body)
+		out, err = s.patch(r.Resource, r.Namespace, r.Name, r.Subresource, req.Header.Get("Content-Type"),
+			get("fieldManager"), r.Body)
 	case "delete":
 		out, err = s.delete(r.Resource, r.Namespace, r.Name, r.Body)
 	default:
@@ -282,7 +328,34 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request, r *Request, q m
 	if r.Verb == "create" {
 		code = http.StatusCreated
 	}
+	if asMetadata(req) {
+		out = partialMetadata(out)
+	}
 	writeJSON(w, code, out)
+}
+
+// asMetadata reports whether the client asked for PartialObjectMetadata
+// (a metadata client).
+func asMetadata(req *http.Request) bool {
+	return strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadata")
+}
+
+// partialMetadata turns an object, or a list of them, into what the API
+// server answers a metadata client.
+func partialMetadata(obj map[string]any) map[string]any {
+	if obj == nil {
+		return nil
+	}
+	if items, ok := obj["items"].([]any); ok {
+		out := make([]any, len(items))
+		for i, it := range items {
+			m, _ := it.(map[string]any)
+			out[i] = partialMetadata(m)
+		}
+		return map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+			"metadata": obj["metadata"], "items": out}
+	}
+	return map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj["metadata"]}
 }
 
 func (s *Server) get(r Resource, ns, name string) (map[string]any, error) {
@@ -304,6 +377,9 @@ func key(r Resource, ns, name string) string {
 
 func (s *Server) listLocked(gvr schema.GroupVersionResource, ns string, sel *selector) []map[string]any {
 	r := s.resources[gvr]
+	if s.objects[gvr] == nil {
+		return nil
+	}
 	var keys []string
 	for k, o := range s.objects[gvr] {
 		if r.Namespaced && ns != "" && !strings.HasPrefix(k, ns+"/") {
@@ -335,238 +411,6 @@ func (s *Server) list(r Resource, ns string, sel *selector) map[string]any {
 		"metadata":   map[string]any{"resourceVersion": strconv.FormatInt(s.rv, 10)},
 		"items":      anyItems,
 	}
-}
-
-// create stores a new object from body.
-func (s *Server) create(r Resource, ns string, body []byte) (map[string]any, error) {
-	obj, err := decode(body)
-	if err != nil {
-		return nil, err
-	}
-	meta := metaOf(obj)
-	name, _ := meta["name"].(string)
-	if name == "" {
-		if gen, _ := meta["generateName"].(string); gen != "" {
-			s.mu.Lock()
-			s.uid++
-			name = fmt.Sprintf("%s%05x", gen, s.uid)
-			s.mu.Unlock()
-		}
-	}
-	if name == "" {
-		return nil, apierrors.NewBadRequest("metadata.name or metadata.generateName is required")
-	}
-	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 && r.GVR.Resource != "events" {
-		return nil, apierrors.NewInvalid(r.GVK().GroupKind(), name, nil)
-	}
-	if r.Namespaced {
-		if bodyNS, _ := meta["namespace"].(string); bodyNS != "" && ns != "" && bodyNS != ns {
-			return nil, apierrors.NewBadRequest("the namespace of the object does not match the namespace of the request")
-		} else if ns == "" {
-			ns = bodyNS
-		}
-		if ns == "" {
-			return nil, apierrors.NewBadRequest("a namespace is required")
-		}
-		meta["namespace"] = ns
-	} else {
-		delete(meta, "namespace")
-	}
-	meta["name"] = name
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := key(r, ns, name)
-	if s.objects[r.GVR][k] != nil {
-		return nil, apierrors.NewAlreadyExists(r.GVR.GroupResource(), name)
-	}
-	s.uid++
-	meta["uid"] = string(types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012x", s.uid)))
-	meta["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
-	delete(meta, "deletionTimestamp")
-	if r.Status {
-		delete(obj, "status")
-	}
-	return s.store(r, ns, name, obj, "ADDED"), nil
-}
-
-// store sets the object's identity fields and resourceVersion, stores it
-// and tells the watchers. s.mu is held.
-func (s *Server) store(r Resource, ns, name string, obj map[string]any, typ string) map[string]any {
-	s.rv++
-	obj["apiVersion"] = r.GVR.GroupVersion().String()
-	obj["kind"] = r.Kind
-	metaOf(obj)["resourceVersion"] = strconv.FormatInt(s.rv, 10)
-	k := key(r, ns, name)
-	if typ == "DELETED" {
-		delete(s.objects[r.GVR], k)
-	} else {
-		s.objects[r.GVR][k] = obj
-	}
-	ev := event{rv: s.rv, typ: typ, gvr: r.GVR, ns: ns, name: name, obj: deepCopy(obj)}
-	s.history = append(s.history, ev)
-	if len(s.history) > maxHistory {
-		s.oldest = s.history[0].rv
-		s.history = slices.Delete(s.history, 0, len(s.history)-maxHistory)
-	}
-	for w := range s.watchers {
-		if !w.send(ev) {
-			delete(s.watchers, w)
-		}
-	}
-	return deepCopy(obj)
-}
-
-// update replaces an object (or, for sub "status", its status).
-func (s *Server) update(r Resource, ns, name, sub string, body []byte) (map[string]any, error) {
-	obj, err := decode(body)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur := s.objects[r.GVR][key(r, ns, name)]
-	if cur == nil {
-		return nil, apierrors.NewNotFound(r.GVR.GroupResource(), name)
-	}
-	if err := checkPreconditions(r, name, cur, metaOf(obj)); err != nil {
-		return nil, err
-	}
-	return s.replace(r, ns, name, sub, cur, obj), nil
-}
-
-// replace stores obj over cur keeping what the server owns. s.mu is held.
-func (s *Server) replace(r Resource, ns, name, sub string, cur, obj map[string]any) map[string]any {
-	next := deepCopy(cur)
-	switch {
-	case sub == "status":
-		if st, ok := obj["status"]; ok {
-			next["status"] = st
-		} else {
-			delete(next, "status")
-		}
-	default:
-		for k := range next {
-			if k != "metadata" && !(r.Status && k == "status") {
-				delete(next, k)
-			}
-		}
-		for k, v := range obj {
-			if k != "metadata" && !(r.Status && k == "status") {
-				next[k] = v
-			}
-		}
-		nm, cm := metaOf(next), metaOf(obj)
-		for _, f := range []string{"labels", "annotations", "ownerReferences", "finalizers"} {
-			if v, ok := cm[f]; ok {
-				nm[f] = v
-			} else {
-				delete(nm, f)
-			}
-		}
-	}
-	return s.store(r, ns, name, next, "MODIFIED")
-}
-
-func checkPreconditions(r Resource, name string, cur, meta map[string]any) error {
-	if rv, _ := meta["resourceVersion"].(string); rv != "" && rv != metaOf(cur)["resourceVersion"] {
-		return apierrors.NewConflict(r.GVR.GroupResource(), name,
-			errors.New("the object has been modified; please apply your changes to the latest version and try again"))
-	}
-	if uid, _ := meta["uid"].(string); uid != "" && uid != metaOf(cur)["uid"] {
-		return apierrors.NewConflict(r.GVR.GroupResource(), name,
-			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %v", uid, metaOf(cur)["uid"]))
-	}
-	return nil
-}
-
-// patch applies a JSON merge patch (strategic merge patches are applied
-// as merge patches).
-func (s *Server) patch(r Resource, ns, name, sub, contentType string, body []byte) (map[string]any, error) {
-	switch {
-	case strings.HasPrefix(contentType, "application/merge-patch+json"),
-		strings.HasPrefix(contentType, "application/strategic-merge-patch+json"):
-	default:
-		return nil, unsupportedMediaType(contentType)
-	}
-	p, err := decode(body)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur := s.objects[r.GVR][key(r, ns, name)]
-	if cur == nil {
-		return nil, apierrors.NewNotFound(r.GVR.GroupResource(), name)
-	}
-	if pm, ok := p["metadata"].(map[string]any); ok {
-		if err := checkPreconditions(r, name, cur, pm); err != nil {
-			return nil, err
-		}
-	}
-	merged := mergePatch(deepCopy(cur), p).(map[string]any)
-	if sub != "status" && r.Status {
-		merged["status"] = cur["status"]
-	}
-	if sub == "status" {
-		st := merged["status"]
-		merged = deepCopy(cur)
-		merged["status"] = st
-	}
-	for _, f := range []string{"name", "namespace", "uid", "creationTimestamp"} {
-		if v, ok := metaOf(cur)[f]; ok {
-			metaOf(merged)[f] = v
-		}
-	}
-	return s.store(r, ns, name, merged, "MODIFIED"), nil
-}
-
-// mergePatch applies an RFC 7386 merge patch.
-func mergePatch(doc, patch any) any {
-	pm, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	dm, ok := doc.(map[string]any)
-	if !ok {
-		dm = map[string]any{}
-	}
-	for k, v := range pm {
-		if v == nil {
-			delete(dm, k)
-			continue
-		}
-		dm[k] = mergePatch(dm[k], v)
-	}
-	return dm
-}
-
-// delete removes an object, honouring DeleteOptions' preconditions.
-func (s *Server) delete(r Resource, ns, name string, body []byte) (map[string]any, error) {
-	var opts metav1.DeleteOptions
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &opts); err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur := s.objects[r.GVR][key(r, ns, name)]
-	if cur == nil {
-		return nil, apierrors.NewNotFound(r.GVR.GroupResource(), name)
-	}
-	if pre := opts.Preconditions; pre != nil {
-		meta := map[string]any{}
-		if pre.ResourceVersion != nil {
-			meta["resourceVersion"] = *pre.ResourceVersion
-		}
-		if pre.UID != nil {
-			meta["uid"] = string(*pre.UID)
-		}
-		if err := checkPreconditions(r, name, cur, meta); err != nil {
-			return nil, err
-		}
-	}
-	return s.store(r, ns, name, deepCopy(cur), "DELETED"), nil
 }
 
 func decode(body []byte) (map[string]any, error) {

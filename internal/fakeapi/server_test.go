@@ -13,10 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -213,5 +217,92 @@ func TestHookRefuses(t *testing.T) {
 	want := []string{"create configmaps c", "get configmaps c"}
 	if len(seen) != 2 || seen[0] != want[0] || seen[1] != want[1] {
 		t.Errorf("hook saw %q, want %q", seen, want)
+	}
+}
+
+// TestAPIServerSemantics: what controllers rely on beyond plain storage:
+// generation bumped by spec changes only, finalizers holding a deletion,
+// server-side apply creating and merging, custom resources added and
+// removed at run time, and metadata-only answers for metadata clients.
+func TestAPIServerSemantics(t *testing.T) {
+	ctx := context.Background()
+	s := fakeapi.New()
+	cs := client(t, s)
+	pods := cs.CoreV1().Pods("ns")
+	p, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Finalizers: []string{"x/y"}},
+		Spec: corev1.PodSpec{NodeName: "a"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Generation != 1 {
+		t.Errorf("generation after create = %d, want 1", p.Generation)
+	}
+	p.Labels = map[string]string{"l": "v"}
+	if p, err = pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil || p.Generation != 1 {
+		t.Errorf("a label change: generation %d, %v; want 1", p.Generation, err)
+	}
+	p.Spec.NodeName = "b"
+	if p, err = pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil || p.Generation != 2 {
+		t.Errorf("a spec change: generation %d, %v; want 2", p.Generation, err)
+	}
+	p.Status.Phase = corev1.PodRunning
+	if p, err = pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil || p.Generation != 2 {
+		t.Errorf("a status change: generation %d, %v; want 2", p.Generation, err)
+	}
+
+	if err := pods.Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = pods.Get(ctx, "p", metav1.GetOptions{}); err != nil || p.DeletionTimestamp == nil {
+		t.Fatalf("a deleted pod with a finalizer: %v, %v; want it kept, marked", p, err)
+	}
+	p.Finalizers = nil
+	if _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Get(ctx, "p", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after its last finalizer went: %v, want NotFound", err)
+	}
+
+	cms := cs.CoreV1().ConfigMaps("ns")
+	apply := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  a: \"1\"\n")
+	if _, err := cms.Patch(ctx, "applied", types.ApplyPatchType, apply, metav1.PatchOptions{}); err == nil {
+		t.Error("an apply without fieldManager succeeded")
+	}
+	cm, err := cms.Patch(ctx, "applied", types.ApplyPatchType, apply, metav1.PatchOptions{FieldManager: "m"})
+	if err != nil || cm.Data["a"] != "1" {
+		t.Fatalf("apply creating: %v, %v", cm, err)
+	}
+	apply = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"b":"2"}}`)
+	if cm, err = cms.Patch(ctx, "applied", types.ApplyPatchType, apply, metav1.PatchOptions{FieldManager: "m"}); err != nil ||
+		cm.Data["b"] != "2" {
+		t.Errorf("apply merging: %v, %v", cm, err)
+	}
+
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	s.AddResource(fakeapi.Resource{GVR: widgets, Kind: "Widget", Namespaced: true, Status: true})
+	dyn, err := dynamic.NewForConfig(fakeapi.Config(s, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w"}, "spec": map[string]any{"size": int64(1)}}}
+	if _, err := dyn.Resource(widgets).Namespace("ns").Create(ctx, w, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := metadata.NewForConfig(fakeapi.Config(s, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm, err := md.Resource(widgets).Namespace("ns").Get(ctx, "w", metav1.GetOptions{})
+	if err != nil || pm.Name != "w" || pm.Generation != 1 {
+		t.Errorf("a metadata client's get: %+v, %v", pm, err)
+	}
+	if list, err := md.Resource(widgets).List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 1 {
+		t.Errorf("a metadata client's list: %+v, %v", list, err)
+	}
+	s.RemoveResource(widgets)
+	if _, err := dyn.Resource(widgets).Namespace("ns").Get(ctx, "w", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after the resource was removed: %v, want NotFound", err)
 	}
 }

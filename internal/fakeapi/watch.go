@@ -97,7 +97,11 @@ func (s *Server) watch(rw http.ResponseWriter, req *http.Request, r *Request, ge
 	rw.WriteHeader(http.StatusOK)
 	flusher, _ := rw.(http.Flusher)
 	enc := json.NewEncoder(rw)
+	meta := asMetadata(req)
 	write := func(typ string, obj map[string]any) bool {
+		if meta {
+			obj = partialMetadata(obj)
+		}
 		if err := enc.Encode(map[string]any{"type": typ, "object": obj}); err != nil {
 			return false
 		}
