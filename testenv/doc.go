@@ -39,6 +39,14 @@
 //     accepts. The Env's service range (ServiceClusterIPRange) is not
 //     kubeadm's 10.96.0.0/12; a controller manager given kubeadm's flags
 //     only uses its own value for node IPAM.
+//   - CustomResourceDefinitions (InstallCRDs, InstallCRDFiles,
+//     Options.CRDPaths) are created, or updated if they exist, and the call
+//     returns only when each is Established with its names accepted and its
+//     resource is listed in the API server's discovery for every served
+//     version, so clients and REST mappers made afterwards find it. Every
+//     CRD and file is checked before the first request. UninstallCRDs
+//     returns only when the CRD and its resource are gone from discovery;
+//     the API server deletes the custom resources itself.
 //   - RestartAPIServer brings kube-apiserver back on the same port against
 //     the same etcd, so configs handed out before keep working and data
 //     survives; it is not safe concurrently with other Env methods.
@@ -52,6 +60,9 @@
 //     (admin, edit, view) keep empty rules. Only the API server's own
 //     controllers run. The default/kubernetes Service has no endpoints,
 //     since a loopback address cannot be advertised in them.
+//   - It cannot wait for an update to a CRD that keeps its names and
+//     versions (a new schema, say), since discovery does not change: the
+//     API server applies it within moments of InstallCRDs returning.
 //   - It is not for production, and not hardened: tokens are written to disk
 //     in plain text, etcd runs without TLS and without fsync.
 //   - It does not guarantee that binaries found through KUBEBUILDER_ASSETS

@@ -78,9 +78,11 @@ type Env struct {
 // Start runs etcd and kube-apiserver from the binaries BinaryPaths finds and
 // returns once the API server is ready (see the package documentation for
 // what that means), or the first of: opts.StartTimeout passing, ctx ending,
-// either process exiting. ctx bounds only the start; the processes run until
-// Stop. On error, everything Start began has been stopped and removed; the
-// error quotes the logs of the processes involved.
+// either process exiting. Then it installs the CRDs of opts.CRDPaths, whose
+// files it reads and checks before starting anything. ctx bounds only the
+// start; the processes run until Stop. On error, everything Start began has
+// been stopped and removed; the error quotes the logs of the processes
+// involved, or names the CRD that could not be installed.
 func Start(ctx context.Context, opts Options) (*Env, error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
@@ -89,6 +91,10 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	apiserverPath, etcdPath, err := BinaryPaths(opts)
 	if err != nil {
 		return nil, err
+	}
+	crds, err := readCRDFiles(opts.CRDPaths)
+	if err != nil {
+		return nil, err // names the file of Options.CRDPaths
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
@@ -101,7 +107,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, fmt.Errorf("testenv: creating the working directory: %w", err)
 	}
 	e := &Env{opts: opts, dir: dir}
-	if err := e.start(ctx, apiserverPath, etcdPath); err != nil {
+	if err := e.start(ctx, apiserverPath, etcdPath, crds); err != nil {
 		if stopErr := e.Stop(); stopErr != nil {
 			err = errors.Join(err, fmt.Errorf("testenv: cleaning up after the failed start: %w", stopErr))
 		}
@@ -110,7 +116,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	return e, nil
 }
 
-func (e *Env) start(ctx context.Context, apiserverPath, etcdPath string) error {
+func (e *Env) start(ctx context.Context, apiserverPath, etcdPath string,
+	crds []*crdSource,
+) error {
 	begin := time.Now()
 	if err := e.writeCredentials(); err != nil {
 		return err
@@ -123,6 +131,9 @@ func (e *Env) start(ctx context.Context, apiserverPath, etcdPath string) error {
 	}
 	e.opts.Logf("testenv: kube-apiserver ready at %s (etcd %s, dir %s) after %v",
 		e.apiserverURL, e.etcdURL, e.dir, time.Since(begin).Round(time.Millisecond))
+	if err := e.installCRDs(ctx, crds); err != nil {
+		return err // names the CRD and its file of Options.CRDPaths
+	}
 	return nil
 }
 

@@ -89,8 +89,16 @@ type Options struct {
 	// Env.UserConfig and Env.Token. Default: none.
 	Users []User
 
+	// CRDPaths are YAML or JSON files of CustomResourceDefinitions, or
+	// directories of them, that Start installs once the API server is
+	// ready, as Env.InstallCRDFiles does; Start returns when every CRD is
+	// established and served, and fails if one is not. The files are read
+	// and checked before anything is started. A relative path is taken
+	// relative to the working directory. Default: none.
+	CRDPaths []string
+
 	// StartTimeout bounds the whole of Start, including waiting for both
-	// processes to become ready. Default: 60s.
+	// processes to become ready and installing CRDPaths. Default: 60s.
 	StartTimeout time.Duration
 
 	// Logf, when set, receives progress messages (ports, readiness, retries,
@@ -127,6 +135,7 @@ func (o Options) withDefaults() Options {
 		o.Logf = func(string, ...any) {}
 	}
 	o.ExtraAPIServerFlags = append([]string(nil), o.ExtraAPIServerFlags...)
+	o.CRDPaths = append([]string(nil), o.CRDPaths...)
 	o.FeatureGates = maps.Clone(o.FeatureGates)
 	users := make([]User, len(o.Users))
 	for i, u := range o.Users {
