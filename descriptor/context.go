@@ -3,7 +3,10 @@ package descriptor
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	kinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -49,6 +52,22 @@ type Context struct {
 	// ObjectOrMetadataInformerFactory answers typed informers where client-go
 	// has them and metadata informers otherwise.
 	ObjectOrMetadataInformerFactory informers.ObjectOrMetadataFactory
+	// DynamicInformerFactory is the term's dynamic informer factory: an
+	// informer of any resource, custom ones included, caching
+	// *unstructured.Unstructured. Nil when the host has no dynamic client
+	// (a Manager built WithClient without WithDynamicClient).
+	DynamicInformerFactory dynamicinformer.DynamicSharedInformerFactory
+	// Informers is the term's informer set, of which the factories above
+	// are parts: informers.Custom[T](cc.Informers, gvr) gives a typed
+	// informer of a custom resource without generated code, and
+	// cc.Informers.AddFactory adds a generated clientset's informer factory
+	// to the term (started, waited for and shut down with it).
+	Informers *informers.Set
+	// Metrics is the registry the host serves on /metrics, for the
+	// controller's own metrics. It lives as long as the host, longer than a
+	// term: register a collector once (a package-level sync.Once), or treat
+	// prometheus.AlreadyRegisteredError as success, or the next term fails.
+	Metrics prometheus.Registerer
 	// InformersStarted is closed once every InitFunc of the term has returned
 	// and the informers have been started. Run is called after it closed,
 	// except on a warm standby takeover, where each Run is called as soon as
@@ -82,4 +101,7 @@ type ClientBuilder interface {
 	Client(name string) (kubernetes.Interface, error)
 	// MetadataClient returns a metadata-only client for the named controller.
 	MetadataClient(name string) (metadata.Interface, error)
+	// DynamicClient returns a dynamic (unstructured) client for the named
+	// controller, for custom resources and any other resource.
+	DynamicClient(name string) (dynamic.Interface, error)
 }

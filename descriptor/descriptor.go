@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
@@ -26,6 +27,7 @@ type Descriptor struct {
 	keying            shard.Keying
 	informers         []schema.GroupVersionResource
 	indexers          map[schema.GroupVersionResource]cache.Indexers
+	objectTypes       map[schema.GroupVersionResource]runtime.Object
 	validators        []func() error
 	eventSource       string
 }
@@ -87,6 +89,33 @@ func (d Descriptor) WithIndexers(gvr schema.GroupVersionResource, indexers cache
 	maps.Copy(all[gvr], indexers)
 	d.indexers = all
 	return d
+}
+
+// WithObjectType returns a copy that declares gvr's informer (as
+// WithInformers) and that its InitFunc reads it as objects of obj's Go type
+// through informers.Custom, for a custom resource without generated code:
+// under warm standby that typed informer is the one kept warm. obj is a
+// prototype (a *T with zero fields does); it is copied, never modified.
+func (d Descriptor) WithObjectType(gvr schema.GroupVersionResource, obj runtime.Object) Descriptor {
+	if !slices.Contains(d.informers, gvr) {
+		d = d.WithInformers(gvr)
+	}
+	all := maps.Clone(d.objectTypes)
+	if all == nil {
+		all = map[schema.GroupVersionResource]runtime.Object{}
+	}
+	all[gvr] = obj.DeepCopyObject()
+	d.objectTypes = all
+	return d
+}
+
+// ObjectType returns the Go type declared for gvr's informer
+// (WithObjectType), a fresh copy of the prototype; nil if none.
+func (d Descriptor) ObjectType(gvr schema.GroupVersionResource) runtime.Object {
+	if obj, ok := d.objectTypes[gvr]; ok {
+		return obj.DeepCopyObject()
+	}
+	return nil
 }
 
 // WithEventSource returns a copy whose events name component as their

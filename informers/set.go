@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -34,6 +36,10 @@ type Options struct {
 	// KeepManagedFields keeps metadata.managedFields in cached objects.
 	// Default: false (they are stripped).
 	KeepManagedFields bool
+	// Dynamic is the client of the Set's dynamic and custom resource
+	// informers (Set.Dynamic, Custom). Default: nil, and they are not
+	// offered.
+	Dynamic dynamic.Interface
 }
 
 // Set is the informer set of one term.
@@ -48,6 +54,20 @@ type Set struct {
 
 	startOnce sync.Once
 	started   chan struct{}
+
+	dynamicClient     dynamic.Interface
+	dynamic           *dynamicFactory // nil without a dynamic client
+	resync            time.Duration
+	keepManagedFields bool
+	// Guarded by mu: custom informers, added factories, and what Start
+	// gave (the stop channel, and a context that ends with it).
+	custom        map[customKey]cache.SharedIndexInformer
+	customRunning map[customKey]bool
+	customWG      sync.WaitGroup
+	factories     []Factory
+	stop          <-chan struct{}
+	runCtx        context.Context
+	cancelRun     context.CancelFunc
 }
 
 // New returns a Set over the given clients. It starts nothing.
@@ -67,6 +87,24 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, opts Op
 		},
 		namespaced: map[string]kinformers.SharedInformerFactory{},
 		started:    make(chan struct{}),
+
+		dynamicClient:     opts.Dynamic,
+		dynamic:           newDynamicFactory(opts),
+		resync:            opts.Resync,
+		keepManagedFields: opts.KeepManagedFields,
+		custom:            map[customKey]cache.SharedIndexInformer{},
+		customRunning:     map[customKey]bool{},
+	}
+}
+
+func newDynamicFactory(opts Options) *dynamicFactory {
+	if opts.Dynamic == nil {
+		return nil
+	}
+	return &dynamicFactory{
+		DynamicSharedInformerFactory: dynamicinformer.NewDynamicSharedInformerFactory(opts.Dynamic, opts.Resync),
+		strip:                        !opts.KeepManagedFields,
+		seen:                         map[schema.GroupVersionResource]bool{},
 	}
 }
 
@@ -133,6 +171,31 @@ func (s *Set) Start(stop <-chan struct{}) {
 	for _, f := range s.namespacedFactories() {
 		f.Start(stop)
 	}
+	if s.dynamic != nil {
+		s.dynamic.Start(stop)
+	}
+	s.mu.Lock()
+	if s.runCtx == nil {
+		s.stop = stop
+		s.runCtx, s.cancelRun = context.WithCancel(context.Background())
+		// The custom informers run until stop closes or Shutdown.
+		runCtx, cancel := s.runCtx, s.cancelRun
+		s.customWG.Go(func() {
+			select {
+			case <-stop:
+			case <-runCtx.Done():
+			}
+			cancel()
+		})
+	}
+	for k, inf := range s.custom {
+		s.runCustomLocked(k, inf)
+	}
+	factories := slices.Clone(s.factories)
+	s.mu.Unlock()
+	for _, f := range factories {
+		f.Start(stop)
+	}
 	s.startOnce.Do(func() { close(s.started) })
 }
 
@@ -184,6 +247,30 @@ func (s *Set) pending(stop <-chan struct{}) []string {
 			}
 		}
 	}
+	if s.dynamic != nil {
+		for gvr, ok := range s.dynamic.WaitForCacheSync(stop) {
+			if !ok {
+				out = append(out, "dynamic "+gvr.String())
+			}
+		}
+	}
+	s.mu.Lock()
+	custom := maps.Clone(s.custom)
+	running := maps.Clone(s.customRunning)
+	factories := slices.Clone(s.factories)
+	s.mu.Unlock()
+	for k, inf := range custom {
+		if running[k] && !cache.WaitForCacheSync(stop, inf.HasSynced) {
+			out = append(out, fmt.Sprintf("custom %v %v", k.gvr, k.typ))
+		}
+	}
+	for _, f := range factories {
+		for t, ok := range f.WaitForCacheSync(stop) {
+			if !ok {
+				out = append(out, t.String())
+			}
+		}
+	}
 	slices.Sort(out)
 	return out
 }
@@ -195,6 +282,20 @@ func (s *Set) Shutdown() {
 	s.typed.Shutdown()
 	s.metadata.Shutdown()
 	for _, f := range s.namespacedFactories() {
+		f.Shutdown()
+	}
+	if s.dynamic != nil {
+		s.dynamic.Shutdown()
+	}
+	s.mu.Lock()
+	cancel := s.cancelRun
+	factories := slices.Clone(s.factories)
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	s.customWG.Wait()
+	for _, f := range factories {
 		f.Shutdown()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -17,6 +18,9 @@ import (
 type Declared struct {
 	Resource schema.GroupVersionResource
 	Indexers cache.Indexers
+	// Object, if set, is the Go type the informer's objects are converted
+	// into (Custom): the warm informer is that custom one.
+	Object runtime.Object
 }
 
 // Warm is a Set kept started and synced ahead of the term that will adopt
@@ -34,7 +38,8 @@ type Warm struct {
 // StartWarm starts a Warm of the declared informers, or returns nil when
 // none is declared. It logs "Warm standby: caches synced" once they are.
 // It stops when ctx ends, or earlier with Stop.
-func StartWarm(ctx context.Context, client kubernetes.Interface, metaClient metadata.Interface, opts Options, declared []Declared) *Warm {
+func StartWarm(ctx context.Context, client kubernetes.Interface, metaClient metadata.Interface, opts Options,
+	declared []Declared) *Warm {
 	if len(declared) == 0 {
 		return nil
 	}
@@ -42,13 +47,12 @@ func StartWarm(ctx context.Context, client kubernetes.Interface, metaClient meta
 	set := New(client, metaClient, opts)
 	resources := 0
 	for _, d := range declared {
-		inf, err := set.ForResource(d.Resource)
+		shared, err := set.declared(d)
 		if err != nil {
 			log.Error(err, "Warm standby: cannot keep an informer", "resource", d.Resource.String())
 			continue
 		}
 		resources++
-		shared := inf.Informer()
 		for name, f := range d.Indexers {
 			if _, ok := shared.GetIndexer().GetIndexers()[name]; ok {
 				continue
@@ -68,6 +72,23 @@ func StartWarm(ctx context.Context, client kubernetes.Interface, metaClient meta
 		}
 	})
 	return w
+}
+
+// declared is the informer a declaration names: a custom one when it has
+// an Object, the typed one where client-go has it, else (with a dynamic
+// client) the dynamic one, else the metadata one.
+func (s *Set) declared(d Declared) (cache.SharedIndexInformer, error) {
+	if d.Object != nil {
+		obj := d.Object
+		return s.customFor(d.Resource, func() runtime.Object { return obj.DeepCopyObject() })
+	}
+	if inf, err := s.typed.ForResource(d.Resource); err == nil {
+		return inf.Informer(), nil
+	}
+	if s.dynamic != nil {
+		return s.dynamic.ForResource(d.Resource).Informer(), nil
+	}
+	return s.metadata.ForResource(d.Resource).Informer(), nil
 }
 
 // Set is the warm informer set, for the term that adopts it.

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
@@ -36,6 +37,7 @@ type Builder struct {
 	restConfig  *rest.Config
 	client      kubernetes.Interface
 	metaClient  metadata.Interface
+	dynClient   dynamic.Interface
 	clientSet   bool
 	featureGate featuregate.FeatureGate
 	logger      *logr.Logger
@@ -87,6 +89,16 @@ func (b *Builder) WithRESTConfig(c *rest.Config) *Builder {
 // there is no REST config to hand out.
 func (b *Builder) WithClient(client kubernetes.Interface, meta metadata.Interface) *Builder {
 	b.client, b.metaClient, b.clientSet = client, meta, true
+	return b
+}
+
+// WithDynamicClient gives a Manager built WithClient the dynamic client its
+// controllers' custom resource informers and DynamicClient use (for
+// example a dynamic fake sharing the typed fake's objects). Without it such
+// a Manager offers no dynamic informers. A Manager built from a REST
+// config makes its own.
+func (b *Builder) WithDynamicClient(client dynamic.Interface) *Builder {
+	b.dynClient = client
 	return b
 }
 
@@ -284,7 +296,7 @@ func (b *Builder) clients(m *Manager, opts Options) error {
 		if b.client == nil {
 			return errors.New("WithClient: the typed client must not be nil")
 		}
-		m.client, m.metaClient = b.client, b.metaClient
+		m.client, m.metaClient, m.dynClient = b.client, b.metaClient, b.dynClient
 		if m.metaClient == nil {
 			scheme := runtime.NewScheme()
 			m.metaClient = metadatafake.NewSimpleMetadataClient(scheme)
@@ -321,6 +333,9 @@ func (b *Builder) clients(m *Manager, opts Options) error {
 		return fmt.Errorf("REST config: %w", err)
 	}
 	if m.metaClient, err = metadata.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"), root); err != nil {
+		return fmt.Errorf("REST config: %w", err)
+	}
+	if m.dynClient, err = dynamic.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"), root); err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
 	m.tokenConfig = withUserAgent(cfg, "tokens")

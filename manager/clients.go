@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -87,6 +88,21 @@ func (c clientBuilder) Client(name string) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("controller %q: client: %w", name, err)
 	}
 	return cs, nil
+}
+
+func (c clientBuilder) DynamicClient(name string) (dynamic.Interface, error) {
+	if c.m.restConfig == nil {
+		if c.m.dynClient == nil {
+			return nil, fmt.Errorf("controller %q: no dynamic client: the manager was built WithClient without WithDynamicClient", name)
+		}
+		return c.m.dynClient, nil
+	}
+	cfg, _ := c.Config(name)
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("controller %q: dynamic client: %w", name, err)
+	}
+	return dc, nil
 }
 
 func (c clientBuilder) MetadataClient(name string) (metadata.Interface, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -35,6 +36,7 @@ type Manager struct {
 	tokenClient kubernetes.Interface // mints controllers' ServiceAccount tokens outside terms
 	tokenConfig *rest.Config         // its config, fenced per term for a term's controllers
 	metaClient  metadata.Interface
+	dynClient   dynamic.Interface // nil: no dynamic informers (built WithClient alone)
 
 	order    []*state          // every registered controller, registration order
 	selected []*state          // enabled and not skipped, registration order

@@ -127,7 +127,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		if spec.slot != nil {
 			client = spec.slot.client
 		}
-		env.set = informers.New(client, m.metaClient, informers.Options{Resync: m.resyncPeriod()})
+		env.set = informers.New(client, m.metaClient, informers.Options{Resync: m.resyncPeriod(), Dynamic: m.dynClient})
 	}
 	if lease != nil {
 		env.gate = lease.Gate()
@@ -331,6 +331,9 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 		NamespacedInformerFactory:       env.set.TypedFor,
 		MetadataInformerFactory:         env.set.Metadata(),
 		ObjectOrMetadataInformerFactory: env.set.ObjectOrMetadata(),
+		DynamicInformerFactory:          env.set.Dynamic(),
+		Informers:                       env.set,
+		Metrics:                         m.registry,
 		InformersStarted:                env.started,
 		ResyncPeriod:                    m.resyncPeriod,
 		FeatureGate:                     m.featureGate,

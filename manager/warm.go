@@ -28,6 +28,9 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 				declared = append(declared, informers.Declared{Resource: gvr, Indexers: map[string]cache.IndexFunc{}})
 				i = len(declared) - 1
 			}
+			if obj := s.desc.ObjectType(gvr); obj != nil && declared[i].Object == nil {
+				declared[i].Object = obj
+			}
 			for name, f := range s.desc.Indexers(gvr) {
 				if _, ok := declared[i].Indexers[name]; !ok {
 					declared[i].Indexers[name] = f
@@ -36,5 +39,6 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 		}
 	}
 	ctx = logr.NewContext(ctx, logr.FromContextOrDiscard(ctx).WithValues("lock", lease))
-	return informers.StartWarm(ctx, m.client, m.metaClient, informers.Options{Resync: m.resyncPeriod()}, declared)
+	return informers.StartWarm(ctx, m.client, m.metaClient,
+		informers.Options{Resync: m.resyncPeriod(), Dynamic: m.dynClient}, declared)
 }

@@ -65,6 +65,9 @@ type Harness struct {
 	Options manager.Options
 	// Timeout bounds each wait. Default: DefaultTimeout.
 	Timeout time.Duration
+	// API is the in-memory API server of a Harness made with NewAPI; nil
+	// for one made with New (fake clientsets).
+	API *API
 
 	// Manager is set by Start.
 	Manager *manager.Manager
@@ -129,7 +132,9 @@ func (h *Harness) SameAPI(other *Harness) *Harness {
 // do. Call it before Start; the replica then holds every slot, each slot
 // term with its own instance of every sharded controller.
 func (h *Harness) ShardedAlone(identity string, slots int) *Harness {
-	leadertest.EnforceResourceVersion(h.Client)
+	if h.Client != nil {
+		leadertest.EnforceResourceVersion(h.Client)
+	}
 	h.Options.LeaderElect = true
 	h.Options.LeaderElection = leader.Config{
 		Identity:      identity,
@@ -145,7 +150,13 @@ func (h *Harness) ShardedAlone(identity string, slots int) *Harness {
 // goroutine until Stop or the end of the test.
 func (h *Harness) Start() *Harness {
 	h.T.Helper()
-	m, err := h.Builder.WithClient(h.Client, h.Metadata).WithOptions(h.Options).Build()
+	b := h.Builder.WithOptions(h.Options)
+	if h.API != nil {
+		b = b.WithRESTConfig(h.API.Config())
+	} else {
+		b = b.WithClient(h.Client, h.Metadata)
+	}
+	m, err := b.Build()
 	if err != nil {
 		h.T.Fatalf("managertest: Build: %v", err)
 	}

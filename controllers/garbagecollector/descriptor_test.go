@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -75,6 +76,9 @@ type builder struct {
 func (b builder) Config(string) (*rest.Config, error)               { return nil, errors.New("no config") }
 func (b builder) Client(string) (kubernetes.Interface, error)       { return b.cs, nil }
 func (b builder) MetadataClient(string) (metadata.Interface, error) { return b.md, nil }
+func (b builder) DynamicClient(string) (dynamic.Interface, error) {
+	return nil, errors.New("no dynamic client")
+}
 
 type mapper struct{ meta.RESTMapper }
 

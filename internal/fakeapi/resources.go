@@ -33,7 +33,21 @@ func DefaultResources() []Resource {
 	sa.Subresources = []string{"token"}
 	pods := core("pods", "Pod", true)
 	pods.Status = true
+	withStatus := func(r Resource) Resource { r.Status = true; return r }
+	apps := func(resource, kind string) Resource {
+		return withStatus(Resource{GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: resource},
+			Kind: kind, Namespaced: true})
+	}
 	return []Resource{
+		apps("deployments", "Deployment"),
+		apps("replicasets", "ReplicaSet"),
+		apps("statefulsets", "StatefulSet"),
+		apps("daemonsets", "DaemonSet"),
+		withStatus(Resource{GVR: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"},
+			Kind: "Job", Namespaced: true}),
+		withStatus(core("services", "Service", true)),
+		withStatus(core("nodes", "Node", false)),
+		withStatus(core("persistentvolumeclaims", "PersistentVolumeClaim", true)),
 		{GVR: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
 			Kind: "Lease", Namespaced: true},
 		core("events", "Event", true),

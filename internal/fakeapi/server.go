@@ -135,6 +135,17 @@ func (s *Server) RemoveResource(gvr schema.GroupVersionResource) {
 	}
 }
 
+// ResourceFor returns the served resource whose objects are of gvk.
+func (s *Server) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool) {
+	_, resources := s.lookup()
+	for gvr, r := range resources {
+		if r.GVK() == gvk {
+			return gvr, true
+		}
+	}
+	return schema.GroupVersionResource{}, false
+}
+
 // lookup returns the resource path maps, read under the lock.
 func (s *Server) lookup() (byPath map[string]Resource, resources map[schema.GroupVersionResource]Resource) {
 	s.mu.Lock()

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	kinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -30,6 +31,7 @@ type fakeBuilder struct {
 func (f fakeBuilder) Config(string) (*rest.Config, error)               { return nil, errNoConfig }
 func (f fakeBuilder) Client(string) (kubernetes.Interface, error)       { return f.cs, nil }
 func (f fakeBuilder) MetadataClient(string) (metadata.Interface, error) { return f.meta, nil }
+func (f fakeBuilder) DynamicClient(string) (dynamic.Interface, error)   { return nil, errNoConfig }
 
 var errNoConfig = context.DeadlineExceeded
 

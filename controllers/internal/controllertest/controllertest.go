@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/metadata"
@@ -134,6 +135,10 @@ func (c clientBuilder) Client(string) (kubernetes.Interface, error) { return c.c
 
 func (c clientBuilder) MetadataClient(string) (metadata.Interface, error) {
 	return nil, errors.New("no metadata client")
+}
+
+func (c clientBuilder) DynamicClient(string) (dynamic.Interface, error) {
+	return nil, errors.New("no dynamic client")
 }
 
 // ClientBuilder returns a descriptor.ClientBuilder whose Client is cs, whose
