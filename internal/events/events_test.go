@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -174,7 +175,7 @@ func TestEventsAreWrittenWithTheControllersClient(t *testing.T) {
 	r := events.New(f.client.CoreV1(), f.gate, "widget-controller", "widget-source", scheme.Scheme, log.logger())
 	r.EventRecorder().Eventf(pod, corev1.EventTypeWarning, "Broken", "widget %d", 7)
 	deadline := time.Now().Add(10 * time.Second)
-	for len(f.server.List(fakeapi.DefaultResources()[1].GVR, "ns")) == 0 {
+	for len(f.server.List(schema.GroupVersionResource{Version: "v1", Resource: "events"}, "ns")) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the event was never written")
 		}
@@ -183,7 +184,7 @@ func TestEventsAreWrittenWithTheControllersClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r.Stop(ctx)
-	ev := f.server.List(fakeapi.DefaultResources()[1].GVR, "ns")[0]
+	ev := f.server.List(schema.GroupVersionResource{Version: "v1", Resource: "events"}, "ns")[0]
 	if src, _ := ev["source"].(map[string]any); src["component"] != "widget-source" {
 		t.Errorf("event source %v, want widget-source", ev["source"])
 	}

@@ -118,7 +118,7 @@ func TestInformerAndDroppedWatches(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		s := fakeapi.New()
-		if err := s.Create(fakeapi.DefaultResources()[2].GVR, &corev1.ConfigMap{
+		if err := s.Create(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "before", Namespace: "ns"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,10 @@ func TestInformerAndDroppedWatches(t *testing.T) {
 		lister := inf.Lister()
 		inf.Informer()
 		f.Start(ctx.Done())
-		defer f.Shutdown()
+		defer func() {
+			cancel() // before Shutdown, which waits for the informers to stop
+			f.Shutdown()
+		}()
 		if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
 			t.Fatal("never synced")
 		}
