@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,7 +21,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/informers"
-	"github.com/ctrlhost/ctrlhost/internal/supervisor"
 	"github.com/ctrlhost/ctrlhost/leader"
 )
 
@@ -145,7 +145,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	log.Info("Starting controllers", "count", len(spec.states), "warmCaches", spec.warm != nil)
 
 	var later []built
-	al, initErr := m.initAll(termCtx, log, spec, env, r, stop, &later)
+	al, initErr := m.initAll(termCtx, log, spec, env, r, &later)
 	if errors.Is(initErr, errStopping) {
 		log.Info("The term stopped before every controller was built; the rest are not built")
 		initErr = nil
@@ -207,6 +207,11 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		// released while they may still act.
 		stuckErr = fmt.Errorf("%w: still running after %s: %v (%w)", ErrShutdownTimeout, stop.Limit(), stuck, leader.ErrTermStillRunning)
 		log.Error(stuckErr, "Abandoning controllers")
+		for _, st := range spec.states {
+			if slices.Contains(stuck, st.desc.Name()) || slices.Contains(stuck, st.desc.Name()+" (InitFunc)") {
+				st.fail(fmt.Errorf("controller %q: %w", st.desc.Name(), stuckErr))
+			}
+		}
 	} else {
 		log.Info("All controllers stopped")
 	}
@@ -264,7 +269,7 @@ func (a *alongsideRun) returned() <-chan struct{} {
 // and returns errStopping without calling further InitFuncs once ctx is
 // done.
 func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, env termEnv, r *runner,
-	stop *supervisor.Deadline, later *[]built) (*alongsideRun, error) {
+	later *[]built) (*alongsideRun, error) {
 	var al *alongsideRun
 	for _, first := range []bool{true, false} {
 		for _, s := range spec.states {
@@ -274,7 +279,7 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 			if ctx.Err() != nil {
 				return al, errStopping
 			}
-			c, err := m.build(ctx, log, s, env, r, stop)
+			c, err := m.build(ctx, log, s, env, r)
 			if err != nil {
 				return al, err
 			}
@@ -313,11 +318,12 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 
 // build calls one InitFunc on a goroutine the runner tracks, recovering a
 // panic. It waits for the InitFunc while the term runs; once the term is
-// stopping, only until the stop deadline, after which the InitFunc is
-// abandoned (named among the stragglers) and the term goes on stopping. A
+// stopping, it gives the InitFunc up (errStopping) and the term goes on
+// stopping, while the runner still waits for the InitFunc's goroutine
+// within the term's stop bound (naming it if it runs past it). A
 // controller that an abandoned InitFunc returns later still gets its Run
 // call, with a done context.
-func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env termEnv, r *runner, stop *supervisor.Deadline) (descriptor.Controller, error) {
+func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env termEnv, r *runner) (descriptor.Controller, error) {
 	name := s.desc.Name()
 	s.set(PhaseInitializing, nil)
 	cb := clientBuilder{m: m, gate: env.gate, limiters: env.slot.rateLimiters(), ctx: env.ctx}
@@ -354,18 +360,27 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 			}()
 			c, err = s.desc.Init()(logr.NewContext(ctx, log.WithName(name)), cc)
 		}()
-		if !call.deliver(c, err) && c != nil {
-			// Abandoned: the term is over; let it release what it holds.
-			r.run(name, c)
+		if !call.deliver(c, err) {
+			// Abandoned: the term stopped while it ran.
+			if err != nil {
+				log.Info("InitFunc of a stopping term returned an error", "controller", name, "err", err.Error())
+			}
+			if c != nil {
+				// Let it release what it holds.
+				r.run(name, c)
+			}
 		}
 	})
 	select {
 	case <-call.returned:
 	case <-ctx.Done():
-		if !stop.Wait(call.returned, nil) && call.abandon() {
-			err := fmt.Errorf("controller %q: %w: init: InitFunc still running when the term had to stop", name, ErrControllerFailed)
-			s.fail(err)
-			return nil, err
+		if call.abandon() {
+			// The term is stopping: it goes on at once, so that its other
+			// controllers are told to stop without waiting for this
+			// InitFunc; the runner waits for it within the term's stop
+			// bound, and names it if it has not returned by then.
+			s.set(PhaseStopped, nil)
+			return nil, errStopping
 		}
 	}
 	res := call.res

@@ -209,6 +209,9 @@ func (d *driver) finish() {
 	}
 	close(d.w.release)
 	d.w.cancelReleased()
+	// InitFuncs that ignore their context finish their blocking (3 s at
+	// most), then everything of the run can end.
+	time.Sleep(10 * time.Second)
 }
 
 // check checks a returned Run's error: only controllers that do not stop
