@@ -63,6 +63,10 @@ type Context struct {
 	// cc.Informers.AddFactory adds a generated clientset's informer factory
 	// to the term (started, waited for and shut down with it).
 	Informers *informers.Set
+	// Queues lets the controllers of one term hand each other keys: one
+	// controller's events can make another resync an object (an operator's
+	// Secret controller requeueing the custom resources that use a Secret).
+	Queues Queues
 	// Metrics is the registry the host serves on /metrics, for the
 	// controller's own metrics. It lives as long as the host, longer than a
 	// term: register a collector once (a package-level sync.Once), or treat
@@ -89,6 +93,20 @@ type Context struct {
 	// host shards, the part of the key space this instance works: its
 	// informers hold only these slots' objects. Nil otherwise.
 	Shard *shard.Scope
+}
+
+// Queues routes keys between the controllers of one term.
+type Queues interface {
+	// Handle routes the keys other controllers Send to this one to add,
+	// usually its work queue's Add (workloop.Loop.Add). Call it once, from
+	// the InitFunc, before the controller runs; keys sent earlier are
+	// handed over then.
+	Handle(add func(key string))
+	// Send gives key to the named controller (canonical name or alias) of
+	// the same term. Keys sent before it called Handle are held for it (up
+	// to 10,000; beyond, the oldest are dropped). An error names the
+	// controllers Send can reach when name is not one of them.
+	Send(controller, key string) error
 }
 
 // ClientBuilder hands out API clients for one controller.

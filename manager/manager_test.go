@@ -596,3 +596,45 @@ func waitEvents(t *testing.T, h *managertest.Harness, n int) []corev1.Event {
 	}
 	return events.Items
 }
+
+// TestQueuesRouteKeysBetweenControllers: a controller hands keys to
+// another of its term by name or alias; keys sent before the receiver
+// handles them are held for it; an unknown name is an error naming the
+// term's controllers.
+func TestQueuesRouteKeysBetweenControllers(t *testing.T) {
+	got := make(chan string, 4)
+	sendErr := make(chan error, 1)
+	h := managertest.New(t, "queues-manager", []descriptor.Descriptor{
+		descriptor.New("sender-controller", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+			// Sent before the receiver's InitFunc ran.
+			if err := cc.Queues.Send("receiver", "ns/early"); err != nil {
+				return nil, err
+			}
+			return descriptor.ControllerFunc(func(ctx context.Context) error {
+				if err := cc.Queues.Send("receiver-controller", "ns/late"); err != nil {
+					return err
+				}
+				sendErr <- cc.Queues.Send("nobody", "ns/x")
+				<-ctx.Done()
+				return nil
+			}), nil
+		}),
+		descriptor.New("receiver-controller", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+			cc.Queues.Handle(func(key string) { got <- key })
+			return descriptor.ControllerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), nil
+		}).WithAliases("receiver"),
+	})
+	h.Start()
+	for _, want := range []string{"ns/early", "ns/late"} {
+		if k := recv(t, "a routed key", got); k != want {
+			t.Errorf("received %q, want %q", k, want)
+		}
+	}
+	if err := recv(t, "the send to an unknown controller", sendErr); err == nil ||
+		!strings.Contains(err.Error(), `"nobody"`) || !strings.Contains(err.Error(), "receiver-controller") {
+		t.Errorf("Send to an unknown controller: %v, want an error naming it and the term's controllers", err)
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}

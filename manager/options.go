@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -164,6 +165,36 @@ const (
 // AddFlags.
 func NewOptions() Options {
 	return Options{LeaderElect: true, Serving: serving.NewOptions()}.WithDefaults()
+}
+
+// serviceAccountNamespaceFile is where a pod finds its namespace.
+var serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// NewOperatorOptions is NewOptions shaped for an operator rather than a
+// kube-controller-manager: leader election on, its Lease in the pod's own
+// namespace when running in a cluster (the namespace file of the pod's
+// ServiceAccount, else $POD_NAMESPACE, else kube-system, KCM's), so that
+// the operator needs RBAC on Leases only there; and serving off, so that
+// the operator picks its port (--secure-port, or Manager.Handler on a
+// server of its own) instead of taking KCM's 10257. Every other default is
+// KCM's. Bind it to flags with AddFlags as NewOptions is.
+func NewOperatorOptions() Options {
+	o := NewOptions()
+	if ns := podNamespace(); ns != "" {
+		o.LeaderElection.Namespace = ns
+	}
+	o.Serving.SecurePort = serving.PortDisabled
+	return o
+}
+
+// podNamespace is the namespace this process runs in as a pod, or "".
+func podNamespace() string {
+	if b, err := os.ReadFile(serviceAccountNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return strings.TrimSpace(os.Getenv("POD_NAMESPACE"))
 }
 
 // WithDefaults returns a copy of o with every zero field set to its default.

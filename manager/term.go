@@ -76,6 +76,7 @@ type termEnv struct {
 	started chan struct{} // InformersStarted
 	slot    *slotTerm     // nil unless a slot term
 	events  *termEvents
+	queues  *termQueues
 }
 
 // errStopping is initAll's answer when the term began stopping before
@@ -133,6 +134,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		env.gate = lease.Gate()
 	}
 	env.events = &termEvents{m: m, log: log, gate: env.gate}
+	env.queues = newTermQueues(spec.states)
 	t := &term{name: spec.name, set: env.set, slot: spec.slot != nil}
 	m.addTerm(t)
 	defer m.removeTerm(t)
@@ -340,6 +342,7 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 		DynamicInformerFactory:          env.set.Dynamic(),
 		Informers:                       env.set,
 		Metrics:                         m.registry,
+		Queues:                          env.queues.forController(name),
 		InformersStarted:                env.started,
 		ResyncPeriod:                    m.resyncPeriod,
 		FeatureGate:                     m.featureGate,
