@@ -218,9 +218,10 @@ func (c Config) Validate() error {
 // shorten that on this replica's clock: the budget keeps back a fiftieth
 // of LeaseDuration (two clocks each up to 1% off), the drift allowance. So
 // the budget is LeaseDuration - RenewDeadline - RetryPeriod - 1s -
-// LeaseDuration/50. Validate rejects settings where it is not positive. A term that lost the lease stops by Term.StopBy, which counts
-// from the last renewal itself and so is never later than this budget
-// after the loss was noticed.
+// LeaseDuration/50. Validate rejects settings where it is not positive. A
+// term that lost the lease stops by Term.StopBy, which counts from the
+// last renewal itself and so is never later than this budget after the
+// loss was noticed.
 func (c Config) StopBudget() time.Duration {
 	return c.LeaseDuration.Truncate(time.Second) - c.RenewDeadline - c.RetryPeriod - renewTimeGranularity -
 		c.driftAllowance()

@@ -101,5 +101,5 @@
 //     filter, and their metadata informers, hold every slot's objects; a
 //     slot taken over lists its objects afresh (no warm standby for slots).
 //   - klog is process-global; the Manager never reroutes it. Programs call
-//     logging.RouteKlog(m.Logger()) before starting anything.
+//     logging.ForProgram before Build and pass its logger to WithLogger.
 package manager

@@ -201,9 +201,9 @@ func (m *Manager) serve(ctx context.Context, log logr.Logger) (*serving.Running,
 func (m *Manager) ServingCertificate() []byte { return m.server.CertPEM() }
 
 // Logger returns the Manager's logger (the default one built from
-// Options.Logging, or the one given to WithLogger). A program routes klog,
-// which client-go logs through, into it with logging.RouteKlog before it
-// starts anything, so that one process writes one format.
+// Options.Logging, or the one given to WithLogger). A program makes its
+// logger with logging.ForProgram, which routes klog (client-go's) into it,
+// and passes it to WithLogger, so that one process writes one format.
 func (m *Manager) Logger() logr.Logger { return m.log }
 
 // Registry returns the metrics registry /metrics serves.

@@ -39,14 +39,13 @@ func run() error {
 	opts.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
 
-	// The logger first, with klog routed into it, so that Build, client-go
-	// and the controllers all log in one format.
-	logger, flush, err := logging.New(opts.Logging, os.Stderr)
+	// The logger first, with klog (client-go's) routed into it, so that
+	// Build, client-go and the controllers all log in one format.
+	logger, done, err := logging.ForProgram(opts.Logging, os.Stderr)
 	if err != nil {
 		return err // a bad --logging-format or -v
 	}
-	defer flush()
-	defer logging.RouteKlog(logger)() // process-wide: once, before anything runs
+	defer done() // flushes, and gives klog back
 
 	m, err := manager.NewBuilder("my-controller-manager").
 		WithOptions(opts).

@@ -76,15 +76,20 @@ func NewAPI(t testing.TB, component string, ds []descriptor.Descriptor, objects 
 	return h
 }
 
-// ResourceOption changes how API.Serve serves a resource.
-type ResourceOption func(*fakeapi.Resource)
+// ResourceOption changes how API.Serve serves a resource: ClusterScoped,
+// WithoutStatus.
+type ResourceOption struct{ apply func(*fakeapi.Resource) }
 
 // ClusterScoped makes the resource cluster-scoped (default: namespaced).
-func ClusterScoped() ResourceOption { return func(r *fakeapi.Resource) { r.Namespaced = false } }
+func ClusterScoped() ResourceOption {
+	return ResourceOption{func(r *fakeapi.Resource) { r.Namespaced = false }}
+}
 
 // WithoutStatus serves the resource without a status subresource (default:
 // with one, as most CustomResourceDefinitions declare).
-func WithoutStatus() ResourceOption { return func(r *fakeapi.Resource) { r.Status = false } }
+func WithoutStatus() ResourceOption {
+	return ResourceOption{func(r *fakeapi.Resource) { r.Status = false }}
+}
 
 // Serve serves gvr, objects of kind, from now on, as the API server does
 // once a CustomResourceDefinition is established: namespaced, with a
@@ -92,7 +97,9 @@ func WithoutStatus() ResourceOption { return func(r *fakeapi.Resource) { r.Statu
 func (a *API) Serve(gvr schema.GroupVersionResource, kind string, opts ...ResourceOption) {
 	r := fakeapi.Resource{GVR: gvr, Kind: kind, Namespaced: true, Status: true}
 	for _, o := range opts {
-		o(&r)
+		if o.apply != nil {
+			o.apply(&r)
+		}
 	}
 	a.s.AddResource(r)
 }

@@ -25,9 +25,10 @@
 // 1.29x (against the 67-line controller-runtime mirror a user reported,
 // 1.25x). TestMirrorSize keeps it so.
 //
-// The Manager's own HTTPS serving is disabled (Serving.SecurePort = -1);
-// Manager.Handler (healthz, livez, readyz, metrics) is mounted on the
-// operator's server at --addr instead. RBAC: rbac.yaml.
+// manager.NewOperatorOptions puts the Lease in the pod's namespace and
+// turns the Manager's own HTTPS serving off; Manager.Handler (healthz,
+// livez, readyz, metrics) is mounted on the operator's server at --addr
+// instead. RBAC: rbac.yaml.
 //
 //	go run ./examples/operator --kubeconfig=$HOME/.kube/config --addr=:8080
 package main
@@ -78,19 +79,23 @@ func serve(ctx context.Context, srv *http.Server) error {
 }
 
 func run(ctx context.Context, args []string) error {
-	opts := manager.NewOptions()
+	opts := manager.NewOperatorOptions() // no HTTPS port: the operator serves Manager.Handler itself
 	fs := pflag.NewFlagSet("operator", pflag.ContinueOnError)
 	opts.AddFlags(fs)
 	addr := fs.String("addr", ":8080", "address of the operator's HTTP server (health and metrics)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	opts.Serving.SecurePort = -1 // the operator serves Manager.Handler itself
-	m, err := manager.NewBuilder("ctrlhost-operator").WithOptions(opts).Register(descriptors()...).Build()
+	log, done, err := logging.ForProgram(opts.Logging, os.Stderr)
 	if err != nil {
 		return err
 	}
-	defer logging.RouteKlog(m.Logger())()
+	defer done()
+	m, err := manager.NewBuilder("ctrlhost-operator").WithOptions(opts).WithLogger(log).
+		Register(descriptors()...).Build()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv := &http.Server{Addr: *addr, Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
