@@ -13,8 +13,13 @@ UPSTREAM := $(GO) -C upstream
 # The cloud module (k8s.io/cloud-provider's controllers, the example
 # cloud-controller-manager, the KCM → CCM migration test).
 CLOUD := $(GO) -C cloud
+# The controller-runtime twin of examples/widget-operator (a module of its
+# own, for docs/operators.md's comparison): built and tested so that it
+# stays a fair, working twin.
+CRTWIN := $(GO) -C examples/widget-operator/controllerruntime
 
-.PHONY: all deps build test verify unit integration testbin demo bench fuzz chaos clean api sim sim-mutants
+.PHONY: all deps build test verify unit integration testbin demo bench fuzz chaos clean api sim sim-mutants \
+	compare-operators
 
 all: build
 
@@ -26,6 +31,7 @@ deps:
 	$(GO) mod download
 	$(UPSTREAM) mod download
 	$(CLOUD) mod download
+	$(CRTWIN) mod download
 	@tools="$$(mktemp -d)"; trap 'rm -rf "$$tools"' EXIT; \
 	$(GO) run ./cmd/testbin -write-module "$$tools" && GOWORK=off $(GO) -C "$$tools" mod download
 
@@ -41,6 +47,7 @@ verify:
 	$(GO) vet -tags chaos ./test/chaos/...
 	$(UPSTREAM) vet -race -tags integration ./...
 	$(CLOUD) vet -tags integration ./...
+	$(CRTWIN) vet -tags integration ./...
 
 # The host's hot-path benchmarks; `make unit` runs each once, so that a
 # broken benchmark fails `make test`, not only `make bench`.
@@ -55,6 +62,7 @@ unit:
 	$(GO) test -run '^$$' -bench $(HOT_BENCH) -benchtime 1x $(HOT_BENCH_PKGS)
 	$(UPSTREAM) test $(GOTEST_FLAGS) ./...
 	$(CLOUD) test $(GOTEST_FLAGS) ./...
+	$(CRTWIN) test $(GOTEST_FLAGS) ./...
 
 ## integration: tests tagged `integration`, on testenv.
 integration: testbin
@@ -62,6 +70,7 @@ integration: testbin
 		./examples/widget-operator/
 	$(UPSTREAM) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./...
 	$(CLOUD) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./...
+	KUBEBUILDER_ASSETS=$(CTRLHOST_TESTBIN) $(CRTWIN) test $(GOTEST_FLAGS) -timeout 10m -tags integration ./...
 
 ## testbin: build etcd and kube-apiserver from the Go module proxy into
 ## _output/testbin/$(KUBE_VERSION) (skips what is already built), with
@@ -74,7 +83,8 @@ demo: testbin
 	$(GO) run ./hack/demo
 
 ## bench: the host's hot paths (Go benchmarks); leader failover across
-## processes on testenv (ten crash failovers wait out the lease); the KCM →
+## processes on testenv (ten crash failovers wait out the lease); the widget
+## operator's SIGTERM handoff against its controller-runtime twin; the KCM →
 ## CCM migration handoff; and ctrlhost against upstream
 ## kube-controller-manager v1.37.1 side by side (upstream/bench: about 40
 ## minutes at the default sizes; BENCH_ROUNDS, BENCH_QPS, BENCH_RS,
@@ -83,6 +93,7 @@ demo: testbin
 bench: testbin
 	$(GO) test -run '^$$' -bench $(HOT_BENCH) $(HOT_BENCH_PKGS)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/integration/
+	$(GO) test -run '^$$' -bench OperatorHandoff -benchtime 1x -timeout 30m -tags integration ./examples/widget-operator/
 	$(CLOUD) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/e2e/
 	$(UPSTREAM) test -run '^$$' -bench 'VersusUpstream|Sharding' -benchtime 1x -timeout 150m -tags integration ./bench/
 
@@ -116,6 +127,12 @@ sim:
 ## (test/sim/testdata/mutants) and check that 300 seeds catch each.
 sim-mutants:
 	@bash hack/sim-mutants.sh
+
+## compare-operators: the widget operator on ctrlhost against its
+## controller-runtime twin: lines, library names, cold build time, binary
+## size, modules (docs/operators.md; the handoff is in `make bench`).
+compare-operators:
+	@bash hack/compare-operators.sh
 
 ## api: rewrite api/*.txt, the recorded public API, from the source
 ## (TestAPIIsRecorded in `make unit` fails while they differ).

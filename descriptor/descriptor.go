@@ -174,9 +174,15 @@ func (d Descriptor) WithoutLeaderElection() Descriptor {
 // controller.
 //
 // The controller must work each object from what its slot's informers hold
-// and never need objects of other slots: its informers of resources the
-// shard package does not filter (shard.Filtered), and its metadata
-// informers, hold every slot's objects. A sharded controller runs under
+// and never need objects of other slots. Filtered to the slot: typed
+// informers of pods, replicationcontrollers, serviceaccounts, configmaps,
+// secrets, services, endpoints, events, namespaces, replicasets,
+// deployments, daemonsets, statefulsets, controllerrevisions, jobs and
+// cronjobs; dynamic and custom resource informers (informers.Custom) of
+// every namespaced resource, and under shard.ByUID of every resource.
+// Holding every slot's objects: typed informers of other resources,
+// cluster-scoped resources through the dynamic client under
+// shard.ByNamespace, and metadata informers. A sharded controller runs under
 // leader election and is neither StartFirst nor WithoutLeaderElection.
 func (d Descriptor) Sharded(keying shard.Keying) Descriptor {
 	d.sharded, d.keying = true, keying

@@ -97,9 +97,9 @@
 //     (its writes are fenced).
 //   - The health gauges in /metrics reflect the last probe of the health
 //     endpoints.
-//   - Sharded controllers' informers of resources package shard does not
-//     filter, and their metadata informers, hold every slot's objects; a
-//     slot taken over lists its objects afresh (no warm standby for slots).
+//   - Some of a sharded controller's informers hold every slot's objects
+//     (descriptor.Descriptor.Sharded lists which); a slot taken over lists
+//     its objects afresh (no warm standby for slots).
 //   - klog is process-global; the Manager never reroutes it. Programs call
 //     logging.ForProgram before Build and pass its logger to WithLogger.
 package manager

@@ -10,7 +10,12 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
@@ -97,10 +102,17 @@ func (m *Manager) runShards(ctx context.Context, p shardPlan) error {
 	var failed []error
 	name, space := p.group.Name(), p.group.Space()
 	limiters := newLimiterSet()
+	scope := m.scopeFunc()
 	err := p.group.Run(ctx, func(sctx context.Context, slot int) error {
 		client, err := shardgroup.NewClientset(m.client, space, []int{slot})
 		if err != nil {
 			return err // a bad slot number: a bug, and the term would be empty
+		}
+		var dyn dynamic.Interface
+		if m.dynClient != nil {
+			if dyn, err = shardgroup.NewDynamic(m.dynClient, space, []int{slot}, scope); err != nil {
+				return err
+			}
 		}
 		states := make([]*state, len(p.states))
 		for i, s := range p.states {
@@ -114,7 +126,7 @@ func (m *Manager) runShards(ctx context.Context, p shardPlan) error {
 			}
 		}()
 		err = m.runTerm(sctx, termSpec{name: fmt.Sprintf("%s-slot-%d", name, slot), states: states,
-			slot: &slotTerm{client: client, limiters: limiters, space: space, slot: slot}})
+			slot: &slotTerm{client: client, dynamic: dyn, limiters: limiters, space: space, slot: slot}})
 		if err != nil {
 			mu.Lock()
 			failed = append(failed, fmt.Errorf("shard group %q, slot %d: %w", name, slot, err))
@@ -204,9 +216,28 @@ func (m *Manager) shardedCheck(s *state, readiness bool, req *http.Request) erro
 // slotTerm is what makes a term a slot term of a shard group.
 type slotTerm struct {
 	client   kubernetes.Interface // the term's informers list and watch through it: a shardgroup.Clientset of the slot
+	dynamic  dynamic.Interface    // the same for dynamic and custom informers: a shardgroup.Dynamic; nil without one
 	limiters *limiterSet          // rate limiters shared with the group's other slot terms
 	space    shard.Space
 	slot     int
+}
+
+// scopeFunc tells, from discovery (cached, refreshed on a miss), whether a
+// resource is namespaced: the slot terms' dynamic informers filter
+// namespaced resources by namespace.
+func (m *Manager) scopeFunc() shardgroup.ScopeFunc {
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.client.Discovery()))
+	return func(gvr schema.GroupVersionResource) (bool, error) {
+		gvk, err := mapper.KindFor(gvr)
+		if err != nil {
+			return false, err
+		}
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return false, err
+		}
+		return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
+	}
 }
 
 // rateLimiters returns the shared rate limiters; nil outside slot terms.

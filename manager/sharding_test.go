@@ -13,11 +13,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/leader/leadertest"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/managertest"
@@ -247,5 +250,78 @@ func TestShardingOffRunsShardedControllersOnTheLeader(t *testing.T) {
 	}
 	if len(w.overlaps) > 0 {
 		t.Errorf("%v", w.overlaps)
+	}
+}
+
+// gadget is a custom resource read through informers.Custom.
+type gadget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+}
+
+func (g *gadget) DeepCopyObject() runtime.Object {
+	c := *g
+	g.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
+// A sharded controller's custom resource informer holds only its slot's
+// objects, as its typed informers do: each slot term caches the gadgets
+// of the namespaces that hash to its slot, and every gadget is cached by
+// exactly one slot term.
+func TestShardedCustomResourceInformersHoldTheirSlot(t *testing.T) {
+	gadgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
+	var mu sync.Mutex
+	cached := map[int][]string{} // slot → namespaces of the gadgets it caches
+	d := descriptor.New("gadget-controller", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		inf, err := informers.Custom[gadget](cc.Informers, gadgets)
+		if err != nil {
+			return nil, err
+		}
+		slot := cc.Shard.Slots[0]
+		return descriptor.ControllerFunc(func(ctx context.Context) error {
+			if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+				return nil
+			}
+			var nss []string
+			for _, obj := range inf.GetStore().List() {
+				nss = append(nss, obj.(*gadget).Namespace)
+			}
+			mu.Lock()
+			cached[slot] = nss
+			mu.Unlock()
+			<-ctx.Done()
+			return nil
+		}), nil
+	}).Sharded(shard.ByNamespace)
+	h := managertest.NewAPI(t, "gadget-manager", []descriptor.Descriptor{d}).ShardedAlone("only", 4)
+	h.API.Serve(gadgets, "Gadget")
+	space := shard.Space{Slots: 4}
+	want := map[int][]string{}
+	for _, ns := range strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet " +
+		"kilo lima mike november oscar papa quebec romeo sierra tango") {
+		want[space.SlotOfKey(ns)] = append(want[space.SlotOfKey(ns)], ns)
+		if err := h.API.Create(&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/v1", "kind": "Gadget",
+			"metadata": map[string]any{"name": "g", "namespace": ns}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(want) < 2 {
+		t.Fatalf("the test's namespaces fall in %d slot(s); pick names that spread", len(want))
+	}
+	h.Start()
+	managertest.Eventually(t, "every slot term's cache synced", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(cached) == 4
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for slot := range 4 {
+		got := slices.Sorted(slices.Values(cached[slot]))
+		if exp := slices.Sorted(slices.Values(want[slot])); !slices.Equal(got, exp) {
+			t.Errorf("slot %d caches gadgets of %v, want %v", slot, got, exp)
+		}
 	}
 }

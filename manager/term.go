@@ -124,11 +124,11 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	if spec.warm != nil {
 		env.set = spec.warm.Set()
 	} else {
-		client := kubernetes.Interface(m.client)
+		client, dyn := kubernetes.Interface(m.client), m.dynClient
 		if spec.slot != nil {
-			client = spec.slot.client
+			client, dyn = spec.slot.client, spec.slot.dynamic
 		}
-		env.set = informers.New(client, m.metaClient, informers.Options{Resync: m.resyncPeriod(), Dynamic: m.dynClient})
+		env.set = informers.New(client, m.metaClient, informers.Options{Resync: m.resyncPeriod(), Dynamic: dyn})
 	}
 	if lease != nil {
 		env.gate = lease.Gate()

@@ -14,8 +14,8 @@
 //     range), Space.Matches filters an object on the client.
 //   - Options: --enable-sharding and --shard-slots, for a host
 //     (manager.Options.Sharding); Scope: the slots one controller instance
-//     works (descriptor.Context.Shard); Filtered: which resources a slot's
-//     informers hold only that slot's objects of.
+//     works (descriptor.Context.Shard). Which resources a slot's informers
+//     hold only that slot's objects of: descriptor.Descriptor.Sharded.
 //
 // The plumbing is the host's own (internal/shardgroup): each replica holds
 // a member Lease ("<group>-member-s<slots>-<hash of identity>") while it
