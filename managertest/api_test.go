@@ -3,7 +3,10 @@ package managertest_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +20,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/managertest"
+	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 // Widget is a custom resource without generated code.
@@ -116,7 +120,7 @@ func TestAPIHarnessServesCustomResources(t *testing.T) {
 		if k != "ns/w" {
 			t.Errorf("reconciled %q", k)
 		}
-	case <-t.Context().Done():
+	case <-time.After(managertest.DefaultTimeout):
 		t.Fatal("never reconciled")
 	}
 	w := h.API.Get(widgets, "ns", "w")
@@ -140,6 +144,78 @@ func TestAPIHarnessServesCustomResources(t *testing.T) {
 	if _, err := h.API.Dynamic().Resource(widgets).Namespace("ns").Update(context.Background(), stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
 		t.Errorf("stale update: %v, want Conflict", err)
 	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The staleness guard works over the in-memory API server: every sync
+// that follows a write reads the Widget at that write's resourceVersion or
+// newer, although each write requeues the key at once (before the
+// informer can have seen it). So no increment of status.seen is lost.
+func TestStalenessGuardWorksUnderTheAPIHarness(t *testing.T) {
+	const writes = 20
+	var mu sync.Mutex
+	lastWritten, staleReads := int64(0), 0
+	done := make(chan struct{})
+	finish := sync.OnceFunc(func() { close(done) })
+	d := descriptor.New("counter", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		inf, err := informers.Custom[Widget](cc.Informers, widgets)
+		if err != nil {
+			return nil, err
+		}
+		lister := listers.New[*Widget](inf.GetIndexer(), widgets.GroupResource())
+		dyn, err := cc.ClientBuilder.DynamicClient(cc.Name)
+		if err != nil {
+			return nil, err
+		}
+		var loop *workloop.Loop
+		loop = workloop.New(cc.Name, func(ctx context.Context, key string) error {
+			w, err := listers.NewNamespaced(lister, "ns").Get("w")
+			if err != nil {
+				return err
+			}
+			rv, _ := strconv.ParseInt(w.ResourceVersion, 10, 64)
+			mu.Lock()
+			if rv < lastWritten {
+				staleReads++
+			}
+			mu.Unlock()
+			if w.Status.Seen == writes {
+				finish()
+				return nil
+			}
+			w.Status.Seen++
+			out, err := workloop.Writer{Client: dyn, FieldManager: cc.Name, Loop: loop}.
+				ApplyStatus(ctx, widgets, w, key)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			lastWritten, _ = strconv.ParseInt(out.GetResourceVersion(), 10, 64)
+			mu.Unlock()
+			loop.Add(key) // at once: the informer has not seen the write yet
+			return nil
+		}, workloop.Options{})
+		return loop, loop.Watch(inf, workloop.EnqueueKey())
+	})
+	h := managertest.NewAPI(t, "counter-manager", []descriptor.Descriptor{d})
+	h.API.Serve(widgets, "Widget")
+	if err := h.API.Create(&Widget{TypeMeta: metav1.TypeMeta{APIVersion: "example.com/v1", Kind: "Widget"},
+		ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "ns"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.Start()
+	select {
+	case <-done:
+	case <-time.After(managertest.DefaultTimeout):
+		t.Fatal("the counter never reached its count")
+	}
+	mu.Lock()
+	if staleReads > 0 {
+		t.Errorf("%d syncs read the Widget older than the loop's last write", staleReads)
+	}
+	mu.Unlock()
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}
