@@ -1,5 +1,19 @@
-// Package managertest runs a manager.Manager over fake clientsets, for unit
-// tests of controllers and of hosts built on ctrlhost.
+// Package managertest runs a manager.Manager in a unit test, over one of
+// two backends:
+//
+//   - New: client-go's fake clientsets (typed and metadata, one object
+//     store). Fast, with reactors for fault injection, but not an API
+//     server: resourceVersions are not set or checked, so a stale update
+//     silently wins, there is no status subresource, and workloop's
+//     staleness guard is inert (it has no resourceVersions to compare).
+//     For controllers of built-in resources that need none of that.
+//   - NewAPI: an in-memory API server (Harness.API) that every client of
+//     the Manager, typed, dynamic or metadata, reaches over HTTP
+//     in-process. It serves custom resources, sets and checks
+//     resourceVersions (409 on a stale write), keeps the status
+//     subresource apart, bumps generation, honours finalizers and
+//     server-side apply, so the staleness guard works as against a real
+//     server. For operators; see API for what it does not do.
 //
 // Guarantees: Start fails the test on a Build error; the Manager is stopped
 // and waited for when the test ends; every wait (including Stop and Err)
@@ -8,8 +22,8 @@
 // store, so objects seeded with New or written through Client are seen by
 // typed and metadata informers alike. The Manager's logger writes to t.Log.
 //
-// Non-guarantees: fake clientsets do not enforce resource versions,
-// admission, RBAC or garbage collection; use testenv for that. klog, which
+// Non-guarantees: neither backend runs admission, RBAC or garbage
+// collection; use testenv for that. klog, which
 // client-go logs through, is not routed to t.Log: klog is process-global, so
 // routing it from one test would send other tests' (and parallel tests')
 // output there, and a client-go goroutine logging after the test ended would
