@@ -59,7 +59,9 @@ func (l *Loop) Watch(inf cache.SharedInformer, m Mapper, filters ...Filter) erro
 	if err != nil {
 		return fmt.Errorf("%s: adding event handler: %w", l.name, err)
 	}
-	l.WaitFor(reg.HasSynced)
+	l.mu.Lock()
+	l.checkers = append(l.checkers, reg.HasSyncedChecker())
+	l.mu.Unlock()
 	return nil
 }
 

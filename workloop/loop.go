@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,13 +65,14 @@ func (o Options) withDefaults() Options {
 // A *Loop is a descriptor.Controller: Run(ctx) runs Options.Workers
 // workers.
 type Loop struct {
-	name   string
-	sync   SyncFunc
-	opts   Options
-	queue  workqueue.TypedRateLimitingInterface[string]
-	guard  *guard
-	mu     sync.Mutex
-	synced []cache.InformerSynced
+	name     string
+	sync     SyncFunc
+	opts     Options
+	queue    workqueue.TypedRateLimitingInterface[string]
+	guard    *guard
+	mu       sync.Mutex
+	synced   []cache.InformerSynced // from WaitFor: polled
+	checkers []cache.DoneChecker    // from Watch: waited for without polling
 }
 
 // New returns a Loop whose queue is named after the controller (the name
@@ -130,8 +132,9 @@ func (l *Loop) RunWorkers(ctx context.Context, workers int) error {
 	}
 	l.mu.Lock()
 	synced := append([]cache.InformerSynced(nil), l.synced...)
+	checkers := append([]cache.DoneChecker(nil), l.checkers...)
 	l.mu.Unlock()
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+	if !waitSynced(ctx, checkers, synced) {
 		return nil
 	}
 	var wg sync.WaitGroup
@@ -145,6 +148,28 @@ func (l *Loop) RunWorkers(ctx context.Context, workers int) error {
 	l.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// waitSynced waits until every checker is done and every synced reports
+// true; false if ctx ends first. Checkers signal; InformerSynced funcs can
+// only be polled: every millisecond at first, as a warm cache's handlers
+// catch up within milliseconds, backing off to client-go's 100 ms.
+func waitSynced(ctx context.Context, checkers []cache.DoneChecker, synced []cache.InformerSynced) bool {
+	if !cache.WaitFor(ctx, "", checkers...) {
+		return false
+	}
+	for d := time.Millisecond; ; d = min(2*d, 100*time.Millisecond) {
+		if !slices.ContainsFunc(synced, func(s cache.InformerSynced) bool { return !s() }) {
+			return true
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
 }
 
 // next processes one key; false once the queue is shut down.

@@ -53,6 +53,9 @@ type handoffVariant struct {
 	// up is logged once a replica campaigns for the Lease: it is up, a
 	// follower unless it acquires; leading is logged once it acquired it.
 	up, leading string
+	// warm, if set, is logged once a follower's caches are warm; a round
+	// does not start before the follower logged it.
+	warm string
 	// identity reads the replica's Lease identity from its log, or is nil
 	// when the binary does not log it (then the identity is learnt from
 	// the Lease once the replica's log says it acquired it).
@@ -82,16 +85,17 @@ func handoffVariants() []handoffVariant {
 			leading: "Successfully acquired lease",
 		}
 	}
-	return []handoffVariant{
-		{
-			name:  "ctrlhost",
+	ctrlhost := func(name, warm string, extra ...string) handoffVariant {
+		return handoffVariant{
+			warm:  warm,
+			name:  name,
 			build: []string{"build"},
 			args: func(kubeconfig, ns string) []string {
-				return []string{
+				return append([]string{
 					"--kubeconfig=" + kubeconfig,
 					"--secure-port=0",
 					"--leader-elect-resource-namespace=" + ns,
-				}
+				}, extra...)
 			},
 			up:      "Campaigning for the lease",
 			leading: "Became leader; starting term",
@@ -107,7 +111,13 @@ func handoffVariants() []handoffVariant {
 				return ""
 			},
 			exitZero: true,
-		},
+		}
+	}
+	return []handoffVariant{
+		ctrlhost("ctrlhost", ""),
+		// The follower keeps the declared informers (Widgets, Secrets,
+		// ConfigMaps) synced, so the new leader acts on warm caches.
+		ctrlhost("ctrlhost-warm-standby", "Warm standby: caches synced", "--leader-elect-warm-standby"),
 		crVariant("controller-runtime", false),
 		crVariant("controller-runtime-release-on-cancel", true),
 	}
@@ -389,6 +399,9 @@ func (h *handoffBench) start() *handoffReplica {
 	h.replicas = append(h.replicas, r)
 	h.mu.Unlock()
 	h.waitLog(r, h.v.up)
+	if h.v.warm != "" {
+		h.waitLog(r, h.v.warm) // a follower that is still filling its caches is not warm yet
+	}
 	if h.v.identity != nil {
 		if r.identity = h.v.identity(r.readLog()); r.identity == "" {
 			b.Fatalf("no identity in %s's log\n%s", r.name, r.tail())
