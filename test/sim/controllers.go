@@ -121,7 +121,7 @@ func (c *controller) Run(ctx context.Context) error {
 		return nil // called with a done context: its term ended before it started
 	}
 	w := c.r.w
-	in := w.started(c.key, c.r.identity, c.fenced)
+	in := w.started(c.key, c.r.identity, c.fenced, len(c.namespaces) == 0)
 	defer w.stopped(c.key, in)
 	tick := time.NewTicker(c.spec.Period)
 	defer tick.Stop()
@@ -134,6 +134,7 @@ func (c *controller) Run(ctx context.Context) error {
 			if wctx != ctx {
 				return nil // the run ended
 			}
+			w.toldToStop(in)
 			switch c.spec.Stop {
 			case StopFast:
 				return nil

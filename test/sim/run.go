@@ -183,12 +183,27 @@ func (d *driver) loop() {
 			d.disturbed = time.Now() // a fault in force: nothing is calm
 		}
 		d.checkReadiness()
+		d.w.progressTick(tick, d.reachable)
 		if debugStacksAt > 0 && now >= debugStacksAt && now < debugStacksAt+tick {
 			buf := make([]byte, 64<<20)
 			_ = os.WriteFile(os.Getenv("SIM_DEBUG_STACKS_FILE"), buf[:runtime.Stack(buf, true)], 0o644)
 		}
 		time.Sleep(tick) // the simulation's own clock: fake time in the bubble
 	}
+}
+
+// reachable reports whether the replica of that identity can reach the
+// API server now: it runs, and no partition is in force.
+func (d *driver) reachable(identity string) bool {
+	for _, r := range d.replicas {
+		if r.identity != identity {
+			continue
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return !r.crashed && !(r.faulty && (r.fault == PartitionHang || r.fault == PartitionFail))
+	}
+	return false
 }
 
 // finish stops every replica and waits for each Run, then ends the

@@ -82,6 +82,12 @@ type instance struct {
 	// fenced; its replica must name it as a straggler.
 	overlapped bool
 	named      bool
+	// useful is how long it ran, before its term told it to stop (told),
+	// while its replica reached the API server (sampled every tick); idle
+	// instances (no namespace to write in: slots without one) have none.
+	useful time.Duration
+	idle   bool
+	told   bool
 }
 
 func newWorld(cfg Config) *World {
@@ -308,10 +314,17 @@ func (w *World) answerToken(rw http.ResponseWriter) error {
 	return errors.Join(fakeapi.Answered, err)
 }
 
+// toldToStop records that the instance's context is done: its term ended.
+func (w *World) toldToStop(in *instance) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	in.told = true
+}
+
 // started records that replica's instance of key began its Run, checking
 // that no other replica's instance is running.
-func (w *World) started(key, replica string, fenced func() bool) *instance {
-	in := &instance{replica: replica, start: time.Now(), fenced: fenced}
+func (w *World) started(key, replica string, fenced func() bool, idle bool) *instance {
+	in := &instance{replica: replica, start: time.Now(), fenced: fenced, idle: idle}
 	w.mu.Lock()
 	var others []*instance
 	for _, o := range w.instances[key] {
@@ -393,9 +406,28 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// idle reports the controllers that ran for long stretches (an instance
-// for ten seconds or more) yet never got a write through: a host that
-// refuses every write is safe, and broken.
+// progressTick adds dt to the useful time of every running instance that
+// has not been told to stop and whose replica reaches the API server
+// (reachable). A term's gate that refused writes then would be the host's
+// fault, and the progress check would see it.
+func (w *World) progressTick(dt time.Duration, reachable func(replica string) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ins := range w.instances {
+		for _, in := range ins {
+			if in.end.IsZero() && !in.idle && !in.told && reachable(in.replica) {
+				in.useful += dt
+			}
+		}
+	}
+}
+
+// idle reports the controllers that had long chances to write (an
+// instance ran ten seconds or more, before it was told to stop, while its
+// replica reached the API server) yet never got a write through: a host
+// that refuses every write is safe, and broken. Time cut off by a
+// partition, or after the term told it to stop (a straggler's writes are
+// fenced), does not count.
 func (w *World) idle() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -403,11 +435,7 @@ func (w *World) idle() []string {
 	for key, ins := range w.instances {
 		name, _, _ := strings.Cut(key, "/")
 		for _, in := range ins {
-			end := in.end
-			if end.IsZero() {
-				end = time.Now()
-			}
-			if end.Sub(in.start) >= 10*time.Second && w.applied[name] == 0 && !slices.Contains(out, name) {
+			if in.useful >= 10*time.Second && w.applied[name] == 0 && !slices.Contains(out, name) {
 				out = append(out, name)
 			}
 		}
