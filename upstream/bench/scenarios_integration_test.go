@@ -295,10 +295,10 @@ func (h *harness) failoverOnce(p program, row string, sig syscall.Signal, res *s
 	at := second.wait(h.tb, 2*time.Minute, follower)
 	exited := leaderProc.WaitExit(time.Minute)
 	defer follower.Signal(syscall.SIGTERM, time.Minute)
-	l, ok := follower.FirstLine(p.leads, sent)
-	if !ok {
-		h.tb.Fatalf("%s: the probe's pod appeared, but the follower never printed %q", p.name, p.leads)
-	}
+	// Waited for, not looked up: the pod may appear before the follower's
+	// line is read from its pipe, or the old leader may have made it, and
+	// the follower leads only once that one is gone.
+	l := follower.WaitLine(p.leads, sent, 2*time.Minute)
 	if at.Before(l.At) {
 		return false
 	}
