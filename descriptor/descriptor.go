@@ -30,6 +30,7 @@ type Descriptor struct {
 	objectTypes       map[schema.GroupVersionResource]runtime.Object
 	validators        []func() error
 	eventSource       string
+	served            []schema.GroupVersionResource
 }
 
 // New returns a descriptor for the controller with the given canonical name.
@@ -188,6 +189,26 @@ func (d Descriptor) Sharded(keying shard.Keying) Descriptor {
 	d.sharded, d.keying = true, keying
 	return d
 }
+
+// WhenServed returns a copy that runs only while the API server serves
+// every given resource: a controller of a custom resource whose
+// CustomResourceDefinition may be installed after the host starts, or
+// removed while it runs, or of an aggregated API that may be away. In each
+// term the host builds and starts it once discovery lists all of them, and
+// stops it (within ControllerShutdownTimeout, as a term stops its
+// controllers) once one is gone; it starts it again when they are back.
+// Such a controller runs over informers of its own, started with it and
+// stopped with it, so that its handlers go and its caches are freed when it
+// stops: it shares no informer with the term's other controllers. It
+// cannot be StartFirst. Until its resources are served it is in phase
+// "unserved", which passes readiness with a note naming what is missing.
+func (d Descriptor) WhenServed(gvrs ...schema.GroupVersionResource) Descriptor {
+	d.served = append(slices.Clone(d.served), gvrs...)
+	return d
+}
+
+// Served returns the resources the controller waits for (WhenServed).
+func (d Descriptor) Served() []schema.GroupVersionResource { return slices.Clone(d.served) }
 
 // WithValidator returns a copy whose options are checked by v when the
 // registry is validated (manager.Builder.Build), so that a bad flag value of

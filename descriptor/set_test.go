@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
@@ -48,6 +50,18 @@ func TestNewSet(t *testing.T) {
 			name: "sharded and start first",
 			ds:   []descriptor.Descriptor{descriptor.New("a", noop).StartFirst().Sharded(shard.ByUID)},
 			want: []string{`descriptor "a": Sharded and StartFirst exclude each other`},
+		},
+		{
+			name: "when served and start first",
+			ds: []descriptor.Descriptor{descriptor.New("a", noop).StartFirst().
+				WhenServed(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"})},
+			want: []string{`descriptor "a": WhenServed and StartFirst exclude each other`},
+		},
+		{
+			name: "when served without a version",
+			ds: []descriptor.Descriptor{descriptor.New("a", noop).
+				WhenServed(schema.GroupVersionResource{Group: "example.com", Resource: "widgets"})},
+			want: []string{`descriptor "a": WhenServed("example.com/, Resource=widgets"): a resource needs a version`},
 		},
 		{
 			name: "sharded with an unknown keying",

@@ -112,6 +112,8 @@ func (m *Manager) controllerCheckOnce(s *state, readiness bool) healthz.Checker 
 			return live(req)
 		case PhaseNotStarted, PhaseFinished:
 			return nil
+		case PhaseUnserved:
+			return healthz.Note(st.Reason)
 		}
 		if !readiness {
 			return nil
@@ -138,6 +140,11 @@ func (m *Manager) informerSyncCheck(req *http.Request) error {
 	var notes []string
 	for _, t := range terms {
 		err := t.set.Synced()
+		for _, set := range t.units.sets() {
+			if err == nil {
+				err = set.Synced()
+			}
+		}
 		m.metrics.InformersSynced(t.name, err == nil)
 		switch {
 		case err == nil:

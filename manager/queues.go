@@ -34,6 +34,14 @@ func newTermQueues(states []*state) *termQueues {
 	return q
 }
 
+// forget drops the handler of controller name, which stopped: keys sent
+// to it are held again until it runs and calls Handle.
+func (q *termQueues) forget(name string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.handlers, name)
+}
+
 // forController is the view of controller name.
 func (q *termQueues) forController(name string) descriptor.Queues { return queuesOf{q, name} }
 

@@ -23,6 +23,9 @@ const (
 	PhaseSkipped Phase = "skipped"
 	// PhaseWaiting: selected; no term has built it yet.
 	PhaseWaiting Phase = "waiting"
+	// PhaseUnserved: selected, and a term runs it, but the API server does
+	// not serve every resource it waits for (WhenServed); Reason says which.
+	PhaseUnserved Phase = "unserved"
 	// PhaseInitializing: its InitFunc is running.
 	PhaseInitializing Phase = "initializing"
 	// PhaseNotStarted: its InitFunc returned (nil, nil).
@@ -43,14 +46,15 @@ const (
 type ControllerStatus struct {
 	Name  string
 	Phase Phase
-	// Reason explains PhaseDisabled and PhaseSkipped.
+	// Reason explains PhaseDisabled, PhaseSkipped and PhaseUnserved.
 	Reason string
 	// Err is set in PhaseFailed.
 	Err error
 	// Since is when the controller entered Phase.
 	Since time.Time
-	// Starts counts how many times Run was called (once per term; for a
-	// sharded controller, once per slot term).
+	// Starts counts how many times Run was called (once per term, or per
+	// start of a WhenServed controller; for a sharded controller, once per
+	// slot term).
 	Starts int
 	// Slots lists, for a sharded controller, the slots whose terms run it
 	// on this replica now, ascending; its Phase is then that of the slot
@@ -82,7 +86,7 @@ func newState(d descriptor.Descriptor, p Phase, reason string) *state {
 func (s *state) set(p Phase, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.status.Phase, s.status.Err, s.status.Since = p, err, time.Now()
+	s.status.Phase, s.status.Err, s.status.Since, s.status.Reason = p, err, time.Now(), ""
 	if p == PhaseRunning {
 		s.status.Starts++
 	}
@@ -114,7 +118,8 @@ func (s *state) snapshot() (ControllerStatus, descriptor.Controller) {
 	// controller shown (for its debug handler) is the lowest slot's.
 	st, c := s.status, descriptor.Controller(nil)
 	rank := func(p Phase) int {
-		return slices.Index([]Phase{PhaseFailed, PhaseWaiting, PhaseInitializing, PhaseStarting, PhaseRunning,
+		return slices.Index([]Phase{PhaseFailed, PhaseWaiting, PhaseUnserved, PhaseInitializing, PhaseStarting,
+			PhaseRunning,
 			PhaseNotStarted, PhaseFinished, PhaseStopped}, p)
 	}
 	best := -1
@@ -170,6 +175,17 @@ func (s *state) slotStates() map[int]*state {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.slots)
+}
+
+// unserved records that a term waits for the controller's resources to be
+// served, unless the controller failed.
+func (s *state) unserved(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status.Phase == PhaseFailed || (s.status.Phase == PhaseUnserved && s.status.Reason == reason) {
+		return
+	}
+	s.status.Phase, s.status.Reason, s.status.Since = PhaseUnserved, reason, time.Now()
 }
 
 // skip marks a selected controller as skipped, before any term.

@@ -30,9 +30,10 @@ const restMapperResetPeriod = 30 * time.Second
 
 // term is one run of a group of controllers over one informer set.
 type term struct {
-	name string
-	set  *informers.Set
-	slot bool // a slot term of a shard group
+	name  string
+	set   *informers.Set
+	slot  bool         // a slot term of a shard group
+	units *servedUnits // nil: the term runs no WhenServed controller
 }
 
 // ErrControllerFailed is wrapped by the error Run returns when a controller's
@@ -121,28 +122,40 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		started: make(chan struct{}),
 		slot:    spec.slot,
 	}
-	if spec.warm != nil {
-		env.set = spec.warm.Set()
-	} else {
+	newSet := func() *informers.Set {
 		client, dyn := kubernetes.Interface(m.client), m.dynClient
 		if spec.slot != nil {
 			client, dyn = spec.slot.client, spec.slot.dynamic
 		}
-		env.set = informers.New(client, m.metaClient, informers.Options{Resync: m.resyncPeriod(), Dynamic: dyn})
+		return informers.New(client, m.metaClient, informers.Options{Resync: m.resyncPeriod(), Dynamic: dyn})
+	}
+	if spec.warm != nil {
+		env.set = spec.warm.Set()
+	} else {
+		env.set = newSet()
 	}
 	if lease != nil {
 		env.gate = lease.Gate()
 	}
 	env.events = &termEvents{m: m, log: log, gate: env.gate}
 	env.queues = newTermQueues(spec.states)
+	r := newRunner(ctrlCtx, log, m)
 	t := &term{name: spec.name, set: env.set, slot: spec.slot != nil}
+	var served []*state
+	for _, s := range spec.states {
+		if len(s.desc.Served()) > 0 {
+			served = append(served, s)
+		}
+	}
+	if len(served) > 0 {
+		t.units = m.newServedUnits(log, env, r, newSet, []*leader.Term{lease, spec.parent}, served)
+	}
 	m.addTerm(t)
 	defer m.removeTerm(t)
 
 	var bg sync.WaitGroup
 	bg.Go(func() { wait.Until(env.mapper.Reset, restMapperResetPeriod, termCtx.Done()) })
 
-	r := newRunner(ctrlCtx, log, m)
 	stop := stopDeadline(m.opts.LeaderElection.Clock, m.opts.ControllerShutdownTimeout, log, lease, spec.parent)
 	log.Info("Starting controllers", "count", len(spec.states), "warmCaches", spec.warm != nil)
 
@@ -159,6 +172,9 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 			r.start(b.s, b.c)
 		}
 		later = nil
+		if t.units != nil {
+			bg.Go(func() { t.units.watch(termCtx) })
+		}
 		select {
 		case <-termCtx.Done():
 		case <-r.Failed():
@@ -171,6 +187,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	}
 	// The controllers and alongside are told to stop at once.
 	cancel(errors.New("term ended"))
+	t.units.close()
 	cancelCtrl()
 	select {
 	case <-env.started:
@@ -202,6 +219,9 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	}
 	for _, s := range spec.states {
 		s.setController(nil)
+		if st, _ := s.snapshot(); st.Phase == PhaseUnserved {
+			s.set(PhaseWaiting, nil) // the next term asks discovery again
+		}
 	}
 	var stuckErr error
 	if len(stuck) > 0 {
@@ -210,7 +230,9 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		stuckErr = fmt.Errorf("%w: still running after %s: %v (%w)", ErrShutdownTimeout, stop.Limit(), stuck, leader.ErrTermStillRunning)
 		log.Error(stuckErr, "Abandoning controllers")
 		for _, st := range spec.states {
-			if slices.Contains(stuck, st.desc.Name()) || slices.Contains(stuck, st.desc.Name()+" (InitFunc)") {
+			if slices.ContainsFunc([]string{"", " (InitFunc)", " (served)"}, func(suffix string) bool {
+				return slices.Contains(stuck, st.desc.Name()+suffix)
+			}) {
 				st.fail(fmt.Errorf("controller %q: %w", st.desc.Name(), stuckErr))
 			}
 		}
@@ -275,8 +297,8 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 	var al *alongsideRun
 	for _, first := range []bool{true, false} {
 		for _, s := range spec.states {
-			if s.desc.IsStartFirst() != first {
-				continue
+			if s.desc.IsStartFirst() != first || len(s.desc.Served()) > 0 {
+				continue // WhenServed controllers start on their own (servedUnits)
 			}
 			if ctx.Err() != nil {
 				return al, errStopping

@@ -16,12 +16,19 @@ import (
 // off or nothing is declared. Exactly one term adopts the set (runTerm
 // runs on it and stops it); a set no term adopted is stopped when the
 // campaign ends. No controller is built for it: nothing is written.
+// WhenServed controllers are left out: they build informers of their own
+// when their resources are served.
 func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string) *informers.Warm {
 	if !m.opts.WarmStandby {
 		return nil
 	}
 	var declared []informers.Declared
 	for _, s := range states {
+		if len(s.desc.Served()) > 0 {
+			// Its resources may not be served: it builds its informers
+			// when they are (servedUnits), on the leader only.
+			continue
+		}
 		for _, gvr := range s.desc.Informers() {
 			i := slices.IndexFunc(declared, func(d informers.Declared) bool { return d.Resource == gvr })
 			if i < 0 {

@@ -75,6 +75,10 @@ func (g *Group) Running() []string {
 	return out
 }
 
+// Idle is closed once Wait began and every goroutine has returned: after a
+// Wait that gave up, it tells when the stragglers are gone.
+func (g *Group) Idle() <-chan struct{} { return g.idle }
+
 // Wait waits until every goroutine returned (nil) or d passed (the names
 // still running). onTick, if not nil, is called with those names every third
 // of d's timeout while waiting. Wait may be called once.

@@ -28,6 +28,11 @@ type Config struct {
 	Controllers     []ControllerSpec
 	Faults          []Fault
 	Duration        time.Duration
+	// Gadgets is the schedule of the custom resource that WhenServed
+	// controllers (ControllerSpec.Served) wait for: served from the start
+	// or not, then installed and removed at these moments, in turn.
+	GadgetsAtStart bool
+	GadgetFlips    []time.Duration
 }
 
 // StopKind is how a controller's Run stops.
@@ -58,6 +63,7 @@ type ControllerSpec struct {
 	InitTime time.Duration // the blocking kinds: for how long
 	Migrated bool
 	Sharded  bool
+	Served   bool          // WhenServed: runs only while gadgets are served
 	Period   time.Duration // between writes
 }
 
@@ -149,7 +155,29 @@ func NewConfig(seed uint64) Config {
 		c.Controllers = append(c.Controllers, s)
 	}
 	c.drawFaults(rng)
+	// Drawn from a stream of their own, so that what a seed drew before
+	// WhenServed existed stays as it was.
+	c.drawGadgets(rand.New(rand.NewPCG(seed, 0x9ad9e7)))
 	return c
+}
+
+// drawGadgets makes some controllers WhenServed, in one seed out of three,
+// and schedules the gadgets resource to come and go.
+func (c *Config) drawGadgets(rng *rand.Rand) {
+	if rng.IntN(3) != 0 {
+		return
+	}
+	for i := range c.Controllers {
+		c.Controllers[i].Served = rng.IntN(2) == 0
+	}
+	c.GadgetsAtStart = rng.IntN(2) == 0
+	for at := time.Duration(0); ; {
+		at += time.Duration(1000+rng.IntN(9000)) * time.Millisecond
+		if at >= c.Duration-5*time.Second {
+			return
+		}
+		c.GadgetFlips = append(c.GadgetFlips, at)
+	}
 }
 
 // drawLease picks lease settings near the edge of the stop budget rule;
@@ -207,8 +235,11 @@ func (c Config) String() string {
 	fmt.Fprintf(&b, "\n  migration %v, sharding %v (%d slots), warm %v, credentials %v, start interval %v, shutdown %v",
 		c.Migration, c.Sharding, c.Slots, c.Warm, c.Credentials, c.StartInterval, c.ShutdownTimeout)
 	for _, s := range c.Controllers {
-		fmt.Fprintf(&b, "\n  %s: stop %d (%v), init %d (%v), migrated %v, sharded %v, period %v",
-			s.Name, s.Stop, s.StopTime, s.Init, s.InitTime, s.Migrated, s.Sharded, s.Period)
+		fmt.Fprintf(&b, "\n  %s: stop %d (%v), init %d (%v), migrated %v, sharded %v, served %v, period %v",
+			s.Name, s.Stop, s.StopTime, s.Init, s.InitTime, s.Migrated, s.Sharded, s.Served, s.Period)
+	}
+	if len(c.GadgetFlips) > 0 || c.GadgetsAtStart {
+		fmt.Fprintf(&b, "\n  gadgets served at start %v, flipped at %v", c.GadgetsAtStart, c.GadgetFlips)
 	}
 	for _, f := range c.Faults {
 		fmt.Fprintf(&b, "\n  at %v: %s replica %d for %v (delay %v)", f.At, f.Kind, f.Replica, f.For, f.Delay)

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -22,6 +23,9 @@ import (
 )
 
 var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// gadgetsGVR is the custom resource WhenServed controllers wait for.
+var gadgetsGVR = schema.GroupVersionResource{Group: "sim.ctrlhost.io", Version: "v1", Resource: "gadgets"}
 
 // descriptor is the replica's copy of a simulated controller.
 func (r *replica) descriptor(s ControllerSpec) descriptor.Descriptor {
@@ -40,6 +44,9 @@ func (r *replica) descriptor(s ControllerSpec) descriptor.Descriptor {
 		cc.InformerFactory.Core().V1().ConfigMaps().Informer()
 		c := &controller{r: r, spec: s, client: cs, events: cc.EventRecorder, key: s.Name,
 			term: leader.TermFrom(ctx)}
+		if s.Served {
+			c.gadgets = cc.DynamicInformerFactory.ForResource(gadgetsGVR).Informer()
+		}
 		c.namespaces = []string{namespaces[hashOf(s.Name)%uint32(len(namespaces))]}
 		if sc := cc.Shard; sc != nil {
 			c.key = fmt.Sprintf("%s/%v", s.Name, sc.Slots)
@@ -54,6 +61,9 @@ func (r *replica) descriptor(s ControllerSpec) descriptor.Descriptor {
 	}).WithInformers(configMapsGVR)
 	if s.Sharded {
 		d = d.Sharded(shard.ByNamespace)
+	}
+	if s.Served {
+		d = d.WhenServed(gadgetsGVR)
 	}
 	return d
 }
@@ -111,6 +121,9 @@ type controller struct {
 	namespaces []string
 	n          int
 	term       *leader.Term // the lease the controller runs under
+	// gadgets is a Served controller's informer of gadgets: it must stop
+	// soon after its Run returns.
+	gadgets cache.SharedIndexInformer
 }
 
 // fenced reports whether the controller's term refuses its writes.
@@ -123,6 +136,9 @@ func (c *controller) Run(ctx context.Context) error {
 	w := c.r.w
 	in := w.started(c.key, c.r.identity, c.fenced, len(c.namespaces) == 0)
 	defer w.stopped(c.key, in)
+	if c.gadgets != nil {
+		defer w.mustStop(c.key, c.r.identity, c.gadgets)
+	}
 	tick := time.NewTicker(c.spec.Period)
 	defer tick.Stop()
 	wctx, stop := ctx, ctx.Done()

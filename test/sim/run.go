@@ -134,7 +134,12 @@ func (d *driver) loop() {
 	}
 	var lifts []lift
 	restarts := map[int]time.Time{}
+	flips, served := slices.Clone(cfg.GadgetFlips), cfg.GadgetsAtStart
 	for now := time.Duration(0); now < cfg.Duration; now = d.w.since() {
+		for len(flips) > 0 && flips[0] <= now {
+			flips, served = flips[1:], !served
+			d.w.serveGadgets(served)
+		}
 		for len(faults) > 0 && faults[0].At <= now {
 			f := faults[0]
 			faults = faults[1:]

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -59,7 +60,8 @@ func bubbleStacks() string {
 	return strings.Join(out, "\n")
 }
 
-// TestSimulation runs -sim.seeds seeds (300 by default, under a minute;
+// TestSimulation runs -sim.seeds seeds (300 by default, about half a
+// minute on two cores: seeds run in parallel;
 // make sim runs 10,000) and fails with the seed, its configuration, what broke,
 // the end of its trace and the command that replays it.
 func TestSimulation(t *testing.T) {
@@ -77,7 +79,11 @@ func TestSimulation(t *testing.T) {
 		first, n = *flagSeed, 1
 	}
 	started := time.Now()
-	var rejected, failed int
+	var rejected, failed atomic.Int64
+	t.Cleanup(func() { // after the parallel subtests
+		fmt.Fprintf(os.Stderr, "sim: %d seeds from %d in %v: %d failed, %d with lease settings Build rejected\n",
+			n, first, time.Since(started).Round(time.Millisecond), failed.Load(), rejected.Load())
+	})
 	for seed := first; seed < first+n; seed++ {
 		for rep := range *flagRepeat {
 			name := fmt.Sprint(seed)
@@ -85,6 +91,10 @@ func TestSimulation(t *testing.T) {
 				name += fmt.Sprintf("#%d", rep)
 			}
 			t.Run(name, func(t *testing.T) {
+				// Seeds share nothing but the process: each runs in its
+				// own bubble, on its own fake clock, so they run side by
+				// side on every core, and a seed's trace is the same.
+				t.Parallel()
 				cfg := NewConfig(seed)
 				dir := t.TempDir()
 				var res Result
@@ -93,20 +103,21 @@ func TestSimulation(t *testing.T) {
 						// synctest panics when the run ends with goroutines
 						// blocked for good: a leak, reported with the seed.
 						if v := recover(); v != nil {
-							res.Violations = append(res.Violations, fmt.Sprintf("the run ended with goroutines blocked for good: %v\n%s",
-								v, bubbleStacks()))
+							res.Violations = append(res.Violations, fmt.Sprintf("the run ended with goroutines "+
+								"blocked for good: %v\n(the stacks of every seed's bubble running then; "+
+								"replay the seed alone for its own)\n%s", v, bubbleStacks()))
 						}
 					}()
 					synctest.Test(t, func(*testing.T) { res = Run(cfg, dir) })
 				}()
 				if res.Rejected != nil {
-					rejected++
+					rejected.Add(1)
 				}
 				if len(res.Violations) == 0 && *flagSeed == 0 {
 					return
 				}
 				if len(res.Violations) > 0 {
-					failed++
+					failed.Add(1)
 				}
 				trace := res.Trace
 				if *flagSeed == 0 && len(trace) > 60 {
@@ -122,6 +133,4 @@ func TestSimulation(t *testing.T) {
 			})
 		}
 	}
-	fmt.Fprintf(os.Stderr, "sim: %d seeds from %d in %v: %d failed, %d with lease settings Build rejected\n",
-		n, first, time.Since(started).Round(time.Millisecond), failed, rejected)
 }

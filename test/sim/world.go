@@ -15,6 +15,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/internal/fakeapi"
 	"github.com/ctrlhost/ctrlhost/shard"
@@ -57,7 +58,22 @@ type World struct {
 	trace      []string
 	specs      map[string]ControllerSpec
 	applied    map[string]int // ConfigMap writes the server took, by controller
+	// informers of Served controllers' runs that returned, with when:
+	// each must stop within informerStopBound.
+	returnedInformers []returnedInformer
 }
+
+// returnedInformer is a Served controller's informer whose Run returned.
+type returnedInformer struct {
+	key, replica string
+	inf          cache.SharedIndexInformer
+	at           time.Time
+}
+
+// informerStopBound bounds how long a WhenServed controller's informers
+// may run after its Run returned: its unit flushes its events (one second
+// at most), then shuts its informers down.
+const informerStopBound = 3 * time.Second
 
 // debugLease, when set (by a test being debugged), traces every write of
 // that Lease, not only holder changes.
@@ -107,7 +123,22 @@ func newWorld(cfg Config) *World {
 	}
 	w.released, w.cancelReleased = context.WithCancel(context.Background())
 	w.server.SetHook(w.hook)
+	if cfg.GadgetsAtStart {
+		w.serveGadgets(true)
+	}
 	return w
+}
+
+// serveGadgets installs or removes the gadgets resource, as a CRD's
+// creation or deletion would.
+func (w *World) serveGadgets(on bool) {
+	if on {
+		w.server.AddResource(fakeapi.Resource{GVR: gadgetsGVR, Kind: "Gadget", Namespaced: true})
+		w.tracef("gadgets served")
+		return
+	}
+	w.server.RemoveResource(gadgetsGVR)
+	w.tracef("gadgets removed")
 }
 
 func (w *World) since() time.Duration { return time.Since(w.origin).Round(time.Millisecond) }
@@ -358,6 +389,33 @@ func (w *World) stopped(key string, in *instance) {
 	w.trace = append(w.trace, fmt.Sprintf("%9v %s stops %s", w.since(), in.replica, key))
 }
 
+// mustStop records that a Served controller's Run returned: its informer
+// must stop within informerStopBound (checked every tick by progressTick).
+func (w *World) mustStop(key, replica string, inf cache.SharedIndexInformer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.returnedInformers = append(w.returnedInformers, returnedInformer{key, replica, inf, time.Now()})
+}
+
+// checkInformersLocked reports informers that outlived their controller; w.mu
+// is held.
+func (w *World) checkInformersLocked() {
+	kept := w.returnedInformers[:0]
+	for _, ri := range w.returnedInformers {
+		switch {
+		case ri.inf.IsStopped():
+		case time.Since(ri.at) > informerStopBound:
+			msg := fmt.Sprintf("%v: leak: %s's informer of gadgets on %s still runs %v after its Run returned",
+				w.since(), ri.key, ri.replica, time.Since(ri.at).Round(time.Millisecond))
+			w.violations = append(w.violations, msg)
+			w.trace = append(w.trace, "VIOLATION "+msg)
+		default:
+			kept = append(kept, ri)
+		}
+	}
+	w.returnedInformers = kept
+}
+
 // crashed ends every running instance of replica: it vanished.
 func (w *World) crashed(replica string) {
 	w.mu.Lock()
@@ -413,6 +471,7 @@ func contains(list []string, s string) bool {
 func (w *World) progressTick(dt time.Duration, reachable func(replica string) bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.checkInformersLocked()
 	for _, ins := range w.instances {
 		for _, in := range ins {
 			if in.end.IsZero() && !in.idle && !in.told && reachable(in.replica) {
