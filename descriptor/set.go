@@ -61,15 +61,15 @@ func NewSet(ds ...Descriptor) (*Set, error) {
 			}
 		}
 		if len(d.served) > 0 && d.startFirst {
-			errs = append(errs, fmt.Errorf("%s: WhenServed and StartFirst exclude each other: a StartFirst "+
-				"controller runs before every other InitFunc of its term, and one that waits for its "+
-				"resources cannot; drop one", label))
+			errs = append(errs, fmt.Errorf("%s: WhenServed and StartFirst exclude each other: "+
+				"a StartFirst controller runs before every other InitFunc of its term, "+
+				"and one that waits for its resources cannot; drop one", label))
 		}
 		for _, gvr := range d.served {
 			if gvr.Version == "" || gvr.Resource == "" {
-				errs = append(errs, fmt.Errorf("%s: WhenServed(%q): a resource needs a version and a "+
-					"resource name, such as {Group: \"example.com\", Version: \"v1\", Resource: \"widgets\"}",
-					label, gvr.String()))
+				errs = append(errs, fmt.Errorf("%s: WhenServed(%q): a resource needs a "+
+					"version and a resource name, such as {Group: \"example.com\", "+
+					"Version: \"v1\", Resource: \"widgets\"}", label, gvr.String()))
 			}
 		}
 		seen := map[string]bool{}

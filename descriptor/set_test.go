@@ -54,14 +54,16 @@ func TestNewSet(t *testing.T) {
 		{
 			name: "when served and start first",
 			ds: []descriptor.Descriptor{descriptor.New("a", noop).StartFirst().
-				WhenServed(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"})},
+				WhenServed(schema.GroupVersionResource{
+					Group: "example.com", Version: "v1", Resource: "widgets"})},
 			want: []string{`descriptor "a": WhenServed and StartFirst exclude each other`},
 		},
 		{
 			name: "when served without a version",
 			ds: []descriptor.Descriptor{descriptor.New("a", noop).
 				WhenServed(schema.GroupVersionResource{Group: "example.com", Resource: "widgets"})},
-			want: []string{`descriptor "a": WhenServed("example.com/, Resource=widgets"): a resource needs a version`},
+			want: []string{`descriptor "a": WhenServed("example.com/, Resource=widgets"): ` +
+				`a resource needs a version`},
 		},
 		{
 			name: "sharded with an unknown keying",

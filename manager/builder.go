@@ -212,19 +212,23 @@ func (b *Builder) Build() (*Manager, error) {
 		cloud := cloudLoops{inProcess: b.cloud, provider: opts.CloudProvider}
 		for _, d := range set.All() {
 			st := newState(d, PhaseWaiting, "")
+			reason, err := skipReason(d, fg, cloud)
+			if err != nil {
+				errs = append(errs, err)
+			}
 			switch {
 			case !controllers.Enabled(d):
 				st = newState(d, PhaseDisabled, "not selected by --controllers")
-			default:
-				reason, err := skipReason(d, fg, cloud)
-				if err != nil {
-					errs = append(errs, err)
-				}
 				if reason != "" {
-					st = newState(d, PhaseSkipped, reason)
+					// It could not run even if selected at runtime.
+					st.fixed = reason
 				} else {
 					m.selected = append(m.selected, st)
 				}
+			case reason != "":
+				st = newState(d, PhaseSkipped, reason)
+			default:
+				m.selected = append(m.selected, st)
 			}
 			m.states[d.Name()] = st
 			m.order = append(m.order, st)

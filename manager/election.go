@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/go-logr/logr"
 
@@ -62,6 +63,11 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 		d := s.desc
 		keying, isSharded := d.IsSharded()
 		isSharded = isSharded && m.opts.LeaderElect && m.opts.Sharding.Enabled
+		if isSharded && !s.enabled.Load() {
+			// Shard groups are made at Build for the selected controllers.
+			s.fixed = "sharded (--enable-sharding) and not selected when the Manager was built"
+			continue
+		}
 		if isSharded && migration != nil {
 			if migration.Assign(m.component, d.Name(), d.Aliases()...) != leader.NonMigrated {
 				errs = append(errs, fmt.Errorf("controller %q: sharded (--enable-sharding) and named in the leader migration configuration; "+
@@ -89,7 +95,13 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 			case leader.Migrated:
 				p.migration.states = append(p.migration.states, s)
 			case leader.Unowned:
-				s.skip("leader migration: run by another component under lock " + migration.LeaseName())
+				reason := "leader migration: run by another component under lock " +
+					migration.LeaseName()
+				if s.enabled.Load() {
+					s.skip(reason)
+				} else {
+					s.fixed = reason
+				}
 				continue
 			}
 		}
@@ -103,7 +115,14 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 	if err := m.lockNamesDiffer(cfg, migration.ElectorConfig(cfg)); err != nil {
 		return append(errs, err)
 	}
-	if len(p.migration.states) == 0 {
+	if !slices.ContainsFunc(p.migration.states, func(s *state) bool { return s.enabled.Load() }) {
+		// Controllers selected only later cannot make this component seek
+		// the lock: it would keep it from the component that runs them.
+		for _, s := range p.migration.states {
+			s.fixed = "migrated (leader migration), and this component seeks no migration lock: " +
+				"none of its migrated controllers was selected when the Manager was built"
+		}
+		p.migration.states = nil
 		m.log.Info("Leader migration: no controller of this component is migrated; not seeking the migration lock", "lease", migration.LeaseName())
 		return errs
 	}

@@ -49,10 +49,10 @@ func (m *Manager) healthChecks() *healthz.Registry {
 	}
 	for _, s := range m.order {
 		st, _ := s.snapshot()
-		switch st.Phase {
-		case PhaseDisabled:
-			continue
-		case PhaseSkipped:
+		switch {
+		case st.Phase == PhaseDisabled && s.fixed != "":
+			continue // SetControllers cannot enable it
+		case st.Phase == PhaseSkipped:
 			// Visible in /readyz?verbose, never failing.
 			reg.Add(healthz.Check{Name: st.Name, Checker: func(*http.Request) error {
 				return healthz.Note("skipped: " + st.Reason)
@@ -112,7 +112,7 @@ func (m *Manager) controllerCheckOnce(s *state, readiness bool) healthz.Checker 
 			return live(req)
 		case PhaseNotStarted, PhaseFinished:
 			return nil
-		case PhaseUnserved:
+		case PhaseUnserved, PhaseDisabled:
 			return healthz.Note(st.Reason)
 		}
 		if !readiness {

@@ -39,6 +39,7 @@ type Manager struct {
 	dynClient   dynamic.Interface // nil: no dynamic informers (built WithClient alone)
 
 	order    []*state          // every registered controller, registration order
+	selectMu sync.Mutex        // serialises SetControllers
 	selected []*state          // enabled and not skipped, registration order
 	states   map[string]*state // by canonical name
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,10 +26,35 @@ type runner struct {
 	log      logr.Logger
 	interval time.Duration
 	metrics  *metrics.Controllers
+
+	mu   sync.Mutex
+	runs map[*state]*run // the controllers launched, until stopOne
+}
+
+// run is one launched controller: its own context, a child of the
+// runner's, so that it can be stopped alone (SetControllers).
+type run struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed when its Run returned
 }
 
 func newRunner(ctx context.Context, log logr.Logger, m *Manager) *runner {
-	return &runner{Group: supervisor.NewGroup(), ctx: ctx, log: log, interval: m.opts.ControllerStartInterval, metrics: m.metrics}
+	return &runner{Group: supervisor.NewGroup(), ctx: ctx, log: log,
+		interval: m.opts.ControllerStartInterval, metrics: m.metrics, runs: map[*state]*run{}}
+}
+
+// stopOne tells s's controller to stop, alone, and returns a channel
+// closed when its Run has returned; false if the runner launched none.
+func (r *runner) stopOne(s *state) (<-chan struct{}, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	one, ok := r.runs[s]
+	if !ok {
+		return nil, false
+	}
+	delete(r.runs, s)
+	one.cancel()
+	return one.done, true
 }
 
 // start runs c in its own goroutine, after the start interval's jitter.
@@ -43,12 +69,19 @@ func (r *runner) startNow(s *state, c descriptor.Controller) <-chan struct{} {
 func (r *runner) launch(s *state, c descriptor.Controller, jitter bool) <-chan struct{} {
 	name := s.desc.Name()
 	running := make(chan struct{})
+	ctx, cancel := context.WithCancel(r.ctx)
+	one := &run{cancel: cancel, done: make(chan struct{})}
+	r.mu.Lock()
+	r.runs[s] = one
+	r.mu.Unlock()
 	r.Go(name, func() {
-		if jitter && r.interval > 0 && r.ctx.Err() == nil {
+		defer close(one.done)
+		defer cancel()
+		if jitter && r.interval > 0 && ctx.Err() == nil {
 			t := time.NewTimer(wait.Jitter(r.interval, 1.0))
 			select {
 			case <-t.C:
-			case <-r.ctx.Done():
+			case <-ctx.Done():
 				t.Stop()
 			}
 		}
@@ -56,19 +89,19 @@ func (r *runner) launch(s *state, c descriptor.Controller, jitter bool) <-chan s
 		s.set(PhaseRunning, nil)
 		r.metrics.Started(name)
 		close(running)
-		err, panicked := r.run(name, c)
+		err, panicked := r.run(ctx, name, c)
 		r.metrics.Stopped(name)
 		if panicked {
 			r.metrics.Panicked(name)
 		}
 		switch {
-		case panicked || (err != nil && r.ctx.Err() == nil):
+		case panicked || (err != nil && ctx.Err() == nil):
 			r.metrics.Failed(name)
 			err = fmt.Errorf("controller %q: %w: %w", name, ErrControllerFailed, err)
 			r.log.Error(err, "Controller failed", "controller", name)
 			s.fail(err)
 			r.Fail(err)
-		case r.ctx.Err() == nil:
+		case ctx.Err() == nil:
 			r.log.Info("Controller finished before its term ended", "controller", name)
 			s.set(PhaseFinished, nil)
 		default:
@@ -84,13 +117,14 @@ func (r *runner) launch(s *state, c descriptor.Controller, jitter bool) <-chan s
 // run calls c.Run, recovering a panic in that goroutine. Panics in
 // goroutines c starts itself are not recovered here (package workloop's
 // workers recover their own).
-func (r *runner) run(name string, c descriptor.Controller) (err error, panicked bool) {
+func (r *runner) run(ctx context.Context, name string,
+	c descriptor.Controller) (err error, panicked bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			err, panicked = panicError(r.log, name, "Run", v), true
 		}
 	}()
-	return c.Run(logr.NewContext(r.ctx, r.log.WithName(name))), false
+	return c.Run(logr.NewContext(ctx, r.log.WithName(name))), false
 }
 
 // wait waits, within stop, for every goroutine of the term, logging the

@@ -3,7 +3,6 @@ package manager
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -16,11 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/informers"
-	"github.com/ctrlhost/ctrlhost/leader"
 )
 
 // servedPollPeriod is how often a term that runs WhenServed controllers
@@ -29,80 +28,56 @@ import (
 // from the replica whose term runs them.
 const servedPollPeriod = time.Second
 
-// servedUnits runs the WhenServed controllers of one term (see
-// descriptor.Descriptor.WhenServed): each as a unit of its own, built and
-// started when discovery serves all its resources and stopped when one goes,
-// over an informer set of its own that stops with it. A unit's goroutine
-// runs on the term's runner, so the term's stop waits for it (and names it
-// if it does not return); a unit's controller that fails fails the term, as
-// any controller does.
-type servedUnits struct {
-	m      *Manager
-	log    logr.Logger
-	env    termEnv // the term's: its ctx ends when the controllers are told to stop
-	r      *runner // the term's
-	disc   discovery.DiscoveryInterface
-	newSet func() *informers.Set
-	leases []*leader.Term // the term's lease and its parent's: a lost one cuts a unit's stop
-	states []*state
+// servedView is what one term knows of the resources its WhenServed
+// controllers wait for (descriptor.Descriptor.WhenServed): the last answer
+// of discovery per group version.
+type servedView struct {
+	log  logr.Logger
+	disc discovery.DiscoveryInterface
+	meta metadata.Interface
+	gvs  []schema.GroupVersion // every group version the controllers name
 
-	mu      sync.Mutex
-	closed  bool // the term is stopping: no unit starts
-	running map[*state]*unit
-	// served is the last answer of discovery per group version: the
-	// resources it serves (none after a 404). A group version with no
-	// answer yet, or whose last request failed otherwise, keeps its
-	// previous answer: a flaky discovery request stops nothing.
+	mu sync.Mutex
+	// served holds, per group version, the resources discovery serves
+	// (none after a 404). A group version with no answer yet, or whose
+	// last request failed otherwise, keeps its previous answer: a flaky
+	// discovery request stops nothing.
 	served map[schema.GroupVersion]map[string]bool
 }
 
-// unit is one start of a WhenServed controller.
-type unit struct {
-	cancel context.CancelFunc
-	set    *informers.Set
-	done   chan struct{} // closed once it stopped and its informers are shut down
-	// unserved, set (under servedUnits.mu) when discovery stopped it, is
-	// the phase's reason once it has stopped.
-	unserved string
-}
-
-func (m *Manager) newServedUnits(log logr.Logger, env termEnv, r *runner, newSet func() *informers.Set,
-	leases []*leader.Term, states []*state) *servedUnits {
-	return &servedUnits{m: m, log: log, env: env, r: r, disc: m.client.Discovery(), newSet: newSet,
-		leases: leases, states: states, running: map[*state]*unit{},
+func newServedView(log logr.Logger, disc discovery.DiscoveryInterface, meta metadata.Interface,
+	states []*state) *servedView {
+	v := &servedView{log: log, disc: disc, meta: meta,
 		served: map[schema.GroupVersion]map[string]bool{}}
-}
-
-// watch polls discovery and starts and stops the units until ctx ends.
-func (u *servedUnits) watch(ctx context.Context) {
-	var gvs []schema.GroupVersion
-	for _, s := range u.states {
+	for _, s := range states {
 		for _, gvr := range s.desc.Served() {
-			if gv := gvr.GroupVersion(); !slices.Contains(gvs, gv) {
-				gvs = append(gvs, gv)
+			if gv := gvr.GroupVersion(); !slices.Contains(v.gvs, gv) {
+				v.gvs = append(v.gvs, gv)
 			}
 		}
 	}
-	kick := make(chan struct{}, 1)
-	var watches sync.WaitGroup
-	defer watches.Wait()
-	u.watchDefinitions(ctx, &watches, kick)
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-kick:
-			t.Stop()
-		}
-		for _, gv := range gvs {
-			u.poll(ctx, gv)
-		}
-		u.reconcile(ctx)
-		t.Reset(servedPollPeriod)
+	return v
+}
+
+// refresh asks discovery about every group version.
+func (v *servedView) refresh(ctx context.Context) {
+	for _, gv := range v.gvs {
+		v.poll(ctx, gv)
 	}
+}
+
+// missing lists s's resources discovery does not serve (or has not
+// answered for yet).
+func (v *servedView) missing(s *state) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []string
+	for _, gvr := range s.desc.Served() {
+		if !v.served[gvr.GroupVersion()][gvr.Resource] {
+			out = append(out, gvr.String())
+		}
+	}
+	return out
 }
 
 // definitionResources are what makes a resource served: a change to one
@@ -117,7 +92,7 @@ var definitionResources = []schema.GroupVersionResource{
 // so that a controller starts moments after its CRD is established rather
 // than at the next poll. It is best effort: without the RBAC to list one
 // of them (a single request tells), the units rely on polling alone.
-func (u *servedUnits) watchDefinitions(ctx context.Context, wg *sync.WaitGroup, kick chan struct{}) {
+func (v *servedView) watchDefinitions(ctx context.Context, wg *sync.WaitGroup, kick chan struct{}) {
 	poke := func(any) {
 		select {
 		case kick <- struct{}{}:
@@ -125,12 +100,13 @@ func (u *servedUnits) watchDefinitions(ctx context.Context, wg *sync.WaitGroup, 
 		}
 	}
 	for _, gvr := range definitionResources {
-		if _, err := u.m.metaClient.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-			u.log.V(1).Info("Not watching; WhenServed controllers rely on polling discovery",
+		if _, err := v.meta.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			v.log.V(1).Info("Not watching; WhenServed controllers rely on polling discovery",
 				"resource", gvr.String(), "err", err.Error())
 			continue
 		}
-		inf := metadatainformer.NewFilteredMetadataInformer(u.m.metaClient, gvr, "", 0, cache.Indexers{}, nil).Informer()
+		inf := metadatainformer.NewFilteredMetadataInformer(v.meta, gvr, "", 0,
+			cache.Indexers{}, nil).Informer()
 		_ = inf.SetTransform(informers.StripManagedFields)
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    poke,
@@ -144,13 +120,14 @@ func (u *servedUnits) watchDefinitions(ctx context.Context, wg *sync.WaitGroup, 
 }
 
 // poll asks discovery for gv's resources.
-func (u *servedUnits) poll(ctx context.Context, gv schema.GroupVersion) {
-	list, err := resourcesOf(ctx, u.disc, gv)
+func (v *servedView) poll(ctx context.Context, gv schema.GroupVersion) {
+	list, err := resourcesOf(ctx, v.disc, gv)
 	served := map[string]bool{}
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		u.log.V(2).Info("Discovery failed; keeping the last answer", "groupVersion", gv.String(), "err", err.Error())
+		v.log.V(2).Info("Discovery failed; keeping the last answer", "groupVersion", gv.String(),
+			"err", err.Error())
 		return
 	default:
 		for _, r := range list.APIResources {
@@ -159,9 +136,9 @@ func (u *servedUnits) poll(ctx context.Context, gv schema.GroupVersion) {
 			}
 		}
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.served[gv] = served
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.served[gv] = served
 }
 
 // resourcesOf is discovery's ServerResourcesForGroupVersion bounded by
@@ -187,156 +164,4 @@ func resourcesOf(ctx context.Context, disc discovery.DiscoveryInterface,
 		return nil, fmt.Errorf("discovery of %s: %w", gv, err)
 	}
 	return list, nil
-}
-
-// missing lists s's resources discovery does not serve (or has not
-// answered for yet).
-func (u *servedUnits) missing(s *state) []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	var out []string
-	for _, gvr := range s.desc.Served() {
-		if !u.served[gvr.GroupVersion()][gvr.Resource] {
-			out = append(out, gvr.String())
-		}
-	}
-	return out
-}
-
-// reconcile starts every unit whose resources are served and stops every
-// one whose resources are not.
-func (u *servedUnits) reconcile(ctx context.Context) {
-	for _, s := range u.states {
-		missing := u.missing(s)
-		u.mu.Lock()
-		un := u.running[s]
-		if un != nil {
-			select {
-			case <-un.done:
-				// It stopped (its resources went, or it failed): a new
-				// unit may start.
-				delete(u.running, s)
-				un = nil
-			default:
-			}
-		}
-		u.mu.Unlock()
-		name := s.desc.Name()
-		switch {
-		case ctx.Err() != nil:
-			return
-		case len(missing) == 0 && un == nil:
-			u.log.Info("Starting controller: the resources it waits for are served", "controller", name,
-				"resources", s.desc.Served())
-			u.start(s)
-		case len(missing) > 0 && un != nil:
-			u.log.Info("Stopping controller: a resource it needs is no longer served", "controller", name,
-				"missing", missing)
-			u.mu.Lock()
-			un.unserved = "not served: " + strings.Join(missing, ", ")
-			u.mu.Unlock()
-			un.cancel()
-		case len(missing) > 0:
-			s.unserved("not served: " + strings.Join(missing, ", "))
-		}
-	}
-}
-
-// close keeps any unit from starting: the term is stopping, and its
-// runner takes no new goroutine once it waits for them.
-func (u *servedUnits) close() {
-	if u == nil {
-		return
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.closed = true
-}
-
-// start builds and runs s as a new unit, unless the term is stopping.
-func (u *servedUnits) start(s *state) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.closed {
-		return
-	}
-	uctx, cancel := context.WithCancel(u.env.ctx)
-	un := &unit{cancel: cancel, set: u.newSet(), done: make(chan struct{})}
-	u.running[s] = un
-	name := s.desc.Name()
-	u.r.Go(name+" (served)", func() {
-		defer close(un.done)
-		defer cancel()
-		log := u.log.WithValues("controller", name)
-		env := u.env
-		env.ctx, env.set, env.started = uctx, un.set, make(chan struct{})
-		env.events = &termEvents{m: u.m, log: u.log, gate: u.env.gate}
-		ur := newRunner(uctx, u.log, u.m)
-		c, err := u.m.build(uctx, u.log, s, env, ur)
-		switch {
-		case errors.Is(err, errStopping):
-		case err != nil:
-			u.r.Fail(err)
-		case c != nil:
-			un.set.Start(uctx.Done())
-			close(env.started)
-			ur.startNow(s, c)
-		}
-		select {
-		case <-env.started:
-		default:
-			close(env.started)
-		}
-		select {
-		case <-uctx.Done():
-		case <-ur.Failed():
-			u.r.Fail(ur.Err())
-		}
-		cancel()
-		stop := stopDeadline(u.m.opts.LeaderElection.Clock, u.m.opts.ControllerShutdownTimeout, log, u.leases...)
-		if stuck := ur.wait(stop); len(stuck) > 0 {
-			// It may still act: the term ends, and names this unit among
-			// its stragglers while it waits for it.
-			err := fmt.Errorf("controller %q: %w: still running after %s: %v", name, ErrShutdownTimeout,
-				stop.Limit(), stuck)
-			s.fail(err)
-			u.r.Fail(err)
-			<-ur.Idle()
-		}
-		flush, cancelFlush := context.WithTimeout(context.WithoutCancel(u.env.ctx), eventFlushTimeout)
-		env.events.stop(flush)
-		cancelFlush()
-		un.set.Shutdown()
-		s.setController(nil)
-		u.env.queues.forget(name)
-		// Forgotten at once, so that its caches can be freed.
-		u.mu.Lock()
-		if u.running[s] == un {
-			delete(u.running, s)
-		}
-		reason := un.unserved
-		u.mu.Unlock()
-		if reason != "" {
-			s.unserved(reason)
-		}
-		log.Info("Controller stopped; its informers are shut down")
-	})
-}
-
-// sets returns the informer sets of the units running now.
-func (u *servedUnits) sets() []*informers.Set {
-	if u == nil {
-		return nil
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	out := make([]*informers.Set, 0, len(u.running))
-	for _, un := range u.running {
-		select {
-		case <-un.done:
-		default:
-			out = append(out, un.set)
-		}
-	}
-	return out
 }

@@ -18,7 +18,9 @@ import (
 	"github.com/ctrlhost/ctrlhost/managertest"
 )
 
-var widgetsGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+var widgetsGVR = schema.GroupVersionResource{
+	Group: "example.com", Version: "v1", Resource: "widgets",
+}
 
 func widget(name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
@@ -38,7 +40,7 @@ type servedRecorder struct {
 }
 
 func (r *servedRecorder) descriptor() descriptor.Descriptor {
-	return descriptor.New("widget-controller", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	init := func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		inf := cc.DynamicInformerFactory.ForResource(widgetsGVR).Informer()
 		r.mu.Lock()
 		r.informers = append(r.informers, inf)
@@ -54,7 +56,8 @@ func (r *servedRecorder) descriptor() descriptor.Descriptor {
 			<-ctx.Done()
 			return nil
 		}), nil
-	}).WhenServed(widgetsGVR)
+	}
+	return descriptor.New("widget-controller", init).WhenServed(widgetsGVR)
 }
 
 func (r *servedRecorder) saw(name string, times int) func() bool {
@@ -85,7 +88,8 @@ func TestWhenServedControllerFollowsItsResource(t *testing.T) {
 		t.Errorf("unserved reason = %q, want %q", st.Reason, want)
 	}
 	h.WaitHealthy("/readyz")
-	if _, body := h.Get("/readyz?verbose"); !strings.Contains(body, "widget-controller ok: not served: ") {
+	_, body := h.Get("/readyz?verbose")
+	if !strings.Contains(body, "widget-controller ok: not served: ") {
 		t.Errorf("/readyz?verbose does not say what the controller waits for:\n%s", body)
 	}
 
@@ -112,7 +116,7 @@ func TestWhenServedControllerFollowsItsResource(t *testing.T) {
 	if st, _ := h.Manager.Status("widget-controller"); st.Starts != 2 {
 		t.Errorf("Starts = %d, want 2", st.Starts)
 	}
-	if rec.informer(1) == rec.informer(0) {
+	if sameCache(rec.informer(1), rec.informer(0)) {
 		t.Error("the second start reused the stopped informer")
 	}
 	if err := h.Stop(); err != nil {
@@ -125,11 +129,13 @@ func TestWhenServedControllerFollowsItsResource(t *testing.T) {
 
 // StartFirst cannot wait for its resources: Build says so.
 func TestWhenServedStartFirstRejected(t *testing.T) {
-	d := descriptor.New("first", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+	noop := func(context.Context, descriptor.Context) (descriptor.Controller, error) {
 		return nil, nil
-	}).StartFirst().WhenServed(widgetsGVR)
+	}
+	d := descriptor.New("first", noop).StartFirst().WhenServed(widgetsGVR)
 	_, err := manager.NewBuilder("test").Register(d).Build()
-	if err == nil || !strings.Contains(err.Error(), "WhenServed and StartFirst exclude each other") {
+	const want = "WhenServed and StartFirst exclude each other"
+	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Build error = %v, want one naming WhenServed and StartFirst", err)
 	}
 }
@@ -143,14 +149,15 @@ func BenchmarkServedUnitFreesItsCache(b *testing.B) {
 	const objects = 10000
 	flags := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "flags"}
 	var inf atomic.Pointer[cache.SharedIndexInformer]
-	d := descriptor.New("widget-cache", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	init := func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		i := cc.DynamicInformerFactory.ForResource(widgetsGVR).Informer()
 		inf.Store(&i)
 		return descriptor.ControllerFunc(func(ctx context.Context) error {
 			<-ctx.Done()
 			return nil
 		}), nil
-	}).WhenServed(widgetsGVR, flags)
+	}
+	d := descriptor.New("widget-cache", init).WhenServed(widgetsGVR, flags)
 	heap := func() float64 {
 		runtime.GC()
 		runtime.GC()
@@ -164,7 +171,9 @@ func BenchmarkServedUnitFreesItsCache(b *testing.B) {
 		for i := range objects {
 			w := widget(fmt.Sprintf("w-%05d", i))
 			w.SetLabels(map[string]string{"app": "bench", "shard": fmt.Sprint(i % 16)})
-			if err := unstructured.SetNestedField(w.Object, strings.Repeat("x", 200), "spec", "payload"); err != nil {
+			payload := strings.Repeat("x", 200)
+			err := unstructured.SetNestedField(w.Object, payload, "spec", "payload")
+			if err != nil {
 				b.Fatal(err)
 			}
 			if err := h.API.Create(w); err != nil {

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -16,7 +17,8 @@ type Phase string
 
 // The phases, in the order a controller goes through them.
 const (
-	// PhaseDisabled: --controllers does not select it.
+	// PhaseDisabled: --controllers (or Manager.SetControllers) does not
+	// select it.
 	PhaseDisabled Phase = "disabled"
 	// PhaseSkipped: selected, but a feature gate is off or it is a cloud
 	// loop while cloud loops are not included.
@@ -73,6 +75,14 @@ type state struct {
 	// instance each, with a state of its own in slots); nil unless sharded.
 	group *shardgroup.Group
 
+	// enabled is the runtime selection (--controllers, then
+	// SetControllers); a term runs the controller only while it is set.
+	enabled atomic.Bool
+	// fixed, if set, says why SetControllers cannot change enabled: the
+	// controller is in no lock group's plan (skipped, sharded while
+	// disabled, migrated without the migration lock).
+	fixed string
+
 	mu     sync.Mutex
 	status ControllerStatus
 	ctrl   descriptor.Controller // set while built in the current term
@@ -80,7 +90,13 @@ type state struct {
 }
 
 func newState(d descriptor.Descriptor, p Phase, reason string) *state {
-	return &state{desc: d, status: ControllerStatus{Name: d.Name(), Phase: p, Reason: reason, Since: time.Now()}}
+	s := &state{desc: d,
+		status: ControllerStatus{Name: d.Name(), Phase: p, Reason: reason, Since: time.Now()}}
+	s.enabled.Store(p != PhaseDisabled && p != PhaseSkipped)
+	if p == PhaseSkipped {
+		s.fixed = reason
+	}
+	return s
 }
 
 func (s *state) set(p Phase, err error) {
@@ -118,8 +134,8 @@ func (s *state) snapshot() (ControllerStatus, descriptor.Controller) {
 	// controller shown (for its debug handler) is the lowest slot's.
 	st, c := s.status, descriptor.Controller(nil)
 	rank := func(p Phase) int {
-		return slices.Index([]Phase{PhaseFailed, PhaseWaiting, PhaseUnserved, PhaseInitializing, PhaseStarting,
-			PhaseRunning,
+		return slices.Index([]Phase{PhaseFailed, PhaseWaiting, PhaseUnserved, PhaseInitializing,
+			PhaseStarting, PhaseRunning,
 			PhaseNotStarted, PhaseFinished, PhaseStopped}, p)
 	}
 	best := -1
@@ -182,10 +198,34 @@ func (s *state) slotStates() map[int]*state {
 func (s *state) unserved(reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.status.Phase == PhaseFailed || (s.status.Phase == PhaseUnserved && s.status.Reason == reason) {
+	switch {
+	case s.status.Phase == PhaseFailed:
+		return
+	case s.status.Phase == PhaseUnserved && s.status.Reason == reason:
 		return
 	}
 	s.status.Phase, s.status.Reason, s.status.Since = PhaseUnserved, reason, time.Now()
+}
+
+// disable records that the controller is not selected (SetControllers),
+// unless it failed; a controller disabled already keeps its reason.
+func (s *state) disable() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status.Phase == PhaseFailed || s.status.Phase == PhaseDisabled {
+		return
+	}
+	s.status.Phase, s.status.Reason, s.status.Since = PhaseDisabled, disabledAtRuntime, time.Now()
+}
+
+// reenable records that a disabled controller is selected again: it
+// waits for a term to start it.
+func (s *state) reenable() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status.Phase == PhaseDisabled {
+		s.status.Phase, s.status.Reason, s.status.Since = PhaseWaiting, "", time.Now()
+	}
 }
 
 // skip marks a selected controller as skipped, before any term.

@@ -32,8 +32,8 @@ const restMapperResetPeriod = 30 * time.Second
 type term struct {
 	name  string
 	set   *informers.Set
-	slot  bool         // a slot term of a shard group
-	units *servedUnits // nil: the term runs no WhenServed controller
+	slot  bool // a slot term of a shard group
+	units *termUnits
 }
 
 // ErrControllerFailed is wrapped by the error Run returns when a controller's
@@ -127,7 +127,8 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		if spec.slot != nil {
 			client, dyn = spec.slot.client, spec.slot.dynamic
 		}
-		return informers.New(client, m.metaClient, informers.Options{Resync: m.resyncPeriod(), Dynamic: dyn})
+		opts := informers.Options{Resync: m.resyncPeriod(), Dynamic: dyn}
+		return informers.New(client, m.metaClient, opts)
 	}
 	if spec.warm != nil {
 		env.set = spec.warm.Set()
@@ -141,15 +142,18 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	env.queues = newTermQueues(spec.states)
 	r := newRunner(ctrlCtx, log, m)
 	t := &term{name: spec.name, set: env.set, slot: spec.slot != nil}
-	var served []*state
+	// The term builds the controllers selected now, WhenServed ones
+	// excepted; t.units starts and stops the others, and these, as the
+	// selection and discovery change.
+	static := spec
+	static.states = nil
 	for _, s := range spec.states {
-		if len(s.desc.Served()) > 0 {
-			served = append(served, s)
+		if s.enabled.Load() && len(s.desc.Served()) == 0 {
+			static.states = append(static.states, s)
 		}
 	}
-	if len(served) > 0 {
-		t.units = m.newServedUnits(log, env, r, newSet, []*leader.Term{lease, spec.parent}, served)
-	}
+	leases := []*leader.Term{lease, spec.parent}
+	t.units = m.newTermUnits(log, env, r, newSet, leases, spec.states, static.states)
 	m.addTerm(t)
 	defer m.removeTerm(t)
 
@@ -160,7 +164,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	log.Info("Starting controllers", "count", len(spec.states), "warmCaches", spec.warm != nil)
 
 	var later []built
-	al, initErr := m.initAll(termCtx, log, spec, env, r, &later)
+	al, initErr := m.initAll(termCtx, log, static, env, r, &later)
 	if errors.Is(initErr, errStopping) {
 		log.Info("The term stopped before every controller was built; the rest are not built")
 		initErr = nil
@@ -172,9 +176,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 			r.start(b.s, b.c)
 		}
 		later = nil
-		if t.units != nil {
-			bg.Go(func() { t.units.watch(termCtx) })
-		}
+		bg.Go(func() { t.units.watch(termCtx) })
 		select {
 		case <-termCtx.Done():
 		case <-r.Failed():
@@ -212,6 +214,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	env.events.stop(flush)
 	cancelFlush()
 	bg.Wait()
+	t.units.waitCleanups()
 	if spec.warm != nil {
 		spec.warm.Stop()
 	} else {
@@ -230,7 +233,8 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		stuckErr = fmt.Errorf("%w: still running after %s: %v (%w)", ErrShutdownTimeout, stop.Limit(), stuck, leader.ErrTermStillRunning)
 		log.Error(stuckErr, "Abandoning controllers")
 		for _, st := range spec.states {
-			if slices.ContainsFunc([]string{"", " (InitFunc)", " (served)"}, func(suffix string) bool {
+			suffixes := []string{"", " (InitFunc)", " (unit)", " (stopping)"}
+			if slices.ContainsFunc(suffixes, func(suffix string) bool {
 				return slices.Contains(stuck, st.desc.Name()+suffix)
 			}) {
 				st.fail(fmt.Errorf("controller %q: %w", st.desc.Name(), stuckErr))
@@ -297,8 +301,8 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 	var al *alongsideRun
 	for _, first := range []bool{true, false} {
 		for _, s := range spec.states {
-			if s.desc.IsStartFirst() != first || len(s.desc.Served()) > 0 {
-				continue // WhenServed controllers start on their own (servedUnits)
+			if s.desc.IsStartFirst() != first {
+				continue
 			}
 			if ctx.Err() != nil {
 				return al, errStopping
@@ -392,7 +396,7 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 			}
 			if c != nil {
 				// Let it release what it holds.
-				r.run(name, c)
+				r.run(r.ctx, name, c)
 			}
 		}
 	})

@@ -16,17 +16,17 @@ import (
 // off or nothing is declared. Exactly one term adopts the set (runTerm
 // runs on it and stops it); a set no term adopted is stopped when the
 // campaign ends. No controller is built for it: nothing is written.
-// WhenServed controllers are left out: they build informers of their own
-// when their resources are served.
+// WhenServed controllers and those not selected now are left out: they
+// build informers of their own when they start.
 func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string) *informers.Warm {
 	if !m.opts.WarmStandby {
 		return nil
 	}
 	var declared []informers.Declared
 	for _, s := range states {
-		if len(s.desc.Served()) > 0 {
-			// Its resources may not be served: it builds its informers
-			// when they are (servedUnits), on the leader only.
+		if len(s.desc.Served()) > 0 || !s.enabled.Load() {
+			// Its resources may not be served, or it is not selected: it
+			// builds informers of its own when it starts (termUnits).
 			continue
 		}
 		for _, gvr := range s.desc.Informers() {

@@ -38,8 +38,8 @@ func TestLayering(t *testing.T) {
 	if len(deps) < 20 {
 		t.Fatalf("go list found %d packages; the module has more", len(deps))
 	}
-	core := []string{"descriptor", "leader", "informers", "fence", "shard", "workloop", "healthz", "serving",
-		"logging", "internal"}
+	core := []string{"descriptor", "leader", "informers", "fence", "shard", "workloop",
+		"healthz", "serving", "logging", "internal"}
 	// The rooms that stand alone: they import nothing of ctrlhost.
 	alone := []string{"healthz", "informers", "fence"}
 	isCore := func(pkg string) bool {
@@ -50,12 +50,14 @@ func TestLayering(t *testing.T) {
 			switch {
 			case slices.Contains(alone, pkg):
 				t.Errorf("%s imports %s: it imports nothing of ctrlhost", pkg, d)
-			case isCore(pkg) && (under(d, "manager") || under(d, "managertest") || under(d, "controllers")):
-				t.Errorf("%s (a core package) imports %s: nothing in the core imports the manager or the built-ins",
-					pkg, d)
+			case isCore(pkg) && (under(d, "manager") || under(d, "managertest") ||
+				under(d, "controllers")):
+				t.Errorf("%s (a core package) imports %s: nothing in the core imports "+
+					"the manager or the built-ins", pkg, d)
 			case under(pkg, "controllers") && pkg != "controllers/internal/controllertest" &&
 				(under(d, "manager") || under(d, "managertest")):
-				t.Errorf("%s imports %s: a built-in controller needs only the kit, never the host", pkg, d)
+				t.Errorf("%s imports %s: a built-in controller needs only the kit, "+
+					"never the host", pkg, d)
 			case d == "controllers/internal/controllertest" && pkg != d:
 				t.Errorf("%s imports %s outside its tests: it is a test kit", pkg, d)
 			case under(d, "test") && !under(pkg, "test"):

@@ -20,7 +20,9 @@ import (
 	"github.com/ctrlhost/ctrlhost/manager"
 )
 
-var gizmos = schema.GroupVersionResource{Group: "served.ctrlhost.io", Version: "v1", Resource: "gizmos"}
+var gizmos = schema.GroupVersionResource{
+	Group: "served.ctrlhost.io", Version: "v1", Resource: "gizmos",
+}
 
 const gizmoCRDName = "gizmos.served.ctrlhost.io"
 
@@ -30,7 +32,9 @@ func gizmoCRD() map[string]any {
 		"spec": map[string]any{
 			"group": gizmos.Group,
 			"scope": "Namespaced",
-			"names": map[string]any{"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
+			"names": map[string]any{
+				"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList",
+			},
 			"versions": []any{map[string]any{
 				"name": "v1", "served": true, "storage": true,
 				"schema": map[string]any{"openAPIV3Schema": map[string]any{
@@ -49,7 +53,7 @@ type gizmoMirror struct {
 }
 
 func (g *gizmoMirror) descriptor() descriptor.Descriptor {
-	return descriptor.New("gizmo-mirror", func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	init := func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		client, err := cc.ClientBuilder.Client("gizmo-mirror")
 		if err != nil {
 			return nil, err
@@ -70,15 +74,18 @@ func (g *gizmoMirror) descriptor() descriptor.Descriptor {
 				case <-ctx.Done():
 					return nil
 				case u := <-added:
-					cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "gizmo-" + u.GetName(), Namespace: u.GetNamespace()}}
-					if _, err := client.CoreV1().ConfigMaps(u.GetNamespace()).Create(ctx, cm, metav1.CreateOptions{}); err != nil &&
-						!apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
+					cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+						Name: "gizmo-" + u.GetName(), Namespace: u.GetNamespace()}}
+					cms := client.CoreV1().ConfigMaps(u.GetNamespace())
+					_, err := cms.Create(ctx, cm, metav1.CreateOptions{})
+					if err != nil && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
 						return err
 					}
 				}
 			}
 		}), nil
-	}).WhenServed(gizmos)
+	}
+	return descriptor.New("gizmo-mirror", init).WhenServed(gizmos)
 }
 
 func (g *gizmoMirror) informer(i int) cache.SharedIndexInformer {
@@ -102,7 +109,8 @@ func TestWhenServedFollowsTheCRD(t *testing.T) {
 	}
 	ns := namespace(t, cs)
 	g := &gizmoMirror{}
-	m, err := manager.NewBuilder("served-it").WithRESTConfig(env.Config()).Register(g.descriptor()).Build()
+	m, err := manager.NewBuilder("served-it").WithRESTConfig(env.Config()).
+		Register(g.descriptor()).Build()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +134,8 @@ func TestWhenServedFollowsTheCRD(t *testing.T) {
 		u.SetAPIVersion("served.ctrlhost.io/v1")
 		u.SetKind("Gizmo")
 		u.SetName(name)
-		if _, err := dyn.Resource(gizmos).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
+		_, err := dyn.Resource(gizmos).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
+		if err != nil {
 			t.Fatalf("creating gizmo %s: %v", name, err)
 		}
 	}
@@ -139,7 +148,8 @@ func TestWhenServedFollowsTheCRD(t *testing.T) {
 		established := time.Now()
 		createGizmo(name)
 		eventually(t, "the controller mirrors gizmo "+name, mirrored(name))
-		t.Logf("round %d: from the CRD established (and discoverable) to the controller's first write: %v",
+		t.Logf("round %d: from the CRD established (and discoverable) "+
+			"to the controller's first write: %v",
 			round+1, time.Since(established).Round(time.Millisecond))
 
 		if err := env.UninstallCRDs(t.Context(), gizmoCRDName); err != nil {

@@ -33,6 +33,16 @@ type Config struct {
 	// or not, then installed and removed at these moments, in turn.
 	GadgetsAtStart bool
 	GadgetFlips    []time.Duration
+	// Toggles change every replica's selection (Manager.SetControllers,
+	// and the --controllers of replicas started later).
+	Toggles []Toggle
+}
+
+// Toggle is a change of selection: from At on, every controller runs but
+// those in Off.
+type Toggle struct {
+	At  time.Duration
+	Off []string
 }
 
 // StopKind is how a controller's Run stops.
@@ -157,8 +167,41 @@ func NewConfig(seed uint64) Config {
 	c.drawFaults(rng)
 	// Drawn from a stream of their own, so that what a seed drew before
 	// WhenServed existed stays as it was.
-	c.drawGadgets(rand.New(rand.NewPCG(seed, 0x9ad9e7)))
+	rng2 := rand.New(rand.NewPCG(seed, 0x9ad9e7))
+	c.drawGadgets(rng2)
+	c.drawToggles(rng2)
 	return c
+}
+
+// drawToggles, in one seed out of three, changes the selection at random
+// moments 2 to 10 s apart: each time every controller that may be toggled
+// (neither sharded nor migrated) is off with probability one half.
+func (c *Config) drawToggles(rng *rand.Rand) {
+	if rng.IntN(3) != 0 {
+		return
+	}
+	for at := time.Duration(0); ; {
+		at += time.Duration(2000+rng.IntN(8000)) * time.Millisecond
+		if at >= c.Duration-5*time.Second {
+			return
+		}
+		t := Toggle{At: at}
+		for _, s := range c.Controllers {
+			if !s.Sharded && !s.Migrated && rng.IntN(2) == 0 {
+				t.Off = append(t.Off, s.Name)
+			}
+		}
+		c.Toggles = append(c.Toggles, t)
+	}
+}
+
+// Selection is the --controllers list a toggle stands for.
+func (t Toggle) Selection() []string {
+	out := []string{"*"}
+	for _, name := range t.Off {
+		out = append(out, "-"+name)
+	}
+	return out
 }
 
 // drawGadgets makes some controllers WhenServed, in one seed out of three,
@@ -235,11 +278,16 @@ func (c Config) String() string {
 	fmt.Fprintf(&b, "\n  migration %v, sharding %v (%d slots), warm %v, credentials %v, start interval %v, shutdown %v",
 		c.Migration, c.Sharding, c.Slots, c.Warm, c.Credentials, c.StartInterval, c.ShutdownTimeout)
 	for _, s := range c.Controllers {
-		fmt.Fprintf(&b, "\n  %s: stop %d (%v), init %d (%v), migrated %v, sharded %v, served %v, period %v",
-			s.Name, s.Stop, s.StopTime, s.Init, s.InitTime, s.Migrated, s.Sharded, s.Served, s.Period)
+		fmt.Fprintf(&b, "\n  %s: stop %d (%v), init %d (%v), migrated %v, sharded %v, served %v, "+
+			"period %v", s.Name, s.Stop, s.StopTime, s.Init, s.InitTime, s.Migrated, s.Sharded,
+			s.Served, s.Period)
+	}
+	for _, t := range c.Toggles {
+		fmt.Fprintf(&b, "\n  at %v: controllers %v", t.At, t.Selection())
 	}
 	if len(c.GadgetFlips) > 0 || c.GadgetsAtStart {
-		fmt.Fprintf(&b, "\n  gadgets served at start %v, flipped at %v", c.GadgetsAtStart, c.GadgetFlips)
+		fmt.Fprintf(&b, "\n  gadgets served at start %v, flipped at %v",
+			c.GadgetsAtStart, c.GadgetFlips)
 	}
 	for _, f := range c.Faults {
 		fmt.Fprintf(&b, "\n  at %v: %s replica %d for %v (delay %v)", f.At, f.Kind, f.Replica, f.For, f.Delay)

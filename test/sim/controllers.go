@@ -25,7 +25,9 @@ import (
 var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
 // gadgetsGVR is the custom resource WhenServed controllers wait for.
-var gadgetsGVR = schema.GroupVersionResource{Group: "sim.ctrlhost.io", Version: "v1", Resource: "gadgets"}
+var gadgetsGVR = schema.GroupVersionResource{
+	Group: "sim.ctrlhost.io", Version: "v1", Resource: "gadgets",
+}
 
 // descriptor is the replica's copy of a simulated controller.
 func (r *replica) descriptor(s ControllerSpec) descriptor.Descriptor {

@@ -71,6 +71,7 @@ func (w *World) startReplica(i, gen int, migrationFile string) (*replica, error)
 		WarmStandby:                  cfg.Warm,
 		UseServiceAccountCredentials: cfg.Credentials,
 		Serving:                      serving.Options{SecurePort: serving.PortDisabled},
+		Controllers:                  w.currentSelection(),
 	}
 	if cfg.Sharding {
 		opts.Sharding = shard.Options{Enabled: true, Slots: cfg.Slots}

@@ -135,10 +135,15 @@ func (d *driver) loop() {
 	var lifts []lift
 	restarts := map[int]time.Time{}
 	flips, served := slices.Clone(cfg.GadgetFlips), cfg.GadgetsAtStart
+	toggles := slices.Clone(cfg.Toggles)
 	for now := time.Duration(0); now < cfg.Duration; now = d.w.since() {
 		for len(flips) > 0 && flips[0] <= now {
 			flips, served = flips[1:], !served
 			d.w.serveGadgets(served)
+		}
+		for len(toggles) > 0 && toggles[0].At <= now {
+			d.toggle(toggles[0].Selection())
+			toggles = toggles[1:]
 		}
 		for len(faults) > 0 && faults[0].At <= now {
 			f := faults[0]
@@ -194,6 +199,21 @@ func (d *driver) loop() {
 			_ = os.WriteFile(os.Getenv("SIM_DEBUG_STACKS_FILE"), buf[:runtime.Stack(buf, true)], 0o644)
 		}
 		time.Sleep(tick) // the simulation's own clock: fake time in the bubble
+	}
+}
+
+// toggle changes the selection of every replica that runs, and of those
+// started later. A change SetControllers refuses is a violation: the
+// toggles leave sharded and migrated controllers alone.
+func (d *driver) toggle(entries []string) {
+	d.w.setSelection(entries)
+	for _, r := range d.replicas {
+		if r.returned() {
+			continue
+		}
+		if err := r.m.SetControllers(entries); err != nil {
+			d.w.violate("%s: SetControllers(%q): %v", r.identity, entries, err)
+		}
 	}
 }
 

@@ -81,7 +81,8 @@ func TestSimulation(t *testing.T) {
 	started := time.Now()
 	var rejected, failed atomic.Int64
 	t.Cleanup(func() { // after the parallel subtests
-		fmt.Fprintf(os.Stderr, "sim: %d seeds from %d in %v: %d failed, %d with lease settings Build rejected\n",
+		fmt.Fprintf(os.Stderr,
+			"sim: %d seeds from %d in %v: %d failed, %d with lease settings Build rejected\n",
 			n, first, time.Since(started).Round(time.Millisecond), failed.Load(), rejected.Load())
 	})
 	for seed := first; seed < first+n; seed++ {
@@ -103,9 +104,10 @@ func TestSimulation(t *testing.T) {
 						// synctest panics when the run ends with goroutines
 						// blocked for good: a leak, reported with the seed.
 						if v := recover(); v != nil {
-							res.Violations = append(res.Violations, fmt.Sprintf("the run ended with goroutines "+
-								"blocked for good: %v\n(the stacks of every seed's bubble running then; "+
-								"replay the seed alone for its own)\n%s", v, bubbleStacks()))
+							msg := fmt.Sprintf("the run ended with goroutines blocked for good: "+
+								"%v\n(the stacks of every seed's bubble running then; "+
+								"replay the seed alone for its own)\n%s", v, bubbleStacks())
+							res.Violations = append(res.Violations, msg)
 						}
 					}()
 					synctest.Test(t, func(*testing.T) { res = Run(cfg, dir) })

@@ -61,6 +61,9 @@ type World struct {
 	// informers of Served controllers' runs that returned, with when:
 	// each must stop within informerStopBound.
 	returnedInformers []returnedInformer
+	// selection is the --controllers list in force (Config.Toggles); nil
+	// selects every controller.
+	selection []string
 }
 
 // returnedInformer is a Served controller's informer whose Run returned.
@@ -127,6 +130,21 @@ func newWorld(cfg Config) *World {
 		w.serveGadgets(true)
 	}
 	return w
+}
+
+// setSelection records the --controllers list in force.
+func (w *World) setSelection(entries []string) {
+	w.mu.Lock()
+	w.selection = slices.Clone(entries)
+	w.mu.Unlock()
+	w.tracef("controllers: %v", entries)
+}
+
+// currentSelection is the --controllers list in force (nil: every one).
+func (w *World) currentSelection() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.selection)
 }
 
 // serveGadgets installs or removes the gadgets resource, as a CRD's
@@ -357,8 +375,11 @@ func (w *World) toldToStop(in *instance) {
 func (w *World) started(key, replica string, fenced func() bool, idle bool) *instance {
 	in := &instance{replica: replica, start: time.Now(), fenced: fenced, idle: idle}
 	w.mu.Lock()
-	var others []*instance
+	var others, twins []*instance
 	for _, o := range w.instances[key] {
+		if o.end.IsZero() && o.replica == replica {
+			twins = append(twins, o)
+		}
 		if o.end.IsZero() && o.replica != replica {
 			if o.fenced() {
 				// A straggler whose writes are refused: allowed, if its
@@ -375,6 +396,10 @@ func (w *World) started(key, replica string, fenced func() bool, idle bool) *ins
 	for _, o := range others {
 		w.violate("overlap: %s started %s while %s's instance (since %v) was still running",
 			replica, key, o.replica, o.start.Sub(w.origin))
+	}
+	for _, o := range twins {
+		w.violate("overlap: %s started %s while its own instance (since %v) was still running",
+			replica, key, o.start.Sub(w.origin))
 	}
 	return in
 }
@@ -394,7 +419,8 @@ func (w *World) stopped(key string, in *instance) {
 func (w *World) mustStop(key, replica string, inf cache.SharedIndexInformer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.returnedInformers = append(w.returnedInformers, returnedInformer{key, replica, inf, time.Now()})
+	ri := returnedInformer{key, replica, inf, time.Now()}
+	w.returnedInformers = append(w.returnedInformers, ri)
 }
 
 // checkInformersLocked reports informers that outlived their controller; w.mu
@@ -405,8 +431,9 @@ func (w *World) checkInformersLocked() {
 		switch {
 		case ri.inf.IsStopped():
 		case time.Since(ri.at) > informerStopBound:
-			msg := fmt.Sprintf("%v: leak: %s's informer of gadgets on %s still runs %v after its Run returned",
-				w.since(), ri.key, ri.replica, time.Since(ri.at).Round(time.Millisecond))
+			msg := fmt.Sprintf("%v: leak: %s's informer of gadgets on %s still runs %v "+
+				"after its Run returned", w.since(), ri.key, ri.replica,
+				time.Since(ri.at).Round(time.Millisecond))
 			w.violations = append(w.violations, msg)
 			w.trace = append(w.trace, "VIOLATION "+msg)
 		default:

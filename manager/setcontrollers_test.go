@@ -1,0 +1,215 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/managertest"
+)
+
+// toggled records, per controller, the informers each build made and how
+// many of its Runs are running.
+type toggled struct {
+	mu        sync.Mutex
+	informers map[string][]cache.SharedIndexInformer
+	running   map[string]int
+}
+
+func newToggled() *toggled {
+	return &toggled{informers: map[string][]cache.SharedIndexInformer{}, running: map[string]int{}}
+}
+
+func (tg *toggled) descriptor(name string) descriptor.Descriptor {
+	init := func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		inf := cc.InformerFactory.Core().V1().ConfigMaps().Informer()
+		tg.mu.Lock()
+		tg.informers[name] = append(tg.informers[name], inf)
+		tg.mu.Unlock()
+		return descriptor.ControllerFunc(func(ctx context.Context) error {
+			tg.mu.Lock()
+			tg.running[name]++
+			tg.mu.Unlock()
+			<-ctx.Done()
+			tg.mu.Lock()
+			tg.running[name]--
+			tg.mu.Unlock()
+			return nil
+		}), nil
+	}
+	return descriptor.New(name, init)
+}
+
+// sameCache reports whether two informers are one shared informer: client-go
+// wraps it anew at every Informer() call, around one cache.
+func sameCache(a, b cache.SharedIndexInformer) bool {
+	return a != nil && b != nil && a.GetIndexer() == b.GetIndexer()
+}
+
+func (tg *toggled) runs(name string) int {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return tg.running[name]
+}
+
+func (tg *toggled) informer(name string, i int) cache.SharedIndexInformer {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	if i >= len(tg.informers[name]) {
+		return nil
+	}
+	return tg.informers[name][i]
+}
+
+// SetControllers turns controllers on and off in the running term, with
+// --controllers' rules: one enabled at runtime runs over informers of its
+// own, shut down when it is disabled again; one the term built at its start
+// is stopped alone, the others untouched.
+func TestSetControllersAtRuntime(t *testing.T) {
+	tg := newToggled()
+	h := managertest.New(t, "test", []descriptor.Descriptor{
+		tg.descriptor("a-controller"), tg.descriptor("b-controller"),
+		tg.descriptor("c-controller").DisabledByDefault(),
+	})
+	h.Options.Controllers = []string{"a-controller", "c-controller"}
+	h.Start()
+	h.WaitRunning("a-controller", "c-controller")
+	st := h.WaitFor("b-controller", manager.PhaseDisabled)
+	if st.Reason != "not selected by --controllers" {
+		t.Errorf("b-controller's reason = %q", st.Reason)
+	}
+	h.WaitHealthy("/readyz")
+
+	// b on: it runs, on informers of its own.
+	if err := h.Manager.SetControllers([]string{"*"}); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitRunning("b-controller")
+	if st, _ := h.Manager.Status("c-controller"); st.Phase != manager.PhaseDisabled {
+		// "*" does not select a DisabledByDefault controller.
+		t.Errorf("c-controller after \"*\": phase %q, want disabled", st.Phase)
+	}
+	bInf := tg.informer("b-controller", 0)
+	if bInf == nil || sameCache(bInf, tg.informer("a-controller", 0)) {
+		t.Fatal("b-controller shares a-controller's informer; " +
+			"a controller started at runtime gets its own")
+	}
+	h.WaitHealthy("/readyz")
+
+	// a off (the term's own), b off (a unit): each stops alone.
+	off := []string{"c-controller", "-a-controller", "-b-controller"}
+	if err := h.Manager.SetControllers(off); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a-controller", "b-controller"} {
+		st := h.WaitFor(name, manager.PhaseDisabled)
+		if !strings.Contains(st.Reason, "SetControllers") {
+			t.Errorf("%s's reason = %q, want one naming SetControllers", name, st.Reason)
+		}
+		if n := tg.runs(name); n != 0 {
+			t.Errorf("%s is disabled with %d Runs running", name, n)
+		}
+	}
+	if !bInf.IsStopped() {
+		t.Error("b-controller is disabled, but its informer runs")
+	}
+	if tg.informer("a-controller", 0).IsStopped() {
+		t.Error("a-controller's informer, the term's, was stopped: c-controller shares it")
+	}
+	if tg.runs("c-controller") != 1 {
+		t.Error("c-controller was disturbed")
+	}
+	h.WaitHealthy("/readyz")
+
+	// a on again: a unit now, the term's own having stopped.
+	if err := h.Manager.SetControllers([]string{"a-controller", "c-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitRunning("a-controller")
+	if st, _ := h.Manager.Status("a-controller"); st.Starts != 2 {
+		t.Errorf("a-controller Starts = %d, want 2", st.Starts)
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A change SetControllers cannot make changes nothing and says why.
+func TestSetControllersRejects(t *testing.T) {
+	noop := func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+		return nil, nil
+	}
+	first := descriptor.New("first-controller", noop).StartFirst()
+	tg := newToggled()
+	ds := []descriptor.Descriptor{first, tg.descriptor("a-controller")}
+	h := managertest.New(t, "test", ds).Start()
+	h.WaitRunning("a-controller")
+	for _, tc := range []struct {
+		entries []string
+		want    string
+		is      error
+	}{
+		{[]string{"nope"}, `"nope" is not a known controller`, manager.ErrUnknownController},
+		{[]string{"-first-controller", "-a-controller"},
+			`controller "first-controller" cannot be disabled at runtime: it is StartFirst`, nil},
+		{[]string{""}, "entry #1 is empty", nil},
+	} {
+		err := h.Manager.SetControllers(tc.entries)
+		if err == nil || !strings.Contains(err.Error(), tc.want) ||
+			(tc.is != nil && !errors.Is(err, tc.is)) {
+			t.Errorf("SetControllers(%q) = %v, want an error containing %q",
+				tc.entries, err, tc.want)
+		}
+	}
+	if st, _ := h.Manager.Status("a-controller"); st.Phase != manager.PhaseRunning {
+		t.Errorf("a refused change changed a-controller: phase %q", st.Phase)
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A term that starts after a change starts from the current selection:
+// the follower, told before it leads, builds b-controller with the term.
+func TestSetControllersNextTerm(t *testing.T) {
+	tg := newToggled()
+	ds := func() []descriptor.Descriptor {
+		return []descriptor.Descriptor{tg.descriptor("a-controller"), tg.descriptor("b-controller")}
+	}
+	leader := managertest.New(t, "test", ds())
+	leader.Options = fastElection("leader")
+	leader.Options.Controllers = []string{"a-controller"}
+	leader.Start()
+	leader.WaitRunning("a-controller")
+	follower := managertest.New(t, "test", ds()).Share(leader)
+	follower.Options = fastElection("follower")
+	follower.Options.Controllers = []string{"a-controller"}
+	follower.Start()
+	managertest.Eventually(t, "the follower knows the leader", func() bool {
+		l, _ := follower.Manager.Leader()
+		return l == "leader"
+	})
+	if err := follower.Manager.SetControllers([]string{"*"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := follower.Manager.Status("b-controller"); st.Phase != manager.PhaseWaiting {
+		t.Errorf("b-controller on the follower: phase %q, want waiting", st.Phase)
+	}
+	if err := leader.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	follower.WaitRunning("a-controller", "b-controller")
+	if !sameCache(tg.informer("a-controller", 1), tg.informer("b-controller", 0)) {
+		t.Error("the new term built b-controller apart from a-controller; " +
+			"it should share the term's informers")
+	}
+	if err := follower.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}

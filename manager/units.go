@@ -1,0 +1,327 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/ctrlhost/ctrlhost/informers"
+	"github.com/ctrlhost/ctrlhost/internal/supervisor"
+	"github.com/ctrlhost/ctrlhost/leader"
+)
+
+// termUnits starts and stops one term's controllers while the term runs:
+// WhenServed controllers as discovery serves and removes their resources,
+// and any controller as SetControllers enables and disables it.
+//
+// The controllers the term built at its start (selected then, and not
+// WhenServed) run on the term's informers; one of them that is disabled is
+// told to stop alone and waited for within the term's stop bound. Every
+// other start is a unit: the controller built over an informer set of its
+// own, started with it and shut down with it, so that its handlers go and
+// its caches are freed when it stops. A unit's goroutine runs on the term's
+// runner, so the term's stop waits for it (and names it if it does not
+// return); a unit's controller that fails fails the term, as any controller
+// does.
+type termUnits struct {
+	m      *Manager
+	log    logr.Logger
+	env    termEnv // the term's: its ctx ends when the controllers are told to stop
+	r      *runner // the term's
+	newSet func() *informers.Set
+	leases []*leader.Term // the term's lease and its parent's: a lost one cuts a stop
+	states []*state       // every controller of the term
+	served *servedView
+	kick   chan struct{} // a change of selection: reconcile now
+	// cleanups are the shutdowns of stopped controllers' informers.
+	cleanups sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool             // the term is stopping: nothing starts
+	static  map[*state]bool  // built by the term at its start, and not stopped since
+	running map[*state]*unit // started or stopping units, and static ones stopping
+}
+
+// unit is one start of a controller outside the term's first build, or
+// the stop of one of the term's own.
+type unit struct {
+	cancel context.CancelFunc
+	set    *informers.Set // nil for the stop of a static controller
+	done   chan struct{}  // closed once it stopped and its informers are shut down
+	// why, set (under termUnits.mu) when it is told to stop for a reason
+	// of its own, becomes its phase (and Reason) once it has stopped.
+	why struct {
+		phase  Phase
+		reason string
+	}
+}
+
+func (m *Manager) newTermUnits(log logr.Logger, env termEnv, r *runner,
+	newSet func() *informers.Set, leases []*leader.Term, states, static []*state) *termUnits {
+	u := &termUnits{m: m, log: log, env: env, r: r, newSet: newSet, leases: leases, states: states,
+		served: newServedView(log, m.client.Discovery(), m.metaClient, states),
+		kick:   make(chan struct{}, 1), static: map[*state]bool{}, running: map[*state]*unit{}}
+	for _, s := range static {
+		u.static[s] = true
+	}
+	return u
+}
+
+// reselect asks the term to apply a change of selection now.
+func (u *termUnits) reselect() {
+	if u == nil {
+		return
+	}
+	select {
+	case u.kick <- struct{}{}:
+	default:
+	}
+}
+
+// watch starts and stops controllers until ctx ends: at once, whenever the
+// selection changes, and, with WhenServed controllers, every
+// servedPollPeriod and whenever a CRD or APIService changes.
+func (u *termUnits) watch(ctx context.Context) {
+	var watches sync.WaitGroup
+	defer watches.Wait()
+	var poll <-chan time.Time
+	if len(u.served.gvs) > 0 {
+		u.served.watchDefinitions(ctx, &watches, u.kick)
+		t := time.NewTicker(servedPollPeriod)
+		defer t.Stop()
+		poll = t.C
+	}
+	for {
+		u.served.refresh(ctx)
+		u.reconcile(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll:
+		case <-u.kick:
+		}
+	}
+}
+
+// reconcile starts every controller that should run and does not, and
+// stops every one that runs and should not.
+func (u *termUnits) reconcile(ctx context.Context) {
+	for _, s := range u.states {
+		if ctx.Err() != nil {
+			return
+		}
+		enabled := s.enabled.Load()
+		var missing []string
+		if enabled {
+			missing = u.served.missing(s)
+		}
+		u.mu.Lock()
+		static, un := u.static[s], u.running[s]
+		u.mu.Unlock()
+		name := s.desc.Name()
+		switch {
+		case static && !enabled:
+			u.log.Info("Stopping controller: disabled at runtime", "controller", name)
+			u.stopStatic(s)
+		case static || un != nil && enabled && len(missing) == 0:
+			// Runs as it should (a unit stopping for an earlier reason is
+			// started again once it has stopped).
+		case un != nil:
+			u.tellToStop(s, un, enabled, missing)
+		case !enabled:
+			s.disable()
+		case len(missing) > 0:
+			s.unserved("not served: " + strings.Join(missing, ", "))
+		default:
+			why := "enabled at runtime"
+			if len(s.desc.Served()) > 0 {
+				why = "the resources it waits for are served"
+			}
+			u.log.Info("Starting controller: "+why, "controller", name)
+			u.start(s)
+		}
+	}
+}
+
+// tellToStop stops a running unit that should not run, unless it was told
+// already.
+func (u *termUnits) tellToStop(s *state, un *unit, enabled bool, missing []string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if un.why.phase != "" {
+		return
+	}
+	if !enabled {
+		un.why.phase, un.why.reason = PhaseDisabled, disabledAtRuntime
+		u.log.Info("Stopping controller: disabled at runtime", "controller", s.desc.Name())
+	} else {
+		un.why.phase, un.why.reason = PhaseUnserved, "not served: "+strings.Join(missing, ", ")
+		u.log.Info("Stopping controller: a resource it needs is no longer served",
+			"controller", s.desc.Name(), "missing", missing)
+	}
+	un.cancel()
+}
+
+// disabledAtRuntime is the Reason of a controller SetControllers disabled.
+const disabledAtRuntime = "disabled at runtime (Manager.SetControllers)"
+
+// close keeps anything from starting: the term is stopping, and its
+// runner takes no new goroutine once it waits for them.
+func (u *termUnits) close() {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.closed = true
+}
+
+// stopStatic tells one of the term's own controllers to stop and waits for
+// it, on the term's runner, within the term's stop bound. Its informers
+// are the term's, shared with the others: they stay, and so do the event
+// handlers it registered on them (their work queue is shut down).
+func (u *termUnits) stopStatic(s *state) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return
+	}
+	delete(u.static, s)
+	stopped, ok := u.r.stopOne(s)
+	if !ok {
+		// Its InitFunc chose not to start it: nothing runs.
+		s.disable()
+		return
+	}
+	un := &unit{cancel: func() {}, done: make(chan struct{})}
+	un.why.phase, un.why.reason = PhaseDisabled, disabledAtRuntime
+	u.running[s] = un
+	u.r.Go(s.desc.Name()+" (stopping)", func() {
+		u.finish(s, un, func(stop *supervisor.Deadline) []string {
+			if stop.Wait(stopped, nil) {
+				return nil
+			}
+			return []string{s.desc.Name()}
+		}, func() <-chan struct{} { return stopped }, func() {})
+	})
+}
+
+// start builds and runs s as a new unit, unless the term is stopping.
+func (u *termUnits) start(s *state) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return
+	}
+	uctx, cancel := context.WithCancel(u.env.ctx)
+	un := &unit{cancel: cancel, set: u.newSet(), done: make(chan struct{})}
+	u.running[s] = un
+	u.r.Go(s.desc.Name()+" (unit)", func() {
+		defer cancel()
+		env := u.env
+		env.ctx, env.set, env.started = uctx, un.set, make(chan struct{})
+		env.events = &termEvents{m: u.m, log: u.log, gate: u.env.gate}
+		ur := newRunner(uctx, u.log, u.m)
+		c, err := u.m.build(uctx, u.log, s, env, ur)
+		switch {
+		case errors.Is(err, errStopping):
+		case err != nil:
+			u.r.Fail(err)
+		case c != nil:
+			un.set.Start(uctx.Done())
+			close(env.started)
+			ur.startNow(s, c)
+		}
+		select {
+		case <-env.started:
+		default:
+			close(env.started)
+		}
+		select {
+		case <-uctx.Done():
+		case <-ur.Failed():
+			u.r.Fail(ur.Err())
+		}
+		cancel()
+		u.finish(s, un, ur.wait, ur.Idle, func() {
+			flush, cancelFlush := context.WithTimeout(context.WithoutCancel(u.env.ctx),
+				eventFlushTimeout)
+			defer cancelFlush()
+			env.events.stop(flush)
+		})
+	})
+}
+
+// finish waits, within the term's stop bound, for a stopping controller
+// (wait reports what still runs after the bound), and fails the term if it
+// did not stop in time (waiting on for idle, as the term names it among
+// its stragglers meanwhile). Then, off the term's runner (the stop budget
+// is for the controller alone; the gate refuses its events once the lease
+// is lost), it flushes (its events), shuts its informers down, forgets it,
+// and records why it stopped; the term waits for that before it returns
+// (waitCleanups).
+func (u *termUnits) finish(s *state, un *unit, wait func(*supervisor.Deadline) []string,
+	idle func() <-chan struct{}, flush func()) {
+	name := s.desc.Name()
+	log := u.log.WithValues("controller", name)
+	clk, timeout := u.m.opts.LeaderElection.Clock, u.m.opts.ControllerShutdownTimeout
+	stop := stopDeadline(clk, timeout, log, u.leases...)
+	cleanup := u.cleanups.Go
+	if stuck := wait(stop); len(stuck) > 0 {
+		err := fmt.Errorf("controller %q: %w: still running after %s: %v", name, ErrShutdownTimeout,
+			stop.Limit(), stuck)
+		s.fail(err)
+		u.r.Fail(err)
+		<-idle()
+		// The term may have returned meanwhile, done with its cleanups.
+		cleanup = func(f func()) { f() }
+	}
+	cleanup(func() {
+		defer close(un.done)
+		flush()
+		if un.set != nil {
+			un.set.Shutdown()
+		}
+		s.setController(nil)
+		u.env.queues.forget(name)
+		u.mu.Lock()
+		if u.running[s] == un {
+			delete(u.running, s) // forgotten at once, so that its caches can be freed
+		}
+		why := un.why
+		u.mu.Unlock()
+		switch why.phase {
+		case PhaseDisabled:
+			s.disable()
+		case PhaseUnserved:
+			s.unserved(why.reason)
+		}
+		log.Info("Controller stopped")
+		u.reselect() // the selection may have changed back meanwhile
+	})
+}
+
+// waitCleanups waits until every stopped controller's informers are shut
+// down (finish).
+func (u *termUnits) waitCleanups() { u.cleanups.Wait() }
+
+// sets returns the informer sets of the units running now.
+func (u *termUnits) sets() []*informers.Set {
+	if u == nil {
+		return nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make([]*informers.Set, 0, len(u.running))
+	for _, un := range u.running {
+		if un.set != nil {
+			out = append(out, un.set)
+		}
+	}
+	return out
+}
