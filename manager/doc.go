@@ -85,7 +85,20 @@
 //     controllers and InitFuncs that ignored cancellation past the bound,
 //     which it names; nothing else is left behind for them.
 //
+//   - Controllers come and go within a term (docs/dynamic.md): a
+//     WhenServed controller starts when discovery serves its resources and
+//     stops when one goes; SetControllers starts and stops controllers with
+//     --controllers' rules. Every such start runs over informers of its own,
+//     shut down when it stops; a stop is bounded as a term's is, and one
+//     that overruns fails the term. One controller never runs twice at once
+//     on a replica; a term that starts later starts from the current
+//     selection.
+//
 // Non-guarantees:
+//   - A controller the term built at its start and SetControllers disabled
+//     leaves its event handlers on the term's shared informers until the
+//     term ends (its queue is shut down). Controllers started later share
+//     no informers, with the term or with each other.
 //   - Fencing covers writes made through the term's clients only; a request
 //     already in flight when the lease stops being known-valid may still be
 //     applied (one request's latency), and clients injected with
