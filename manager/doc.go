@@ -84,7 +84,6 @@
 //   - Run owns every goroutine it starts and returns after they ended, except
 //     controllers and InitFuncs that ignored cancellation past the bound,
 //     which it names; nothing else is left behind for them.
-//
 //   - Controllers come and go within a term (docs/dynamic.md): a
 //     WhenServed controller starts when discovery serves its resources and
 //     stops when one goes; SetControllers starts and stops controllers with
