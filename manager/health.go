@@ -52,6 +52,12 @@ func (m *Manager) healthChecks() *healthz.Registry {
 		switch {
 		case st.Phase == PhaseDisabled && s.fixed != "":
 			continue // SetControllers cannot enable it
+		case st.Phase == PhaseDisabled:
+			// SetControllers may enable it: shown in /readyz, never in
+			// /healthz and /livez, which list (as KCM's /healthz does) the
+			// controllers selected when the program started.
+			check := healthz.Check{Name: st.Name, Checker: m.controllerCheck(s, true)}
+			reg.Add(check, healthz.EndpointReadyz)
 		case st.Phase == PhaseSkipped:
 			// Visible in /readyz?verbose, never failing.
 			reg.Add(healthz.Check{Name: st.Name, Checker: func(*http.Request) error {
