@@ -85,10 +85,11 @@ func TestSetControllersAtRuntime(t *testing.T) {
 		t.Errorf("b-controller's reason = %q", st.Reason)
 	}
 	h.WaitHealthy("/readyz")
-	if _, body := h.Get("/readyz?verbose"); !strings.Contains(body, "[+]b-controller ok: not selected") {
+	_, body := h.Get("/readyz?verbose")
+	if !strings.Contains(body, "[+]b-controller ok: not selected") {
 		t.Errorf("/readyz?verbose does not show b-controller, which may be enabled:\n%s", body)
 	}
-	if _, body := h.Get("/healthz?verbose"); strings.Contains(body, "b-controller") {
+	if _, body = h.Get("/healthz?verbose"); strings.Contains(body, "b-controller") {
 		t.Errorf("/healthz?verbose lists b-controller, not selected at start (KCM's lists "+
 			"the controllers it started):\n%s", body)
 	}
