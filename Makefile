@@ -54,7 +54,7 @@ verify:
 
 # The host's hot-path benchmarks; `make unit` runs each once, so that a
 # broken benchmark fails `make test`, not only `make bench`.
-HOT_BENCH := 'Resolve100|Item$$|TermStartStop|ReadyzVerbose|Handoff'
+HOT_BENCH := 'Resolve100|Item$$|TermStartStop|ReadyzVerbose|Handoff|ServedUnitFreesItsCache'
 HOT_BENCH_PKGS := ./internal/selection/ ./workloop/ ./manager/ ./leader/
 
 ## unit: fast tests, no binaries needed (`go test -race ./...` in the root

@@ -34,7 +34,7 @@ import (
 const builtinTimeout = 30 * time.Second
 
 // eventually polls cond until it holds or builtinTimeout passes.
-func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
+func eventually(t testing.TB, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
 	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, builtinTimeout, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)

@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 
 // runManager runs m until the test ends, then stops it and reports its
 // error. The returned channel receives Run's error if it returns earlier.
-func runManager(t *testing.T, m *manager.Manager) <-chan error {
+func runManager(t testing.TB, m *manager.Manager) <-chan error {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

@@ -4,6 +4,10 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -14,10 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/testenv"
 )
 
 var gizmos = schema.GroupVersionResource{
@@ -97,71 +103,124 @@ func (g *gizmoMirror) informer(i int) cache.SharedIndexInformer {
 	return g.informers[i]
 }
 
+// gizmoRig is a Manager running the gizmo mirror on the shared testenv,
+// with what a test needs to drive the CRD and watch the controller.
+type gizmoRig struct {
+	tb  testing.TB
+	env *testenv.Env
+	cs  kubernetes.Interface
+	dyn dynamic.Interface
+	ns  string
+	g   *gizmoMirror
+	m   *manager.Manager
+}
+
+func newGizmoRig(tb testing.TB) *gizmoRig {
+	env := sharedEnv(tb)
+	r := &gizmoRig{tb: tb, env: env, cs: clientset(tb, env.Config()), g: &gizmoMirror{}}
+	var err error
+	if r.dyn, err = dynamic.NewForConfig(env.Config()); err != nil {
+		tb.Fatal(err)
+	}
+	r.ns = namespace(tb, r.cs)
+	r.m, err = manager.NewBuilder("served-it").WithRESTConfig(env.Config()).
+		Register(r.g.descriptor()).Build()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	runManager(tb, r.m)
+	tb.Cleanup(func() { _ = env.UninstallCRDs(context.WithoutCancel(tb.Context()), gizmoCRDName) })
+	return r
+}
+
+func (r *gizmoRig) phase(want manager.Phase) func(context.Context) (bool, error) {
+	return func(context.Context) (bool, error) {
+		st, _ := r.m.Status("gizmo-mirror")
+		return st.Phase == want, nil
+	}
+}
+
+func (r *gizmoRig) mirrored(name string) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		_, err := r.cs.CoreV1().ConfigMaps(r.ns).Get(ctx, "gizmo-"+name, metav1.GetOptions{})
+		return err == nil, nil
+	}
+}
+
+// install installs the CRD, creates a gizmo named name at once, waits
+// until the controller mirrored it, and returns the time from InstallCRDs
+// returning (the CRD established and discoverable) to the mirror.
+func (r *gizmoRig) install(name string) time.Duration {
+	if err := r.env.InstallCRDs(r.tb.Context(), gizmoCRD()); err != nil {
+		r.tb.Fatal(err)
+	}
+	established := time.Now()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("served.ctrlhost.io/v1")
+	u.SetKind("Gizmo")
+	u.SetName(name)
+	gz := r.dyn.Resource(gizmos).Namespace(r.ns)
+	if _, err := gz.Create(r.tb.Context(), u, metav1.CreateOptions{}); err != nil {
+		r.tb.Fatalf("creating gizmo %s: %v", name, err)
+	}
+	eventually(r.tb, "the controller mirrors gizmo "+name, r.mirrored(name))
+	return time.Since(established)
+}
+
+// uninstall deletes the CRD and waits until the controller stopped and
+// its informer of start round (from 0) with it.
+func (r *gizmoRig) uninstall(round int) {
+	if err := r.env.UninstallCRDs(r.tb.Context(), gizmoCRDName); err != nil {
+		r.tb.Fatal(err)
+	}
+	eventually(r.tb, "the controller stops with its CRD", r.phase(manager.PhaseUnserved))
+	if inf := r.g.informer(round); inf == nil || !inf.IsStopped() {
+		r.tb.Fatalf("round %d: the controller is unserved, but its informer runs", round+1)
+	}
+}
+
 // A WhenServed controller on a real API server: it waits while its CRD is
 // not installed, acts once it is, stops with its informer when the CRD is
 // deleted, and acts again when it is installed again.
 func TestWhenServedFollowsTheCRD(t *testing.T) {
-	env := sharedEnv(t)
-	cs := clientset(t, env.Config())
-	dyn, err := dynamic.NewForConfig(env.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := namespace(t, cs)
-	g := &gizmoMirror{}
-	m, err := manager.NewBuilder("served-it").WithRESTConfig(env.Config()).
-		Register(g.descriptor()).Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	runManager(t, m)
-	t.Cleanup(func() { _ = env.UninstallCRDs(context.WithoutCancel(t.Context()), gizmoCRDName) })
-
-	phase := func(want manager.Phase) func(context.Context) (bool, error) {
-		return func(context.Context) (bool, error) {
-			st, _ := m.Status("gizmo-mirror")
-			return st.Phase == want, nil
-		}
-	}
-	mirrored := func(name string) func(ctx context.Context) (bool, error) {
-		return func(ctx context.Context) (bool, error) {
-			_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "gizmo-"+name, metav1.GetOptions{})
-			return err == nil, nil
-		}
-	}
-	createGizmo := func(name string) {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("served.ctrlhost.io/v1")
-		u.SetKind("Gizmo")
-		u.SetName(name)
-		_, err := dyn.Resource(gizmos).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("creating gizmo %s: %v", name, err)
-		}
-	}
-
-	eventually(t, "the controller waits for its CRD", phase(manager.PhaseUnserved))
+	r := newGizmoRig(t)
+	eventually(t, "the controller waits for its CRD", r.phase(manager.PhaseUnserved))
 	for round, name := range []string{"first", "second"} {
-		if err := env.InstallCRDs(t.Context(), gizmoCRD()); err != nil {
-			t.Fatal(err)
-		}
-		established := time.Now()
-		createGizmo(name)
-		eventually(t, "the controller mirrors gizmo "+name, mirrored(name))
+		took := r.install(name)
 		t.Logf("round %d: from the CRD established (and discoverable) "+
-			"to the controller's first write: %v",
-			round+1, time.Since(established).Round(time.Millisecond))
-
-		if err := env.UninstallCRDs(t.Context(), gizmoCRDName); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "the controller stops with its CRD", phase(manager.PhaseUnserved))
-		eventually(t, "its informer stops", func(context.Context) (bool, error) {
-			inf := g.informer(round)
-			return inf != nil && inf.IsStopped(), nil
-		})
+			"to the controller's first write: %v", round+1, took.Round(time.Millisecond))
+		r.uninstall(round)
 	}
-	if st, _ := m.Status("gizmo-mirror"); st.Starts != 2 {
+	if st, _ := r.m.Status("gizmo-mirror"); st.Starts != 2 {
 		t.Errorf("Starts = %d, want 2", st.Starts)
+	}
+}
+
+// BenchmarkWhenServedStart measures, over $BENCH_ROUNDS rounds (default
+// 3), the time from a CRD established and discoverable (InstallCRDs
+// returned) to the first write of the WhenServed controller that waits for
+// it, on a gizmo created at that moment: the host's discovery (a poll, or
+// the CRD watch) and the controller's fresh informer's first event. It
+// reports the median.
+func BenchmarkWhenServedStart(b *testing.B) {
+	rounds := 3
+	if s := os.Getenv("BENCH_ROUNDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("BENCH_ROUNDS=%q: want a positive integer", s)
+		}
+		rounds = n
+	}
+	for range b.N {
+		r := newGizmoRig(b)
+		eventually(b, "the controller waits for its CRD", r.phase(manager.PhaseUnserved))
+		var took []time.Duration
+		for round := range rounds {
+			took = append(took, r.install(fmt.Sprintf("bench-%d", round)))
+			r.uninstall(round)
+		}
+		slices.Sort(took)
+		b.Logf("established → first write, %d rounds: %v", rounds, took)
+		b.ReportMetric(took[len(took)/2].Seconds(), "established-to-acts-s")
 	}
 }

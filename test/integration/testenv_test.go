@@ -50,7 +50,7 @@ func startEnv(t *testing.T, opts testenv.Options) *testenv.Env {
 	return env
 }
 
-func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
+func clientset(t testing.TB, cfg *rest.Config) *kubernetes.Clientset {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -60,7 +60,7 @@ func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
 }
 
 // namespace creates a namespace with a generated name in env.
-func namespace(t *testing.T, cs kubernetes.Interface) string {
+func namespace(t testing.TB, cs kubernetes.Interface) string {
 	t.Helper()
 	ns, err := cs.CoreV1().Namespaces().Create(t.Context(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "it-"}}, metav1.CreateOptions{})
