@@ -203,6 +203,7 @@ func (b *Builder) Build() (*Manager, error) {
 		states:      map[string]*state{},
 		terms:       map[*term]struct{}{},
 		started:     make(chan struct{}),
+		reselected:  make(chan struct{}),
 	}
 	controllers, err := selection.Resolve(b.descriptors, opts.Controllers)
 	if err != nil {

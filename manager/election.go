@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/go-logr/logr"
 
@@ -224,23 +225,27 @@ func (m *Manager) runElected(ctx context.Context, g lockGroup, spec termSpec) er
 	var fatal error
 	// Under warm standby the follower keeps its would-be term's informers
 	// synced; the next term adopts them, and a new set is prepared only if
-	// this replica stands again (the recampaign policy).
-	warm := m.prepareWarm(ectx, spec.states, lease)
-	defer func() {
-		if warm != nil {
-			warm.Stop()
-		}
-	}()
+	// this replica stands again (the recampaign policy). A change of
+	// selection while following prepares the set anew (warm.follow).
+	warm := &warmSlot{}
+	warm.put(m.prepareWarm(ectx, spec.states, lease))
+	defer warm.stop()
+	if m.opts.WarmStandby {
+		var following sync.WaitGroup
+		defer following.Wait()
+		defer cancel()
+		following.Go(func() { warm.follow(ectx, m, spec.states, lease) })
+	}
 	err := e.Run(ectx, func(tctx context.Context) error {
 		s := spec
-		s.warm, warm = warm, nil
+		s.warm = warm.take()
 		err := m.runTerm(tctx, s)
 		if errors.Is(err, ErrShutdownTimeout) && ctx.Err() == nil {
 			fatal = err
 			cancel()
 		}
 		if m.opts.LostLeasePolicy == leader.Recampaign && ectx.Err() == nil {
-			warm = m.prepareWarm(ectx, spec.states, lease)
+			warm.put(m.prepareWarm(ectx, spec.states, lease))
 		}
 		return err
 	})

@@ -38,10 +38,13 @@ type Manager struct {
 	metaClient  metadata.Interface
 	dynClient   dynamic.Interface // nil: no dynamic informers (built WithClient alone)
 
-	order    []*state          // every registered controller, registration order
-	selectMu sync.Mutex        // serialises SetControllers
-	selected []*state          // enabled and not skipped, registration order
-	states   map[string]*state // by canonical name
+	order    []*state   // every registered controller, registration order
+	selectMu sync.Mutex // serialises SetControllers
+	// reselected is closed, and replaced, by every SetControllers that
+	// changed something (guarded by selectMu).
+	reselected chan struct{}
+	selected   []*state          // enabled and not skipped, registration order
+	states     map[string]*state // by canonical name
 
 	locks lockPlan // the groups of selected controllers, each run by its own terms
 

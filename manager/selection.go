@@ -149,7 +149,19 @@ func (m *Manager) SetControllers(entries []string) error {
 	for _, t := range m.runningTerms() {
 		t.units.reselect()
 	}
+	if len(changes) > 0 {
+		close(m.reselected)
+		m.reselected = make(chan struct{})
+	}
 	return nil
+}
+
+// selectionChanged returns a channel closed by the next SetControllers
+// that changes the selection.
+func (m *Manager) selectionChanged() <-chan struct{} {
+	m.selectMu.Lock()
+	defer m.selectMu.Unlock()
+	return m.reselected
 }
 
 func onOff(on bool) string {

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/cache"
@@ -48,4 +49,67 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 	ctx = logr.NewContext(ctx, logr.FromContextOrDiscard(ctx).WithValues("lock", lease))
 	return informers.StartWarm(ctx, m.client, m.metaClient,
 		informers.Options{Resync: m.resyncPeriod(), Dynamic: m.dynClient}, declared)
+}
+
+// warmSlot holds the warm set a campaign prepared until a term adopts it.
+type warmSlot struct {
+	mu      sync.Mutex
+	warm    *informers.Warm
+	leading bool // a term took the set, and none is put back yet
+}
+
+// put stores w (nil: none) for the next term; it is no longer leading.
+func (s *warmSlot) put(w *informers.Warm) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.warm, s.leading = w, false
+}
+
+// take hands the set to a term that starts.
+func (s *warmSlot) take() *informers.Warm {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.warm
+	s.warm, s.leading = nil, true
+	return w
+}
+
+// stop stops a set no term adopted.
+func (s *warmSlot) stop() {
+	s.mu.Lock()
+	w := s.warm
+	s.warm = nil
+	s.mu.Unlock()
+	if w != nil {
+		w.Stop()
+	}
+}
+
+// follow prepares the set anew whenever SetControllers changes the
+// selection while this replica follows, so that the controllers it would
+// start as leader are the ones kept warm, until ctx ends.
+func (s *warmSlot) follow(ctx context.Context, m *Manager, states []*state, lease string) {
+	changed := m.selectionChanged()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+		// Taken before the set is prepared: a change meanwhile prepares
+		// it again.
+		changed = m.selectionChanged()
+		next := m.prepareWarm(ctx, states, lease)
+		s.mu.Lock()
+		old := s.warm
+		if s.leading {
+			old, next = next, nil // a term runs: it starts from the selection anyway
+		} else {
+			s.warm = next
+		}
+		s.mu.Unlock()
+		if old != nil {
+			old.Stop()
+		}
+	}
 }

@@ -206,3 +206,50 @@ func TestWarmTakeoverRunsEachControllerOnceBuilt(t *testing.T) {
 		})
 	}
 }
+
+// TestWarmStandbyFollowsSetControllers: a follower keeps warm the
+// informers of the controllers selected now. pod-watcher, not selected at
+// start, is not warm; enabled with SetControllers while b follows, its
+// pods are listed at once, and b, leading, runs it on those caches.
+func TestWarmStandbyFollowsSetControllers(t *testing.T) {
+	w := &podWatcher{seen: map[string]int{}, builds: map[string]int{}, indexed: map[string]bool{}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}
+	a := managertest.New(t, "warm-manager", []descriptor.Descriptor{w.descriptor("a")}, pod)
+	a.Options = fastElection("a")
+	a.Start()
+	a.WaitRunning("pod-watcher")
+
+	b := managertest.New(t, "warm-manager", []descriptor.Descriptor{w.descriptor("b")}).SameAPI(a)
+	var lists atomic.Int32
+	b.Client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		return false, nil, nil
+	})
+	b.Options = fastElection("b")
+	b.Options.WarmStandby = true
+	b.Options.Controllers = []string{"-pod-watcher"}
+	b.Start()
+	managertest.Eventually(t, "b follows a", func() bool {
+		l, _ := b.Manager.Leader()
+		return l == "a"
+	})
+	if n := lists.Load(); n != 0 {
+		t.Fatalf("b listed pods %d times for a controller it does not run", n)
+	}
+	if err := b.Manager.SetControllers([]string{"*"}); err != nil {
+		t.Fatal(err)
+	}
+	managertest.Eventually(t, "b's warm list after SetControllers",
+		func() bool { return lists.Load() == 1 })
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	b.WaitRunning("pod-watcher")
+	b.WaitHealthy("/readyz")
+	if n := lists.Load(); n != 1 {
+		t.Errorf("b listed pods %d times; want once, warm, before it led", n)
+	}
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
