@@ -95,9 +95,11 @@
 //
 // Non-guarantees:
 //   - A controller the term built at its start and SetControllers disabled
-//     leaves its event handlers on the term's shared informers until the
-//     term ends (its queue is shut down). Controllers started later share
-//     no informers, with the term or with each other.
+//     has the handlers it added through its Context's factories removed,
+//     but the informers stay until the term ends, even one no other
+//     controller uses; a handler added through Context.Informers is not
+//     removed. Controllers started later share no informers, with the term
+//     or with each other.
 //   - Fencing covers writes made through the term's clients only; a request
 //     already in flight when the lease stops being known-valid may still be
 //     applied (one request's latency), and clients injected with

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -20,10 +22,18 @@ type toggled struct {
 	mu        sync.Mutex
 	informers map[string][]cache.SharedIndexInformer
 	running   map[string]int
+	seen      map[string]map[string]bool // controller → ConfigMaps its handler saw
 }
 
 func newToggled() *toggled {
-	return &toggled{informers: map[string][]cache.SharedIndexInformer{}, running: map[string]int{}}
+	return &toggled{informers: map[string][]cache.SharedIndexInformer{}, running: map[string]int{},
+		seen: map[string]map[string]bool{}}
+}
+
+func (tg *toggled) saw(controller, configMap string) bool {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return tg.seen[controller][configMap]
 }
 
 func (tg *toggled) descriptor(name string) descriptor.Descriptor {
@@ -32,6 +42,17 @@ func (tg *toggled) descriptor(name string) descriptor.Descriptor {
 		tg.mu.Lock()
 		tg.informers[name] = append(tg.informers[name], inf)
 		tg.mu.Unlock()
+		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+			tg.mu.Lock()
+			defer tg.mu.Unlock()
+			if tg.seen[name] == nil {
+				tg.seen[name] = map[string]bool{}
+			}
+			tg.seen[name][obj.(*corev1.ConfigMap).Name] = true
+		}})
+		if err != nil {
+			return nil, err
+		}
 		return descriptor.ControllerFunc(func(ctx context.Context) error {
 			tg.mu.Lock()
 			tg.running[name]++
@@ -132,6 +153,18 @@ func TestSetControllersAtRuntime(t *testing.T) {
 	}
 	if tg.runs("c-controller") != 1 {
 		t.Error("c-controller was disturbed")
+	}
+	// a-controller's handler went from the informer it shares with c.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after", Namespace: "default"}}
+	if _, err := h.Client.CoreV1().ConfigMaps("default").Create(t.Context(), cm,
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	managertest.Eventually(t, "c-controller sees the new ConfigMap", func() bool {
+		return tg.saw("c-controller", "after")
+	})
+	if tg.saw("a-controller", "after") {
+		t.Error("a-controller, disabled, still has its event handler on the shared informer")
 	}
 	h.WaitHealthy("/readyz")
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/handlers"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/leader"
 )
@@ -83,10 +84,11 @@ type state struct {
 	// disabled, migrated without the migration lock).
 	fixed string
 
-	mu     sync.Mutex
-	status ControllerStatus
-	ctrl   descriptor.Controller // set while built in the current term
-	slots  map[int]*state        // sharded: the running slot terms' instances
+	mu       sync.Mutex
+	status   ControllerStatus
+	ctrl     descriptor.Controller // set while built in the current term
+	handlers *handlers.Set         // what its InitFunc of the current term added
+	slots    map[int]*state        // sharded: the running slot terms' instances
 }
 
 func newState(d descriptor.Descriptor, p Phase, reason string) *state {
@@ -116,6 +118,22 @@ func (s *state) fail(err error) {
 		return
 	}
 	s.status.Phase, s.status.Err, s.status.Since = PhaseFailed, err, time.Now()
+}
+
+func (s *state) setHandlers(h *handlers.Set) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handlers = h
+}
+
+// takeHandlers returns the handlers its current build added, and forgets
+// them.
+func (s *state) takeHandlers() *handlers.Set {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.handlers
+	s.handlers = nil
+	return h
 }
 
 func (s *state) setController(c descriptor.Controller) {

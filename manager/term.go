@@ -15,12 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
+	kinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/informers"
+	"github.com/ctrlhost/ctrlhost/internal/handlers"
 	"github.com/ctrlhost/ctrlhost/leader"
 )
 
@@ -357,15 +359,22 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 	cb := clientBuilder{m: m, gate: env.gate, limiters: env.slot.rateLimiters(), ctx: env.ctx}
 	root := cb
 	root.root = true
+	// The handlers it adds through its factories are recorded, so that
+	// SetControllers can stop it alone and remove them from the informers
+	// it shares with the term's other controllers.
+	hs := handlers.New()
+	s.setHandlers(hs)
 	cc := descriptor.Context{
-		Name:                            name,
-		ClientBuilder:                   cb,
-		RootClientBuilder:               root,
-		InformerFactory:                 env.set.Typed(),
-		NamespacedInformerFactory:       env.set.TypedFor,
-		MetadataInformerFactory:         env.set.Metadata(),
-		ObjectOrMetadataInformerFactory: env.set.ObjectOrMetadata(),
-		DynamicInformerFactory:          env.set.Dynamic(),
+		Name:              name,
+		ClientBuilder:     cb,
+		RootClientBuilder: root,
+		InformerFactory:   hs.Typed(env.set.Typed(), ""),
+		NamespacedInformerFactory: func(ns string) kinformers.SharedInformerFactory {
+			return hs.Typed(env.set.TypedFor(ns), ns)
+		},
+		MetadataInformerFactory:         hs.Metadata(env.set.Metadata()),
+		ObjectOrMetadataInformerFactory: hs.Generic(env.set.ObjectOrMetadata()),
+		DynamicInformerFactory:          hs.Dynamic(env.set.Dynamic()),
 		Informers:                       env.set,
 		Metrics:                         m.registry,
 		Queues:                          env.queues.forController(name),

@@ -183,8 +183,9 @@ func (u *termUnits) close() {
 
 // stopStatic tells one of the term's own controllers to stop and waits for
 // it, on the term's runner, within the term's stop bound. Its informers
-// are the term's, shared with the others: they stay, and so do the event
-// handlers it registered on them (their work queue is shut down).
+// are the term's, shared with the others: they stay, and the event
+// handlers it added through its Context's factories are removed from them
+// once it has stopped (internal/handlers).
 func (u *termUnits) stopStatic(s *state) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -207,7 +208,14 @@ func (u *termUnits) stopStatic(s *state) {
 				return nil
 			}
 			return []string{s.desc.Name()}
-		}, func() <-chan struct{} { return stopped }, func() {})
+		}, func() <-chan struct{} { return stopped }, func() {
+			if hs := s.takeHandlers(); hs != nil {
+				if err := hs.RemoveAll(); err != nil {
+					u.log.Error(err, "Cannot remove a stopped controller's event handlers",
+						"controller", s.desc.Name())
+				}
+			}
+		})
 	})
 }
 
