@@ -14,6 +14,13 @@ status="${PIPESTATUS[0]}"
 if ((status != 0)); then
 	echo
 	echo "=== what failed in: $* (exit $status) ==="
-	grep -E -e '--- FAIL|^FAIL|^panic:|^fatal error:|^\s+[A-Za-z0-9_]+\.go:[0-9]+: ' "$log" | tail -n 150
+	# Each failing test's block (its "--- FAIL" line and the indented lines
+	# that follow, 80 at most), then the package verdicts and any panic.
+	awk '
+		/^[[:space:]]*--- FAIL/ { n = 80; print; next }
+		n > 0 && /^[[:space:]]/ { n--; print; next }
+		{ n = 0 }
+		/^FAIL|^panic:|^fatal error:/ { print }
+	' "$log" | tail -n 400
 fi
 exit "$status"

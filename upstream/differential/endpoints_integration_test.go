@@ -43,6 +43,15 @@ func endpointsIn(ctx context.Context, cs kubernetes.Interface, ns string) ([]run
 		slices.SortFunc(l.Items[i].Subsets, func(a, b corev1.EndpointSubset) int {
 			return strings.Compare(subsetKey(a), subsetKey(b))
 		})
+		// An over-capacity object is rewritten at every sync, by KCM too,
+		// and each rewrite sets the trigger-time annotation only if the
+		// sync saw a change since the one before (the tracker answers zero
+		// otherwise): whether it is there at the end depends on how the
+		// pod events were batched into syncs on each side, not on what
+		// either controller does. Its presence is compared elsewhere.
+		if _, over := l.Items[i].Annotations[corev1.EndpointsOverCapacity]; over {
+			delete(l.Items[i].Annotations, corev1.EndpointsLastChangeTriggerTime)
+		}
 		out = append(out, &l.Items[i])
 	}
 	ev, err := epEvents(ctx, cs, ns)
