@@ -154,6 +154,16 @@ func TestShardedControllerSharesItsWork(t *testing.T) {
 	a, b, c := start("a"), start("b"), start("c")
 	balanced("three replicas share every namespace", "a", "b", "c")
 	managertest.Eventually(t, "one leader", func() bool { return len(act.leaders()) == 1 })
+	// Every namespace worked does not yet mean two slots each: a replica
+	// may hold a third until the one that lacks it takes it over.
+	managertest.Eventually(t, "two slots each", func() bool {
+		for _, h := range []*managertest.Harness{a, b, c} {
+			if st, _ := h.Manager.Status("pod-sharder"); len(st.Slots) != 2 {
+				return false
+			}
+		}
+		return true
+	})
 
 	for _, h := range []*managertest.Harness{a, b, c} {
 		_, self := h.Manager.Leader()
