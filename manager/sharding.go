@@ -10,12 +10,9 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
@@ -222,21 +219,31 @@ type slotTerm struct {
 	slot     int
 }
 
-// scopeFunc tells, from discovery (cached, refreshed on a miss), whether a
+// scopeFunc tells, from discovery (remembered once answered), whether a
 // resource is namespaced: the slot terms' dynamic informers filter
 // namespaced resources by namespace.
 func (m *Manager) scopeFunc() shardgroup.ScopeFunc {
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.client.Discovery()))
-	return func(gvr schema.GroupVersionResource) (bool, error) {
-		gvk, err := mapper.KindFor(gvr)
+	disc := m.client.Discovery()
+	var known sync.Map // schema.GroupVersionResource → namespaced
+	return func(ctx context.Context, gvr schema.GroupVersionResource) (bool, error) {
+		if v, ok := known.Load(gvr); ok {
+			return v.(bool), nil
+		}
+		// No lock is held while discovery answers: an informer's list that
+		// asks during a partition waits only for its own request, bounded
+		// by its own context (a REST mapper's lock would hold every other
+		// informer too).
+		list, err := resourcesOf(ctx, disc, gvr.GroupVersion())
 		if err != nil {
 			return false, err
 		}
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return false, err
+		for _, r := range list.APIResources {
+			if r.Name == gvr.Resource {
+				known.Store(gvr, r.Namespaced)
+				return r.Namespaced, nil
+			}
 		}
-		return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
+		return false, fmt.Errorf("discovery does not list %v", gvr)
 	}
 }
 

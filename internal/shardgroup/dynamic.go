@@ -17,8 +17,10 @@ import (
 	"github.com/ctrlhost/ctrlhost/shard"
 )
 
-// ScopeFunc reports whether a resource is namespaced (from discovery).
-type ScopeFunc func(gvr schema.GroupVersionResource) (namespaced bool, err error)
+// ScopeFunc reports whether a resource is namespaced (from discovery),
+// asking no longer than ctx allows.
+type ScopeFunc func(ctx context.Context,
+	gvr schema.GroupVersionResource) (namespaced bool, err error)
 
 // Dynamic is a dynamic client whose lists and watches hold only a set of
 // slots' objects, for the informers of custom resources (and any other
@@ -82,14 +84,15 @@ func (d *Dynamic) Resource(gvr schema.GroupVersionResource) dynamic.Namespaceabl
 
 // selectionFor is the selection gvr's objects are filtered by; nil when
 // they pass unfiltered.
-func (d *Dynamic) selectionFor(gvr schema.GroupVersionResource) (*selection, error) {
+func (d *Dynamic) selectionFor(ctx context.Context,
+	gvr schema.GroupVersionResource) (*selection, error) {
 	if d.bySlot.space.Keying == shard.ByUID {
 		return d.bySlot, nil
 	}
 	if gvr.Group == "" && gvr.Resource == "namespaces" {
 		return d.byName, nil
 	}
-	namespaced, err := d.scope(gvr)
+	namespaced, err := d.scope(ctx, gvr)
 	if err != nil {
 		return nil, fmt.Errorf("shard: is %v namespaced: %w", gvr, err)
 	}
@@ -141,8 +144,8 @@ func (r *namespacedResource) Watch(ctx context.Context, o metav1.ListOptions) (w
 }
 
 // filter is the Filter of the lists and watches; nil when unfiltered.
-func (l listWatch) filter() (*Filter, error) {
-	sel, err := l.d.selectionFor(l.gvr)
+func (l listWatch) filter(ctx context.Context) (*Filter, error) {
+	sel, err := l.d.selectionFor(ctx, l.gvr)
 	if sel == nil || err != nil {
 		return nil, err
 	}
@@ -157,7 +160,7 @@ func (l listWatch) filter() (*Filter, error) {
 }
 
 func (l listWatch) list(ctx context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	f, err := l.filter()
+	f, err := l.filter(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +179,7 @@ func (l listWatch) list(ctx context.Context, o metav1.ListOptions) (*unstructure
 }
 
 func (l listWatch) watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	f, err := l.filter()
+	f, err := l.filter(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func customObject(kind, ns, name string) *unstructured.Unstructured {
 	return u
 }
 
-func scopeOf(gvr schema.GroupVersionResource) (bool, error) {
+func scopeOf(_ context.Context, gvr schema.GroupVersionResource) (bool, error) {
 	switch gvr {
 	case widgetsGVR:
 		return true, nil
