@@ -437,10 +437,27 @@ func rewrite(v any, ns string, renames map[string]string) any {
 	return v
 }
 
+// apiServerReporters are the kube-apiserver's own repair loops. They
+// report Services they catch between IP or port allocation and creation
+// (ClusterIPNotAllocated, PortNotAllocated); whether they do is timing on
+// the shared API server, and no controller's doing.
+var apiServerReporters = map[string]bool{
+	"ipallocator-repair-controller":   true,
+	"portallocator-repair-controller": true,
+}
+
+// fromAPIServer reports whether e was recorded by one of the API server's
+// repair loops (events.k8s.io recorders set reportingController, the core
+// ones source.component).
+func fromAPIServer(e corev1.Event) bool {
+	return apiServerReporters[e.ReportingController] || apiServerReporters[e.Source.Component]
+}
+
 // EventReasons lists the sorted, de-duplicated "<involvedObject.kind>
-// <reason>" pairs of the events in ns, leaving out those skip (when set)
-// selects: events no controller caused, say. How many events a run records
-// and when differ between two runs; which reasons occur does not.
+// <reason>" pairs of the events in ns, leaving out the API server's own
+// repair-loop events and those skip (when set) selects: events no
+// controller caused, say. How many events a run records and when differ
+// between two runs; which reasons occur does not.
 func EventReasons(ctx context.Context, cs kubernetes.Interface, ns string, skip func(corev1.Event) bool) ([]string, error) {
 	evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -448,7 +465,7 @@ func EventReasons(ctx context.Context, cs kubernetes.Interface, ns string, skip 
 	}
 	var reasons []string
 	for _, e := range evs.Items {
-		if skip == nil || !skip(e) {
+		if !fromAPIServer(e) && (skip == nil || !skip(e)) {
 			reasons = append(reasons, e.InvolvedObject.Kind+" "+e.Reason)
 		}
 	}

@@ -165,12 +165,10 @@ func epCleanup(ctx context.Context, cs kubernetes.Interface, ns string) error {
 	return deletePods(ctx, cs, ns)
 }
 
-// epEvents is the namespace's event summary without the API server's
-// ClusterIPNotAllocated: its cluster-IP repair loop reports Services it
-// catches between allocation and creation; whether it does is timing, and
-// no controller's doing.
+// epEvents is the namespace's event summary (EventReasons leaves out the
+// API server's repair loops).
 func epEvents(ctx context.Context, cs kubernetes.Interface, ns string) (runtime.Object, error) {
-	return differential.EventSummary(ctx, cs, ns, func(e corev1.Event) bool { return e.Reason == "ClusterIPNotAllocated" })
+	return differential.EventSummary(ctx, cs, ns, nil)
 }
 
 // epService is a Service of the given type selecting sel (nil: no
