@@ -61,7 +61,11 @@ type Context struct {
 	// are parts: informers.Custom[T](cc.Informers, gvr) gives a typed
 	// informer of a custom resource without generated code, and
 	// cc.Informers.AddFactory adds a generated clientset's informer factory
-	// to the term (started, waited for and shut down with it).
+	// to the term (started, waited for and shut down with it). It is the
+	// set as this controller sees it (informers.Set.For): what it requests
+	// through it or the factories above is counted as its own, and
+	// released when it stops; an informer no other controller holds is
+	// then stopped and its cache freed.
 	Informers *informers.Set
 	// Queues lets the controllers of one term hand each other keys: one
 	// controller's events can make another resync an object (an operator's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	kinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -26,32 +26,13 @@ type Factory interface {
 
 // AddFactory makes f part of the Set: Start starts it (at once if the Set
 // has started), Synced, WaitForCacheSync and readiness wait for it,
-// Shutdown stops it. It is how a controller with a generated clientset
-// gets informers that belong to its term: it builds the factory from the
-// term's ClientBuilder and adds it. The Set does not strip managedFields
-// from such a factory's objects: pass informers.StripManagedFields to its
-// WithTransform option.
-func (s *Set) AddFactory(f Factory) {
-	s.mu.Lock()
-	s.factories = append(s.factories, f)
-	stop := s.stop
-	s.mu.Unlock()
-	if stop != nil {
-		f.Start(stop)
-	}
-}
-
-// Dynamic returns the Set's dynamic informer factory: informers of any
-// resource, custom ones included, whose caches hold
-// *unstructured.Unstructured, managedFields stripped unless
-// KeepManagedFields. It has the Set's lifecycle. Nil when the Set has no
-// dynamic client (Options.Dynamic).
-func (s *Set) Dynamic() dynamicinformer.DynamicSharedInformerFactory {
-	if s.dynamic == nil {
-		return nil
-	}
-	return s.dynamic
-}
+// Shutdown stops it; added through a view (For), it is that user's, shut
+// down when the user is released. It is how a controller with a generated
+// clientset gets informers that belong to its term: it builds the factory
+// from the term's ClientBuilder and adds it. The Set does not strip
+// managedFields from such a factory's objects: pass
+// informers.StripManagedFields to its WithTransform option.
+func (s *Set) AddFactory(f Factory) { s.c.addFactory(f, s.user) }
 
 // Custom returns the Set's informer of gvr whose cache holds *T: objects
 // listed and watched through the dynamic client and converted, once as
@@ -78,17 +59,23 @@ type customKey struct {
 }
 
 // customFor is Custom for the type newObj makes.
-func (s *Set) customFor(gvr schema.GroupVersionResource, newObj func() runtime.Object) (cache.SharedIndexInformer, error) {
-	if s.dynamicClient == nil {
+func (s *Set) customFor(gvr schema.GroupVersionResource,
+	newObj func() runtime.Object) (cache.SharedIndexInformer, error) {
+	c := s.c
+	if c.dynamic == nil {
 		return nil, fmt.Errorf("informers: %v: the Set has no dynamic client (Options.Dynamic)", gvr)
 	}
-	k := customKey{gvr, reflect.TypeOf(newObj())}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if inf, ok := s.custom[k]; ok {
-		return inf, nil
-	}
-	client := s.dynamicClient.Resource(gvr)
+	k := key{kind: customKind, gvr: gvr, typ: reflect.TypeOf(newObj())}
+	return c.acquire(k, s.user, func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
+		return newCustom(c, gvr, newObj), nil
+	}).inf, nil
+}
+
+// newCustom makes the custom informer of gvr, converting each object into
+// the type newObj makes.
+func newCustom(c *core, gvr schema.GroupVersionResource,
+	newObj func() runtime.Object) cache.SharedIndexInformer {
+	client := c.dynamic.Resource(gvr)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return client.List(ctx, o)
@@ -97,12 +84,14 @@ func (s *Set) customFor(gvr schema.GroupVersionResource, newObj func() runtime.O
 			return client.Watch(ctx, o)
 		},
 	}
-	inf := cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{
-		ResyncPeriod: s.resync,
-		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-	})
-	strip := !s.keepManagedFields
-	if err := inf.SetTransform(func(obj any) (any, error) {
+	inf := cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{},
+		cache.SharedIndexInformerOptions{
+			ResyncPeriod: c.resync,
+			Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		})
+	strip := c.strip
+	// Fails only on a running informer, and this one is new.
+	_ = inf.SetTransform(func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			return obj, nil // a tombstone: its object was converted when stored
@@ -112,46 +101,59 @@ func (s *Set) customFor(gvr schema.GroupVersionResource, newObj func() runtime.O
 		}
 		out := newObj()
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-			return nil, fmt.Errorf("informers: %v %s/%s into %T: %w", gvr, u.GetNamespace(), u.GetName(), out, err)
+			return nil, fmt.Errorf("informers: %v %s/%s into %T: %w", gvr, u.GetNamespace(),
+				u.GetName(), out, err)
 		}
 		return out, nil
-	}); err != nil {
-		return nil, err
-	}
-	s.custom[k] = inf
-	if s.runCtx != nil {
-		s.runCustomLocked(k, inf)
-	}
-	return inf, nil
+	})
+	return inf
 }
 
-// dynamicFactory is the Set's dynamic informer factory: the stripping
-// transform set on every informer it hands out.
-type dynamicFactory struct {
-	dynamicinformer.DynamicSharedInformerFactory
-	strip bool
-	mu    sync.Mutex
-	seen  map[schema.GroupVersionResource]bool
+// metadataFactory is a Set's metadata-only informer factory, as one view's
+// user sees it.
+type metadataFactory struct{ s *Set }
+
+func (f metadataFactory) ForResource(gvr schema.GroupVersionResource) kinformers.GenericInformer {
+	c := f.s.c
+	return c.acquire(key{kind: metadataKind, gvr: gvr}, f.s.user,
+		func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
+			gi := metadatainformer.NewFilteredMetadataInformer(c.metadata, gvr, "", c.resync,
+				cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
+			return gi.Informer(), gi
+		}).generic
 }
 
-func (f *dynamicFactory) ForResource(gvr schema.GroupVersionResource) kinformers.GenericInformer {
-	gi := f.DynamicSharedInformerFactory.ForResource(gvr)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.strip && !f.seen[gvr] {
-		f.seen[gvr] = true
-		// Fails only once the informer runs, when it has its transform.
-		_ = gi.Informer().SetTransform(StripManagedFields)
-	}
-	return gi
+func (f metadataFactory) Start(stop <-chan struct{}) { f.s.c.start(stop) }
+func (f metadataFactory) Shutdown()                  {}
+func (f metadataFactory) WaitForCacheSync(stop <-chan struct{}) map[schema.GroupVersionResource]bool {
+	return byResource(waitSynced(stop, f.s.c.startedOf(metadataKind, "")))
 }
 
-// runCustomLocked runs a custom informer on the Set's run context; s.mu is
-// held.
-func (s *Set) runCustomLocked(k customKey, inf cache.SharedIndexInformer) {
-	if s.customRunning[k] {
-		return
+// dynamicFactory is a Set's dynamic informer factory, as one view's user
+// sees it.
+type dynamicFactory struct{ s *Set }
+
+func (f dynamicFactory) ForResource(gvr schema.GroupVersionResource) kinformers.GenericInformer {
+	c := f.s.c
+	return c.acquire(key{kind: dynamicKind, gvr: gvr}, f.s.user,
+		func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
+			gi := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, gvr, "", c.resync,
+				cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
+			return gi.Informer(), gi
+		}).generic
+}
+
+func (f dynamicFactory) Start(stop <-chan struct{}) { f.s.c.start(stop) }
+func (f dynamicFactory) Shutdown()                  {}
+func (f dynamicFactory) WaitForCacheSync(stop <-chan struct{}) map[schema.GroupVersionResource]bool {
+	return byResource(waitSynced(stop, f.s.c.startedOf(dynamicKind, "")))
+}
+
+// byResource keys a waitSynced result by resource.
+func byResource(synced map[*entry]bool) map[schema.GroupVersionResource]bool {
+	out := make(map[schema.GroupVersionResource]bool, len(synced))
+	for e, ok := range synced {
+		out[e.gvr] = ok
 	}
-	s.customRunning[k] = true
-	s.customWG.Go(func() { inf.RunWithContext(s.runCtx) })
+	return out
 }

@@ -7,6 +7,18 @@
 // (StartWarm) is a Set started ahead of its term, for warm standby: only
 // declared informers, their declared indexes built during the LIST.
 //
+// Informers are reference-counted. Set.For(user) is the Set as one user (a
+// controller) sees it: every informer requested through it counts that
+// user, and its Shutdown releases them. An informer no user holds any
+// more is stopped and dropped, and its cache freed; one that others hold
+// goes on, untouched. That is how a host stops one controller while the
+// others run (manager.SetControllers, descriptor WhenServed). The
+// factories are the Set's own, not client-go's: client-go's cannot stop
+// one informer of many. The typed one hands out informers through
+// client-go's generated accessors, and its ForResource knows every
+// resource client-go's does (read from those accessors; a test checks
+// each against client-go's).
+//
 // Guarantees:
 //   - Started is closed by the first Start and never before it, so a
 //     controller that waits on it knows every informer requested by then has
@@ -20,10 +32,19 @@
 //     removed, which controllers never read and which is often the largest
 //     part of an object.
 //   - Synced answers without blocking, so readiness checks can call it.
+//   - A released informer is stopped and its goroutines have ended when
+//     Shutdown of the view returns; the factories its user added are shut
+//     down. What the Set itself (New's) requested stays until the Set's
+//     Shutdown.
 //
 // Non-guarantees:
 //   - A Set belongs to one term; it holds no global state and must not be
 //     reused after Shutdown (informers requested afterwards never start).
 //   - Objects from listers are shared with every other reader: callers must
 //     DeepCopy before they modify one.
+//   - Event handlers are not released with their user: the host removes
+//     those a controller added (internal/handlers); a handler left on a
+//     shared informer goes on receiving events.
+//   - A factory's Start does not set the lifetime of what it starts: the
+//     Set's first Start does. A factory's Shutdown does nothing.
 package informers

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -42,113 +40,91 @@ type Options struct {
 	Dynamic dynamic.Interface
 }
 
-// Set is the informer set of one term.
+// Set is the informer set of one term, as one user sees it. New returns
+// the Set itself; For returns the same Set seen by one user (a
+// controller), whose informers are counted as that user's, and whose
+// Shutdown releases them.
 type Set struct {
-	typed    kinformers.SharedInformerFactory
-	metadata metadatainformer.SharedInformerFactory
-
-	// newNamespaced builds the typed factory of one namespace.
-	newNamespaced func(namespace string) kinformers.SharedInformerFactory
-	mu            sync.Mutex
-	namespaced    map[string]kinformers.SharedInformerFactory
+	c    *core
+	user string // "" for the Set itself
 
 	startOnce sync.Once
 	started   chan struct{}
 
-	dynamicClient     dynamic.Interface
-	dynamic           *dynamicFactory // nil without a dynamic client
-	resync            time.Duration
-	keepManagedFields bool
-	// Guarded by mu: custom informers, added factories, and what Start
-	// gave (the stop channel, and a context that ends with it).
-	custom        map[customKey]cache.SharedIndexInformer
-	customRunning map[customKey]bool
-	customWG      sync.WaitGroup
-	factories     []Factory
-	stop          <-chan struct{}
-	runCtx        context.Context
-	cancelRun     context.CancelFunc
+	mu         sync.Mutex
+	namespaced map[string]*typedFactory
 }
 
 // New returns a Set over the given clients. It starts nothing.
 func New(client kubernetes.Interface, metadataClient metadata.Interface, opts Options) *Set {
-	var typedOpts []kinformers.SharedInformerOption
-	var metaOpts []metadatainformer.SharedInformerOption
-	if !opts.KeepManagedFields {
-		typedOpts = append(typedOpts, kinformers.WithTransform(StripManagedFields))
-		metaOpts = append(metaOpts, metadatainformer.WithTransform(StripManagedFields))
+	c := &core{
+		client:   client,
+		metadata: metadataClient,
+		dynamic:  opts.Dynamic,
+		resync:   opts.Resync,
+		strip:    !opts.KeepManagedFields,
+		entries:  map[key]*entry{},
 	}
-	return &Set{
-		typed:    kinformers.NewSharedInformerFactoryWithOptions(client, opts.Resync, typedOpts...),
-		metadata: metadatainformer.NewSharedInformerFactoryWithOptions(metadataClient, opts.Resync, metaOpts...),
-		newNamespaced: func(ns string) kinformers.SharedInformerFactory {
-			nsOpts := append(slices.Clip(typedOpts), kinformers.WithNamespace(ns))
-			return kinformers.NewSharedInformerFactoryWithOptions(client, opts.Resync, nsOpts...)
-		},
-		namespaced: map[string]kinformers.SharedInformerFactory{},
-		started:    make(chan struct{}),
-
-		dynamicClient:     opts.Dynamic,
-		dynamic:           newDynamicFactory(opts),
-		resync:            opts.Resync,
-		keepManagedFields: opts.KeepManagedFields,
-		custom:            map[customKey]cache.SharedIndexInformer{},
-		customRunning:     map[customKey]bool{},
-	}
+	return c.view("")
 }
 
-func newDynamicFactory(opts Options) *dynamicFactory {
-	if opts.Dynamic == nil {
-		return nil
+// For returns the Set as user sees it: the same informers, shared with
+// every other user of the Set, but each informer requested through it (its
+// factories, ForResource, Custom, and the factories added with AddFactory)
+// counts user among its users. The view's Shutdown releases them: an
+// informer no user holds any more is stopped and dropped, so that its
+// cache is freed, while one that others use goes on untouched. Every call
+// with one user returns a new view that counts as the same user; an empty
+// user is "unnamed".
+//
+// The Set itself (New's) is a user too, that never lets go before its own
+// Shutdown: what is requested through it stays for the Set's life.
+func (s *Set) For(user string) *Set {
+	if user == "" {
+		user = "unnamed"
 	}
-	return &dynamicFactory{
-		DynamicSharedInformerFactory: dynamicinformer.NewDynamicSharedInformerFactory(opts.Dynamic, opts.Resync),
-		strip:                        !opts.KeepManagedFields,
-		seen:                         map[schema.GroupVersionResource]bool{},
-	}
+	return s.c.view(user)
 }
+
+// User returns the user this view counts requests for, "" for the Set
+// itself.
+func (s *Set) User() string { return s.user }
 
 // Typed returns the typed shared informer factory, over all namespaces.
 // Informers requested from it before Start start with it.
-func (s *Set) Typed() kinformers.SharedInformerFactory { return s.typed }
+//
+// The factory is the Set's, not client-go's: its Start starts the Set's
+// pending informers (on the Set's lifetime, whatever channel it is given),
+// its Shutdown does nothing (the Set's Shutdown stops them), and its
+// WaitForCacheSync covers the started informers of its namespace.
+func (s *Set) Typed() kinformers.SharedInformerFactory { return s.TypedFor("") }
 
 // TypedFor returns the typed shared informer factory restricted to
 // namespace, for controllers that watch one namespace: their informers list
 // and watch only there, so they need RBAC only there and cache nothing
-// else. Every call with the same namespace returns the same factory, so
-// controllers of the term share its informers. An empty namespace returns
-// Typed.
+// else. Controllers of the term share its informers. An empty namespace
+// is Typed.
 //
 // The factory has the Set's lifecycle: Start starts it, Synced and
 // WaitForCacheSync wait for it, Shutdown stops it, and managedFields are
 // stripped unless KeepManagedFields. As with Typed, informers requested
 // after Start start at the next Start.
 func (s *Set) TypedFor(namespace string) kinformers.SharedInformerFactory {
-	if namespace == "" {
-		return s.typed
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.namespaced[namespace]
 	if !ok {
-		f = s.newNamespaced(namespace)
+		f = &typedFactory{s: s, namespace: namespace}
 		s.namespaced[namespace] = f
 	}
 	return f
 }
 
-// namespacedFactories returns the namespaced factories made so far, by
-// namespace.
-func (s *Set) namespacedFactories() map[string]kinformers.SharedInformerFactory {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.namespaced)
-}
-
 // Metadata returns the metadata-only shared informer factory, for
 // resources whose controllers read only object metadata (and for custom
-// resources, which have no typed informers).
-func (s *Set) Metadata() metadatainformer.SharedInformerFactory { return s.metadata }
+// resources, which have no typed informers). Its Start and Shutdown behave
+// as Typed's.
+func (s *Set) Metadata() metadatainformer.SharedInformerFactory { return metadataFactory{s} }
 
 // ObjectOrMetadata returns the Set as an ObjectOrMetadataFactory.
 func (s *Set) ObjectOrMetadata() ObjectOrMetadataFactory { return s }
@@ -156,56 +132,34 @@ func (s *Set) ObjectOrMetadata() ObjectOrMetadataFactory { return s }
 // ForResource returns the typed informer for gvr if client-go has one, and a
 // metadata-only informer otherwise.
 func (s *Set) ForResource(gvr schema.GroupVersionResource) (kinformers.GenericInformer, error) {
-	if inf, err := s.typed.ForResource(gvr); err == nil {
+	if inf, err := s.TypedFor("").ForResource(gvr); err == nil {
 		return inf, nil
 	}
-	return s.metadata.ForResource(gvr), nil
+	return s.Metadata().ForResource(gvr), nil
 }
 
-// Start starts every informer requested so far, in every factory (typed,
-// metadata and each TypedFor namespace), and closes Started the first time.
-// Informers requested later start at the next Start.
+// Start starts every informer of the Set requested so far and not started
+// yet (by any user, in every factory: typed, metadata, dynamic, custom,
+// each TypedFor namespace, and the added ones), and closes this view's
+// Started the first time. Informers requested later start at the next
+// Start.
+//
+// The first Start of the Set (through any view) gives it its lifetime:
+// its informers run until that stop channel closes or the Set's Shutdown.
+// A later Start's channel is not used.
 func (s *Set) Start(stop <-chan struct{}) {
-	s.typed.Start(stop)
-	s.metadata.Start(stop)
-	for _, f := range s.namespacedFactories() {
-		f.Start(stop)
-	}
-	if s.dynamic != nil {
-		s.dynamic.Start(stop)
-	}
-	s.mu.Lock()
-	if s.runCtx == nil {
-		s.stop = stop
-		s.runCtx, s.cancelRun = context.WithCancel(context.Background())
-		// The custom informers run until stop closes or Shutdown.
-		runCtx, cancel := s.runCtx, s.cancelRun
-		s.customWG.Go(func() {
-			select {
-			case <-stop:
-			case <-runCtx.Done():
-			}
-			cancel()
-		})
-	}
-	for k, inf := range s.custom {
-		s.runCustomLocked(k, inf)
-	}
-	factories := slices.Clone(s.factories)
-	s.mu.Unlock()
-	for _, f := range factories {
-		f.Start(stop)
-	}
+	s.c.start(stop)
 	s.startOnce.Do(func() { close(s.started) })
 }
 
-// Started is closed once Start has been called.
+// Started is closed once Start has been called on this view.
 func (s *Set) Started() <-chan struct{} { return s.started }
 
-// WaitForCacheSync blocks until every started informer has synced or ctx is
-// done; the error names the informers that had not synced.
+// WaitForCacheSync blocks until every started informer this view's user
+// holds (every one, for the Set itself) has synced, or ctx is done; the
+// error names the informers that had not synced.
 func (s *Set) WaitForCacheSync(ctx context.Context) error {
-	pending := s.pending(ctx.Done())
+	pending := s.c.pending(ctx, s.user)
 	if len(pending) == 0 {
 		return nil
 	}
@@ -213,91 +167,42 @@ func (s *Set) WaitForCacheSync(ctx context.Context) error {
 }
 
 // Synced reports, without blocking, whether Start was called and every
-// started informer has synced; the error names those that have not.
+// started informer this view's user holds (every one, for the Set itself)
+// has synced; the error names those that have not.
 func (s *Set) Synced() error {
 	select {
 	case <-s.started:
 	default:
 		return errors.New("informers not started yet")
 	}
-	closed := make(chan struct{})
-	close(closed)
-	if pending := s.pending(closed); len(pending) > 0 {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if pending := s.c.pending(done, s.user); len(pending) > 0 {
 		return fmt.Errorf("informer caches not synced: %v", pending)
 	}
 	return nil
 }
 
-func (s *Set) pending(stop <-chan struct{}) []string {
-	var out []string
-	for t, ok := range s.typed.WaitForCacheSync(stop) {
-		if !ok {
-			out = append(out, t.String())
-		}
+// Shutdown, on the Set itself, stops every informer of the Set and waits
+// until their goroutines have ended; informers requested afterwards never
+// start. On a view (For), it releases the user's informers: those no other
+// user holds are stopped, waited for and dropped, the factories the user
+// added are shut down, and the others go on. Either is safe to call more
+// than once, and after a failed or partial start.
+func (s *Set) Shutdown() {
+	if s.user == "" {
+		s.c.shutdown()
+		return
 	}
-	for gvr, ok := range s.metadata.WaitForCacheSync(stop) {
-		if !ok {
-			out = append(out, "metadata "+gvr.String())
-		}
-	}
-	for ns, f := range s.namespacedFactories() {
-		for t, ok := range f.WaitForCacheSync(stop) {
-			if !ok {
-				out = append(out, "namespace "+ns+" "+t.String())
-			}
-		}
-	}
-	if s.dynamic != nil {
-		for gvr, ok := range s.dynamic.WaitForCacheSync(stop) {
-			if !ok {
-				out = append(out, "dynamic "+gvr.String())
-			}
-		}
-	}
-	s.mu.Lock()
-	custom := maps.Clone(s.custom)
-	running := maps.Clone(s.customRunning)
-	factories := slices.Clone(s.factories)
-	s.mu.Unlock()
-	for k, inf := range custom {
-		if running[k] && !cache.WaitForCacheSync(stop, inf.HasSynced) {
-			out = append(out, fmt.Sprintf("custom %v %v", k.gvr, k.typ))
-		}
-	}
-	for _, f := range factories {
-		for t, ok := range f.WaitForCacheSync(stop) {
-			if !ok {
-				out = append(out, t.String())
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
+	s.c.release(s.user)
 }
 
-// Shutdown stops every informer of the Set and waits until their goroutines
-// have ended. The stop channel passed to Start must be closed first (or be
-// closed concurrently), as with client-go's factories.
-func (s *Set) Shutdown() {
-	s.typed.Shutdown()
-	s.metadata.Shutdown()
-	for _, f := range s.namespacedFactories() {
-		f.Shutdown()
-	}
-	if s.dynamic != nil {
-		s.dynamic.Shutdown()
-	}
-	s.mu.Lock()
-	cancel := s.cancelRun
-	factories := slices.Clone(s.factories)
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	s.customWG.Wait()
-	for _, f := range factories {
-		f.Shutdown()
-	}
+// Informers returns how many informers the Set holds now (requested and
+// not released, started or not), for tests and diagnostics.
+func (s *Set) Informers() int {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return len(s.c.entries)
 }
 
 // StripManagedFields is a cache.TransformFunc that drops
@@ -311,4 +216,16 @@ func StripManagedFields(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// Dynamic returns the Set's dynamic informer factory: informers of any
+// resource, custom ones included, whose caches hold
+// *unstructured.Unstructured, managedFields stripped unless
+// KeepManagedFields. It has the Set's lifecycle. Nil when the Set has no
+// dynamic client (Options.Dynamic).
+func (s *Set) Dynamic() dynamicinformer.DynamicSharedInformerFactory {
+	if s.c.dynamic == nil {
+		return nil
+	}
+	return dynamicFactory{s}
 }

@@ -21,6 +21,11 @@ type Declared struct {
 	// Object, if set, is the Go type the informer's objects are converted
 	// into (Custom): the warm informer is that custom one.
 	Object runtime.Object
+	// Users are who declared it (controllers, as the term will name them
+	// in Set.For): the informer counts each as a user, so that it is
+	// released with the last of them. None: it is the Set's own, for its
+	// whole life.
+	Users []string
 }
 
 // Warm is a Set kept started and synced ahead of the term that will adopt
@@ -47,7 +52,20 @@ func StartWarm(ctx context.Context, client kubernetes.Interface, metaClient meta
 	set := New(client, metaClient, opts)
 	resources := 0
 	for _, d := range declared {
-		shared, err := set.declared(d)
+		views := []*Set{set}
+		if len(d.Users) > 0 {
+			views = views[:0]
+			for _, u := range d.Users {
+				views = append(views, set.For(u))
+			}
+		}
+		var shared cache.SharedIndexInformer
+		var err error
+		for _, v := range views {
+			if shared, err = v.declared(d); err != nil {
+				break
+			}
+		}
 		if err != nil {
 			log.Error(err, "Warm standby: cannot keep an informer", "resource", d.Resource.String())
 			continue
@@ -82,13 +100,13 @@ func (s *Set) declared(d Declared) (cache.SharedIndexInformer, error) {
 		obj := d.Object
 		return s.customFor(d.Resource, func() runtime.Object { return obj.DeepCopyObject() })
 	}
-	if inf, err := s.typed.ForResource(d.Resource); err == nil {
+	if inf, err := s.Typed().ForResource(d.Resource); err == nil {
 		return inf.Informer(), nil
 	}
-	if s.dynamic != nil {
-		return s.dynamic.ForResource(d.Resource).Informer(), nil
+	if dyn := s.Dynamic(); dyn != nil {
+		return dyn.ForResource(d.Resource).Informer(), nil
 	}
-	return s.metadata.ForResource(d.Resource).Informer(), nil
+	return s.Metadata().ForResource(d.Resource).Informer(), nil
 }
 
 // Set is the warm informer set, for the term that adopts it.

@@ -16,8 +16,9 @@ import (
 )
 
 // TestStartWarm: a Warm holds the declared informers synced with their
-// declared indexes built, and nothing else; with nothing declared there
-// is no Warm.
+// declared indexes built, and nothing else; an informer declared by users
+// goes when the last of them is released; with nothing declared there is
+// no Warm.
 func TestStartWarm(t *testing.T) {
 	if w := informers.StartWarm(context.Background(), fake.NewClientset(), nil, informers.Options{}, nil); w != nil {
 		t.Fatal("a Warm of nothing")
@@ -33,7 +34,11 @@ func TestStartWarm(t *testing.T) {
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: "n2"}},
 	)
 	w := informers.StartWarm(context.Background(), client, metadatafake.NewSimpleMetadataClient(scheme), informers.Options{},
-		[]informers.Declared{{Resource: pods, Indexers: cache.Indexers{"by-node": byNode}}})
+		[]informers.Declared{
+			{Resource: pods, Indexers: cache.Indexers{"by-node": byNode}},
+			{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+				Users: []string{"x-controller", "y-controller"}},
+		})
 	defer w.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -47,5 +52,14 @@ func TestStartWarm(t *testing.T) {
 	}
 	if !isClosed(w.Set().Started()) {
 		t.Error("the warm set is not started")
+	}
+	cms := w.Set().For("x-controller").Typed().Core().V1().ConfigMaps().Informer() // x holds it already
+	w.Set().For("x-controller").Shutdown()
+	if cms.IsStopped() {
+		t.Error("a declared informer stopped while one of its users holds it")
+	}
+	w.Set().For("y-controller").Shutdown()
+	if !cms.IsStopped() {
+		t.Error("a declared informer runs after its last user was released")
 	}
 }

@@ -16,17 +16,20 @@ import (
 	"github.com/ctrlhost/ctrlhost/managertest"
 )
 
-// toggled records, per controller, the informers each build made and how
-// many of its Runs are running.
+// toggled records, per controller, the informers each build made (the
+// ConfigMaps of every namespace, shared by all, and the ConfigMaps of the
+// namespace named after it, its own) and how many of its Runs are running.
 type toggled struct {
 	mu        sync.Mutex
 	informers map[string][]cache.SharedIndexInformer
+	own       map[string][]cache.SharedIndexInformer
 	running   map[string]int
 	seen      map[string]map[string]bool // controller → ConfigMaps its handler saw
 }
 
 func newToggled() *toggled {
-	return &toggled{informers: map[string][]cache.SharedIndexInformer{}, running: map[string]int{},
+	return &toggled{informers: map[string][]cache.SharedIndexInformer{},
+		own: map[string][]cache.SharedIndexInformer{}, running: map[string]int{},
 		seen: map[string]map[string]bool{}}
 }
 
@@ -39,8 +42,10 @@ func (tg *toggled) saw(controller, configMap string) bool {
 func (tg *toggled) descriptor(name string) descriptor.Descriptor {
 	init := func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		inf := cc.InformerFactory.Core().V1().ConfigMaps().Informer()
+		own := cc.NamespacedInformerFactory(name).Core().V1().ConfigMaps().Informer()
 		tg.mu.Lock()
 		tg.informers[name] = append(tg.informers[name], inf)
+		tg.own[name] = append(tg.own[name], own)
 		tg.mu.Unlock()
 		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
 			tg.mu.Lock()
@@ -88,10 +93,21 @@ func (tg *toggled) informer(name string, i int) cache.SharedIndexInformer {
 	return tg.informers[name][i]
 }
 
+// ownInformer is the informer only build i of the controller requested.
+func (tg *toggled) ownInformer(name string, i int) cache.SharedIndexInformer {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	if i >= len(tg.own[name]) {
+		return nil
+	}
+	return tg.own[name][i]
+}
+
 // SetControllers turns controllers on and off in the running term, with
-// --controllers' rules: one enabled at runtime runs over informers of its
-// own, shut down when it is disabled again; one the term built at its start
-// is stopped alone, the others untouched.
+// --controllers' rules: one enabled at runtime shares the term's informers;
+// one stopped, whether the term built it at its start or not, stops alone,
+// its handlers removed and the informers only it held stopped, while the
+// informers others share and the others go on untouched.
 func TestSetControllersAtRuntime(t *testing.T) {
 	tg := newToggled()
 	h := managertest.New(t, "test", []descriptor.Descriptor{
@@ -115,7 +131,7 @@ func TestSetControllersAtRuntime(t *testing.T) {
 			"the controllers it started):\n%s", body)
 	}
 
-	// b on: it runs, on informers of its own.
+	// b on: it runs, sharing the term's informer of all ConfigMaps.
 	if err := h.Manager.SetControllers([]string{"*"}); err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +140,22 @@ func TestSetControllersAtRuntime(t *testing.T) {
 		// "*" does not select a DisabledByDefault controller.
 		t.Errorf("c-controller after \"*\": phase %q, want disabled", st.Phase)
 	}
-	bInf := tg.informer("b-controller", 0)
-	if bInf == nil || sameCache(bInf, tg.informer("a-controller", 0)) {
-		t.Fatal("b-controller shares a-controller's informer; " +
-			"a controller started at runtime gets its own")
+	bInf, bOwn := tg.informer("b-controller", 0), tg.ownInformer("b-controller", 0)
+	if bInf == nil || !sameCache(bInf, tg.informer("a-controller", 0)) {
+		t.Fatal("b-controller, started at runtime, does not share the term's informer " +
+			"with a-controller")
 	}
 	h.WaitHealthy("/readyz")
+	// c on again, by name: a unit now, on the same shared informer.
+	if err := h.Manager.SetControllers([]string{"*", "c-controller"}); err != nil {
+		t.Fatal(err)
+	}
+	managertest.Eventually(t, "c-controller runs again", func() bool {
+		return tg.runs("c-controller") == 1 && tg.informer("c-controller", 1) != nil
+	})
+	if !sameCache(tg.informer("c-controller", 1), bInf) {
+		t.Fatal("c-controller, started again, does not share the term's informer")
+	}
 
 	// a off (the term's own), b off (a unit): each stops alone.
 	off := []string{"c-controller", "-a-controller", "-b-controller"}
@@ -145,11 +171,15 @@ func TestSetControllersAtRuntime(t *testing.T) {
 			t.Errorf("%s is disabled with %d Runs running", name, n)
 		}
 	}
-	if !bInf.IsStopped() {
-		t.Error("b-controller is disabled, but its informer runs")
+	for name, own := range map[string]cache.SharedIndexInformer{
+		"a-controller": tg.ownInformer("a-controller", 0), "b-controller": bOwn,
+	} {
+		if !own.IsStopped() {
+			t.Errorf("%s is disabled, but the informer only it held runs", name)
+		}
 	}
-	if tg.informer("a-controller", 0).IsStopped() {
-		t.Error("a-controller's informer, the term's, was stopped: c-controller shares it")
+	if bInf.IsStopped() || tg.informer("a-controller", 0).IsStopped() {
+		t.Error("the shared informer was stopped: c-controller still holds it")
 	}
 	if tg.runs("c-controller") != 1 {
 		t.Error("c-controller was disturbed")
@@ -176,6 +206,16 @@ func TestSetControllersAtRuntime(t *testing.T) {
 	if st, _ := h.Manager.Status("a-controller"); st.Starts != 2 {
 		t.Errorf("a-controller Starts = %d, want 2", st.Starts)
 	}
+	if !sameCache(tg.informer("a-controller", 1), tg.informer("c-controller", 1)) {
+		t.Error("a-controller, started again, does not share c-controller's informer")
+	}
+	if own := tg.ownInformer("a-controller", 1); own == nil ||
+		sameCache(own, tg.ownInformer("a-controller", 0)) || own.IsStopped() {
+		t.Error("a-controller, started again, did not get a new informer of its own")
+	}
+	managertest.Eventually(t, "a-controller's new informer syncs", func() bool {
+		return tg.ownInformer("a-controller", 1).HasSynced()
+	})
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}

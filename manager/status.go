@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/internal/handlers"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/leader"
@@ -84,11 +85,11 @@ type state struct {
 	// disabled, migrated without the migration lock).
 	fixed string
 
-	mu       sync.Mutex
-	status   ControllerStatus
-	ctrl     descriptor.Controller // set while built in the current term
-	handlers *handlers.Set         // what its InitFunc of the current term added
-	slots    map[int]*state        // sharded: the running slot terms' instances
+	mu     sync.Mutex
+	status ControllerStatus
+	ctrl   descriptor.Controller // set while built in the current term
+	uses   uses                  // what its build in the current term holds
+	slots  map[int]*state        // sharded: the running slot terms' instances
 }
 
 func newState(d descriptor.Descriptor, p Phase, reason string) *state {
@@ -120,20 +121,27 @@ func (s *state) fail(err error) {
 	s.status.Phase, s.status.Err, s.status.Since = PhaseFailed, err, time.Now()
 }
 
-func (s *state) setHandlers(h *handlers.Set) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.handlers = h
+// uses is what one build of a controller holds in its term: the event
+// handlers it added through its Context's factories, and its view of the
+// term's informers (its Shutdown releases them).
+type uses struct {
+	handlers  *handlers.Set
+	informers *informers.Set
 }
 
-// takeHandlers returns the handlers its current build added, and forgets
-// them.
-func (s *state) takeHandlers() *handlers.Set {
+func (s *state) setUses(u uses) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := s.handlers
-	s.handlers = nil
-	return h
+	s.uses = u
+}
+
+// takeUses returns what its current build holds, and forgets it.
+func (s *state) takeUses() uses {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.uses
+	s.uses = uses{}
+	return u
 }
 
 func (s *state) setController(c descriptor.Controller) {

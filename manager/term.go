@@ -124,18 +124,15 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		started: make(chan struct{}),
 		slot:    spec.slot,
 	}
-	newSet := func() *informers.Set {
+	if spec.warm != nil {
+		env.set = spec.warm.Set()
+	} else {
 		client, dyn := kubernetes.Interface(m.client), m.dynClient
 		if spec.slot != nil {
 			client, dyn = spec.slot.client, spec.slot.dynamic
 		}
 		opts := informers.Options{Resync: m.resyncPeriod(), Dynamic: dyn}
-		return informers.New(client, m.metaClient, opts)
-	}
-	if spec.warm != nil {
-		env.set = spec.warm.Set()
-	} else {
-		env.set = newSet()
+		env.set = informers.New(client, m.metaClient, opts)
 	}
 	if lease != nil {
 		env.gate = lease.Gate()
@@ -155,7 +152,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		}
 	}
 	leases := []*leader.Term{lease, spec.parent}
-	t.units = m.newTermUnits(log, env, r, newSet, leases, spec.states, static.states)
+	t.units = m.newTermUnits(log, env, r, leases, spec.states, static.states)
 	m.addTerm(t)
 	defer m.removeTerm(t)
 
@@ -224,6 +221,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	}
 	for _, s := range spec.states {
 		s.setController(nil)
+		s.takeUses()
 		if st, _ := s.snapshot(); st.Phase == PhaseUnserved {
 			s.set(PhaseWaiting, nil) // the next term asks discovery again
 		}
@@ -362,20 +360,22 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 	// The handlers it adds through its factories are recorded, so that
 	// SetControllers can stop it alone and remove them from the informers
 	// it shares with the term's other controllers.
-	hs := handlers.New()
-	s.setHandlers(hs)
+	// Its informers are counted as its own in the term's set, so that
+	// stopping it alone releases those no other controller holds.
+	hs, view := handlers.New(), env.set.For(name)
+	s.setUses(uses{hs, view})
 	cc := descriptor.Context{
 		Name:              name,
 		ClientBuilder:     cb,
 		RootClientBuilder: root,
-		InformerFactory:   hs.Typed(env.set.Typed(), ""),
+		InformerFactory:   hs.Typed(view.Typed(), ""),
 		NamespacedInformerFactory: func(ns string) kinformers.SharedInformerFactory {
-			return hs.Typed(env.set.TypedFor(ns), ns)
+			return hs.Typed(view.TypedFor(ns), ns)
 		},
-		MetadataInformerFactory:         hs.Metadata(env.set.Metadata()),
-		ObjectOrMetadataInformerFactory: hs.Generic(env.set.ObjectOrMetadata()),
-		DynamicInformerFactory:          hs.Dynamic(env.set.Dynamic()),
-		Informers:                       env.set,
+		MetadataInformerFactory:         hs.Metadata(view.Metadata()),
+		ObjectOrMetadataInformerFactory: hs.Generic(view.ObjectOrMetadata()),
+		DynamicInformerFactory:          hs.Dynamic(view.Dynamic()),
+		Informers:                       view,
 		Metrics:                         m.registry,
 		Queues:                          env.queues.forController(name),
 		InformersStarted:                env.started,

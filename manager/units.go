@@ -22,18 +22,19 @@ import (
 // The controllers the term built at its start (selected then, and not
 // WhenServed) run on the term's informers; one of them that is disabled is
 // told to stop alone and waited for within the term's stop bound. Every
-// other start is a unit: the controller built over an informer set of its
-// own, started with it and shut down with it, so that its handlers go and
-// its caches are freed when it stops. A unit's goroutine runs on the term's
-// runner, so the term's stop waits for it (and names it if it does not
-// return); a unit's controller that fails fails the term, as any controller
-// does.
+// other start is a unit: the controller built and started on its own. Each
+// controller's informers are counted as its own in the term's set
+// (informers.Set.For): once one has stopped, the event handlers it added
+// are removed and its informers released, so that those no other
+// controller holds stop and their caches are freed, while shared ones go
+// on. A unit's goroutine runs on the term's runner, so the term's stop
+// waits for it (and names it if it does not return); a unit's controller
+// that fails fails the term, as any controller does.
 type termUnits struct {
 	m      *Manager
 	log    logr.Logger
-	env    termEnv // the term's: its ctx ends when the controllers are told to stop
-	r      *runner // the term's
-	newSet func() *informers.Set
+	env    termEnv        // the term's: its ctx ends when the controllers are told to stop
+	r      *runner        // the term's
 	leases []*leader.Term // the term's lease and its parent's: a lost one cuts a stop
 	states []*state       // every controller of the term
 	served *servedView
@@ -51,8 +52,8 @@ type termUnits struct {
 // the stop of one of the term's own.
 type unit struct {
 	cancel context.CancelFunc
-	set    *informers.Set // nil for the stop of a static controller
-	done   chan struct{}  // closed once it stopped and its informers are shut down
+	set    *informers.Set // its view of the term's informers, released once it stopped
+	done   chan struct{}  // closed once it stopped and its informers are released
 	// why, set (under termUnits.mu) when it is told to stop for a reason
 	// of its own, becomes its phase (and Reason) once it has stopped.
 	why struct {
@@ -62,8 +63,8 @@ type unit struct {
 }
 
 func (m *Manager) newTermUnits(log logr.Logger, env termEnv, r *runner,
-	newSet func() *informers.Set, leases []*leader.Term, states, static []*state) *termUnits {
-	u := &termUnits{m: m, log: log, env: env, r: r, newSet: newSet, leases: leases, states: states,
+	leases []*leader.Term, states, static []*state) *termUnits {
+	u := &termUnits{m: m, log: log, env: env, r: r, leases: leases, states: states,
 		served: newServedView(log, m.client.Discovery(), m.metaClient, states),
 		kick:   make(chan struct{}, 1), static: map[*state]bool{}, running: map[*state]*unit{}}
 	for _, s := range static {
@@ -182,10 +183,10 @@ func (u *termUnits) close() {
 }
 
 // stopStatic tells one of the term's own controllers to stop and waits for
-// it, on the term's runner, within the term's stop bound. Its informers
-// are the term's, shared with the others: they stay, and the event
-// handlers it added through its Context's factories are removed from them
-// once it has stopped (internal/handlers).
+// it, on the term's runner, within the term's stop bound. Once it has
+// stopped, the event handlers it added through its Context's factories
+// are removed (internal/handlers) and its informers released: those the
+// term's other controllers share stay.
 func (u *termUnits) stopStatic(s *state) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -199,7 +200,8 @@ func (u *termUnits) stopStatic(s *state) {
 		s.disable()
 		return
 	}
-	un := &unit{cancel: func() {}, done: make(chan struct{})}
+	held := s.takeUses()
+	un := &unit{cancel: func() {}, set: held.informers, done: make(chan struct{})}
 	un.why.phase, un.why.reason = PhaseDisabled, disabledAtRuntime
 	u.running[s] = un
 	u.r.Go(s.desc.Name()+" (stopping)", func() {
@@ -208,15 +210,20 @@ func (u *termUnits) stopStatic(s *state) {
 				return nil
 			}
 			return []string{s.desc.Name()}
-		}, func() <-chan struct{} { return stopped }, func() {
-			if hs := s.takeHandlers(); hs != nil {
-				if err := hs.RemoveAll(); err != nil {
-					u.log.Error(err, "Cannot remove a stopped controller's event handlers",
-						"controller", s.desc.Name())
-				}
-			}
-		})
+		}, func() <-chan struct{} { return stopped }, func() { u.removeHandlers(s, held) })
 	})
+}
+
+// removeHandlers removes the event handlers a stopped controller added to
+// the term's informers, some of which others go on using.
+func (u *termUnits) removeHandlers(s *state, held uses) {
+	if held.handlers == nil {
+		return
+	}
+	if err := held.handlers.RemoveAll(); err != nil {
+		u.log.Error(err, "Cannot remove a stopped controller's event handlers",
+			"controller", s.desc.Name())
+	}
 }
 
 // start builds and runs s as a new unit, unless the term is stopping.
@@ -227,12 +234,14 @@ func (u *termUnits) start(s *state) {
 		return
 	}
 	uctx, cancel := context.WithCancel(u.env.ctx)
-	un := &unit{cancel: cancel, set: u.newSet(), done: make(chan struct{})}
+	// The set is the term's, seen as this controller (build sees it so
+	// too): what it requests is counted as its own, and released with it.
+	un := &unit{cancel: cancel, set: u.env.set.For(s.desc.Name()), done: make(chan struct{})}
 	u.running[s] = un
 	u.r.Go(s.desc.Name()+" (unit)", func() {
 		defer cancel()
 		env := u.env
-		env.ctx, env.set, env.started = uctx, un.set, make(chan struct{})
+		env.ctx, env.started = uctx, make(chan struct{})
 		env.events = &termEvents{m: u.m, log: u.log, gate: u.env.gate}
 		ur := newRunner(uctx, u.log, u.m)
 		c, err := u.m.build(uctx, u.log, s, env, ur)
@@ -261,6 +270,7 @@ func (u *termUnits) start(s *state) {
 				eventFlushTimeout)
 			defer cancelFlush()
 			env.events.stop(flush)
+			u.removeHandlers(s, s.takeUses())
 		})
 	})
 }
@@ -270,9 +280,9 @@ func (u *termUnits) start(s *state) {
 // did not stop in time (waiting on for idle, as the term names it among
 // its stragglers meanwhile). Then, off the term's runner (the stop budget
 // is for the controller alone; the gate refuses its events once the lease
-// is lost), it flushes (its events), shuts its informers down, forgets it,
-// and records why it stopped; the term waits for that before it returns
-// (waitCleanups).
+// is lost), it flushes (its events, its handlers), releases its informers,
+// forgets it, and records why it stopped; the term waits for that before
+// it returns (waitCleanups).
 func (u *termUnits) finish(s *state, un *unit, wait func(*supervisor.Deadline) []string,
 	idle func() <-chan struct{}, flush func()) {
 	name := s.desc.Name()
@@ -317,19 +327,3 @@ func (u *termUnits) finish(s *state, un *unit, wait func(*supervisor.Deadline) [
 // waitCleanups waits until every stopped controller's informers are shut
 // down (finish).
 func (u *termUnits) waitCleanups() { u.cleanups.Wait() }
-
-// sets returns the informer sets of the units running now.
-func (u *termUnits) sets() []*informers.Set {
-	if u == nil {
-		return nil
-	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	out := make([]*informers.Set, 0, len(u.running))
-	for _, un := range u.running {
-		if un.set != nil {
-			out = append(out, un.set)
-		}
-	}
-	return out
-}

@@ -36,6 +36,7 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 				declared = append(declared, informers.Declared{Resource: gvr, Indexers: map[string]cache.IndexFunc{}})
 				i = len(declared) - 1
 			}
+			declared[i].Users = append(declared[i].Users, s.desc.Name())
 			if obj := s.desc.ObjectType(gvr); obj != nil && declared[i].Object == nil {
 				declared[i].Object = obj
 			}

@@ -48,6 +48,7 @@ func (r *replica) descriptor(s ControllerSpec) descriptor.Descriptor {
 			term: leader.TermFrom(ctx)}
 		if s.Served {
 			c.gadgets = cc.DynamicInformerFactory.ForResource(gadgetsGVR).Informer()
+			r.w.holdsGadgets(r.identity, c.gadgets)
 		}
 		c.namespaces = []string{namespaces[hashOf(s.Name)%uint32(len(namespaces))]}
 		if sc := cc.Shard; sc != nil {
@@ -132,15 +133,15 @@ type controller struct {
 func (c *controller) fenced() bool { return c.term.Gate().Check(c.spec.Name) != nil }
 
 func (c *controller) Run(ctx context.Context) error {
+	w := c.r.w
+	if c.gadgets != nil {
+		defer w.mustStop(c.key, c.gadgets)
+	}
 	if ctx.Err() != nil {
 		return nil // called with a done context: its term ended before it started
 	}
-	w := c.r.w
 	in := w.started(c.key, c.r.identity, c.fenced, len(c.namespaces) == 0)
 	defer w.stopped(c.key, in)
-	if c.gadgets != nil {
-		defer w.mustStop(c.key, c.r.identity, c.gadgets)
-	}
 	tick := time.NewTicker(c.spec.Period)
 	defer tick.Stop()
 	wctx, stop := ctx, ctx.Done()

@@ -58,24 +58,28 @@ type World struct {
 	trace      []string
 	specs      map[string]ControllerSpec
 	applied    map[string]int // ConfigMap writes the server took, by controller
-	// informers of Served controllers' runs that returned, with when:
-	// each must stop within informerStopBound.
-	returnedInformers []returnedInformer
+	// gadgetInformers are the Served controllers' informers of gadgets,
+	// by cache, with their users: each must stop within informerStopBound
+	// of its last user's Run returning.
+	gadgetInformers map[cache.Indexer]*gadgetInformer
 	// selection is the --controllers list in force (Config.Toggles); nil
 	// selects every controller.
 	selection []string
 }
 
-// returnedInformer is a Served controller's informer whose Run returned.
-type returnedInformer struct {
-	key, replica string
-	inf          cache.SharedIndexInformer
-	at           time.Time
+// gadgetInformer is one informer of gadgets, shared by the Served
+// controllers of one term of one replica.
+type gadgetInformer struct {
+	inf     cache.SharedIndexInformer
+	replica string
+	holders int       // built controllers whose Run has not returned
+	last    string    // the last holder whose Run returned
+	at      time.Time // when it did
 }
 
-// informerStopBound bounds how long a WhenServed controller's informers
-// may run after its Run returned: its unit flushes its events (one second
-// at most), then shuts its informers down.
+// informerStopBound bounds how long an informer of WhenServed controllers
+// may run after the last of them returned: its unit flushes its events
+// (one second at most), then releases its informers.
 const informerStopBound = 3 * time.Second
 
 // debugLease, when set (by a test being debugged), traces every write of
@@ -414,33 +418,48 @@ func (w *World) stopped(key string, in *instance) {
 	w.trace = append(w.trace, fmt.Sprintf("%9v %s stops %s", w.since(), in.replica, key))
 }
 
-// mustStop records that a Served controller's Run returned: its informer
-// must stop within informerStopBound (checked every tick by progressTick).
-func (w *World) mustStop(key, replica string, inf cache.SharedIndexInformer) {
+// holdsGadgets records that a Served controller's InitFunc took inf.
+func (w *World) holdsGadgets(replica string, inf cache.SharedIndexInformer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ri := returnedInformer{key, replica, inf, time.Now()}
-	w.returnedInformers = append(w.returnedInformers, ri)
+	if w.gadgetInformers == nil {
+		w.gadgetInformers = map[cache.Indexer]*gadgetInformer{}
+	}
+	g := w.gadgetInformers[inf.GetIndexer()]
+	if g == nil {
+		g = &gadgetInformer{inf: inf, replica: replica}
+		w.gadgetInformers[inf.GetIndexer()] = g
+	}
+	g.holders++
 }
 
-// checkInformersLocked reports informers that outlived their controller; w.mu
-// is held.
+// mustStop records that the Run of a Served controller holding inf
+// returned: once none holds it, it must stop within informerStopBound
+// (checked every tick by progressTick).
+func (w *World) mustStop(key string, inf cache.SharedIndexInformer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	g := w.gadgetInformers[inf.GetIndexer()]
+	g.holders--
+	g.last, g.at = key, time.Now()
+}
+
+// checkInformersLocked reports informers that outlived their last user;
+// w.mu is held.
 func (w *World) checkInformersLocked() {
-	kept := w.returnedInformers[:0]
-	for _, ri := range w.returnedInformers {
+	for idx, g := range w.gadgetInformers {
 		switch {
-		case ri.inf.IsStopped():
-		case time.Since(ri.at) > informerStopBound:
-			msg := fmt.Sprintf("%v: leak: %s's informer of gadgets on %s still runs %v "+
-				"after its Run returned", w.since(), ri.key, ri.replica,
-				time.Since(ri.at).Round(time.Millisecond))
+		case g.inf.IsStopped():
+			delete(w.gadgetInformers, idx)
+		case g.holders == 0 && time.Since(g.at) > informerStopBound:
+			msg := fmt.Sprintf("%v: leak: an informer of gadgets on %s still runs %v "+
+				"after the Run of its last user (%s) returned", w.since(), g.replica,
+				time.Since(g.at).Round(time.Millisecond), g.last)
 			w.violations = append(w.violations, msg)
 			w.trace = append(w.trace, "VIOLATION "+msg)
-		default:
-			kept = append(kept, ri)
+			delete(w.gadgetInformers, idx)
 		}
 	}
-	w.returnedInformers = kept
 }
 
 // crashed ends every running instance of replica: it vanished.

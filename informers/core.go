@@ -1,0 +1,324 @@
+package informers
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	kinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+)
+
+// core is what every view of a Set shares: its clients and options, and
+// its informers, each with the users that hold it.
+//
+// An informer starts at the first Start after it was requested and runs
+// until its last user releases it or the Set shuts down, each on a context
+// of its own under the Set's, so that one can stop while the others go on.
+type core struct {
+	client   kubernetes.Interface
+	metadata metadata.Interface
+	dynamic  dynamic.Interface
+	resync   time.Duration
+	strip    bool
+
+	mu        sync.Mutex
+	entries   map[key]*entry
+	factories []*added
+	runCtx    context.Context // nil before the first Start
+	cancelRun context.CancelFunc
+	down      bool // Shutdown was called: nothing starts any more
+	wg        sync.WaitGroup
+}
+
+// kind says which factory an informer belongs to.
+type kind int
+
+const (
+	typedKind kind = iota
+	metadataKind
+	dynamicKind
+	customKind
+)
+
+// key names one informer of a Set.
+type key struct {
+	kind      kind
+	namespace string                      // typed: its factory's namespace ("" for all)
+	typ       reflect.Type                // typed: the object's type; custom: T
+	gvr       schema.GroupVersionResource // metadata, dynamic, custom
+}
+
+// String names the informer in errors, as readiness reports it.
+func (k key) String() string {
+	switch k.kind {
+	case metadataKind:
+		return "metadata " + k.gvr.String()
+	case dynamicKind:
+		return "dynamic " + k.gvr.String()
+	case customKind:
+		return fmt.Sprintf("custom %v %v", k.gvr, k.typ)
+	}
+	if k.namespace != "" {
+		return "namespace " + k.namespace + " " + k.typ.String()
+	}
+	return k.typ.String()
+}
+
+// entry is one informer of the Set and who holds it.
+type entry struct {
+	key
+	inf     cache.SharedIndexInformer
+	generic kinformers.GenericInformer // metadata and dynamic: the informer with its lister
+	users   map[string]bool
+	cancel  context.CancelFunc // set once it runs
+	done    chan struct{}      // closed once it returned; nil before it runs
+}
+
+// added is a factory a user added (AddFactory).
+type added struct {
+	f      Factory
+	user   string
+	cancel context.CancelFunc // set once started
+}
+
+func (c *core) view(user string) *Set {
+	return &Set{c: c, user: user, started: make(chan struct{}),
+		namespaced: map[string]*typedFactory{}}
+}
+
+// acquire returns the Set's informer k, made by mk (and given the
+// stripping transform, unless kept) when the Set has none, and counts user
+// among its users.
+func (c *core) acquire(k key, user string,
+	mk func() (cache.SharedIndexInformer, kinformers.GenericInformer)) *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[k]
+	if !ok {
+		inf, gi := mk()
+		if c.strip && k.kind != customKind {
+			// Fails only on a running informer, and this one is new.
+			_ = inf.SetTransform(StripManagedFields)
+		}
+		e = &entry{key: k, inf: inf, generic: gi, users: map[string]bool{}}
+		c.entries[k] = e
+	}
+	e.users[user] = true
+	return e
+}
+
+// addFactory adds f for user, started at once if the Set runs.
+func (c *core) addFactory(f Factory, user string) {
+	a := &added{f: f, user: user}
+	c.mu.Lock()
+	c.factories = append(c.factories, a)
+	start := c.runCtx != nil && !c.down
+	var stop <-chan struct{}
+	if start {
+		stop = c.runAddedLocked(a)
+	}
+	c.mu.Unlock()
+	if start {
+		f.Start(stop)
+	}
+}
+
+// runAddedLocked gives a its stop channel (closed when it is released or
+// the Set stops); c.mu is held.
+func (c *core) runAddedLocked(a *added) <-chan struct{} {
+	ctx, cancel := context.WithCancel(c.runCtx)
+	a.cancel = cancel
+	return ctx.Done()
+}
+
+// start gives the Set its lifetime on the first call (until stop closes or
+// Shutdown), and starts every informer and added factory not started yet.
+func (c *core) start(stop <-chan struct{}) {
+	c.mu.Lock()
+	if c.down {
+		c.mu.Unlock()
+		return
+	}
+	if c.runCtx == nil {
+		c.runCtx, c.cancelRun = context.WithCancel(context.Background())
+		ctx, cancel := c.runCtx, c.cancelRun
+		c.wg.Go(func() {
+			select {
+			case <-stop:
+			case <-ctx.Done():
+			}
+			cancel()
+		})
+	}
+	for _, e := range c.entries {
+		if e.done == nil {
+			c.runLocked(e)
+		}
+	}
+	type toStart struct {
+		f    Factory
+		stop <-chan struct{}
+	}
+	var fs []toStart
+	for _, a := range c.factories {
+		if a.cancel == nil {
+			fs = append(fs, toStart{a.f, c.runAddedLocked(a)})
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range fs {
+		f.f.Start(f.stop)
+	}
+}
+
+// runLocked runs e on a context of its own; c.mu is held.
+func (c *core) runLocked(e *entry) {
+	ctx, cancel := context.WithCancel(c.runCtx)
+	e.cancel, e.done = cancel, make(chan struct{})
+	inf, done := e.inf, e.done
+	c.wg.Go(func() {
+		defer close(done)
+		inf.RunWithContext(ctx)
+	})
+}
+
+// release forgets user: the informers it alone held are stopped, waited
+// for and dropped, and the factories it added are shut down.
+func (c *core) release(user string) {
+	c.mu.Lock()
+	var stopping []*entry
+	for k, e := range c.entries {
+		if !e.users[user] {
+			continue
+		}
+		delete(e.users, user)
+		if len(e.users) == 0 {
+			delete(c.entries, k)
+			stopping = append(stopping, e)
+		}
+	}
+	var fs []*added
+	c.factories = slices.DeleteFunc(c.factories, func(a *added) bool {
+		if a.user == user {
+			fs = append(fs, a)
+			return true
+		}
+		return false
+	})
+	c.mu.Unlock()
+	for _, e := range stopping {
+		if e.cancel != nil {
+			e.cancel()
+			<-e.done
+		}
+	}
+	for _, a := range fs {
+		if a.cancel != nil {
+			a.cancel()
+		}
+		a.f.Shutdown()
+	}
+}
+
+// shutdown stops every informer and added factory and waits for them.
+func (c *core) shutdown() {
+	c.mu.Lock()
+	c.down = true
+	cancel := c.cancelRun
+	fs := slices.Clone(c.factories)
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	c.wg.Wait()
+	for _, a := range fs {
+		a.f.Shutdown()
+	}
+}
+
+// pending waits until every started informer user holds (every one, for
+// "") has synced or ctx is done, and names those that have not.
+func (c *core) pending(ctx context.Context, user string) []string {
+	c.mu.Lock()
+	var es []*entry
+	for _, e := range c.entries {
+		if e.done != nil && (user == "" || e.users[user]) {
+			es = append(es, e)
+		}
+	}
+	var fs []Factory
+	for _, a := range c.factories {
+		if a.cancel != nil && (user == "" || a.user == user) {
+			fs = append(fs, a.f)
+		}
+	}
+	c.mu.Unlock()
+	var out []string
+	if ctx.Err() == nil {
+		checkers := make([]cache.DoneChecker, 0, len(es))
+		for _, e := range es {
+			checkers = append(checkers, e.inf.HasSyncedChecker())
+		}
+		cache.WaitFor(ctx, "", checkers...)
+	}
+	for _, e := range es {
+		if !e.inf.HasSynced() {
+			out = append(out, e.key.String())
+		}
+	}
+	for _, f := range fs {
+		for t, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				out = append(out, t.String())
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// startedOf returns the started informers of the kind and namespace, for
+// the factories' WaitForCacheSync.
+func (c *core) startedOf(k kind, namespace string) []*entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*entry
+	for _, e := range c.entries {
+		if e.kind == k && e.namespace == namespace && e.done != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitSynced waits until each of es has synced or stop closes, and
+// reports which have.
+func waitSynced(stop <-chan struct{}, es []*entry) map[*entry]bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	checkers := make([]cache.DoneChecker, 0, len(es))
+	for _, e := range es {
+		checkers = append(checkers, e.inf.HasSyncedChecker())
+	}
+	cache.WaitFor(ctx, "", checkers...)
+	out := make(map[*entry]bool, len(es))
+	for _, e := range es {
+		out[e] = e.inf.HasSynced()
+	}
+	return out
+}
