@@ -31,12 +31,17 @@ type core struct {
 
 	mu        sync.Mutex
 	entries   map[key]*entry
+	handlers  map[string][]registration // by holder
 	factories []*added
+	holders   int             // how many views For made, for their names
 	runCtx    context.Context // nil before the first Start
 	cancelRun context.CancelFunc
 	down      bool // Shutdown was called: nothing starts any more
 	wg        sync.WaitGroup
 }
+
+// Holders are named "<user>#<n>"; the Set itself is "". The functions
+// below take a holder where they say user.
 
 // kind says which factory an informer belongs to.
 type kind int
@@ -89,8 +94,16 @@ type added struct {
 	cancel context.CancelFunc // set once started
 }
 
+// view returns a new holder named user, or the Set itself for "".
 func (c *core) view(user string) *Set {
-	return &Set{c: c, user: user, started: make(chan struct{}),
+	holder := ""
+	if user != "" {
+		c.mu.Lock()
+		c.holders++
+		holder = fmt.Sprintf("%s#%d", user, c.holders)
+		c.mu.Unlock()
+	}
+	return &Set{c: c, user: user, holder: holder, started: make(chan struct{}),
 		namespaced: map[string]*typedFactory{}}
 }
 
@@ -190,10 +203,13 @@ func (c *core) runLocked(e *entry) {
 	})
 }
 
-// release forgets user: the informers it alone held are stopped, waited
-// for and dropped, and the factories it added are shut down.
+// release forgets user: the event handlers it added are removed, the
+// informers it alone held are stopped, waited for and dropped, and the
+// factories it added are shut down.
 func (c *core) release(user string) {
 	c.mu.Lock()
+	regs := c.handlers[user]
+	delete(c.handlers, user)
 	var stopping []*entry
 	for k, e := range c.entries {
 		if !e.users[user] {
@@ -214,6 +230,11 @@ func (c *core) release(user string) {
 		return false
 	})
 	c.mu.Unlock()
+	for _, r := range regs {
+		// client-go refuses only a handle it did not make, and forgets
+		// one already removed.
+		_ = r.inf.RemoveEventHandler(r.reg)
+	}
 	for _, e := range stopping {
 		if e.cancel != nil {
 			e.cancel()

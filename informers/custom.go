@@ -32,7 +32,7 @@ type Factory interface {
 // from the term's ClientBuilder and adds it. The Set does not strip
 // managedFields from such a factory's objects: pass
 // informers.StripManagedFields to its WithTransform option.
-func (s *Set) AddFactory(f Factory) { s.c.addFactory(f, s.user) }
+func (s *Set) AddFactory(f Factory) { s.c.addFactory(f, s.holder) }
 
 // Custom returns the Set's informer of gvr whose cache holds *T: objects
 // listed and watched through the dynamic client and converted, once as
@@ -66,9 +66,9 @@ func (s *Set) customFor(gvr schema.GroupVersionResource,
 		return nil, fmt.Errorf("informers: %v: the Set has no dynamic client (Options.Dynamic)", gvr)
 	}
 	k := key{kind: customKind, gvr: gvr, typ: reflect.TypeOf(newObj())}
-	return c.acquire(k, s.user, func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
+	return s.handOut(c.acquire(k, s.holder, func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
 		return newCustom(c, gvr, newObj), nil
-	}).inf, nil
+	}).inf), nil
 }
 
 // newCustom makes the custom informer of gvr, converting each object into
@@ -115,12 +115,12 @@ type metadataFactory struct{ s *Set }
 
 func (f metadataFactory) ForResource(gvr schema.GroupVersionResource) kinformers.GenericInformer {
 	c := f.s.c
-	return c.acquire(key{kind: metadataKind, gvr: gvr}, f.s.user,
+	return f.s.handOutGeneric(c.acquire(key{kind: metadataKind, gvr: gvr}, f.s.holder,
 		func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
 			gi := metadatainformer.NewFilteredMetadataInformer(c.metadata, gvr, "", c.resync,
 				cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
 			return gi.Informer(), gi
-		}).generic
+		}).generic)
 }
 
 func (f metadataFactory) Start(stop <-chan struct{}) { f.s.c.start(stop) }
@@ -135,12 +135,12 @@ type dynamicFactory struct{ s *Set }
 
 func (f dynamicFactory) ForResource(gvr schema.GroupVersionResource) kinformers.GenericInformer {
 	c := f.s.c
-	return c.acquire(key{kind: dynamicKind, gvr: gvr}, f.s.user,
+	return f.s.handOutGeneric(c.acquire(key{kind: dynamicKind, gvr: gvr}, f.s.holder,
 		func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
 			gi := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, gvr, "", c.resync,
 				cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
 			return gi.Informer(), gi
-		}).generic
+		}).generic)
 }
 
 func (f dynamicFactory) Start(stop <-chan struct{}) { f.s.c.start(stop) }

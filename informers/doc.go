@@ -7,11 +7,13 @@
 // (StartWarm) is a Set started ahead of its term, for warm standby: only
 // declared informers, their declared indexes built during the LIST.
 //
-// Informers are reference-counted. Set.For(user) is the Set as one user (a
-// controller) sees it: every informer requested through it counts that
-// user, and its Shutdown releases them. An informer no user holds any
-// more is stopped and dropped, and its cache freed; one that others hold
-// goes on, untouched. That is how a host stops one controller while the
+// Informers are reference-counted. Set.For(user) is a new holder of the
+// Set for one user (a controller's start): every informer requested
+// through it counts that holder, the event handlers added through it are
+// recorded, and its Shutdown releases them. An informer no holder holds
+// any more is stopped and dropped, and its cache freed; one that others
+// hold goes on, untouched. A warm set (StartWarm) holds each declared
+// informer for the users that declared it, until Warm.Release. That is how a host stops one controller while the
 // others run (manager.SetControllers, descriptor WhenServed). The
 // factories are the Set's own, not client-go's: client-go's cannot stop
 // one informer of many. The typed one hands out informers through
@@ -32,9 +34,10 @@
 //     removed, which controllers never read and which is often the largest
 //     part of an object.
 //   - Synced answers without blocking, so readiness checks can call it.
-//   - A released informer is stopped and its goroutines have ended when
-//     Shutdown of the view returns; the factories its user added are shut
-//     down. What the Set itself (New's) requested stays until the Set's
+//   - When Shutdown of a view returns, the event handlers its user added
+//     through it are removed, the informers no other user holds are
+//     stopped and their goroutines have ended, and the factories its user
+//     added are shut down. What the Set itself (New's) requested stays until the Set's
 //     Shutdown.
 //
 // Non-guarantees:
@@ -42,9 +45,6 @@
 //     reused after Shutdown (informers requested afterwards never start).
 //   - Objects from listers are shared with every other reader: callers must
 //     DeepCopy before they modify one.
-//   - Event handlers are not released with their user: the host removes
-//     those a controller added (internal/handlers); a handler left on a
-//     shared informer goes on receiving events.
 //   - A factory's Start does not set the lifetime of what it starts: the
 //     Set's first Start does. A factory's Shutdown does nothing.
 package informers

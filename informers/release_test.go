@@ -35,8 +35,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // TestForReleasesWhatNoOneElseHolds: two users share the pods informer; one
 // of them alone holds the ConfigMaps, Secrets (through an added factory)
 // and widgets (metadata) informers. Releasing it stops and drops those,
-// and the shared one goes on delivering to the other user; releasing the
-// other drops the last. What the Set itself requested stays until its own
+// removes its handler from the shared one, which goes on delivering to the
+// other user; releasing the other drops the last. What the Set itself requested stays until its own
 // Shutdown.
 func TestForReleasesWhatNoOneElseHolds(t *testing.T) {
 	f := newFixture(t, informers.Options{}, []runtime.Object{seededPod()}, []runtime.Object{seededWidget()})
@@ -73,13 +73,17 @@ func TestForReleasesWhatNoOneElseHolds(t *testing.T) {
 	if err := root.WaitForCacheSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var seenByB atomic.Int32
-	if _, err := podsB.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { seenByB.Add(1) },
-	}); err != nil {
-		t.Fatal(err)
+	var seenByA, seenByB atomic.Int32
+	for inf, n := range map[cache.SharedIndexInformer]*atomic.Int32{podsA: &seenByA, podsB: &seenByB} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { n.Add(1) },
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	eventually(t, "b sees the seeded pod", func() bool { return seenByB.Load() == 1 })
+	eventually(t, "a and b see the seeded pod", func() bool {
+		return seenByA.Load() == 1 && seenByB.Load() == 1
+	})
 
 	a.Shutdown()
 	for name, inf := range map[string]cache.SharedIndexInformer{
@@ -101,6 +105,9 @@ func TestForReleasesWhatNoOneElseHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "b sees a new pod after a's release", func() bool { return seenByB.Load() == 2 })
+	if n := seenByA.Load(); n != 1 {
+		t.Errorf("a's handler, released, was called %d times, want once (before its release)", n)
+	}
 	a.Shutdown() // twice is harmless
 
 	b.Shutdown()
@@ -195,4 +202,23 @@ func blockPods(f fixture) {
 	f.typed.PrependWatchReactor("pods", func(clienttesting.Action) (bool, watch.Interface, error) {
 		return true, nil, refuse
 	})
+}
+
+// TestForHoldersOfOneUser: two holders made for one user are two holders:
+// releasing the first (a controller's earlier start, whose InitFunc
+// returned late) leaves what the second holds running.
+func TestForHoldersOfOneUser(t *testing.T) {
+	f := newFixture(t, informers.Options{}, []runtime.Object{seededPod()}, nil)
+	first, second := f.set.For("a"), f.set.For("a")
+	first.Typed().Core().V1().Pods().Informer()
+	pods := second.Typed().Core().V1().Pods().Informer()
+	start(t, f.set)
+	first.Shutdown()
+	if pods.IsStopped() {
+		t.Fatal("releasing one holder of user a stopped what another holder of a holds")
+	}
+	second.Shutdown()
+	if !pods.IsStopped() {
+		t.Fatal("pods runs after both holders were released")
+	}
 }

@@ -40,13 +40,14 @@ type Options struct {
 	Dynamic dynamic.Interface
 }
 
-// Set is the informer set of one term, as one user sees it. New returns
-// the Set itself; For returns the same Set seen by one user (a
-// controller), whose informers are counted as that user's, and whose
-// Shutdown releases them.
+// Set is the informer set of one term, as one holder sees it. New returns
+// the Set itself; For returns the same Set held by one user (a
+// controller): the informers requested through it are counted as held by
+// it, and its Shutdown releases them.
 type Set struct {
-	c    *core
-	user string // "" for the Set itself
+	c      *core
+	user   string // "" for the Set itself
+	holder string // unique per view; "" for the Set itself
 
 	startOnce sync.Once
 	started   chan struct{}
@@ -64,21 +65,24 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, opts Op
 		resync:   opts.Resync,
 		strip:    !opts.KeepManagedFields,
 		entries:  map[key]*entry{},
+		handlers: map[string][]registration{},
 	}
 	return c.view("")
 }
 
-// For returns the Set as user sees it: the same informers, shared with
-// every other user of the Set, but each informer requested through it (its
-// factories, ForResource, Custom, and the factories added with AddFactory)
-// counts user among its users. The view's Shutdown releases them: an
-// informer no user holds any more is stopped and dropped, so that its
-// cache is freed, while one that others use goes on untouched. Every call
-// with one user returns a new view that counts as the same user; an empty
-// user is "unnamed".
+// For returns a new holder of the Set, named user: the same informers,
+// shared with every other holder, but each informer requested through it
+// (its factories, ForResource, Custom, and the factories added with
+// AddFactory) counts it among its holders, and the event handlers added to
+// them through it are recorded. Its Shutdown releases them: the handlers
+// are removed, and an informer no holder holds any more is stopped and
+// dropped, so that its cache is freed, while one that others hold goes on
+// untouched. Each call returns a holder of its own, even for one user: a
+// controller started twice holds through two holders, and releasing the
+// first leaves the second's alone. An empty user is "unnamed".
 //
-// The Set itself (New's) is a user too, that never lets go before its own
-// Shutdown: what is requested through it stays for the Set's life.
+// The Set itself (New's) is a holder too, that never lets go before its
+// own Shutdown: what is requested through it stays for the Set's life.
 func (s *Set) For(user string) *Set {
 	if user == "" {
 		user = "unnamed"
@@ -86,7 +90,7 @@ func (s *Set) For(user string) *Set {
 	return s.c.view(user)
 }
 
-// User returns the user this view counts requests for, "" for the Set
+// User returns the user this holder was made for (For), "" for the Set
 // itself.
 func (s *Set) User() string { return s.user }
 
@@ -159,7 +163,7 @@ func (s *Set) Started() <-chan struct{} { return s.started }
 // holds (every one, for the Set itself) has synced, or ctx is done; the
 // error names the informers that had not synced.
 func (s *Set) WaitForCacheSync(ctx context.Context) error {
-	pending := s.c.pending(ctx, s.user)
+	pending := s.c.pending(ctx, s.holder)
 	if len(pending) == 0 {
 		return nil
 	}
@@ -177,7 +181,7 @@ func (s *Set) Synced() error {
 	}
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	if pending := s.c.pending(done, s.user); len(pending) > 0 {
+	if pending := s.c.pending(done, s.holder); len(pending) > 0 {
 		return fmt.Errorf("informer caches not synced: %v", pending)
 	}
 	return nil
@@ -190,11 +194,11 @@ func (s *Set) Synced() error {
 // added are shut down, and the others go on. Either is safe to call more
 // than once, and after a failed or partial start.
 func (s *Set) Shutdown() {
-	if s.user == "" {
+	if s.holder == "" {
 		s.c.shutdown()
 		return
 	}
-	s.c.release(s.user)
+	s.c.release(s.holder)
 }
 
 // Informers returns how many informers the Set holds now (requested and

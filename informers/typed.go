@@ -59,9 +59,9 @@ func (f *typedFactory) InformerFor(obj runtime.Object,
 	}
 	c := f.s.c
 	k := key{kind: typedKind, namespace: f.namespace, typ: reflect.TypeOf(obj)}
-	return c.acquire(k, f.s.user, func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
+	return f.s.handOut(c.acquire(k, f.s.holder, func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
 		return newFunc(c.client, c.resync), nil
-	}).inf
+	}).inf)
 }
 
 // InformerName is nil: the Set's informers carry no name for client-go's

@@ -21,10 +21,9 @@ type Declared struct {
 	// Object, if set, is the Go type the informer's objects are converted
 	// into (Custom): the warm informer is that custom one.
 	Object runtime.Object
-	// Users are who declared it (controllers, as the term will name them
-	// in Set.For): the informer counts each as a user, so that it is
-	// released with the last of them. None: it is the Set's own, for its
-	// whole life.
+	// Users are who declared it (controllers): the warm set holds it for
+	// each, until Warm.Release of the last of them. None: it is the Set's
+	// own, for its whole life.
 	Users []string
 }
 
@@ -35,6 +34,7 @@ type Declared struct {
 // Stop when the term ends; a Warm no term adopted is stopped by its owner.
 type Warm struct {
 	set       *Set
+	holders   map[string]*Set // by user: what Declared.Users hold
 	resources int
 	cancel    context.CancelFunc
 	bg        sync.WaitGroup
@@ -50,13 +50,17 @@ func StartWarm(ctx context.Context, client kubernetes.Interface, metaClient meta
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	set := New(client, metaClient, opts)
+	holders := map[string]*Set{}
 	resources := 0
 	for _, d := range declared {
 		views := []*Set{set}
 		if len(d.Users) > 0 {
 			views = views[:0]
 			for _, u := range d.Users {
-				views = append(views, set.For(u))
+				if holders[u] == nil {
+					holders[u] = set.For(u)
+				}
+				views = append(views, holders[u])
 			}
 		}
 		var shared cache.SharedIndexInformer
@@ -81,7 +85,7 @@ func StartWarm(ctx context.Context, client kubernetes.Interface, metaClient meta
 		}
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	w := &Warm{set: set, resources: resources, cancel: cancel}
+	w := &Warm{set: set, holders: holders, resources: resources, cancel: cancel}
 	set.Start(wctx.Done())
 	start := time.Now()
 	w.bg.Go(func() {
@@ -111,6 +115,17 @@ func (s *Set) declared(d Declared) (cache.SharedIndexInformer, error) {
 
 // Set is the warm informer set, for the term that adopts it.
 func (w *Warm) Set() *Set { return w.set }
+
+// Release releases what the warm set holds for user's declarations
+// (Declared.Users): an informer no other holder holds is stopped. A term
+// calls it once user's controller holds its informers itself, or will not
+// run. It is safe to call more than once, and for a user that declared
+// nothing.
+func (w *Warm) Release(user string) {
+	if h := w.holders[user]; h != nil {
+		h.Shutdown()
+	}
+}
 
 // Stop stops the Warm's informers and waits for them.
 func (w *Warm) Stop() {

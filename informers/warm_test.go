@@ -53,12 +53,15 @@ func TestStartWarm(t *testing.T) {
 	if !isClosed(w.Set().Started()) {
 		t.Error("the warm set is not started")
 	}
-	cms := w.Set().For("x-controller").Typed().Core().V1().ConfigMaps().Informer() // x holds it already
-	w.Set().For("x-controller").Shutdown()
+	user := w.Set().For("z-controller")
+	cms := user.Typed().Core().V1().ConfigMaps().Informer()
+	user.Shutdown() // another holder's release: the declarations still hold it
+	w.Release("x-controller")
 	if cms.IsStopped() {
 		t.Error("a declared informer stopped while one of its users holds it")
 	}
-	w.Set().For("y-controller").Shutdown()
+	w.Release("y-controller")
+	w.Release("y-controller") // twice is harmless
 	if !cms.IsStopped() {
 		t.Error("a declared informer runs after its last user was released")
 	}

@@ -226,15 +226,16 @@ func (m *Manager) runElected(ctx context.Context, g lockGroup, spec termSpec) er
 	// Under warm standby the follower keeps its would-be term's informers
 	// synced; the next term adopts them, and a new set is prepared only if
 	// this replica stands again (the recampaign policy). A change of
-	// selection while following prepares the set anew (warm.follow).
-	warm := &warmSlot{}
-	warm.put(m.prepareWarm(ectx, spec.states, lease))
+	// selection, or of the WhenServed controllers' resources, while
+	// following prepares the set anew (warm.follow).
+	warm := m.newWarmSlot(ectx, spec.states, lease)
+	warm.put(warm.prepare(ectx))
 	defer warm.stop()
 	if m.opts.WarmStandby {
 		var following sync.WaitGroup
 		defer following.Wait()
 		defer cancel()
-		following.Go(func() { warm.follow(ectx, m, spec.states, lease) })
+		following.Go(func() { warm.follow(ectx) })
 	}
 	err := e.Run(ectx, func(tctx context.Context) error {
 		s := spec
@@ -245,7 +246,7 @@ func (m *Manager) runElected(ctx context.Context, g lockGroup, spec termSpec) er
 			cancel()
 		}
 		if m.opts.LostLeasePolicy == leader.Recampaign && ectx.Err() == nil {
-			warm.put(m.prepareWarm(ectx, spec.states, lease))
+			warm.put(warm.prepare(ectx))
 		}
 		return err
 	})

@@ -36,6 +36,7 @@ func widget(name string) *unstructured.Unstructured {
 type servedRecorder struct {
 	mu        sync.Mutex
 	informers []cache.SharedIndexInformer
+	synced    []bool         // whether each start's informer had synced when its InitFunc got it
 	seen      map[string]int // widget name → how many starts saw it
 }
 
@@ -44,6 +45,7 @@ func (r *servedRecorder) descriptor() descriptor.Descriptor {
 		inf := cc.DynamicInformerFactory.ForResource(widgetsGVR).Informer()
 		r.mu.Lock()
 		r.informers = append(r.informers, inf)
+		r.synced = append(r.synced, inf.HasSynced())
 		r.mu.Unlock()
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
 			r.mu.Lock()
@@ -124,6 +126,67 @@ func TestWhenServedControllerFollowsItsResource(t *testing.T) {
 	}
 	if inf := rec.informer(1); !inf.IsStopped() {
 		t.Error("the second start's informer outlived Run")
+	}
+}
+
+// TestWarmStandbyKeepsServedResourcesWarm: a follower under warm standby
+// keeps warm the declared informers of a WhenServed controller once its
+// resources are served (it asks discovery while it follows), and the
+// controller it starts as leader gets that informer synced, without a new
+// LIST.
+func TestWarmStandbyKeepsServedResourcesWarm(t *testing.T) {
+	recA, recB := &servedRecorder{seen: map[string]int{}}, &servedRecorder{seen: map[string]int{}}
+	a := managertest.NewAPI(t, "warm-served",
+		[]descriptor.Descriptor{recA.descriptor().WithInformers(widgetsGVR)})
+	a.Options = fastElection("a")
+	a.Start()
+	a.WaitFor("widget-controller", manager.PhaseUnserved)
+	// An informer's initial list is a LIST, or a WATCH streaming it.
+	var lists atomic.Int32
+	a.API.Refuse(func(r managertest.Request) error {
+		if (r.Verb == "list" || r.Verb == "watch") && r.Resource == widgetsGVR {
+			lists.Add(1)
+		}
+		return nil
+	})
+
+	b := managertest.NewAPI(t, "warm-served",
+		[]descriptor.Descriptor{recB.descriptor().WithInformers(widgetsGVR)})
+	b.API = a.API
+	b.Options = fastElection("b")
+	b.Options.WarmStandby = true
+	b.Start()
+	managertest.Eventually(t, "b follows a", func() bool {
+		l, _ := b.Manager.Leader()
+		return l == "a"
+	})
+	if n := lists.Load(); n != 0 {
+		t.Fatalf("widgets listed %d times while not served", n)
+	}
+
+	a.API.Serve(widgetsGVR, "Widget")
+	if err := a.API.Create(widget("a")); err != nil {
+		t.Fatal(err)
+	}
+	a.WaitRunning("widget-controller")
+	managertest.Eventually(t, "a's controller and b's warm set list widgets",
+		func() bool { return lists.Load() == 2 })
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	b.WaitRunning("widget-controller")
+	managertest.Eventually(t, "b's controller sees widget a", recB.saw("a", 1))
+	recB.mu.Lock()
+	synced := recB.synced
+	recB.mu.Unlock()
+	if len(synced) != 1 || !synced[0] {
+		t.Errorf("b's controller got a cold informer (synced at InitFunc: %v), want the warm one", synced)
+	}
+	if n := lists.Load(); n != 2 {
+		t.Errorf("widgets listed %d times, want 2 (a's start, b's warm set)", n)
+	}
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
+	"github.com/ctrlhost/ctrlhost/internal/served"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/shard"
@@ -233,7 +234,7 @@ func (m *Manager) scopeFunc() shardgroup.ScopeFunc {
 		// asks during a partition waits only for its own request, bounded
 		// by its own context (a REST mapper's lock would hold every other
 		// informer too).
-		list, err := resourcesOf(ctx, disc, gvr.GroupVersion())
+		list, err := served.ResourcesOf(ctx, disc, gvr.GroupVersion())
 		if err != nil {
 			return false, err
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/informers"
-	"github.com/ctrlhost/ctrlhost/internal/handlers"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/leader"
 )
@@ -88,7 +87,7 @@ type state struct {
 	mu     sync.Mutex
 	status ControllerStatus
 	ctrl   descriptor.Controller // set while built in the current term
-	uses   uses                  // what its build in the current term holds
+	view   *informers.Set        // its build's view of the current term's informers
 	slots  map[int]*state        // sharded: the running slot terms' instances
 }
 
@@ -121,27 +120,21 @@ func (s *state) fail(err error) {
 	s.status.Phase, s.status.Err, s.status.Since = PhaseFailed, err, time.Now()
 }
 
-// uses is what one build of a controller holds in its term: the event
-// handlers it added through its Context's factories, and its view of the
-// term's informers (its Shutdown releases them).
-type uses struct {
-	handlers  *handlers.Set
-	informers *informers.Set
-}
-
-func (s *state) setUses(u uses) {
+func (s *state) setInformers(view *informers.Set) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.uses = u
+	s.view = view
 }
 
-// takeUses returns what its current build holds, and forgets it.
-func (s *state) takeUses() uses {
+// takeInformers returns its build's view of the term's informers (whose
+// Shutdown removes its handlers and releases its informers), and forgets
+// it.
+func (s *state) takeInformers() *informers.Set {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	u := s.uses
-	s.uses = uses{}
-	return u
+	v := s.view
+	s.view = nil
+	return v
 }
 
 func (s *state) setController(c descriptor.Controller) {

@@ -15,14 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
-	kinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/informers"
-	"github.com/ctrlhost/ctrlhost/internal/handlers"
+	"github.com/ctrlhost/ctrlhost/internal/queues"
 	"github.com/ctrlhost/ctrlhost/leader"
 )
 
@@ -79,7 +78,7 @@ type termEnv struct {
 	started chan struct{} // InformersStarted
 	slot    *slotTerm     // nil unless a slot term
 	events  *termEvents
-	queues  *termQueues
+	queues  *queues.Term
 }
 
 // errStopping is initAll's answer when the term began stopping before
@@ -138,7 +137,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		env.gate = lease.Gate()
 	}
 	env.events = &termEvents{m: m, log: log, gate: env.gate}
-	env.queues = newTermQueues(spec.states)
+	env.queues = queues.New(namesOf(spec.states))
 	r := newRunner(ctrlCtx, log, m)
 	t := &term{name: spec.name, set: env.set, slot: spec.slot != nil}
 	// The term builds the controllers selected now, WhenServed ones
@@ -152,7 +151,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		}
 	}
 	leases := []*leader.Term{lease, spec.parent}
-	t.units = m.newTermUnits(log, env, r, leases, spec.states, static.states)
+	t.units = m.newTermUnits(log, env, r, spec.warm, leases, spec.states, static.states)
 	m.addTerm(t)
 	defer m.removeTerm(t)
 
@@ -221,7 +220,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	}
 	for _, s := range spec.states {
 		s.setController(nil)
-		s.takeUses()
+		s.takeInformers()
 		if st, _ := s.snapshot(); st.Phase == PhaseUnserved {
 			s.set(PhaseWaiting, nil) // the next term asks discovery again
 		}
@@ -307,7 +306,7 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 			if ctx.Err() != nil {
 				return al, errStopping
 			}
-			c, err := m.build(ctx, log, s, env, r)
+			c, err := m.build(ctx, log, s, env, r, env.set.For(s.desc.Name()))
 			if err != nil {
 				return al, err
 			}
@@ -351,7 +350,13 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 // within the term's stop bound (naming it if it runs past it). A
 // controller that an abandoned InitFunc returns later still gets its Run
 // call, with a done context.
-func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env termEnv, r *runner) (descriptor.Controller, error) {
+//
+// The controller holds the term's informers through view (a holder of
+// env.set its own), whose release on its stop removes its handlers and
+// frees what no other controller holds; an abandoned InitFunc's late
+// acquisitions are released once it and its Run returned.
+func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env termEnv, r *runner,
+	view *informers.Set) (descriptor.Controller, error) {
 	name := s.desc.Name()
 	s.set(PhaseInitializing, nil)
 	cb := clientBuilder{m: m, gate: env.gate, limiters: env.slot.rateLimiters(), ctx: env.ctx}
@@ -360,24 +365,19 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 	// The handlers it adds through its factories are recorded, so that
 	// SetControllers can stop it alone and remove them from the informers
 	// it shares with the term's other controllers.
-	// Its informers are counted as its own in the term's set, so that
-	// stopping it alone releases those no other controller holds.
-	hs, view := handlers.New(), env.set.For(name)
-	s.setUses(uses{hs, view})
+	s.setInformers(view)
 	cc := descriptor.Context{
-		Name:              name,
-		ClientBuilder:     cb,
-		RootClientBuilder: root,
-		InformerFactory:   hs.Typed(view.Typed(), ""),
-		NamespacedInformerFactory: func(ns string) kinformers.SharedInformerFactory {
-			return hs.Typed(view.TypedFor(ns), ns)
-		},
-		MetadataInformerFactory:         hs.Metadata(view.Metadata()),
-		ObjectOrMetadataInformerFactory: hs.Generic(view.ObjectOrMetadata()),
-		DynamicInformerFactory:          hs.Dynamic(view.Dynamic()),
+		Name:                            name,
+		ClientBuilder:                   cb,
+		RootClientBuilder:               root,
+		InformerFactory:                 view.Typed(),
+		NamespacedInformerFactory:       view.TypedFor,
+		MetadataInformerFactory:         view.Metadata(),
+		ObjectOrMetadataInformerFactory: view.ObjectOrMetadata(),
+		DynamicInformerFactory:          view.Dynamic(),
 		Informers:                       view,
 		Metrics:                         m.registry,
-		Queues:                          env.queues.forController(name),
+		Queues:                          env.queues.For(name),
 		InformersStarted:                env.started,
 		ResyncPeriod:                    m.resyncPeriod,
 		FeatureGate:                     m.featureGate,
@@ -407,6 +407,9 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 				// Let it release what it holds.
 				r.run(r.ctx, name, c)
 			}
+			// And release what it took from the term's informers after
+			// its unit (if it was one) released the rest.
+			view.Shutdown()
 		}
 	})
 	select {
@@ -505,6 +508,15 @@ func (m *Manager) runningTerms() []*term {
 	out := make([]*term, 0, len(m.terms))
 	for t := range m.terms {
 		out = append(out, t)
+	}
+	return out
+}
+
+// namesOf maps each controller of states to its aliases.
+func namesOf(states []*state) map[string][]string {
+	out := make(map[string][]string, len(states))
+	for _, s := range states {
+		out[s.desc.Name()] = s.desc.Aliases()
 	}
 	return out
 }

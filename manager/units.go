@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ctrlhost/ctrlhost/informers"
+	"github.com/ctrlhost/ctrlhost/internal/served"
 	"github.com/ctrlhost/ctrlhost/internal/supervisor"
 	"github.com/ctrlhost/ctrlhost/leader"
 )
@@ -36,8 +38,12 @@ type termUnits struct {
 	env    termEnv        // the term's: its ctx ends when the controllers are told to stop
 	r      *runner        // the term's
 	leases []*leader.Term // the term's lease and its parent's: a lost one cuts a stop
-	states []*state       // every controller of the term
-	served *servedView
+	// warm, if set, is the warm set the term adopted: it holds the
+	// informers each controller declared until the controller stops or is
+	// found not to run (releaseIdle).
+	warm   *informers.Warm
+	states []*state // every controller of the term
+	served *served.View
 	kick   chan struct{} // a change of selection: reconcile now
 	// cleanups are the shutdowns of stopped controllers' informers.
 	cleanups sync.WaitGroup
@@ -62,15 +68,25 @@ type unit struct {
 	}
 }
 
-func (m *Manager) newTermUnits(log logr.Logger, env termEnv, r *runner,
+func (m *Manager) newTermUnits(log logr.Logger, env termEnv, r *runner, warm *informers.Warm,
 	leases []*leader.Term, states, static []*state) *termUnits {
-	u := &termUnits{m: m, log: log, env: env, r: r, leases: leases, states: states,
-		served: newServedView(log, m.client.Discovery(), m.metaClient, states),
+	u := &termUnits{m: m, log: log, env: env, r: r, warm: warm, leases: leases, states: states,
+		served: served.New(log, m.client.Discovery(), m.metaClient, servedBy(states)),
 		kick:   make(chan struct{}, 1), static: map[*state]bool{}, running: map[*state]*unit{}}
 	for _, s := range static {
 		u.static[s] = true
 	}
 	return u
+}
+
+// servedBy lists the resources the WhenServed controllers of states wait
+// for.
+func servedBy(states []*state) []schema.GroupVersionResource {
+	var out []schema.GroupVersionResource
+	for _, s := range states {
+		out = append(out, s.desc.Served()...)
+	}
+	return out
 }
 
 // reselect asks the term to apply a change of selection now.
@@ -86,19 +102,19 @@ func (u *termUnits) reselect() {
 
 // watch starts and stops controllers until ctx ends: at once, whenever the
 // selection changes, and, with WhenServed controllers, every
-// servedPollPeriod and whenever a CRD or APIService changes.
+// served.PollPeriod and whenever a CRD or APIService changes.
 func (u *termUnits) watch(ctx context.Context) {
 	var watches sync.WaitGroup
 	defer watches.Wait()
 	var poll <-chan time.Time
-	if len(u.served.gvs) > 0 {
-		u.served.watchDefinitions(ctx, &watches, u.kick)
-		t := time.NewTicker(servedPollPeriod)
+	if !u.served.Empty() {
+		u.served.WatchDefinitions(ctx, &watches, u.kick)
+		t := time.NewTicker(served.PollPeriod)
 		defer t.Stop()
 		poll = t.C
 	}
 	for {
-		u.served.refresh(ctx)
+		u.served.Refresh(ctx)
 		u.reconcile(ctx)
 		select {
 		case <-ctx.Done():
@@ -119,7 +135,7 @@ func (u *termUnits) reconcile(ctx context.Context) {
 		enabled := s.enabled.Load()
 		var missing []string
 		if enabled {
-			missing = u.served.missing(s)
+			missing = u.served.Missing(s.desc.Served())
 		}
 		u.mu.Lock()
 		static, un := u.static[s], u.running[s]
@@ -136,8 +152,10 @@ func (u *termUnits) reconcile(ctx context.Context) {
 			u.tellToStop(s, un, enabled, missing)
 		case !enabled:
 			s.disable()
+			u.releaseIdle(s)
 		case len(missing) > 0:
 			s.unserved("not served: " + strings.Join(missing, ", "))
+			u.releaseIdle(s)
 		default:
 			why := "enabled at runtime"
 			if len(s.desc.Served()) > 0 {
@@ -146,6 +164,16 @@ func (u *termUnits) reconcile(ctx context.Context) {
 			u.log.Info("Starting controller: "+why, "controller", name)
 			u.start(s)
 		}
+	}
+}
+
+// releaseIdle releases what the term's warm set holds for a controller
+// that does not run: the informers it declared (a follower kept them warm
+// while its resources were served; they went, or it was disabled, before
+// it started).
+func (u *termUnits) releaseIdle(s *state) {
+	if u.warm != nil {
+		u.warm.Release(s.desc.Name())
 	}
 }
 
@@ -184,9 +212,8 @@ func (u *termUnits) close() {
 
 // stopStatic tells one of the term's own controllers to stop and waits for
 // it, on the term's runner, within the term's stop bound. Once it has
-// stopped, the event handlers it added through its Context's factories
-// are removed (internal/handlers) and its informers released: those the
-// term's other controllers share stay.
+// stopped, the event handlers it added are removed and its informers
+// released: those the term's other controllers share stay.
 func (u *termUnits) stopStatic(s *state) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -200,8 +227,7 @@ func (u *termUnits) stopStatic(s *state) {
 		s.disable()
 		return
 	}
-	held := s.takeUses()
-	un := &unit{cancel: func() {}, set: held.informers, done: make(chan struct{})}
+	un := &unit{cancel: func() {}, set: s.takeInformers(), done: make(chan struct{})}
 	un.why.phase, un.why.reason = PhaseDisabled, disabledAtRuntime
 	u.running[s] = un
 	u.r.Go(s.desc.Name()+" (stopping)", func() {
@@ -210,20 +236,8 @@ func (u *termUnits) stopStatic(s *state) {
 				return nil
 			}
 			return []string{s.desc.Name()}
-		}, func() <-chan struct{} { return stopped }, func() { u.removeHandlers(s, held) })
+		}, func() <-chan struct{} { return stopped }, func() {})
 	})
-}
-
-// removeHandlers removes the event handlers a stopped controller added to
-// the term's informers, some of which others go on using.
-func (u *termUnits) removeHandlers(s *state, held uses) {
-	if held.handlers == nil {
-		return
-	}
-	if err := held.handlers.RemoveAll(); err != nil {
-		u.log.Error(err, "Cannot remove a stopped controller's event handlers",
-			"controller", s.desc.Name())
-	}
 }
 
 // start builds and runs s as a new unit, unless the term is stopping.
@@ -244,7 +258,7 @@ func (u *termUnits) start(s *state) {
 		env.ctx, env.started = uctx, make(chan struct{})
 		env.events = &termEvents{m: u.m, log: u.log, gate: u.env.gate}
 		ur := newRunner(uctx, u.log, u.m)
-		c, err := u.m.build(uctx, u.log, s, env, ur)
+		c, err := u.m.build(uctx, u.log, s, env, ur, un.set)
 		switch {
 		case errors.Is(err, errStopping):
 		case err != nil:
@@ -270,7 +284,6 @@ func (u *termUnits) start(s *state) {
 				eventFlushTimeout)
 			defer cancelFlush()
 			env.events.stop(flush)
-			u.removeHandlers(s, s.takeUses())
 		})
 	})
 }
@@ -280,8 +293,8 @@ func (u *termUnits) start(s *state) {
 // did not stop in time (waiting on for idle, as the term names it among
 // its stragglers meanwhile). Then, off the term's runner (the stop budget
 // is for the controller alone; the gate refuses its events once the lease
-// is lost), it flushes (its events, its handlers), releases its informers,
-// forgets it, and records why it stopped; the term waits for that before
+// is lost), it flushes its events, releases its informers (removing its
+// handlers), forgets it, and records why it stopped; the term waits for that before
 // it returns (waitCleanups).
 func (u *termUnits) finish(s *state, un *unit, wait func(*supervisor.Deadline) []string,
 	idle func() <-chan struct{}, flush func()) {
@@ -305,8 +318,9 @@ func (u *termUnits) finish(s *state, un *unit, wait func(*supervisor.Deadline) [
 		if un.set != nil {
 			un.set.Shutdown()
 		}
+		u.releaseIdle(s) // the warm set's hold on its declarations, too
 		s.setController(nil)
-		u.env.queues.forget(name)
+		u.env.queues.Forget(name)
 		u.mu.Lock()
 		if u.running[s] == un {
 			delete(u.running, s) // forgotten at once, so that its caches can be freed

@@ -4,11 +4,13 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/informers"
+	"github.com/ctrlhost/ctrlhost/internal/served"
 )
 
 // prepareWarm starts the warm informer set (informers.Warm) of a would-be
@@ -17,17 +19,18 @@ import (
 // off or nothing is declared. Exactly one term adopts the set (runTerm
 // runs on it and stops it); a set no term adopted is stopped when the
 // campaign ends. No controller is built for it: nothing is written.
-// WhenServed controllers and those not selected now are left out: they
-// build informers of their own when they start.
-func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string) *informers.Warm {
+// Controllers not selected now are left out, and WhenServed ones whose
+// resources served does not show served (all of them without a view).
+func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string,
+	sv *served.View) *informers.Warm {
 	if !m.opts.WarmStandby {
 		return nil
 	}
 	var declared []informers.Declared
 	for _, s := range states {
-		if len(s.desc.Served()) > 0 || !s.enabled.Load() {
-			// Its resources may not be served, or it is not selected: it
-			// builds informers of its own when it starts (termUnits).
+		if !s.enabled.Load() || len(s.desc.Served()) > 0 && (sv == nil || len(sv.Missing(s.desc.Served())) > 0) {
+			// Not selected, or its resources are not served: it builds
+			// its informers when it starts (termUnits).
 			continue
 		}
 		for _, gvr := range s.desc.Informers() {
@@ -54,9 +57,51 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 
 // warmSlot holds the warm set a campaign prepared until a term adopts it.
 type warmSlot struct {
+	m      *Manager
+	states []*state
+	lease  string
+	// served, when the would-be term has WhenServed controllers, is what
+	// this replica knows of their resources while it follows: those
+	// served are kept warm.
+	served *served.View
+
 	mu      sync.Mutex
 	warm    *informers.Warm
 	leading bool // a term took the set, and none is put back yet
+}
+
+// newWarmSlot returns the warm slot of a campaign for a term of states.
+// Under warm standby with WhenServed controllers it asks discovery once
+// about their resources (bounded by ctx).
+func (m *Manager) newWarmSlot(ctx context.Context, states []*state, lease string) *warmSlot {
+	s := &warmSlot{m: m, states: states, lease: lease}
+	if !m.opts.WarmStandby || !slices.ContainsFunc(states, func(st *state) bool {
+		return len(st.desc.Served()) > 0
+	}) {
+		return s
+	}
+	log := logr.FromContextOrDiscard(ctx).WithValues("lock", lease)
+	s.served = served.New(log, m.client.Discovery(), m.metaClient, servedBy(states))
+	s.served.Refresh(ctx)
+	return s
+}
+
+// prepare starts a warm set for the current selection and served
+// resources.
+func (s *warmSlot) prepare(ctx context.Context) *informers.Warm {
+	return s.m.prepareWarm(ctx, s.states, s.lease, s.served)
+}
+
+// servedNow names the selected WhenServed controllers whose resources
+// are served now, as the last prepare would have seen them.
+func (s *warmSlot) servedNow() []string {
+	var out []string
+	for _, st := range s.states {
+		if st.enabled.Load() && len(st.desc.Served()) > 0 && len(s.served.Missing(st.desc.Served())) == 0 {
+			out = append(out, st.desc.Name())
+		}
+	}
+	return out
 }
 
 // put stores w (nil: none) for the next term; it is no longer leading.
@@ -87,30 +132,79 @@ func (s *warmSlot) stop() {
 }
 
 // follow prepares the set anew whenever SetControllers changes the
-// selection while this replica follows, so that the controllers it would
-// start as leader are the ones kept warm, until ctx ends.
-func (s *warmSlot) follow(ctx context.Context, m *Manager, states []*state, lease string) {
-	changed := m.selectionChanged()
+// selection while this replica follows, and, with WhenServed controllers,
+// whenever discovery shows one's resources come or go (asked every
+// served.PollPeriod, and at once when a CRD or APIService changes), so
+// that the controllers it would start as leader are the ones kept warm,
+// until ctx ends.
+func (s *warmSlot) follow(ctx context.Context) {
+	changed := s.m.selectionChanged()
+	var poll <-chan time.Time
+	kick := make(chan struct{}, 1)
+	var last []string
+	if s.served != nil {
+		var watches sync.WaitGroup
+		defer watches.Wait()
+		s.served.WatchDefinitions(ctx, &watches, kick)
+		t := time.NewTicker(served.PollPeriod)
+		defer t.Stop()
+		poll = t.C
+		last = s.servedNow()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
+			// Taken before the set is prepared: a change meanwhile
+			// prepares it again.
+			changed = s.m.selectionChanged()
+			if s.isLeading() {
+				continue // the term applies it; the next set is prepared after it
+			}
+		case <-poll:
+			if s.isLeading() || !s.servedChanged(ctx, &last) {
+				continue
+			}
+		case <-kick:
+			if s.isLeading() || !s.servedChanged(ctx, &last) {
+				continue
+			}
 		}
-		// Taken before the set is prepared: a change meanwhile prepares
-		// it again.
-		changed = m.selectionChanged()
-		next := m.prepareWarm(ctx, states, lease)
-		s.mu.Lock()
-		old := s.warm
-		if s.leading {
-			old, next = next, nil // a term runs: it starts from the selection anyway
-		} else {
-			s.warm = next
+		if s.served != nil {
+			last = s.servedNow()
 		}
-		s.mu.Unlock()
-		if old != nil {
-			old.Stop()
-		}
+		s.replace(s.prepare(ctx))
+	}
+}
+
+// isLeading reports whether a term took the set and none is put back yet.
+func (s *warmSlot) isLeading() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leading
+}
+
+// servedChanged asks discovery again and reports whether the served
+// WhenServed controllers differ from last.
+func (s *warmSlot) servedChanged(ctx context.Context, last *[]string) bool {
+	s.served.Refresh(ctx)
+	return !slices.Equal(s.servedNow(), *last)
+}
+
+// replace makes next the set for the next term, and stops the one it
+// replaces; if a term took the set meanwhile, it stops next instead (that
+// term started from the selection anyway).
+func (s *warmSlot) replace(next *informers.Warm) {
+	s.mu.Lock()
+	old := s.warm
+	if s.leading {
+		old, next = next, nil
+	} else {
+		s.warm = next
+	}
+	s.mu.Unlock()
+	if old != nil {
+		old.Stop()
 	}
 }

@@ -445,12 +445,15 @@ func (w *World) mustStop(key string, inf cache.SharedIndexInformer) {
 }
 
 // checkInformersLocked reports informers that outlived their last user;
-// w.mu is held.
+// w.mu is held. One never started (its term stopped before it could) runs
+// nothing, but is watched on: were it started later, nobody holding it, it
+// would be a leak.
 func (w *World) checkInformersLocked() {
 	for idx, g := range w.gadgetInformers {
 		switch {
 		case g.inf.IsStopped():
 			delete(w.gadgetInformers, idx)
+		case !hasStarted(g.inf):
 		case g.holders == 0 && time.Since(g.at) > informerStopBound:
 			msg := fmt.Sprintf("%v: leak: an informer of gadgets on %s still runs %v "+
 				"after the Run of its last user (%s) returned", w.since(), g.replica,
@@ -577,4 +580,12 @@ func (w *World) holder(name string) string {
 		return ""
 	}
 	return last.holder
+}
+
+// hasStarted reports whether inf was started, as client-go's informers
+// (and the host's views of them) say; one that cannot say counts as
+// started.
+func hasStarted(inf cache.SharedIndexInformer) bool {
+	s, ok := inf.(interface{ HasStarted() bool })
+	return !ok || s.HasStarted()
 }

@@ -1,4 +1,19 @@
-package manager
+// Package served tells a controller host which of the resources its
+// WhenServed controllers wait for (descriptor.Descriptor.WhenServed) the
+// API server serves, as discovery answers.
+//
+// Guarantees: a View asks discovery one request per group version (not
+// per controller or resource), bounded by the caller's context (client-go's
+// discovery calls take none); a failed request (a timeout, a 500) keeps
+// the previous answer, and only an answer that no longer lists a resource,
+// or a 404 for its group version, makes it missing. WatchDefinitions is
+// best effort: without RBAC to list CRDs or APIServices it watches
+// nothing and says so at V(1).
+//
+// Non-guarantees: a resource served but missing from discovery (a
+// misbehaving aggregated API) is missing; a View holds no goroutine of its
+// own (its owner polls it, every PollPeriod by convention).
+package served
 
 import (
 	"context"
@@ -22,16 +37,15 @@ import (
 	"github.com/ctrlhost/ctrlhost/informers"
 )
 
-// servedPollPeriod is how often a term that runs WhenServed controllers
-// asks discovery whether their resources are served: one small request per
-// group version they name, whatever the number of controllers, and only
-// from the replica whose term runs them.
-const servedPollPeriod = time.Second
+// PollPeriod is how often a host asks discovery whether its WhenServed
+// controllers' resources are served: one small request per group version
+// they name, whatever the number of controllers.
+const PollPeriod = time.Second
 
-// servedView is what one term knows of the resources its WhenServed
-// controllers wait for (descriptor.Descriptor.WhenServed): the last answer
-// of discovery per group version.
-type servedView struct {
+// View is what one owner (a term, a warm follower) knows of the resources
+// its WhenServed controllers wait for: the last answer of discovery per
+// group version. Its methods are safe for concurrent use.
+type View struct {
 	log  logr.Logger
 	disc discovery.DiscoveryInterface
 	meta metadata.Interface
@@ -45,34 +59,38 @@ type servedView struct {
 	served map[schema.GroupVersion]map[string]bool
 }
 
-func newServedView(log logr.Logger, disc discovery.DiscoveryInterface, meta metadata.Interface,
-	states []*state) *servedView {
-	v := &servedView{log: log, disc: disc, meta: meta,
+// New returns a View of the group versions of resources, which has asked
+// nothing yet: every resource is missing until Refresh.
+func New(log logr.Logger, disc discovery.DiscoveryInterface, meta metadata.Interface,
+	resources []schema.GroupVersionResource) *View {
+	v := &View{log: log, disc: disc, meta: meta,
 		served: map[schema.GroupVersion]map[string]bool{}}
-	for _, s := range states {
-		for _, gvr := range s.desc.Served() {
-			if gv := gvr.GroupVersion(); !slices.Contains(v.gvs, gv) {
-				v.gvs = append(v.gvs, gv)
-			}
+	for _, gvr := range resources {
+		if gv := gvr.GroupVersion(); !slices.Contains(v.gvs, gv) {
+			v.gvs = append(v.gvs, gv)
 		}
 	}
 	return v
 }
 
-// refresh asks discovery about every group version.
-func (v *servedView) refresh(ctx context.Context) {
+// Empty reports whether the View has no resource to ask about.
+func (v *View) Empty() bool { return len(v.gvs) == 0 }
+
+// Refresh asks discovery about every group version, one after the other,
+// each request bounded by ctx.
+func (v *View) Refresh(ctx context.Context) {
 	for _, gv := range v.gvs {
 		v.poll(ctx, gv)
 	}
 }
 
-// missing lists s's resources discovery does not serve (or has not
-// answered for yet).
-func (v *servedView) missing(s *state) []string {
+// Missing lists the resources of gvrs discovery does not serve (or has not
+// answered for yet), as GroupVersionResource strings.
+func (v *View) Missing(gvrs []schema.GroupVersionResource) []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var out []string
-	for _, gvr := range s.desc.Served() {
+	for _, gvr := range gvrs {
 		if !v.served[gvr.GroupVersion()][gvr.Resource] {
 			out = append(out, gvr.String())
 		}
@@ -87,12 +105,13 @@ var definitionResources = []schema.GroupVersionResource{
 	{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"},
 }
 
-// watchDefinitions watches CustomResourceDefinitions and APIServices
+// WatchDefinitions watches CustomResourceDefinitions and APIServices
 // (metadata only) until ctx ends and sends on kick whenever one changes,
 // so that a controller starts moments after its CRD is established rather
 // than at the next poll. It is best effort: without the RBAC to list one
-// of them (a single request tells), the units rely on polling alone.
-func (v *servedView) watchDefinitions(ctx context.Context, wg *sync.WaitGroup, kick chan struct{}) {
+// of them (a single request tells), the owner relies on polling alone. The
+// watches' goroutines are added to wg.
+func (v *View) WatchDefinitions(ctx context.Context, wg *sync.WaitGroup, kick chan struct{}) {
 	poke := func(any) {
 		select {
 		case kick <- struct{}{}:
@@ -120,8 +139,8 @@ func (v *servedView) watchDefinitions(ctx context.Context, wg *sync.WaitGroup, k
 }
 
 // poll asks discovery for gv's resources.
-func (v *servedView) poll(ctx context.Context, gv schema.GroupVersion) {
-	list, err := resourcesOf(ctx, v.disc, gv)
+func (v *View) poll(ctx context.Context, gv schema.GroupVersion) {
+	list, err := ResourcesOf(ctx, v.disc, gv)
 	served := map[string]bool{}
 	switch {
 	case apierrors.IsNotFound(err):
@@ -141,11 +160,11 @@ func (v *servedView) poll(ctx context.Context, gv schema.GroupVersion) {
 	v.served[gv] = served
 }
 
-// resourcesOf is discovery's ServerResourcesForGroupVersion bounded by
-// ctx, so that a term stops without waiting for a request that hangs (a
+// ResourcesOf is discovery's ServerResourcesForGroupVersion bounded by
+// ctx, so that a caller stops without waiting for a request that hangs (a
 // client-go discovery call takes no context). A discovery client without a
 // REST client (a fake clientset's) is asked without one.
-func resourcesOf(ctx context.Context, disc discovery.DiscoveryInterface,
+func ResourcesOf(ctx context.Context, disc discovery.DiscoveryInterface,
 	gv schema.GroupVersion) (*metav1.APIResourceList, error) {
 	rc := disc.RESTClient()
 	if rc == nil || reflect.ValueOf(rc).IsNil() {

@@ -1,0 +1,105 @@
+// Package queues routes keys between the controllers of one term of a
+// controller host: descriptor.Queues, one view per controller.
+//
+// Guarantees: a key sent to a controller that has not called Handle (it is
+// being built, or stopped and not started again) is held, up to
+// MaxPending per controller (the oldest dropped first), and handed to the
+// next Handle; aliases name the same controller; a Send to a name the term
+// does not run is an error naming the ones it runs.
+//
+// Non-guarantees: keys are not de-duplicated (the receiver's workqueue
+// does that), and nothing is kept across terms.
+package queues
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// MaxPending bounds the keys held for a controller that has not yet
+// called Handle.
+const MaxPending = 10000
+
+// Term routes keys between the controllers of one term.
+type Term struct {
+	names map[string]string // canonical name and every alias → canonical name
+
+	mu       sync.Mutex
+	handlers map[string]func(string)
+	pending  map[string][]string
+}
+
+// New returns the queues of a term whose controllers are named by the keys
+// of controllers, each with its aliases.
+func New(controllers map[string][]string) *Term {
+	q := &Term{names: map[string]string{}, handlers: map[string]func(string){},
+		pending: map[string][]string{}}
+	for name, aliases := range controllers {
+		q.names[name] = name
+		for _, a := range aliases {
+			q.names[a] = name
+		}
+	}
+	return q
+}
+
+// Forget drops the handler of controller name, which stopped: keys sent
+// to it are held again until it runs and calls Handle.
+func (q *Term) Forget(name string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.handlers, name)
+}
+
+// For is the view of controller name.
+func (q *Term) For(name string) descriptor.Queues { return queuesOf{q, name} }
+
+type queuesOf struct {
+	q    *Term
+	name string
+}
+
+func (v queuesOf) Handle(add func(string)) {
+	q := v.q
+	q.mu.Lock()
+	q.handlers[v.name] = add
+	held := q.pending[v.name]
+	delete(q.pending, v.name)
+	q.mu.Unlock()
+	for _, k := range held {
+		add(k)
+	}
+}
+
+func (v queuesOf) Send(controller, key string) error {
+	q := v.q
+	name, ok := q.names[controller]
+	if !ok {
+		known := make([]string, 0, len(q.names))
+		for n, c := range q.names {
+			if n == c {
+				known = append(known, n)
+			}
+		}
+		slices.Sort(known)
+		return fmt.Errorf("controller %q: Queues.Send to %q: no such controller runs in this term; it runs %v",
+			v.name, controller, known)
+	}
+	q.mu.Lock()
+	add := q.handlers[name]
+	if add == nil {
+		held := append(q.pending[name], key)
+		if len(held) > MaxPending {
+			held = held[len(held)-MaxPending:]
+		}
+		q.pending[name] = held
+	}
+	q.mu.Unlock()
+	if add != nil {
+		add(key)
+	}
+	return nil
+}
