@@ -66,9 +66,10 @@ func (s *Set) customFor(gvr schema.GroupVersionResource,
 		return nil, fmt.Errorf("informers: %v: the Set has no dynamic client (Options.Dynamic)", gvr)
 	}
 	k := key{kind: customKind, gvr: gvr, typ: reflect.TypeOf(newObj())}
-	return s.handOut(c.acquire(k, s.holder, func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
+	mk := func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
 		return newCustom(c, gvr, newObj), nil
-	}).inf), nil
+	}
+	return s.handOut(c.acquire(k, s.holder, mk).inf), nil
 }
 
 // newCustom makes the custom informer of gvr, converting each object into
@@ -125,7 +126,8 @@ func (f metadataFactory) ForResource(gvr schema.GroupVersionResource) kinformers
 
 func (f metadataFactory) Start(stop <-chan struct{}) { f.s.c.start(stop) }
 func (f metadataFactory) Shutdown()                  {}
-func (f metadataFactory) WaitForCacheSync(stop <-chan struct{}) map[schema.GroupVersionResource]bool {
+func (f metadataFactory) WaitForCacheSync(
+	stop <-chan struct{}) map[schema.GroupVersionResource]bool {
 	return byResource(waitSynced(stop, f.s.c.startedOf(metadataKind, "")))
 }
 
@@ -145,7 +147,8 @@ func (f dynamicFactory) ForResource(gvr schema.GroupVersionResource) kinformers.
 
 func (f dynamicFactory) Start(stop <-chan struct{}) { f.s.c.start(stop) }
 func (f dynamicFactory) Shutdown()                  {}
-func (f dynamicFactory) WaitForCacheSync(stop <-chan struct{}) map[schema.GroupVersionResource]bool {
+func (f dynamicFactory) WaitForCacheSync(
+	stop <-chan struct{}) map[schema.GroupVersionResource]bool {
 	return byResource(waitSynced(stop, f.s.c.startedOf(dynamicKind, "")))
 }
 

@@ -13,13 +13,13 @@
 // recorded, and its Shutdown releases them. An informer no holder holds
 // any more is stopped and dropped, and its cache freed; one that others
 // hold goes on, untouched. A warm set (StartWarm) holds each declared
-// informer for the users that declared it, until Warm.Release. That is how a host stops one controller while the
-// others run (manager.SetControllers, descriptor WhenServed). The
-// factories are the Set's own, not client-go's: client-go's cannot stop
-// one informer of many. The typed one hands out informers through
-// client-go's generated accessors, and its ForResource knows every
-// resource client-go's does (read from those accessors; a test checks
-// each against client-go's).
+// informer for the users that declared it, until Warm.Release. That is
+// how a host stops one controller while the others run
+// (manager.SetControllers, descriptor WhenServed). The factories are the
+// Set's own, not client-go's: client-go's cannot stop one informer of
+// many. The typed one hands out informers through client-go's generated
+// accessors, and its ForResource knows every resource client-go's does
+// (read from those accessors; a test checks each against client-go's).
 //
 // Guarantees:
 //   - Started is closed by the first Start and never before it, so a

@@ -52,7 +52,8 @@ func (i userInformer) record(reg cache.ResourceEventHandlerRegistration,
 	if err == nil {
 		c := i.s.c
 		c.mu.Lock()
-		c.handlers[i.s.holder] = append(c.handlers[i.s.holder], registration{i.SharedIndexInformer, reg})
+		h := i.s.holder
+		c.handlers[h] = append(c.handlers[h], registration{i.SharedIndexInformer, reg})
 		c.mu.Unlock()
 	}
 	return reg, err

@@ -39,7 +39,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // other user; releasing the other drops the last. What the Set itself requested stays until its own
 // Shutdown.
 func TestForReleasesWhatNoOneElseHolds(t *testing.T) {
-	f := newFixture(t, informers.Options{}, []runtime.Object{seededPod()}, []runtime.Object{seededWidget()})
+	f := newFixture(t, informers.Options{}, []runtime.Object{seededPod()},
+		[]runtime.Object{seededWidget()})
 	root := f.set
 	a, b := root.For("a"), root.For("b")
 	if a.User() != "a" || root.User() != "" {
@@ -74,7 +75,8 @@ func TestForReleasesWhatNoOneElseHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seenByA, seenByB atomic.Int32
-	for inf, n := range map[cache.SharedIndexInformer]*atomic.Int32{podsA: &seenByA, podsB: &seenByB} {
+	seen := map[cache.SharedIndexInformer]*atomic.Int32{podsA: &seenByA, podsB: &seenByB}
+	for inf, n := range seen {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { n.Add(1) },
 		}); err != nil {
@@ -196,9 +198,8 @@ func TestShutdownOfTheSetStopsViews(t *testing.T) {
 // informer never syncs.
 func blockPods(f fixture) {
 	refuse := errors.New("refused by the test")
-	f.typed.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, refuse
-	})
+	f.typed.PrependReactor("list", "pods",
+		func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, refuse })
 	f.typed.PrependWatchReactor("pods", func(clienttesting.Action) (bool, watch.Interface, error) {
 		return true, nil, refuse
 	})

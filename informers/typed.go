@@ -59,9 +59,10 @@ func (f *typedFactory) InformerFor(obj runtime.Object,
 	}
 	c := f.s.c
 	k := key{kind: typedKind, namespace: f.namespace, typ: reflect.TypeOf(obj)}
-	return f.s.handOut(c.acquire(k, f.s.holder, func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
+	mk := func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
 		return newFunc(c.client, c.resync), nil
-	}).inf)
+	}
+	return f.s.handOut(c.acquire(k, f.s.holder, mk).inf)
 }
 
 // InformerName is nil: the Set's informers carry no name for client-go's
@@ -71,7 +72,8 @@ func (f *typedFactory) InformerName() *cache.InformerName { return nil }
 // ForResource returns the informer of gvr from its generated accessor, as
 // client-go's factory does, and an error for a resource client-go has no
 // typed informer for.
-func (f *typedFactory) ForResource(gvr schema.GroupVersionResource) (kinformers.GenericInformer, error) {
+func (f *typedFactory) ForResource(
+	gvr schema.GroupVersionResource) (kinformers.GenericInformer, error) {
 	path, ok := typedResources()[gvr]
 	if !ok {
 		return nil, fmt.Errorf("no informer found for %v", gvr)
@@ -118,38 +120,89 @@ func (f *typedFactory) WaitForCacheSyncWithContext(ctx context.Context) cache.Sy
 	return res
 }
 
+// The group accessors hand the generated informers this factory, so that
+// each asks it for its informer (InformerFor).
+
 func (f *typedFactory) Admissionregistration() admissionregistration.Interface {
 	return admissionregistration.New(f, f.namespace, nil)
 }
+
 func (f *typedFactory) Internal() apiserverinternal.Interface {
 	return apiserverinternal.New(f, f.namespace, nil)
 }
-func (f *typedFactory) Apps() apps.Interface { return apps.New(f, f.namespace, nil) }
+
+func (f *typedFactory) Apps() apps.Interface {
+	return apps.New(f, f.namespace, nil)
+}
+
 func (f *typedFactory) Autoscaling() autoscaling.Interface {
 	return autoscaling.New(f, f.namespace, nil)
 }
-func (f *typedFactory) Batch() batch.Interface { return batch.New(f, f.namespace, nil) }
+
+func (f *typedFactory) Batch() batch.Interface {
+	return batch.New(f, f.namespace, nil)
+}
+
 func (f *typedFactory) Certificates() certificates.Interface {
 	return certificates.New(f, f.namespace, nil)
 }
+
 func (f *typedFactory) Coordination() coordination.Interface {
 	return coordination.New(f, f.namespace, nil)
 }
-func (f *typedFactory) Core() coreinformers.Interface    { return coreinformers.New(f, f.namespace, nil) }
-func (f *typedFactory) Discovery() discovery.Interface   { return discovery.New(f, f.namespace, nil) }
-func (f *typedFactory) Events() events.Interface         { return events.New(f, f.namespace, nil) }
-func (f *typedFactory) Extensions() extensions.Interface { return extensions.New(f, f.namespace, nil) }
+
+func (f *typedFactory) Core() coreinformers.Interface {
+	return coreinformers.New(f, f.namespace, nil)
+}
+
+func (f *typedFactory) Discovery() discovery.Interface {
+	return discovery.New(f, f.namespace, nil)
+}
+
+func (f *typedFactory) Events() events.Interface {
+	return events.New(f, f.namespace, nil)
+}
+
+func (f *typedFactory) Extensions() extensions.Interface {
+	return extensions.New(f, f.namespace, nil)
+}
+
 func (f *typedFactory) Flowcontrol() flowcontrol.Interface {
 	return flowcontrol.New(f, f.namespace, nil)
 }
-func (f *typedFactory) Lifecycle() lifecycle.Interface   { return lifecycle.New(f, f.namespace, nil) }
-func (f *typedFactory) Networking() networking.Interface { return networking.New(f, f.namespace, nil) }
-func (f *typedFactory) Node() node.Interface             { return node.New(f, f.namespace, nil) }
-func (f *typedFactory) Policy() policy.Interface         { return policy.New(f, f.namespace, nil) }
-func (f *typedFactory) Rbac() rbac.Interface             { return rbac.New(f, f.namespace, nil) }
-func (f *typedFactory) Resource() resource.Interface     { return resource.New(f, f.namespace, nil) }
-func (f *typedFactory) Scheduling() scheduling.Interface { return scheduling.New(f, f.namespace, nil) }
-func (f *typedFactory) Storage() storage.Interface       { return storage.New(f, f.namespace, nil) }
+
+func (f *typedFactory) Lifecycle() lifecycle.Interface {
+	return lifecycle.New(f, f.namespace, nil)
+}
+
+func (f *typedFactory) Networking() networking.Interface {
+	return networking.New(f, f.namespace, nil)
+}
+
+func (f *typedFactory) Node() node.Interface {
+	return node.New(f, f.namespace, nil)
+}
+
+func (f *typedFactory) Policy() policy.Interface {
+	return policy.New(f, f.namespace, nil)
+}
+
+func (f *typedFactory) Rbac() rbac.Interface {
+	return rbac.New(f, f.namespace, nil)
+}
+
+func (f *typedFactory) Resource() resource.Interface {
+	return resource.New(f, f.namespace, nil)
+}
+
+func (f *typedFactory) Scheduling() scheduling.Interface {
+	return scheduling.New(f, f.namespace, nil)
+}
+
+func (f *typedFactory) Storage() storage.Interface {
+	return storage.New(f, f.namespace, nil)
+}
+
 func (f *typedFactory) Storagemigration() storagemigration.Interface {
 	return storagemigration.New(f, f.namespace, nil)
 }
@@ -178,7 +231,8 @@ var typedResources = sync.OnceValue(func() map[schema.GroupVersionResource][3]st
 	ft := reflect.TypeFor[kinformers.SharedInformerFactory]()
 	for i := range ft.NumMethod() {
 		g := ft.Method(i)
-		if g.Type.NumIn() != 0 || g.Type.NumOut() != 1 || g.Type.Out(0).Kind() != reflect.Interface {
+		if g.Type.NumIn() != 0 || g.Type.NumOut() != 1 ||
+			g.Type.Out(0).Kind() != reflect.Interface {
 			continue
 		}
 		group := factory.MethodByName(g.Name).Call(nil)[0]

@@ -28,7 +28,8 @@ func TestTypedResourcesMatchClientGo(t *testing.T) {
 		{Version: "v1", Resource: "endpoints"},
 		{Group: "apps", Version: "v1", Resource: "deployments"},
 		{Group: "networking.k8s.io", Version: "v1", Resource: "ingressclasses"},
-		{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "prioritylevelconfigurations"},
+		{Group: "flowcontrol.apiserver.k8s.io", Version: "v1",
+			Resource: "prioritylevelconfigurations"},
 		{Group: "internal.apiserver.k8s.io", Version: "v1alpha1", Resource: "storageversions"},
 	} {
 		if _, ok := table[gvr]; !ok {
@@ -50,10 +51,11 @@ func TestTypedResourcesMatchClientGo(t *testing.T) {
 		}
 		// client-go's InformerFor returns the informer it has for the
 		// object's type: the one ForResource made, if the types agree.
-		got := real.InformerFor(seen, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
+		notThere := func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
 			t.Errorf("%v: client-go's informer is not of type %T", gvr, seen)
 			return nil
-		})
+		}
+		got := real.InformerFor(seen, notThere)
 		if got != nil && got.GetIndexer() != gi.Informer().GetIndexer() {
 			t.Errorf("%v: a different informer for %T", gvr, seen)
 		}

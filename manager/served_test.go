@@ -180,7 +180,8 @@ func TestWarmStandbyKeepsServedResourcesWarm(t *testing.T) {
 	synced := recB.synced
 	recB.mu.Unlock()
 	if len(synced) != 1 || !synced[0] {
-		t.Errorf("b's controller got a cold informer (synced at InitFunc: %v), want the warm one", synced)
+		t.Errorf("b's controller got a cold informer (synced at InitFunc: %v), "+
+			"want the warm one", synced)
 	}
 	if n := lists.Load(); n != 2 {
 		t.Errorf("widgets listed %d times, want 2 (a's start, b's warm set)", n)

@@ -28,7 +28,9 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 	}
 	var declared []informers.Declared
 	for _, s := range states {
-		if !s.enabled.Load() || len(s.desc.Served()) > 0 && (sv == nil || len(sv.Missing(s.desc.Served())) > 0) {
+		unserved := len(s.desc.Served()) > 0 &&
+			(sv == nil || len(sv.Missing(s.desc.Served())) > 0)
+		if !s.enabled.Load() || unserved {
 			// Not selected, or its resources are not served: it builds
 			// its informers when it starts (termUnits).
 			continue
@@ -97,7 +99,8 @@ func (s *warmSlot) prepare(ctx context.Context) *informers.Warm {
 func (s *warmSlot) servedNow() []string {
 	var out []string
 	for _, st := range s.states {
-		if st.enabled.Load() && len(st.desc.Served()) > 0 && len(s.served.Missing(st.desc.Served())) == 0 {
+		served := st.desc.Served()
+		if st.enabled.Load() && len(served) > 0 && len(s.served.Missing(served)) == 0 {
 			out = append(out, st.desc.Name())
 		}
 	}

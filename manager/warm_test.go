@@ -197,7 +197,8 @@ func TestWarmTakeoverRunsEachControllerOnceBuilt(t *testing.T) {
 			if warm {
 				// first's Run, once running, wakes second's InitFunc, which
 				// waits for it.
-				managertest.Eventually(t, "second's InitFunc sees first's Run started", sawFirstRun.Load)
+				managertest.Eventually(t, "second's InitFunc sees first's Run started",
+					sawFirstRun.Load)
 			} else if sawFirstRun.Load() {
 				t.Error("second's InitFunc saw first's Run started without warm standby")
 			}

@@ -85,8 +85,8 @@ func (v queuesOf) Send(controller, key string) error {
 			}
 		}
 		slices.Sort(known)
-		return fmt.Errorf("controller %q: Queues.Send to %q: no such controller runs in this term; it runs %v",
-			v.name, controller, known)
+		return fmt.Errorf("controller %q: Queues.Send to %q: no such controller runs in "+
+			"this term; it runs %v", v.name, controller, known)
 	}
 	q.mu.Lock()
 	add := q.handlers[name]

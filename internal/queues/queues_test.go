@@ -28,7 +28,8 @@ func TestTerm(t *testing.T) {
 	var got []string
 	q.For("a-controller").Handle(func(k string) { got = append(got, k) })
 	if len(got) != queues.MaxPending || got[0] != "2" {
-		t.Fatalf("held %d keys from %q, want the newest %d (from \"2\")", len(got), got[0], queues.MaxPending)
+		t.Fatalf("held %d keys from %q, want the newest %d (from \"2\")",
+			len(got), got[0], queues.MaxPending)
 	}
 	got = nil
 	if err := from.Send("a-controller", "now"); err != nil {

@@ -29,12 +29,13 @@ func TestView(t *testing.T) {
 	cs := fake.NewClientset()
 	var fail error
 	requests := 0
-	cs.PrependReactor("get", "resource", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		requests++
-		return fail != nil, nil, fail
-	})
-	v := served.New(logr.Discard(), cs.Discovery(), nil, []schema.GroupVersionResource{widgets, gadgets})
+	cs.PrependReactor("get", "resource",
+		func(clienttesting.Action) (bool, runtime.Object, error) {
+			requests++
+			return fail != nil, nil, fail
+		})
 	both := []schema.GroupVersionResource{widgets, gadgets}
+	v := served.New(logr.Discard(), cs.Discovery(), nil, both)
 	if got := v.Missing(both); len(got) != 2 {
 		t.Fatalf("Missing before Refresh = %v, want both", got)
 	}

@@ -21,9 +21,11 @@ func TestEventSummary(t *testing.T) {
 			InvolvedObject: corev1.ObjectReference{Kind: kind}, Reason: reason}
 	}
 	repair := func(name, reporter, reason string) runtime.Object {
-		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "diff-native-x7k2p", Name: name},
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: "diff-native-x7k2p", Name: name},
 			InvolvedObject: corev1.ObjectReference{Kind: "Service"}, Reason: reason,
-			ReportingController: reporter}
+			ReportingController: reporter,
+		}
 	}
 	cs := fake.NewClientset(
 		repair("6", "ipallocator-repair-controller", "ClusterIPNotAllocated"),
