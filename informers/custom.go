@@ -110,46 +110,40 @@ func newCustom(c *core, gvr schema.GroupVersionResource,
 	return inf
 }
 
-// metadataFactory is a Set's metadata-only informer factory, as one view's
-// user sees it.
-type metadataFactory struct{ s *Set }
+// gvrFactory is a Set's metadata-only or dynamic informer factory, as one
+// holder sees it: the two have one interface, informers keyed by resource.
+type gvrFactory struct {
+	s    *Set
+	kind kind // metadataKind or dynamicKind
+}
 
-func (f metadataFactory) ForResource(gvr schema.GroupVersionResource) kinformers.GenericInformer {
+func (f gvrFactory) ForResource(gvr schema.GroupVersionResource) kinformers.GenericInformer {
 	c := f.s.c
-	return f.s.handOutGeneric(c.acquire(key{kind: metadataKind, gvr: gvr}, f.s.holder,
-		func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
-			gi := metadatainformer.NewFilteredMetadataInformer(c.metadata, gvr, "", c.resync,
-				cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
-			return gi.Informer(), gi
-		}).generic)
+	mk := func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
+		indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+		var gi kinformers.GenericInformer
+		if f.kind == metadataKind {
+			gi = metadatainformer.NewFilteredMetadataInformer(c.metadata, gvr, "", c.resync,
+				indexers, nil)
+		} else {
+			gi = dynamicinformer.NewFilteredDynamicInformer(c.dynamic, gvr, "", c.resync,
+				indexers, nil)
+		}
+		return gi.Informer(), gi
+	}
+	return f.s.handOutGeneric(c.acquire(key{kind: f.kind, gvr: gvr}, f.s.holder, mk).generic)
 }
 
-func (f metadataFactory) Start(stop <-chan struct{}) { f.s.c.start(stop) }
-func (f metadataFactory) Shutdown()                  {}
-func (f metadataFactory) WaitForCacheSync(
+// Start starts the Set's informers not started yet (Set.Start).
+func (f gvrFactory) Start(stop <-chan struct{}) { f.s.c.start(stop) }
+
+// Shutdown does nothing: the Set's Shutdown stops its informers.
+func (f gvrFactory) Shutdown() {}
+
+// WaitForCacheSync waits for the factory's started informers.
+func (f gvrFactory) WaitForCacheSync(
 	stop <-chan struct{}) map[schema.GroupVersionResource]bool {
-	return byResource(waitSynced(stop, f.s.c.startedOf(metadataKind, "")))
-}
-
-// dynamicFactory is a Set's dynamic informer factory, as one view's user
-// sees it.
-type dynamicFactory struct{ s *Set }
-
-func (f dynamicFactory) ForResource(gvr schema.GroupVersionResource) kinformers.GenericInformer {
-	c := f.s.c
-	return f.s.handOutGeneric(c.acquire(key{kind: dynamicKind, gvr: gvr}, f.s.holder,
-		func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
-			gi := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, gvr, "", c.resync,
-				cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
-			return gi.Informer(), gi
-		}).generic)
-}
-
-func (f dynamicFactory) Start(stop <-chan struct{}) { f.s.c.start(stop) }
-func (f dynamicFactory) Shutdown()                  {}
-func (f dynamicFactory) WaitForCacheSync(
-	stop <-chan struct{}) map[schema.GroupVersionResource]bool {
-	return byResource(waitSynced(stop, f.s.c.startedOf(dynamicKind, "")))
+	return byResource(waitSynced(stop, f.s.c.startedOf(f.kind, "")))
 }
 
 // byResource keys a waitSynced result by resource.

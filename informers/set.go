@@ -128,7 +128,9 @@ func (s *Set) TypedFor(namespace string) kinformers.SharedInformerFactory {
 // resources whose controllers read only object metadata (and for custom
 // resources, which have no typed informers). Its Start and Shutdown behave
 // as Typed's.
-func (s *Set) Metadata() metadatainformer.SharedInformerFactory { return metadataFactory{s} }
+func (s *Set) Metadata() metadatainformer.SharedInformerFactory {
+	return gvrFactory{s, metadataKind}
+}
 
 // ObjectOrMetadata returns the Set as an ObjectOrMetadataFactory.
 func (s *Set) ObjectOrMetadata() ObjectOrMetadataFactory { return s }
@@ -231,5 +233,5 @@ func (s *Set) Dynamic() dynamicinformer.DynamicSharedInformerFactory {
 	if s.c.dynamic == nil {
 		return nil
 	}
-	return dynamicFactory{s}
+	return gvrFactory{s, dynamicKind}
 }
