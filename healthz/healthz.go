@@ -98,9 +98,22 @@ func (r *Registry) Handler() (*Handler, error) {
 
 	var errs []error
 	perEP := make(map[Endpoint][]Check, len(endpoints))
-	for _, a := range adds {
+	for i, a := range adds {
 		if len(a.eps) == 0 {
 			errs = append(errs, fmt.Errorf("healthz: check %q added with no endpoint", a.check.Name))
+		}
+		if a.check.Checker == nil {
+			// Once for the check, whatever the number of its endpoints.
+			id := fmt.Sprintf("check %q", a.check.Name)
+			if a.check.Name == "" {
+				id = fmt.Sprintf("check #%d added", i+1)
+			}
+			paths := make([]string, len(a.eps))
+			for j, ep := range a.eps {
+				paths[j] = "/" + string(ep)
+			}
+			errs = append(errs, fmt.Errorf("healthz: %s has a nil Checker (on %s)", id,
+				strings.Join(paths, ", ")))
 		}
 		for _, ep := range a.eps {
 			if !ep.known() {
@@ -148,9 +161,6 @@ func validate(ep Endpoint, checks []Check) []error {
 			if counts[c.Name]++; counts[c.Name] == 2 {
 				dups = append(dups, c.Name)
 			}
-		}
-		if c.Checker == nil {
-			errs = append(errs, fmt.Errorf("healthz: %s has a nil Checker (on /%s)", id, ep))
 		}
 	}
 	for _, name := range dups {

@@ -326,7 +326,7 @@ func TestRegistryErrors(t *testing.T) {
 	reg.Add(healthz.Check{Name: "foo", Checker: healthz.Ping}, healthz.EndpointReadyz, healthz.EndpointLivez)
 	reg.Add(healthz.Check{Name: "foo", Checker: healthz.Ping}, healthz.EndpointReadyz)
 	reg.Add(healthz.Check{Name: "", Checker: healthz.Ping}, healthz.EndpointLivez)
-	reg.Add(healthz.Check{Name: "nil", Checker: nil}, healthz.EndpointHealthz)
+	reg.Add(healthz.Check{Name: "nil", Checker: nil}, healthz.EndpointHealthz, healthz.EndpointLivez)
 	reg.Add(healthz.Check{Name: "a/b", Checker: healthz.Ping}, healthz.EndpointHealthz)
 	reg.Add(healthz.Check{Name: "a b", Checker: healthz.Ping}, healthz.EndpointHealthz)
 	reg.Add(healthz.Check{Name: "tab\t", Checker: healthz.Ping}, healthz.EndpointHealthz)
@@ -342,17 +342,18 @@ func TestRegistryErrors(t *testing.T) {
 	if err == nil {
 		t.Fatal("Handler() error = nil, want every problem")
 	}
+	// A nil Checker is said once per check, whatever its endpoints.
 	want := []string{
+		`healthz: check "nil" has a nil Checker (on /healthz, /livez)`,
 		`healthz: check "nowhere" added with no endpoint`,
 		`healthz: check "odd" added to unknown endpoint "metrics" (want "healthz", "livez" or "readyz")`,
-		`healthz: check "nil" has a nil Checker (on /healthz)`,
+		`healthz: check #11 added has a nil Checker (on /readyz)`,
 		`healthz: check "a/b" on /healthz has an invalid name: it must not contain "/", whitespace or control characters`,
 		`healthz: check "a b" on /healthz has an invalid name: it must not contain "/", whitespace or control characters`,
 		`healthz: check "tab\t" on /healthz has an invalid name: it must not contain "/", whitespace or control characters`,
 		`healthz: check #2 on /livez has an empty name`,
 		`healthz: check "thrice" registered 3 times on /livez`,
 		`healthz: check #3 on /readyz has an empty name`,
-		`healthz: check #3 has a nil Checker (on /readyz)`,
 		`healthz: check "foo" registered twice on /readyz`,
 	}
 	if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, want) {

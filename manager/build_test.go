@@ -23,7 +23,7 @@ import (
 func nop(context.Context, descriptor.Context) (descriptor.Controller, error) { return nil, nil }
 
 // TestBuildReportsEveryProblemAtOnce feeds Build many bad inputs together
-// and checks that one error names every one of them.
+// and checks that one error names every one of them, each once.
 func TestBuildReportsEveryProblemAtOnce(t *testing.T) {
 	_, err := manager.NewBuilder("").
 		Register(
@@ -38,7 +38,7 @@ func TestBuildReportsEveryProblemAtOnce(t *testing.T) {
 		).
 		WithClient(fake.NewClientset(), nil).
 		WithOptions(manager.Options{
-			Controllers:               []string{"*", "-nope", ""},
+			Controllers:               []string{"*", "-nope", "", "zip"},
 			ControllerShutdownTimeout: -time.Second,
 			MinResyncPeriod:           -time.Hour,
 			ControllerStartInterval:   -time.Second,
@@ -59,7 +59,7 @@ func TestBuildReportsEveryProblemAtOnce(t *testing.T) {
 		`descriptor "nil-init-controller": InitFunc is nil`,
 		`alias "y-controller" is the canonical name of a registered controller`,
 		`alias "x" is already an alias of "x-controller"`,
-		`--controllers: "nope" is not a known controller; known controllers: `,
+		`--controllers: "nope", "zip" are not known controllers; known controllers: `,
 		"--controllers: entry #3 is empty",
 		"--controller-shutdown-timeout: must not be negative",
 		"--min-resync-period: must not be negative",
@@ -69,9 +69,12 @@ func TestBuildReportsEveryProblemAtOnce(t *testing.T) {
 		"--secure-port: 70000 is not a port",
 		`check "my-check" has a nil Checker`,
 	} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("Build error lacks %q", want)
+		if n := strings.Count(msg, want); n != 1 {
+			t.Errorf("Build error has %q %d times, want once", want, n)
 		}
+	}
+	if n := strings.Count(msg, "known controllers: "); n != 1 {
+		t.Errorf("Build error lists the known controllers %d times, want once", n)
 	}
 	if t.Failed() {
 		t.Logf("Build error:\n%s", msg)

@@ -276,7 +276,8 @@ func (b *Builder) Build() (*Manager, error) {
 	// The served handler is resolved per request: it is built below, once
 	// every check is known to be valid.
 	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.handler.ServeHTTP(w, r) })
-	if m.client != nil {
+	// Invalid serving options are reported once, with the other options.
+	if m.client != nil && len(opts.Serving.Validate()) == 0 {
 		if m.server, err = serving.New(opts.Serving, served, m.client, m.log.WithName("serving")); err != nil {
 			errs = append(errs, err)
 		}

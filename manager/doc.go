@@ -21,8 +21,8 @@
 //     then), so a controller waiting on it always returns.
 //   - A panic in an InitFunc, or in the goroutine that calls a controller's
 //     Run, is recovered, logged with the controller's name, fails its health
-//     check, ends the term and is returned from Run (wrapping
-//     ErrControllerFailed). Workers of package workloop recover their own
+//     check, ends the term and is returned from Run (a *ControllerError,
+//     matching ErrControllerFailed). Workers of package workloop recover their own
 //     panics. The package never exits the process.
 //   - A term stops within ControllerShutdownTimeout, and, the moment the
 //     lease is found lost (before or during the stop, whatever began it), by

@@ -419,7 +419,10 @@ func TestPanicsAreRecovered(t *testing.T) {
 		}, "Run panicked: boom in run"},
 		{"Run returns an error", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
 			return descriptor.ControllerFunc(func(context.Context) error { return errors.New("lost my marbles") }), nil
-		}, "lost my marbles"},
+		}, "Run failed: lost my marbles"},
+		{"InitFunc returns an error", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			return nil, errors.New("no informer for that")
+		}, "InitFunc failed: no informer for that"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -428,8 +431,18 @@ func TestPanicsAreRecovered(t *testing.T) {
 				blocking(&journal{}, "bystander-controller"),
 			}).Start()
 			err := h.Err()
-			if !errors.Is(err, manager.ErrControllerFailed) || !strings.Contains(err.Error(), `controller "faulty-controller"`) || !strings.Contains(err.Error(), tt.where) {
-				t.Fatalf("Run error = %v, want ErrControllerFailed naming faulty-controller and %q", err, tt.where)
+			if !errors.Is(err, manager.ErrControllerFailed) || !strings.Contains(err.Error(), tt.where) {
+				t.Fatalf("Run error = %v, want ErrControllerFailed and %q", err, tt.where)
+			}
+			// Each said once: the controller's name, and what failed.
+			for _, once := range []string{"faulty-controller", tt.where} {
+				if n := strings.Count(err.Error(), once); n != 1 {
+					t.Errorf("Run error %q says %q %d times, want once", err, once, n)
+				}
+			}
+			var ce *manager.ControllerError
+			if !errors.As(err, &ce) || ce.Controller != "faulty-controller" {
+				t.Errorf("Run error %v is not a ControllerError of faulty-controller", err)
 			}
 			code, body := h.Get("/healthz?verbose")
 			if code != http.StatusInternalServerError || !strings.Contains(body, "[-]faulty-controller failed: ") || !strings.Contains(body, tt.where) {

@@ -3,7 +3,6 @@ package manager
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -97,7 +96,7 @@ func (r *runner) launch(s *state, c descriptor.Controller, jitter bool) <-chan s
 		switch {
 		case panicked || (err != nil && ctx.Err() == nil):
 			r.metrics.Failed(name)
-			err = fmt.Errorf("controller %q: %w: %w", name, ErrControllerFailed, err)
+			err = &ControllerError{name, phaseRun, panicked, err}
 			r.log.Error(err, "Controller failed", "controller", name)
 			s.fail(err)
 			r.Fail(err)
@@ -121,7 +120,7 @@ func (r *runner) run(ctx context.Context, name string,
 	c descriptor.Controller) (err error, panicked bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			err, panicked = panicError(r.log, name, "Run", v), true
+			err, panicked = panicValue(r.log, name, v), true
 		}
 	}()
 	return c.Run(logr.NewContext(ctx, r.log.WithName(name))), false

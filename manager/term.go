@@ -37,9 +37,40 @@ type term struct {
 	units *termUnits
 }
 
-// ErrControllerFailed is wrapped by the error Run returns when a controller's
-// InitFunc or Run failed or panicked.
+// ErrControllerFailed is matched (errors.Is) by the error Run returns when a
+// controller's InitFunc or Run failed or panicked: a *ControllerError.
 var ErrControllerFailed = errors.New("controller failed")
+
+// ControllerError is how a controller failed: its InitFunc or its Run
+// returned an error or panicked. It reads once, `controller "x": InitFunc
+// failed: <cause>` (or `Run panicked: <value>`); errors.Is matches
+// ErrControllerFailed, and Unwrap gives the cause.
+type ControllerError struct {
+	Controller string // its canonical name
+	Phase      string // "InitFunc" or "Run"
+	Panicked   bool
+	Err        error // what it returned, or the value it panicked with
+}
+
+func (e *ControllerError) Error() string {
+	verb := "failed"
+	if e.Panicked {
+		verb = "panicked"
+	}
+	return fmt.Sprintf("controller %q: %s %s: %v", e.Controller, e.Phase, verb, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *ControllerError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrControllerFailed.
+func (e *ControllerError) Is(target error) bool { return target == ErrControllerFailed }
+
+// phaseInit and phaseRun are ControllerError's phases.
+const (
+	phaseInit = "InitFunc"
+	phaseRun  = "Run"
+)
 
 // ErrShutdownTimeout is wrapped by the error Run returns when controllers
 // did not return within ControllerShutdownTimeout (or, after a lost lease,
@@ -392,7 +423,7 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 		func() {
 			defer func() {
 				if v := recover(); v != nil {
-					err = panicError(log, name, "InitFunc", v)
+					err = &ControllerError{name, phaseInit, true, panicValue(log, name, v)}
 					m.metrics.Panicked(name)
 				}
 			}()
@@ -427,7 +458,10 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 	res := call.res
 	if res.err != nil {
 		m.metrics.Failed(name)
-		err := fmt.Errorf("controller %q: %w: init: %w", name, ErrControllerFailed, res.err)
+		err := res.err
+		if ce := (*ControllerError)(nil); !errors.As(err, &ce) || ce.Controller != name {
+			err = &ControllerError{name, phaseInit, false, err}
+		}
 		s.fail(err)
 		return nil, err
 	}
@@ -483,8 +517,13 @@ func (m *Manager) resyncPeriod() time.Duration {
 	return time.Duration(float64(m.opts.MinResyncPeriod) * (1 + rand.Float64()))
 }
 
-func panicError(log logr.Logger, name, where string, v any) error {
-	err := fmt.Errorf("%s panicked: %v", where, v)
+// panicValue logs a recovered panic of controller name with its stack,
+// and returns its value as an error.
+func panicValue(log logr.Logger, name string, v any) error {
+	err, ok := v.(error)
+	if !ok {
+		err = fmt.Errorf("%v", v)
+	}
 	log.Error(err, "Recovered from a panic", "controller", name, "stack", string(debug.Stack()))
 	return err
 }

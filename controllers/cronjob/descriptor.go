@@ -2,7 +2,6 @@ package cronjob
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
@@ -21,7 +20,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newFromContext(ctx, cc, o.withDefaults())
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cc.Name, err)
+			return nil, err // the host names the controller
 		}
 		return c, nil
 	}).

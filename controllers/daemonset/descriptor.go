@@ -2,7 +2,6 @@ package daemonset
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -73,7 +72,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 			log:              logr.FromContextOrDiscard(ctx),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cc.Name, err)
+			return nil, err // the host names the controller
 		}
 		return c, nil
 	}).

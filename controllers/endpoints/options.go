@@ -90,7 +90,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newController(ctx, cc, o.withDefaults())
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cc.Name, err)
+			return nil, err // the host names the controller
 		}
 		return c, nil
 	}).WithAliases(Alias).WithEventSource(EventSource).WithValidator(o.Validate).

@@ -2,7 +2,6 @@ package replicaset
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -106,7 +105,7 @@ func build(ctx context.Context, cc descriptor.Context, workers int, newKind func
 		log:                 logr.FromContextOrDiscard(ctx),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cc.Name, err)
+		return nil, err // the host names the controller
 	}
 	return c, nil
 }

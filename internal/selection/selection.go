@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -27,18 +28,42 @@ type Selection struct {
 	entries []string // "*", "name" or "-name", canonical names only
 }
 
-// ErrUnknownController is wrapped by Resolve's error for each entry that
-// names no registered controller.
+// ErrUnknownController is matched (errors.Is) by Resolve's error when
+// entries name no registered controller.
 var ErrUnknownController = errors.New("is not a known controller")
+
+// unknownError names every entry that names no registered controller, and
+// the known ones, once.
+type unknownError struct {
+	unknown []string
+	known   string
+}
+
+func (e unknownError) Error() string {
+	quoted := make([]string, len(e.unknown))
+	for i, u := range e.unknown {
+		quoted[i] = strconv.Quote(u)
+	}
+	if len(quoted) == 1 {
+		return fmt.Sprintf("--controllers: %s %v; known controllers: %s", quoted[0],
+			ErrUnknownController, e.known)
+	}
+	return fmt.Sprintf("--controllers: %s are not known controllers; known controllers: %s",
+		strings.Join(quoted, ", "), e.known)
+}
+
+func (e unknownError) Is(target error) bool { return target == ErrUnknownController }
 
 // Resolve resolves entries against ds. ds need not be a valid registry
 // (a caller reporting every problem at once still gets the --controllers
 // ones): the first descriptor with a given name or alias answers for it.
-// The error joins one error per unknown entry; the Selection is usable
-// either way, with unknown entries left out.
+// The error names every unknown entry, and the known controllers, once;
+// the Selection is usable either way, with unknown entries left out. Empty
+// entries are left out without an error: the callers report them, by
+// position.
 func Resolve(ds []descriptor.Descriptor, entries []string) (Selection, error) {
-	out, errs := resolve(ds, entries)
-	return Selection{entries: out}, errors.Join(errs...)
+	out, err := resolve(ds, entries)
+	return Selection{entries: out}, err
 }
 
 // Entries returns the resolved list.
@@ -50,12 +75,12 @@ func (s Selection) Entries() []string { return append([]string(nil), s.entries..
 // ds need not be a valid registry (Build reports --controllers problems even
 // when the descriptors have problems of their own); the first descriptor
 // with a given name or alias answers for it.
-func resolve(ds []descriptor.Descriptor, entries []string) ([]string, []error) {
+func resolve(ds []descriptor.Descriptor, entries []string) ([]string, error) {
 	canonical := map[string]string{}
 	var names []string
 	aliases := map[string]string{}
 	for _, d := range ds {
-		if _, seen := canonical[d.Name()]; !seen {
+		if _, seen := canonical[d.Name()]; !seen && d.Name() != "" {
 			canonical[d.Name()] = d.Name()
 			names = append(names, d.Name())
 		}
@@ -71,9 +96,12 @@ func resolve(ds []descriptor.Descriptor, entries []string) ([]string, []error) {
 	out := make([]string, 0, len(entries))
 	var unknown []string
 	for _, e := range entries {
-		if e == "*" {
+		switch e {
+		case "*":
 			out = append(out, e)
 			continue
+		case "":
+			continue // its callers say which entry is empty
 		}
 		neg := strings.HasPrefix(e, "-")
 		name, ok := canonical[strings.TrimPrefix(e, "-")]
@@ -99,11 +127,7 @@ func resolve(ds []descriptor.Descriptor, entries []string) ([]string, []error) {
 	if len(alias) > 0 {
 		known += " (aliases: " + strings.Join(alias, ", ") + ")"
 	}
-	errs := make([]error, 0, len(unknown))
-	for _, u := range unknown {
-		errs = append(errs, fmt.Errorf("--controllers: %q %w; known controllers: %s", u, ErrUnknownController, known))
-	}
-	return out, errs
+	return out, unknownError{unknown: unknown, known: known}
 }
 
 // Enabled is KCM's rule: walk the list in order, the first entry naming the

@@ -58,25 +58,31 @@ func TestControllersTruthTable(t *testing.T) {
 	}
 }
 
+// TestControllersUnknownListsKnown: one error names every unknown entry
+// and the known controllers (with aliases) once, and matches
+// ErrUnknownController; a single unknown entry reads "is not".
 func TestControllersUnknownListsKnown(t *testing.T) {
-	set, err := descriptor.NewSet(descriptor.New("a-controller", noop).WithAliases("a"), descriptor.New("b-controller", noop))
+	set, err := descriptor.NewSet(descriptor.New("a-controller", noop).WithAliases("a"),
+		descriptor.New("b-controller", noop))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sel, err := selection.Resolve(set.All(), []string{"*", "-nope", "zzz", "a"})
-	var joined interface{ Unwrap() []error }
-	if !errors.As(err, &joined) || len(joined.Unwrap()) != 2 {
-		t.Fatalf("want 2 errors (one per unknown entry), got %v", err)
+	if !errors.Is(err, selection.ErrUnknownController) {
+		t.Fatalf("error %v does not match ErrUnknownController", err)
 	}
 	if got := sel.Entries(); !slices.Equal(got, []string{"*", "a-controller"}) {
 		t.Errorf("Entries = %v, want the known entries, canonical", got)
 	}
-	for i, want := range []string{`"nope"`, `"zzz"`} {
-		msg := joined.Unwrap()[i].Error()
-		for _, part := range []string{"--controllers", want, "a-controller, b-controller", "a→a-controller"} {
-			if !strings.Contains(msg, part) {
-				t.Errorf("error %q does not contain %q", msg, part)
-			}
-		}
+	want := `--controllers: "nope", "zzz" are not known controllers; ` +
+		`known controllers: a-controller, b-controller (aliases: a→a-controller)`
+	if err.Error() != want {
+		t.Errorf("error:\n%s\nwant:\n%s", err, want)
+	}
+	_, err = selection.Resolve(set.All(), []string{"nope"})
+	want = `--controllers: "nope" is not a known controller; ` +
+		`known controllers: a-controller, b-controller (aliases: a→a-controller)`
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n%v\nwant:\n%s", err, want)
 	}
 }
