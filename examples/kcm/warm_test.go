@@ -12,23 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	certutil "k8s.io/client-go/util/cert"
-	"k8s.io/component-base/featuregate"
 
-	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
-	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
-	"github.com/ctrlhost/ctrlhost/controllers/deployment"
-	"github.com/ctrlhost/ctrlhost/controllers/endpoints"
-	"github.com/ctrlhost/ctrlhost/controllers/endpointslice"
-	"github.com/ctrlhost/ctrlhost/controllers/garbagecollector"
-	"github.com/ctrlhost/ctrlhost/controllers/job"
-	"github.com/ctrlhost/ctrlhost/controllers/namespace"
-	"github.com/ctrlhost/ctrlhost/controllers/podgc"
+	"github.com/ctrlhost/ctrlhost/controllers/builtin"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
-	"github.com/ctrlhost/ctrlhost/controllers/resourcequota"
-	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
-	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
-	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
-	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
+	"github.com/ctrlhost/ctrlhost/controllers/serviceaccounttoken"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/manager"
@@ -39,13 +26,13 @@ import (
 // builtins are every built-in, as this program registers them, with a
 // root CA given inline.
 func builtins(t *testing.T) []descriptor.Descriptor {
-	o := newBuiltinOptions()
+	o := builtin.NewOptions()
 	pem, _, err := certutil.GenerateSelfSignedCertKey("ca", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.ca.RootCAFile, o.ca.RootCA = "", pem
-	return o.descriptors()
+	o.RootCACertPublisher.RootCAFile, o.RootCACertPublisher.RootCA = "", pem
+	return o.Descriptors()
 }
 
 // TestBuiltinsTakeOverWarmCaches: under warm standby a new leader's
@@ -68,8 +55,8 @@ func TestBuiltinsTakeOverWarmCaches(t *testing.T) {
 		var mu sync.Mutex
 		var logged strings.Builder
 		h := managertest.New(t, component, builtins(t), objects...)
-		gates := featuregate.NewFeatureGate()
-		if err := gates.Add(replicaset.FeatureSpecs()); err != nil {
+		gates, err := builtin.NewFeatureGate()
+		if err != nil {
 			t.Fatal(err)
 		}
 		h.Builder.WithFeatureGate(gates).WithLogger(funcr.New(func(_, args string) {
@@ -97,10 +84,15 @@ func TestBuiltinsTakeOverWarmCaches(t *testing.T) {
 	if err := a.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	b.WaitRunning(replicaset.ReplicaSetControllerName, replicaset.ReplicationControllerControllerName, podgc.Name,
-		serviceaccount.Name, tokencleaner.Name, rootcacertpublisher.Name, ttlafterfinished.Name,
-		deployment.Name, daemonset.Name, job.Name, cronjob.Name, namespace.Name, resourcequota.Name,
-		endpoints.Name, endpointslice.Name, garbagecollector.Name)
+	var all []string
+	for _, d := range builtins(t) {
+		// Without --service-account-private-key-file it chooses not to
+		// start, as KCM's.
+		if d.Name() != serviceaccounttoken.Name {
+			all = append(all, d.Name())
+		}
+	}
+	b.WaitRunning(all...)
 	b.WaitHealthy("/readyz")
 	if err := b.Stop(); err != nil {
 		t.Fatal(err)

@@ -23,12 +23,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlhost/ctrlhost/controllers/podgc"
-	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
-	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
-	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
-	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
-	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
+	"github.com/ctrlhost/ctrlhost/controllers/builtin"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/testenv"
@@ -62,11 +57,6 @@ func (s stopEnv) Run() int {
 // The settings both sides get, under KCM's flag names.
 const terminatedPodGCThreshold = 2
 
-// moreNatives are the native built-ins other files of this package add (in
-// their init) beside the ones runner lists, each built for the scenarios'
-// API server (whose PKI holds, say, the service-account signing key).
-var moreNatives []func(e *testenv.Env) descriptor.Descriptor
-
 // runner builds both sides' descriptors with the same settings.
 func runner(t *testing.T, e *testenv.Env) differential.Runner {
 	caFile := e.PKI().CAFile
@@ -74,21 +64,15 @@ func runner(t *testing.T, e *testenv.Env) differential.Runner {
 		Config: e.Config(),
 		Descriptors: func(side differential.Side) []descriptor.Descriptor {
 			if side == differential.Native {
-				rs := replicaset.NewOptions()
-				gc := podgc.NewOptions()
-				gc.TerminatedPodGCThreshold = terminatedPodGCThreshold
-				ca := rootcacertpublisher.NewOptions()
-				ca.RootCAFile = caFile
-				ds := []descriptor.Descriptor{
-					replicaset.Descriptor(rs), replicaset.ReplicationControllerDescriptor(rs),
-					podgc.Descriptor(gc), serviceaccount.Descriptor(serviceaccount.NewOptions()),
-					tokencleaner.Descriptor(tokencleaner.NewOptions()), rootcacertpublisher.Descriptor(ca),
-					ttlafterfinished.Descriptor(ttlafterfinished.NewOptions()),
-				}
-				for _, d := range moreNatives {
-					ds = append(ds, d(e))
-				}
-				return ds
+				// Every native built-in (the one list), built for the
+				// scenarios' API server, whose PKI holds the
+				// service-account signing key.
+				o := builtin.NewOptions()
+				o.PodGC.TerminatedPodGCThreshold = terminatedPodGCThreshold
+				o.RootCACertPublisher.RootCAFile = caFile
+				o.ServiceAccountToken.ServiceAccountKeyFile = e.PKI().ServiceAccountKeyFile
+				o.ServiceAccountToken.RootCAFile = caFile
+				return o.Descriptors()
 			}
 			o, err := kcm.NewOptions()
 			if err != nil {

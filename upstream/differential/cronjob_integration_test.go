@@ -22,14 +22,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
-	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
-
-func init() {
-	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor { return cronjob.Descriptor(cronjob.NewOptions()) })
-}
 
 // cronJobTimeout bounds each side of a CronJob scenario: a scenario that
 // waits for a schedule time waits up to a minute for it.

@@ -20,15 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
-	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
-
-func init() {
-	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor { return daemonset.Descriptor(daemonset.NewOptions()) })
-}
 
 // DaemonSet scenarios make their own Nodes (cluster-scoped): named after
 // the namespace, labelled differential=<ns> so that Cleanup finds them.

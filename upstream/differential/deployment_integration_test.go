@@ -18,15 +18,8 @@ import (
 	"k8s.io/kubernetes/pkg/controller"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlhost/ctrlhost/controllers/deployment"
-	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
-
-func init() {
-	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor { return deployment.Descriptor(deployment.NewOptions()) })
-}
 
 // Every Deployment scenario runs each side's ReplicaSet controller too:
 // the Deployment controller only sizes ReplicaSets.

@@ -18,16 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctrlhost/ctrlhost/controllers/endpoints"
-	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
-
-func init() {
-	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor {
-		return endpoints.Descriptor(endpoints.NewOptions())
-	})
-}
 
 func endpointsIn(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
 	l, err := cs.CoreV1().Endpoints(ns).List(ctx, metav1.ListOptions{})

@@ -22,16 +22,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/endpointslice"
-	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
-
-func init() {
-	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor {
-		return endpointslice.Descriptor(endpointslice.NewOptions())
-	})
-}
 
 // The endpoints scenarios (this file's and endpoints_integration_test.go's)
 // bind their pods to a Node of their own, named after the namespace (so

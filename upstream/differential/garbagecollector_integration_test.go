@@ -23,16 +23,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/garbagecollector"
-	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
-
-func init() {
-	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor {
-		return garbagecollector.Descriptor(garbagecollector.NewOptions())
-	})
-}
 
 // The garbage collector's scenarios use ConfigMaps as owners and
 // dependents: no other controller acts on them, and both sides' collectors

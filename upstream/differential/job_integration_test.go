@@ -21,14 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/job"
-	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
-
-func init() {
-	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor { return job.Descriptor(job.NewOptions()) })
-}
 
 // jobTimeout bounds each side of a Job scenario: the back-off scenario
 // waits out KCM's 10s pod-creation back-off, and pods are batched per

@@ -26,16 +26,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/namespace"
-	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
-
-func init() {
-	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor {
-		return namespace.Descriptor(namespace.NewOptions())
-	})
-}
 
 // The namespace scenarios never delete the harness's namespace: each
 // makes a child namespace of its own, labelled with the harness's, fills

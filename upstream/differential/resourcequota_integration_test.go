@@ -26,16 +26,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/resourcequota"
-	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
-
-func init() {
-	moreNatives = append(moreNatives, func(*testenv.Env) descriptor.Descriptor {
-		return resourcequota.Descriptor(resourcequota.NewOptions())
-	})
-}
 
 // quotaOnce runs an Act step once per namespace (each side has its own).
 type quotaOnce struct {

@@ -22,21 +22,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ctrlhost/ctrlhost/controllers/serviceaccounttoken"
-	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
-
-// The native token controller signs with the test API server's
-// service-account key and writes its CA, as the upstream side does.
-func init() {
-	moreNatives = append(moreNatives, func(e *testenv.Env) descriptor.Descriptor {
-		o := serviceaccounttoken.NewOptions()
-		o.ServiceAccountKeyFile = e.PKI().ServiceAccountKeyFile
-		o.RootCAFile = e.PKI().CAFile
-		return serviceaccounttoken.Descriptor(o)
-	})
-}
 
 const (
 	tokenController     = "serviceaccount-token-controller"

@@ -11,57 +11,16 @@ import (
 	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	"k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 
-	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
-	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
-	"github.com/ctrlhost/ctrlhost/controllers/deployment"
-	"github.com/ctrlhost/ctrlhost/controllers/endpoints"
-	"github.com/ctrlhost/ctrlhost/controllers/endpointslice"
-	"github.com/ctrlhost/ctrlhost/controllers/garbagecollector"
-	"github.com/ctrlhost/ctrlhost/controllers/job"
-	"github.com/ctrlhost/ctrlhost/controllers/namespace"
-	"github.com/ctrlhost/ctrlhost/controllers/podgc"
-	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
-	"github.com/ctrlhost/ctrlhost/controllers/resourcequota"
-	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
-	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
-	"github.com/ctrlhost/ctrlhost/controllers/serviceaccounttoken"
-	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
-	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
+	"github.com/ctrlhost/ctrlhost/controllers/builtin"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
-// native is one native built-in: its descriptor, its flags and the
-// feature gates it consults.
+// native is one native built-in of the list: its descriptor, its flags
+// and the feature gates it consults.
 type native struct {
 	d     descriptor.Descriptor
 	flags func(*pflag.FlagSet)
 	gates map[featuregate.Feature]featuregate.FeatureSpec
-}
-
-func natives() []native {
-	rs, gc, ca, ttl := replicaset.NewOptions(), podgc.NewOptions(), rootcacertpublisher.NewOptions(), ttlafterfinished.NewOptions()
-	dep, ds, jb, cj := deployment.NewOptions(), daemonset.NewOptions(), job.NewOptions(), cronjob.NewOptions()
-	sat, ns, rq := serviceaccounttoken.NewOptions(), namespace.NewOptions(), resourcequota.NewOptions()
-	ep, eps, gcc := endpoints.NewOptions(), endpointslice.NewOptions(), garbagecollector.NewOptions()
-	return []native{
-		{replicaset.Descriptor(rs), rs.AddFlags, replicaset.FeatureSpecs()},
-		{replicaset.ReplicationControllerDescriptor(rs), rs.AddFlags, replicaset.FeatureSpecs()},
-		{podgc.Descriptor(gc), gc.AddFlags, nil},
-		{serviceaccount.Descriptor(serviceaccount.NewOptions()), nil, nil},
-		{tokencleaner.Descriptor(tokencleaner.NewOptions()), nil, nil},
-		{rootcacertpublisher.Descriptor(ca), ca.AddFlags, nil},
-		{ttlafterfinished.Descriptor(ttl), ttl.AddFlags, nil},
-		{deployment.Descriptor(dep), dep.AddFlags, deployment.FeatureSpecs()},
-		{daemonset.Descriptor(ds), ds.AddFlags, daemonset.FeatureSpecs()},
-		{job.Descriptor(jb), jb.AddFlags, job.FeatureSpecs()},
-		{cronjob.Descriptor(cj), cj.AddFlags, nil},
-		{serviceaccounttoken.Descriptor(sat), sat.AddFlags, nil},
-		{namespace.Descriptor(ns), ns.AddFlags, nil},
-		{resourcequota.Descriptor(rq), rq.AddFlags, resourcequota.FeatureSpecs()},
-		{endpoints.Descriptor(ep), ep.AddFlags, nil},
-		{endpointslice.Descriptor(eps), eps.AddFlags, endpointslice.FeatureSpecs()},
-		{garbagecollector.Descriptor(gcc), gcc.AddFlags, nil},
-	}
 }
 
 // TestNativeBuiltinsAreKCMs: every native built-in has its upstream
@@ -89,7 +48,8 @@ func TestNativeBuiltinsAreKCMs(t *testing.T) {
 		return found
 	}
 	upGates := utilfeature.DefaultMutableFeatureGate.GetAll()
-	for _, n := range natives() {
+	for _, b := range builtin.NewOptions().List() {
+		n := native{b.Descriptor, b.AddFlags, b.FeatureSpecs}
 		u, ok := up[n.d.Name()]
 		if !ok {
 			t.Errorf("%s: not a kube-controller-manager controller", n.d.Name())

@@ -1,0 +1,201 @@
+// Package builtin is the one list of ctrlhost's native built-in
+// controllers, with their options, flags and feature gates: ctrlhost's
+// counterpart of kube-controller-manager's NewControllerDescriptors. A
+// program that hosts them all (examples/kcm) adds Options' flags, builds a
+// feature gate with NewFeatureGate, and registers Descriptors; tests and
+// the differential harness read List.
+//
+// Guarantees: every native built-in is listed once, by its KCM name
+// (TestListIsComplete checks the list against the controllers/ packages);
+// AddFlags adds each built-in's KCM flags once, with KCM's defaults (the
+// upstream module's TestNativeBuiltinsAreKCMs compares them with KCM
+// v1.37.1's); FeatureSpecs holds every gate a built-in consults, with its
+// Kubernetes 1.37 default, and a gate two built-ins consult has one spec.
+//
+// Non-guarantees: the list holds the native built-ins only; KCM's other
+// controllers are in the upstream module's drop-in. Options are read when
+// Descriptors (or List) is called: call it after parsing flags.
+package builtin
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/spf13/pflag"
+	"k8s.io/component-base/featuregate"
+
+	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
+	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
+	"github.com/ctrlhost/ctrlhost/controllers/deployment"
+	"github.com/ctrlhost/ctrlhost/controllers/endpoints"
+	"github.com/ctrlhost/ctrlhost/controllers/endpointslice"
+	"github.com/ctrlhost/ctrlhost/controllers/garbagecollector"
+	"github.com/ctrlhost/ctrlhost/controllers/job"
+	"github.com/ctrlhost/ctrlhost/controllers/namespace"
+	"github.com/ctrlhost/ctrlhost/controllers/podgc"
+	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
+	"github.com/ctrlhost/ctrlhost/controllers/resourcequota"
+	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
+	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
+	"github.com/ctrlhost/ctrlhost/controllers/serviceaccounttoken"
+	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
+	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// Options are the options of every native built-in, one field per
+// package (ReplicaSet's serve both the replicaset and the
+// replicationcontroller controllers, as KCM's do).
+type Options struct {
+	ReplicaSet          replicaset.Options
+	PodGC               podgc.Options
+	ServiceAccount      serviceaccount.Options
+	TokenCleaner        tokencleaner.Options
+	RootCACertPublisher rootcacertpublisher.Options
+	TTLAfterFinished    ttlafterfinished.Options
+	Deployment          deployment.Options
+	DaemonSet           daemonset.Options
+	Job                 job.Options
+	CronJob             cronjob.Options
+	ServiceAccountToken serviceaccounttoken.Options
+	Namespace           namespace.Options
+	ResourceQuota       resourcequota.Options
+	Endpoints           endpoints.Options
+	EndpointSlice       endpointslice.Options
+	GarbageCollector    garbagecollector.Options
+}
+
+// NewOptions returns every built-in's options with KCM's defaults.
+func NewOptions() *Options {
+	return &Options{
+		ReplicaSet:          replicaset.NewOptions(),
+		PodGC:               podgc.NewOptions(),
+		ServiceAccount:      serviceaccount.NewOptions(),
+		TokenCleaner:        tokencleaner.NewOptions(),
+		RootCACertPublisher: rootcacertpublisher.NewOptions(),
+		TTLAfterFinished:    ttlafterfinished.NewOptions(),
+		Deployment:          deployment.NewOptions(),
+		DaemonSet:           daemonset.NewOptions(),
+		Job:                 job.NewOptions(),
+		CronJob:             cronjob.NewOptions(),
+		ServiceAccountToken: serviceaccounttoken.NewOptions(),
+		Namespace:           namespace.NewOptions(),
+		ResourceQuota:       resourcequota.NewOptions(),
+		Endpoints:           endpoints.NewOptions(),
+		EndpointSlice:       endpointslice.NewOptions(),
+		GarbageCollector:    garbagecollector.NewOptions(),
+	}
+}
+
+// Builtin is one native built-in as the list knows it.
+type Builtin struct {
+	// Descriptor is its descriptor, over the options as they were when
+	// List was called.
+	Descriptor descriptor.Descriptor
+	// AddFlags adds its KCM flags to a flag set, bound to the Options; nil
+	// when it has none. Two built-ins of one package share their flags.
+	AddFlags func(*pflag.FlagSet)
+	// FeatureSpecs are the feature gates it consults, with their
+	// Kubernetes defaults; nil when it consults none.
+	FeatureSpecs map[featuregate.Feature]featuregate.FeatureSpec
+}
+
+// List returns every native built-in over o, in the order KCM registers
+// them.
+func (o *Options) List() []Builtin {
+	return []Builtin{
+		{replicaset.Descriptor(o.ReplicaSet), o.ReplicaSet.AddFlags, replicaset.FeatureSpecs()},
+		{replicaset.ReplicationControllerDescriptor(o.ReplicaSet), o.ReplicaSet.AddFlags,
+			replicaset.FeatureSpecs()},
+		{podgc.Descriptor(o.PodGC), o.PodGC.AddFlags, nil},
+		{serviceaccount.Descriptor(o.ServiceAccount), nil, nil},
+		{tokencleaner.Descriptor(o.TokenCleaner), nil, nil},
+		{rootcacertpublisher.Descriptor(o.RootCACertPublisher), o.RootCACertPublisher.AddFlags, nil},
+		{ttlafterfinished.Descriptor(o.TTLAfterFinished), o.TTLAfterFinished.AddFlags, nil},
+		{deployment.Descriptor(o.Deployment), o.Deployment.AddFlags, deployment.FeatureSpecs()},
+		{daemonset.Descriptor(o.DaemonSet), o.DaemonSet.AddFlags, daemonset.FeatureSpecs()},
+		{job.Descriptor(o.Job), o.Job.AddFlags, job.FeatureSpecs()},
+		{cronjob.Descriptor(o.CronJob), o.CronJob.AddFlags, nil},
+		{serviceaccounttoken.Descriptor(o.ServiceAccountToken), o.ServiceAccountToken.AddFlags, nil},
+		{namespace.Descriptor(o.Namespace), o.Namespace.AddFlags, nil},
+		{resourcequota.Descriptor(o.ResourceQuota), o.ResourceQuota.AddFlags,
+			resourcequota.FeatureSpecs()},
+		{endpoints.Descriptor(o.Endpoints), o.Endpoints.AddFlags, nil},
+		{endpointslice.Descriptor(o.EndpointSlice), o.EndpointSlice.AddFlags,
+			endpointslice.FeatureSpecs()},
+		{garbagecollector.Descriptor(o.GarbageCollector), o.GarbageCollector.AddFlags, nil},
+	}
+}
+
+// Descriptors returns every native built-in's descriptor over o, in the
+// order KCM registers them. Call it after parsing flags.
+func (o *Options) Descriptors() []descriptor.Descriptor {
+	list := o.List()
+	out := make([]descriptor.Descriptor, len(list))
+	for i, b := range list {
+		out[i] = b.Descriptor
+	}
+	return out
+}
+
+// AddFlags adds every built-in's KCM flags to fs, once each (the
+// service-account token controller shares --root-ca-file with the root-CA
+// publisher).
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.ReplicaSet.AddFlags(fs)
+	o.PodGC.AddFlags(fs)
+	o.ServiceAccount.AddFlags(fs)
+	o.TokenCleaner.AddFlags(fs)
+	o.RootCACertPublisher.AddFlags(fs)
+	o.TTLAfterFinished.AddFlags(fs)
+	o.Deployment.AddFlags(fs)
+	o.DaemonSet.AddFlags(fs)
+	o.Job.AddFlags(fs)
+	o.CronJob.AddFlags(fs)
+	o.ServiceAccountToken.AddFlags(fs)
+	o.Namespace.AddFlags(fs)
+	o.ResourceQuota.AddFlags(fs)
+	o.Endpoints.AddFlags(fs)
+	o.EndpointSlice.AddFlags(fs)
+	o.GarbageCollector.AddFlags(fs)
+}
+
+// FeatureSpecs returns every feature gate a built-in consults, with its
+// Kubernetes 1.37 default. A gate two built-ins consult with different
+// specs is an error (a bug in one of them).
+func FeatureSpecs() (map[featuregate.Feature]featuregate.FeatureSpec, error) {
+	out := map[featuregate.Feature]featuregate.FeatureSpec{}
+	seen := map[featuregate.Feature]string{}
+	for _, b := range NewOptions().List() {
+		for f, spec := range b.FeatureSpecs {
+			if prev, ok := out[f]; ok && !sameSpec(prev, spec) {
+				return nil, fmt.Errorf("builtin: feature gate %s: %s says %+v, %s says %+v",
+					f, seen[f], prev, b.Descriptor.Name(), spec)
+			}
+			out[f], seen[f] = spec, b.Descriptor.Name()
+		}
+	}
+	return out, nil
+}
+
+// NewFeatureGate returns a feature gate that knows every gate the built-ins
+// consult, at its default: give it to manager.Builder.WithFeatureGate so
+// that --feature-gates sets them.
+func NewFeatureGate() (featuregate.MutableFeatureGate, error) {
+	specs, err := FeatureSpecs()
+	if err != nil {
+		return nil, err
+	}
+	g := featuregate.NewFeatureGate()
+	if err := g.Add(maps.Clone(specs)); err != nil {
+		return nil, fmt.Errorf("builtin: %w", err)
+	}
+	return g, nil
+}
+
+// sameSpec compares two specs of one gate by what they say, not where
+// their versions are stored.
+func sameSpec(a, b featuregate.FeatureSpec) bool {
+	return a.Default == b.Default && a.LockToDefault == b.LockToDefault &&
+		a.PreRelease == b.PreRelease && a.Version.String() == b.Version.String()
+}
