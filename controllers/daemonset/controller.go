@@ -26,6 +26,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/internal/expectations"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podcontrol"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
@@ -406,7 +407,7 @@ func (c *controller) updatePod(oldObj, newObj any) {
 			return
 		}
 		c.loop.Add(keyOf(ds))
-		if !isReady(old) && isReady(cur) && ds.Spec.MinReadySeconds > 0 {
+		if !podstate.IsReady(old) && podstate.IsReady(cur) && ds.Spec.MinReadySeconds > 0 {
 			// It becomes available minReadySeconds from now; a second more
 			// absorbs the skew of delayed enqueues, as in KCM.
 			c.enqueueAfter(keyOf(ds), time.Duration(ds.Spec.MinReadySeconds)*time.Second+time.Second)

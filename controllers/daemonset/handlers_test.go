@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 )
 
 // TestNodeEventsEnqueue: a node event enqueues the DaemonSet only when its
@@ -17,7 +19,7 @@ import (
 // Updates that change neither labels nor taints are ignored.
 func TestNodeEventsEnqueue(t *testing.T) {
 	ds := newDS("agent", func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "x"} })
-	h := templateHash(&ds.Spec.Template, nil)
+	h := podtemplate.Hash(&ds.Spec.Template, nil)
 	misscheduled := ds.DeepCopy()
 	misscheduled.Status.NumberMisscheduled = 1
 	inPool := nodeLabel("pool", "x")
@@ -72,7 +74,7 @@ func TestPodEventsObserveExpectations(t *testing.T) {
 	ds := newDS("agent")
 	f := newFixture(t, ds)
 	key := "ns/agent"
-	h := templateHash(&ds.Spec.Template, nil)
+	h := podtemplate.Hash(&ds.Spec.Template, nil)
 	p1, p2 := daemonPod("p1", ds, "a", h, epoch), daemonPod("p2", ds, "b", h, epoch)
 	f.c.exp.ExpectCreations(createKey(key), 2)
 	f.c.addPod(p1)
@@ -116,7 +118,7 @@ func TestPodEventsObserveExpectations(t *testing.T) {
 func TestPodBecomingReadyRequeuesAfterMinReadySeconds(t *testing.T) {
 	ds := newDS("agent", func(ds *appsv1.DaemonSet) { ds.Spec.MinReadySeconds = 5 })
 	f := newFixture(t, ds)
-	ready := daemonPod("p", ds, "a", templateHash(&ds.Spec.Template, nil), epoch)
+	ready := daemonPod("p", ds, "a", podtemplate.Hash(&ds.Spec.Template, nil), epoch)
 	ready.ResourceVersion = "2"
 	pending := ready.DeepCopy()
 	pending.ResourceVersion = "1"

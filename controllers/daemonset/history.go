@@ -3,16 +3,13 @@ package daemonset
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,26 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/utils/dump"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 )
-
-// templateHash is the hash KCM names revisions and labels pods with: FNV-1a
-// (32 bit) over the deep, pointer-free dump of the pod template, then, if
-// collisionCount is set, its value as 8 little-endian bytes (the upper four
-// zero), printed in decimal and encoded with rand.SafeEncodeString.
-func templateHash(template *corev1.PodTemplateSpec, collisionCount *int32) string {
-	h := fnv.New32a()
-	fmt.Fprintf(h, "%v", dump.ForHash(*template))
-	if collisionCount != nil {
-		b := make([]byte, 8)
-		binary.LittleEndian.PutUint32(b, uint32(*collisionCount))
-		h.Write(b)
-	}
-	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
-}
 
 // revisionData is what a revision stores: a strategic-merge patch that
 // replaces the DaemonSet's spec.template with the current one,
@@ -196,7 +177,7 @@ func (c *controller) snapshot(ctx context.Context, ds *appsv1.DaemonSet, revisio
 	if err != nil {
 		return nil, err
 	}
-	hash := templateHash(&ds.Spec.Template, ds.Status.CollisionCount)
+	hash := podtemplate.Hash(&ds.Spec.Template, ds.Status.CollisionCount)
 	name := revisionName(ds.Name, hash)
 	lbls := maps.Clone(ds.Spec.Template.Labels)
 	if lbls == nil {

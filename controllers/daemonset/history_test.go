@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 )
 
 // hashTemplates are the templates whose hashes were computed once with
@@ -47,7 +49,7 @@ func TestTemplateHashIsKCMs(t *testing.T) {
 	}
 	for i, tmpl := range hashTemplates() {
 		for name, cc := range map[string]*int32{"nil": nil, "1": ptr.To[int32](1), "7": ptr.To[int32](7)} {
-			if got := templateHash(&tmpl, cc); got != want[i][name] {
+			if got := podtemplate.Hash(&tmpl, cc); got != want[i][name] {
 				t.Errorf("template %d, collisionCount %s: hash %s, want %s", i, name, got, want[i][name])
 			}
 		}
@@ -76,7 +78,7 @@ func TestRevisions(t *testing.T) {
 	ds := newDS("agent", func(ds *appsv1.DaemonSet) { ds.Spec.RevisionHistoryLimit = ptr.To[int32](1) })
 	f := newFixture(t, ds, newNode("a"))
 	f.mustSync("agent")
-	h1 := templateHash(&ds.Spec.Template, nil)
+	h1 := podtemplate.Hash(&ds.Spec.Template, nil)
 	crs := f.revisions()
 	if len(crs) != 1 || crs[0].Name != "agent-"+h1 || crs[0].Revision != 1 ||
 		crs[0].Labels["app"] != "agent" || crs[0].Labels[appsv1.DefaultDaemonSetUniqueLabelKey] != h1 ||
@@ -87,7 +89,7 @@ func TestRevisions(t *testing.T) {
 	f.changeTemplate("agent", "img:2")
 	f.c.forgetExpectations("ns/agent")
 	f.mustSync("agent")
-	h2 := templateHash(&f.ds("agent").Spec.Template, nil)
+	h2 := podtemplate.Hash(&f.ds("agent").Spec.Template, nil)
 	if got := revisionNames(f.revisions()); !slices.Equal(got, []string{"agent-" + h1 + "@1", "agent-" + h2 + "@2"}) {
 		t.Fatalf("after a template change: %v", got)
 	}
@@ -110,7 +112,7 @@ func TestRevisions(t *testing.T) {
 	f.changeTemplate("agent", "img:3")
 	f.c.forgetExpectations("ns/agent")
 	f.mustSync("agent")
-	h3 := templateHash(&f.ds("agent").Spec.Template, nil)
+	h3 := podtemplate.Hash(&f.ds("agent").Spec.Template, nil)
 	if got := revisionNames(f.revisions()); !slices.Equal(got, []string{"agent-" + h1 + "@3", "agent-" + h3 + "@4"}) {
 		t.Fatalf("after a third template with limit 1: %v", got)
 	}
@@ -129,7 +131,7 @@ func revisionNames(crs []appsv1.ControllerRevision) []string {
 // and the next sync names the revision with the new hash.
 func TestCollisionCount(t *testing.T) {
 	ds := newDS("agent")
-	h := templateHash(&ds.Spec.Template, nil)
+	h := podtemplate.Hash(&ds.Spec.Template, nil)
 	squatter := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent-" + h, Labels: map[string]string{"app": "other"}},
 		Data:       runtime.RawExtension{Raw: []byte(`{"spec":{}}`)},
@@ -143,7 +145,7 @@ func TestCollisionCount(t *testing.T) {
 		t.Fatalf("collisionCount %v, want 1", cc)
 	}
 	f.mustSync("agent")
-	want := "agent-" + templateHash(&ds.Spec.Template, ptr.To[int32](1))
+	want := "agent-" + podtemplate.Hash(&ds.Spec.Template, ptr.To[int32](1))
 	if !slices.Contains(revisionNames(f.revisions()), want+"@1") {
 		t.Errorf("revisions %v, want %s@1", revisionNames(f.revisions()), want)
 	}

@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 )
 
 // statusUpdateRetries is how many times a conflicting status write is
@@ -43,9 +45,9 @@ func calculateCounts(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[stri
 		s.current++
 		sort.Sort(oldestFirst(pods))
 		p := pods[0]
-		if isReady(p) {
+		if podstate.IsReady(p) {
 			s.ready++
-			if isAvailable(p, ds.Spec.MinReadySeconds, now) {
+			if podstate.IsAvailable(p, ds.Spec.MinReadySeconds, now) {
 				s.available++
 			}
 		}
@@ -119,30 +121,4 @@ func (c *controller) storeStatus(ctx context.Context, ds *appsv1.DaemonSet, s co
 
 func isTerminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
-}
-
-func readyCondition(p *corev1.Pod) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == corev1.PodReady {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func isReady(p *corev1.Pod) bool {
-	c := readyCondition(p)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-// isAvailable: ready, and for at least minReadySeconds by now.
-func isAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	if !isReady(p) {
-		return false
-	}
-	if minReadySeconds == 0 {
-		return true
-	}
-	c := readyCondition(p)
-	return !c.LastTransitionTime.IsZero() && !c.LastTransitionTime.Add(time.Duration(minReadySeconds)*time.Second).After(now)
 }

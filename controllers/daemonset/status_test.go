@@ -9,13 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 )
 
 // TestStatusCounts: the status fields for a mix of nodes and pods, with
 // minReadySeconds 60 at epoch.
 func TestStatusCounts(t *testing.T) {
 	ds := newDS("agent", func(ds *appsv1.DaemonSet) { ds.Spec.MinReadySeconds = 60 })
-	h := templateHash(&ds.Spec.Template, nil)
+	h := podtemplate.Hash(&ds.Spec.Template, nil)
 	long := epoch.Add(-time.Hour)
 	notReady := func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }
 	oldHash := func(p *corev1.Pod) { p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = "old" }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
@@ -259,7 +260,7 @@ func (c *controller) podsForNode(ctx context.Context, node *corev1.Node, byNode 
 			del = append(del, p.Name)
 		}
 		if oldestNew != nil && oldestOld != nil &&
-			(!isReady(oldestOld) || isAvailable(oldestNew, ds.Spec.MinReadySeconds, c.clock.Now())) {
+			(!podstate.IsReady(oldestOld) || podstate.IsAvailable(oldestNew, ds.Spec.MinReadySeconds, c.clock.Now())) {
 			del = append(del, oldestOld.Name)
 		}
 		return create, del

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 )
 
 func objs(ds *appsv1.DaemonSet, rest ...runtime.Object) []runtime.Object {
@@ -53,7 +55,7 @@ func TestCreatesOnePodPerEligibleNode(t *testing.T) {
 	if got := f.podNodes(false); !slices.Equal(got, []string{"a", "c"}) {
 		t.Fatalf("pods on %v, want [a c]", got)
 	}
-	hash := templateHash(&ds.Spec.Template, nil)
+	hash := podtemplate.Hash(&ds.Spec.Template, nil)
 	for _, p := range f.apiPods() {
 		if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] != hash || p.Labels["pod-template-generation"] != "1" || p.Labels["app"] != "agent" {
 			t.Errorf("pod %s labels %v", p.Name, p.Labels)
@@ -135,7 +137,7 @@ func TestSlowStart(t *testing.T) {
 // being deleted are left alone and not replaced yet.
 func TestDeletesPodsThatShouldNotRun(t *testing.T) {
 	ds := newDS("agent")
-	h := templateHash(&ds.Spec.Template, nil)
+	h := podtemplate.Hash(&ds.Spec.Template, nil)
 	t0 := epoch.Add(-time.Hour)
 	deleting := func(p *corev1.Pod) {
 		ts := metav1.NewTime(epoch)
@@ -263,7 +265,7 @@ func TestSelectingAll(t *testing.T) {
 // are adopted; an owned pod that no longer matches is released.
 func TestAdoptsAndReleases(t *testing.T) {
 	ds := newDS("agent")
-	h := templateHash(&ds.Spec.Template, nil)
+	h := podtemplate.Hash(&ds.Spec.Template, nil)
 	orphan := daemonPod("orphan", ds, "a", h, epoch.Add(-time.Hour), func(p *corev1.Pod) { p.OwnerReferences = nil })
 	stray := daemonPod("stray", ds, "b", h, epoch.Add(-time.Hour), func(p *corev1.Pod) { p.Labels = map[string]string{"app": "other"} })
 	data, err := revisionData(ds)

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 )
 
 // rollingUpdate replaces pods of old revisions within the strategy's
@@ -29,7 +31,7 @@ func (c *controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, no
 	}
 	now := c.clock.Now()
 	gen := templateGeneration(ds)
-	available := func(p *corev1.Pod) bool { return isAvailable(p, ds.Spec.MinReadySeconds, now) }
+	available := func(p *corev1.Pod) bool { return podstate.IsAvailable(p, ds.Spec.MinReadySeconds, now) }
 
 	if maxSurge == 0 {
 		unavailable := 0

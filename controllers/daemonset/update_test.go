@@ -8,6 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 )
 
 // round is what one sync of a rollout did and left.
@@ -24,7 +27,7 @@ type round struct {
 func rollout(t *testing.T, f *fixture, nodeCount int) []round {
 	t.Helper()
 	f.changeTemplate("agent", "img:2")
-	newHash := templateHash(&f.ds("agent").Spec.Template, nil)
+	newHash := podtemplate.Hash(&f.ds("agent").Spec.Template, nil)
 	var rounds []round
 	for i := 0; i < 40; i++ {
 		d0, c0 := f.countActions("delete", "pods"), f.countActions("create", "pods")
@@ -40,7 +43,7 @@ func rollout(t *testing.T, f *fixture, nodeCount int) []round {
 				t.Fatal(err)
 			}
 			perNode[node]++
-			if p.Spec.NodeName != "" && isAvailable(&p, 0, f.clock.Now()) {
+			if p.Spec.NodeName != "" && podstate.IsAvailable(&p, 0, f.clock.Now()) {
 				availableOn[p.Spec.NodeName] = true
 			}
 			allNew = allNew && p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == newHash
@@ -115,7 +118,7 @@ func TestRollingUpdateSteps(t *testing.T) {
 // replaced in the first sync.
 func TestRollingUpdateReplacesUnavailableOldPodsAtOnce(t *testing.T) {
 	ds := newDS("agent")
-	h := templateHash(&ds.Spec.Template, nil)
+	h := podtemplate.Hash(&ds.Spec.Template, nil)
 	notReady := func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }
 	f := newFixture(t, objs(ds, newNode("a"), newNode("b"), newNode("c"),
 		daemonPod("pa", ds, "a", h, epoch, notReady), daemonPod("pb", ds, "b", h, epoch, notReady), daemonPod("pc", ds, "c", h, epoch))...)

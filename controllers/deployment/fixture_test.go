@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 )
 
 // epoch is the fake clocks' start.
@@ -257,7 +258,7 @@ func recreate(replicas int32) *appsv1.Deployment {
 // epoch plus age seconds.
 func ownedRS(d *appsv1.Deployment, image string, replicas int32, rev int, age int) *appsv1.ReplicaSet {
 	tmpl := webTemplate(image)
-	hash := templateHash(&tmpl, nil)
+	hash := podtemplate.Hash(&tmpl, nil)
 	tmpl.Labels = withLabel(tmpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
 	name := replicaSetName(d.Name, hash)
 	return &appsv1.ReplicaSet{

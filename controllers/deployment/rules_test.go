@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 )
 
 // TestTemplateHashMatchesKCM: the want values were computed once with
@@ -35,7 +37,7 @@ func TestTemplateHashMatchesKCM(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := templateHash(&tt.template, tt.collision); got != tt.want {
+			if got := podtemplate.Hash(&tt.template, tt.collision); got != tt.want {
 				t.Errorf("templateHash = %q, want KCM's %q", got, tt.want)
 			}
 		})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
@@ -264,7 +265,7 @@ func (c *controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 	}
 
 	template := *d.Spec.Template.DeepCopy()
-	hash := templateHash(&template, d.Status.CollisionCount)
+	hash := podtemplate.Hash(&template, d.Status.CollisionCount)
 	template.Labels = withLabel(d.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
 	selector := d.Spec.Selector.DeepCopy()
 	selector.MatchLabels = withLabel(selector.MatchLabels, appsv1.DefaultDeploymentUniqueLabelKey, hash)

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 )
 
 // updated returns d with its template changed to image and its
@@ -93,7 +95,7 @@ func TestRolloutEndState(t *testing.T) {
 	}
 	f.mustSync("web")
 	tmpl := webTemplate("v2")
-	newName := "web-" + templateHash(&tmpl, nil)
+	newName := "web-" + podtemplate.Hash(&tmpl, nil)
 	rss := f.replicaSets()
 	if len(rss) != 2 || rss[1].Name != newName {
 		t.Fatalf("replica sets %v, want the old one and %s", f.sizes(), newName)
@@ -140,7 +142,7 @@ func TestNewDeployment(t *testing.T) {
 	f.mustSync("web")
 	rss := f.replicaSets()
 	tmpl := webTemplate("v1")
-	name := "web-" + templateHash(&tmpl, nil)
+	name := "web-" + podtemplate.Hash(&tmpl, nil)
 	if len(rss) != 1 || rss[0].Name != name || replicasOf(rss[0]) != 3 {
 		t.Fatalf("replica sets %v (%s), want %s of 3", rss, f.sizes(), name)
 	}
@@ -571,7 +573,7 @@ func TestHashCollision(t *testing.T) {
 	d := rolling(1, intstr.FromInt32(1), intstr.FromInt32(0))
 	tmpl := webTemplate("v1")
 	taken := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-" + templateHash(&tmpl, nil), UID: "uid-taken", Labels: map[string]string{"app": "other"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-" + podtemplate.Hash(&tmpl, nil), UID: "uid-taken", Labels: map[string]string{"app": "other"}},
 		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "other"}}}},
 	}
@@ -584,7 +586,7 @@ func TestHashCollision(t *testing.T) {
 		t.Fatalf("collisionCount %v, want 1", got)
 	}
 	f.mustSync("web")
-	want := "web-" + templateHash(&tmpl, ptr.To[int32](1))
+	want := "web-" + podtemplate.Hash(&tmpl, ptr.To[int32](1))
 	if _, err := f.client.AppsV1().ReplicaSets("ns").Get(t.Context(), want, metav1.GetOptions{}); err != nil {
 		t.Errorf("ReplicaSet %s after the collision: %v", want, err)
 	}

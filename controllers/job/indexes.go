@@ -10,6 +10,8 @@ import (
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 )
 
 const (
@@ -239,7 +241,7 @@ func pendingIndexes(jc *syncContext, count, completions int) []int {
 	}
 	taken := jc.succeededIndexes.withIndexes(indexSet(jc.activePods))
 	if onlyReplaceFailed(jc.job) {
-		taken = taken.withIndexes(indexSet(filterPods(jc.pods, isTerminating)))
+		taken = taken.withIndexes(indexSet(filterPods(jc.pods, podstate.IsTerminating)))
 	}
 	if jc.failedIndexes != nil {
 		taken = taken.union(*jc.failedIndexes)

@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 )
 
 // slowStartInitialBatch is the size of the first batch of creates; each
@@ -261,7 +263,7 @@ func (c *controller) deleteJobPods(ctx context.Context, key string, job *batchv1
 			if err := c.pods.DeletePod(ctx, job.Namespace, p.Name, job); err != nil {
 				fail(p, err)
 			}
-			if isReady(p) {
+			if podstate.IsReady(p) {
 				ready.Add(1)
 			}
 		})
@@ -285,7 +287,7 @@ func (c *controller) deleteActivePods(ctx context.Context, job *batchv1.Job, pod
 				atomic.AddInt32(&removed, -1)
 				errs <- err
 			}
-			if isReady(p) {
+			if podstate.IsReady(p) {
 				ready.Add(1)
 			}
 		})

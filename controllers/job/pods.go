@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 )
 
 // removeFinalizerPatch is the strategic-merge patch that takes the
@@ -35,16 +37,6 @@ func hasTrackingFinalizer(p *corev1.Pod) bool {
 	return slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer)
 }
 
-// isActive: neither finished nor being deleted.
-func isActive(p *corev1.Pod) bool {
-	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
-}
-
-// isTerminating: being deleted but not finished.
-func isTerminating(p *corev1.Pod) bool {
-	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp != nil
-}
-
 func podCondition(st *corev1.PodStatus, t corev1.PodConditionType) *corev1.PodCondition {
 	for i := range st.Conditions {
 		if st.Conditions[i].Type == t {
@@ -54,15 +46,10 @@ func podCondition(st *corev1.PodStatus, t corev1.PodConditionType) *corev1.PodCo
 	return nil
 }
 
-func isReady(p *corev1.Pod) bool {
-	c := podCondition(&p.Status, corev1.PodReady)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
 func countReady(pods []*corev1.Pod) int32 {
 	n := int32(0)
 	for _, p := range pods {
-		if isReady(p) {
+		if podstate.IsReady(p) {
 			n++
 		}
 	}
@@ -72,7 +59,7 @@ func countReady(pods []*corev1.Pod) int32 {
 func countTerminating(pods []*corev1.Pod) int32 {
 	n := int32(0)
 	for _, p := range pods {
-		if isTerminating(p) {
+		if podstate.IsTerminating(p) {
 			n++
 		}
 	}
@@ -171,10 +158,10 @@ func deleteFirst(a, b *corev1.Pod) bool {
 	if ra, rb := phaseRank(a.Status.Phase), phaseRank(b.Status.Phase); ra != rb {
 		return ra < rb
 	}
-	if ra, rb := isReady(a), isReady(b); ra != rb {
+	if ra, rb := podstate.IsReady(a), podstate.IsReady(b); ra != rb {
 		return !ra
 	}
-	if isReady(a) {
+	if podstate.IsReady(a) {
 		if ta, tb := readySince(a), readySince(b); !ta.Equal(tb) {
 			return zeroOrLater(ta, tb)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
@@ -228,7 +229,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	jc := &syncContext{
 		job:                job,
 		pods:               pods,
-		activePods:         filterPods(pods, isActive),
+		activePods:         filterPods(pods, podstate.IsActive),
 		expectedRemovals:   newUIDSet(nil),
 		uncountedSucceeded: newUIDSet(job.Status.UncountedTerminatedPods.Succeeded),
 		uncountedFailed:    newUIDSet(job.Status.UncountedTerminatedPods.Failed),

@@ -22,6 +22,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/internal/expectations"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podcontrol"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
@@ -308,7 +309,7 @@ func (c *controller) updatePod(oldObj, newObj any) {
 			return
 		}
 		c.enqueue(rs)
-		if !isReady(old) && isReady(cur) && rs.Spec.MinReadySeconds > 0 {
+		if !podstate.IsReady(old) && podstate.IsReady(cur) && rs.Spec.MinReadySeconds > 0 {
 			// It becomes available minReadySeconds from now; nothing else
 			// will tell us.
 			c.enqueueAfter(rs.Namespace+"/"+rs.Name, time.Duration(rs.Spec.MinReadySeconds)*time.Second)

@@ -7,59 +7,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 )
-
-// isActive: neither finished nor being deleted.
-func isActive(p *corev1.Pod) bool {
-	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
-}
-
-// isTerminating: being deleted but not yet finished.
-func isTerminating(p *corev1.Pod) bool {
-	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp != nil
-}
-
-func readyCondition(p *corev1.Pod) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == corev1.PodReady {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func isReady(p *corev1.Pod) bool {
-	c := readyCondition(p)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-// readyTime is when a ready pod became ready; zero if it is not ready.
-func readyTime(p *corev1.Pod) time.Time {
-	if c := readyCondition(p); c != nil && c.Status == corev1.ConditionTrue {
-		return c.LastTransitionTime.Time
-	}
-	return time.Time{}
-}
-
-// isAvailable: ready for at least minReadySeconds at now.
-func isAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	if !isReady(p) {
-		return false
-	}
-	if minReadySeconds == 0 {
-		return true
-	}
-	since := readyTime(p)
-	return !since.IsZero() && !since.Add(time.Duration(minReadySeconds)*time.Second).After(now)
-}
 
 // untilAvailable is how long after now a ready pod becomes available, or
 // nil if it is not ready, already available, or has no ready time.
 func untilAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) *time.Duration {
-	if minReadySeconds <= 0 || !isReady(p) {
+	if minReadySeconds <= 0 || !podstate.IsReady(p) {
 		return nil
 	}
-	since := readyTime(p)
+	since := podstate.ReadyTime(p)
 	if since.IsZero() {
 		return nil
 	}
@@ -171,7 +129,7 @@ func (s deletionOrder) Less(i, j int) bool {
 	if pa, pb := phaseOrder(a.Status.Phase), phaseOrder(b.Status.Phase); pa != pb {
 		return pa < pb
 	}
-	ra, rb := isReady(a), isReady(b)
+	ra, rb := podstate.IsReady(a), podstate.IsReady(b)
 	if ra != rb {
 		return !ra
 	}
@@ -184,7 +142,7 @@ func (s deletionOrder) Less(i, j int) bool {
 		return s.ranks[i] > s.ranks[j]
 	}
 	if ra && rb {
-		if ta, tb := readyTime(a), readyTime(b); !ta.Equal(tb) {
+		if ta, tb := podstate.ReadyTime(a), podstate.ReadyTime(b); !ta.Equal(tb) {
 			return s.newer(a, b, ta, tb)
 		}
 	}
@@ -242,7 +200,7 @@ func podsToDelete(pods, related []*corev1.Pod, diff int, now time.Time, cost boo
 	}
 	perNode := map[string]int{}
 	for _, p := range related {
-		if isActive(p) {
+		if podstate.IsActive(p) {
 			perNode[p.Spec.NodeName]++
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 )
 
 // rp builds a pod for ranking tests: named, created an hour before epoch.
@@ -151,14 +153,14 @@ func TestAvailability(t *testing.T) {
 		{30, epoch, false, ptr.To(20 * time.Second)},
 	}
 	for _, tt := range tests {
-		if got := isAvailable(p, tt.minReady, tt.now); got != tt.available {
+		if got := podstate.IsAvailable(p, tt.minReady, tt.now); got != tt.available {
 			t.Errorf("minReady %d: available %v, want %v", tt.minReady, got, tt.available)
 		}
 		if got := untilAvailable(p, tt.minReady, tt.now); !ptr.Equal(got, tt.until) {
 			t.Errorf("minReady %d: until %v, want %v", tt.minReady, ptr.Deref(got, -1), ptr.Deref(tt.until, -1))
 		}
 	}
-	if isAvailable(rp("notready"), 0, epoch) {
+	if podstate.IsAvailable(rp("notready"), 0, epoch) {
 		t.Error("a pod that is not ready is available")
 	}
 	// Evaluated a while ago; the moment passed meanwhile: check at once.

@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/go-logr/logr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 )
 
 // Reasons of the ReplicaFailure condition, as upstream sets them.
@@ -35,9 +37,9 @@ func calculateStatus(rs *appsv1.ReplicaSet, active []*corev1.Pod, terminating *i
 		if template.Matches(labels.Set(p.Labels)) {
 			fully++
 		}
-		if isReady(p) {
+		if podstate.IsReady(p) {
 			ready++
-			if isAvailable(p, rs.Spec.MinReadySeconds, now) {
+			if podstate.IsAvailable(p, rs.Spec.MinReadySeconds, now) {
 				available++
 			}
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
@@ -81,7 +82,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	var active []*corev1.Pod
 	var refErrs []error
 	for _, p := range all {
-		if !isActive(p) {
+		if !podstate.IsActive(p) {
 			continue
 		}
 		if err := ownership.ValidateOwnerRefs(p); err != nil {
@@ -100,7 +101,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	if c.terminating {
 		n := int32(0)
 		for _, p := range all {
-			if isTerminating(p) && metav1.IsControlledBy(p, rs) && selector.Matches(labels.Set(p.Labels)) {
+			if podstate.IsTerminating(p) && metav1.IsControlledBy(p, rs) && selector.Matches(labels.Set(p.Labels)) {
 				n++
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
@@ -415,7 +416,7 @@ func TestStatus(t *testing.T) {
 			objs := []runtime.Object{rs}
 			for _, p := range tt.pods(rs) {
 				objs = append(objs, p)
-				if isActive(p) {
+				if podstate.IsActive(p) {
 					pods++
 				}
 			}
