@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
@@ -45,6 +46,8 @@ type Builder struct {
 	registry    *prometheus.Registry
 	gatherers   []prometheus.Gatherer
 	cloud       bool // WithInProcessCloudProvider
+	flags       []*pflag.FlagSet
+	version     string
 }
 
 type extraCheck struct {
@@ -56,6 +59,22 @@ type extraCheck struct {
 // the leader-election lease, prefixes client user agents and names metrics.
 func NewBuilder(component string) *Builder {
 	return &Builder{component: component}
+}
+
+// WithFlags gives the command line as the program parsed it: /flagz
+// shows these flags (a flag annotated "classified" as CLASSIFIED), as
+// KCM's does. Without it /flagz shows the Manager's own options, under
+// their flag names.
+func (b *Builder) WithFlags(sets ...*pflag.FlagSet) *Builder {
+	b.flags = append(b.flags, sets...)
+	return b
+}
+
+// WithVersion sets the version /statusz reports as the binary version.
+// Default: the main module's version from the build information.
+func (b *Builder) WithVersion(v string) *Builder {
+	b.version = v
+	return b
 }
 
 // Register adds controller descriptors, in the order they should be built.
@@ -292,7 +311,7 @@ func (b *Builder) Build() (*Manager, error) {
 		return nil, fmt.Errorf("manager %q: invalid configuration:\n%w", b.component, errors.Join(errs...))
 	}
 	m.health = h
-	m.handler = m.newMux()
+	m.handler = m.newMux(b.zpages(m))
 	return m, nil
 }
 

@@ -167,7 +167,7 @@ func (m *Manager) informerSyncCheck(req *http.Request) error {
 }
 
 // newMux routes the health endpoints and the controllers' debug handlers.
-func (m *Manager) newMux() http.Handler {
+func (m *Manager) newMux(z zpageHandlers) http.Handler {
 	mux := http.NewServeMux()
 	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
 		mux.Handle(p, m.health)
@@ -175,6 +175,8 @@ func (m *Manager) newMux() http.Handler {
 	}
 	mux.Handle(debugPrefix, m.debugHandler())
 	mux.Handle("/metrics", metrics.Handler(m.gatherer))
+	mux.Handle(statuszPath, z.statusz)
+	mux.Handle(flagzPath, z.flagz)
 	return mux
 }
 

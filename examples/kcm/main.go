@@ -75,6 +75,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		WithOptions(host).
 		WithLogger(log).
 		WithFeatureGate(gates).
+		WithFlags(fs).
 		Register(builtins.Descriptors()...).
 		Build()
 	if err != nil {

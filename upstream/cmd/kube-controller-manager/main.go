@@ -73,6 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type program struct {
 	host        manager.Options
 	descriptors []descriptor.Descriptor
+	flags       *pflag.FlagSet // as parsed, for /flagz
 }
 
 // builder is the Manager's builder for p: KCM's component name, and the
@@ -85,6 +86,9 @@ func (p *program) builder(log logr.Logger) *manager.Builder {
 		// sets it, and descriptors' gates are checked against it.
 		WithFeatureGate(utilfeature.DefaultMutableFeatureGate).
 		WithMetricsGatherer(legacyregistry.DefaultGatherer).
+		// /statusz and /flagz as KCM's: its version, its command line.
+		WithVersion(kubernetesVersion()).
+		WithFlags(p.flags).
 		Register(p.descriptors...)
 }
 
@@ -132,7 +136,7 @@ func prepare(args []string, stdout, stderr io.Writer) (p *program, code int, don
 		fmt.Fprintln(stderr, "error:", err)
 		return nil, 2, true
 	}
-	return &program{host: host, descriptors: descs}, 0, false
+	return &program{host: host, descriptors: descs, flags: fs}, 0, false
 }
 
 // flags is KCM's command line: sections as KCM's --help, then the host's
@@ -158,14 +162,17 @@ func flags(host *manager.Options, ctl *kcm.Options, stdout io.Writer) (*pflag.Fl
 
 // version names the Kubernetes release whose controllers this binary runs,
 // in KCM's --version format.
-func version() string {
-	v := "(unknown)"
+func version() string { return "Kubernetes " + kubernetesVersion() }
+
+// kubernetesVersion is the version of k8s.io/kubernetes this binary was
+// built with ("(unknown)" without build information).
+func kubernetesVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			if d.Path == "k8s.io/kubernetes" {
-				v = d.Version
+				return d.Version
 			}
 		}
 	}
-	return "Kubernetes " + v
+	return "(unknown)"
 }

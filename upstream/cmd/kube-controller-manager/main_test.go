@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -193,4 +195,38 @@ func settableGate(t *testing.T) (featuregate.Feature, string) {
 		t.Fatalf("%s (%+v) is no longer a settable gate of %s in this Kubernetes release; pick another", gate, spec, controller)
 	}
 	return gate, controller
+}
+
+// TestZPages: the drop-in serves /statusz and /flagz as KCM v1.37 does
+// (upstream answers 200 on both): its title, the Kubernetes version it
+// was built with, and the command line as parsed.
+func TestZPages(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"--secure-port=0", "--concurrent-gc-syncs=7"}
+	p, code, done := prepare(args, &stdout, &stderr)
+	if done {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	meta := metadatafake.NewSimpleMetadataClient(runtime.NewScheme())
+	m, err := p.builder(testr.New(t)).WithClient(fake.NewClientset(), meta).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string][]string{
+		"/statusz": {"\nkube-controller-manager statusz\nWarning: ", "Binary version",
+			kubernetesVersion(), "Paths", "/flagz"},
+		"/flagz": {"\nkube-controller-manager flagz\n", "concurrent-gc-syncs", "7",
+			"leader-elect"},
+	} {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("%s: %d", path, rec.Code)
+		}
+		for _, w := range want {
+			if !strings.Contains(rec.Body.String(), w) {
+				t.Errorf("%s lacks %q:\n%s", path, w, rec.Body)
+			}
+		}
+	}
 }
