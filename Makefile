@@ -21,10 +21,14 @@ CRTWIN := $(GO) -C examples/widget-operator/controllerruntime
 # repeats what failed at the end of the output.
 FAILURES := bash hack/failures.sh
 
-.PHONY: all deps build test verify unit integration testbin demo bench fuzz chaos clean api sim sim-mutants \
-	compare-operators
+.PHONY: all help deps build test verify unit integration testbin demo bench fuzz chaos clean api sim \
+	sim-mutants compare-operators
 
 all: build
+
+## help: this list: every target a developer runs, and what it does.
+help:
+	@awk '/^## /{ sub(/^## /, ""); if ($$0 ~ /^[a-z-]+:/) print ""; print "  " $$0 }' $(MAKEFILE_LIST)
 
 build:
 	$(GO) build ./...
