@@ -265,6 +265,10 @@ func (b *Builder) Build() (*Manager, error) {
 	} else {
 		m.log, m.flushLog = l, flush
 	}
+	// Every line names the component: serving's, leader election's and
+	// sharding's too, so that two Managers in one process can be told
+	// apart.
+	m.log = m.log.WithValues("component", b.component)
 	m.registry = b.registry
 	if m.registry == nil {
 		m.registry = metrics.NewRegistry()

@@ -42,7 +42,7 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 	var cfg leader.Config
 	p := &m.locks
 	for _, w := range m.opts.warnings() {
-		m.log.Info("Warning: "+w, "component", m.component)
+		m.log.Info("Warning: " + w)
 	}
 	if m.opts.LeaderElect {
 		cfg = m.opts.LeaderElection.WithDefaults(m.component)

@@ -117,7 +117,7 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 	if !m.ran.CompareAndSwap(false, true) {
 		return errors.New("manager: Run called twice; build a new Manager")
 	}
-	log := m.log.WithValues("component", m.component)
+	log := m.log
 	ctx = logr.NewContext(ctx, log)
 	if m.flushLog != nil {
 		defer m.flushLog()
@@ -205,7 +205,8 @@ func (m *Manager) serve(ctx context.Context, log logr.Logger) (*serving.Running,
 func (m *Manager) ServingCertificate() []byte { return m.server.CertPEM() }
 
 // Logger returns the Manager's logger (the default one built from
-// Options.Logging, or the one given to WithLogger). A program makes its
+// Options.Logging, or the one given to WithLogger), with the component's
+// name as the "component" value of every line. A program makes its
 // logger with logging.ForProgram, which routes klog (client-go's) into it,
 // and passes it to WithLogger, so that one process writes one format.
 func (m *Manager) Logger() logr.Logger { return m.log }

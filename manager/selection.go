@@ -140,7 +140,7 @@ func (m *Manager) SetControllers(entries []string) error {
 			continue
 		}
 		s.enabled.Store(on)
-		m.log.Info("Controller "+onOff(on)+" at runtime", "component", m.component,
+		m.log.Info("Controller "+onOff(on)+" at runtime",
 			"controller", s.desc.Name(), "controllers", entries)
 		if on {
 			s.reenable()
