@@ -306,7 +306,12 @@ func (b *Builder) Build() (*Manager, error) {
 		}
 	}
 	if len(errs) == 0 && fg != given {
-		if err := applyFeatureGates(given, opts.FeatureGates); err != nil {
+		// Several Managers may share one gate (one process, one gate):
+		// flipping a gate a running one set otherwise is an error, not a
+		// silent change under its controllers (Run checks again).
+		if err := checkSharedGate(given, opts.FeatureGates); err != nil {
+			errs = append(errs, err)
+		} else if err := applyFeatureGates(given, opts.FeatureGates); err != nil {
 			errs = append(errs, err)
 		}
 		m.featureGate = given

@@ -3,9 +3,11 @@ package manager
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/component-base/featuregate"
 )
@@ -40,6 +42,95 @@ func applyFeatureGates(fg featuregate.FeatureGate, gates map[string]bool) error 
 		return fmt.Errorf("--feature-gates: %w", err)
 	}
 	return nil
+}
+
+// runningGates records, per feature gate given to WithFeatureGate, the
+// --feature-gates of the Managers whose Run is in progress, so that
+// Managers sharing one gate (one process, one gate) cannot flip a gate
+// under each other's controllers.
+var runningGates = struct {
+	mu     sync.Mutex
+	claims map[featuregate.FeatureGate][]*gateClaim
+}{claims: map[featuregate.FeatureGate][]*gateClaim{}}
+
+// gateClaim is one running Manager's settings of a shared gate.
+type gateClaim struct {
+	component string
+	gates     map[string]bool
+}
+
+// shareable reports whether fg can be told apart from other gates (a
+// pointer, as featuregate.NewFeatureGate's), and gates sets something.
+func shareable(fg featuregate.FeatureGate, gates map[string]bool) bool {
+	return fg != nil && len(gates) > 0 && reflect.TypeOf(fg).Comparable()
+}
+
+// gateConflicts names the settings of gates that a running Manager sharing
+// fg set the other way; runningGates.mu is held.
+func gateConflicts(fg featuregate.FeatureGate, gates map[string]bool) error {
+	var conflicts []string
+	for _, c := range runningGates.claims[fg] {
+		for _, name := range slices.Sorted(maps.Keys(gates)) {
+			if on, ok := c.gates[name]; ok && on != gates[name] {
+				conflicts = append(conflicts, fmt.Sprintf("%s=%v (manager %q runs with "+
+					"%s=%v on the same gate)", name, gates[name], c.component, name, on))
+			}
+		}
+	}
+	if len(conflicts) == 0 {
+		return nil
+	}
+	return fmt.Errorf("--feature-gates: %s; Managers that share a feature gate must agree on "+
+		"it: give them the same setting, or each a gate of its own (WithFeatureGate)",
+		strings.Join(conflicts, ", "))
+}
+
+// checkSharedGate is Build's check: gates must not flip a gate a running
+// Manager sharing fg set the other way.
+func checkSharedGate(fg featuregate.FeatureGate, gates map[string]bool) error {
+	if !shareable(fg, gates) {
+		return nil
+	}
+	runningGates.mu.Lock()
+	defer runningGates.mu.Unlock()
+	return gateConflicts(fg, gates)
+}
+
+// claimSharedGate is Run's: the gate must still say what this Manager's
+// Build set, and no running Manager sharing it may say otherwise; then
+// the claim holds until release.
+func claimSharedGate(fg featuregate.FeatureGate, gates map[string]bool,
+	component string) (release func(), err error) {
+	if !shareable(fg, gates) {
+		return func() {}, nil
+	}
+	runningGates.mu.Lock()
+	defer runningGates.mu.Unlock()
+	if err := gateConflicts(fg, gates); err != nil {
+		return nil, err
+	}
+	var changed []string
+	for _, name := range slices.Sorted(maps.Keys(gates)) {
+		if fg.Enabled(featuregate.Feature(name)) != gates[name] {
+			changed = append(changed, fmt.Sprintf("%s=%v", name, gates[name]))
+		}
+	}
+	if len(changed) > 0 {
+		return nil, fmt.Errorf("--feature-gates: %s no longer holds on the shared feature gate: "+
+			"another Build set it otherwise after this Manager's; give Managers that share a gate "+
+			"the same settings", strings.Join(changed, ", "))
+	}
+	c := &gateClaim{component, maps.Clone(gates)}
+	runningGates.claims[fg] = append(runningGates.claims[fg], c)
+	return func() {
+		runningGates.mu.Lock()
+		defer runningGates.mu.Unlock()
+		runningGates.claims[fg] = slices.DeleteFunc(runningGates.claims[fg],
+			func(o *gateClaim) bool { return o == c })
+		if len(runningGates.claims[fg]) == 0 {
+			delete(runningGates.claims, fg)
+		}
+	}, nil
 }
 
 // gatesValue parses --feature-gates: comma-separated Name=true|false pairs,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/managertest"
 )
 
 // TestFeatureGatesFlag: --feature-gates sets the Builder's gate, which the
@@ -110,5 +111,72 @@ func TestBuildLeavesTheCallersInputsAlone(t *testing.T) {
 	budgets["c"] = manager.ClientBudget{QPS: 1000}
 	if got := m.Options().ClientBudgets["c"].QPS; got != 5 {
 		t.Errorf("the Manager's budget followed the caller's map: QPS %v, want 5", got)
+	}
+}
+
+// TestSharedGateConflict: Managers given one feature gate must agree on
+// the gates they set while they run. A Build that would flip a gate a
+// running Manager set otherwise fails naming both, and leaves the gate
+// (it was silently flipped under the first Manager's controllers); a
+// Manager whose setting another Build changed after its own refuses to
+// Run; once the first has stopped, another setting is free.
+func TestSharedGateConflict(t *testing.T) {
+	const gate featuregate.Feature = "PodDeletionCost"
+	fg := featuregate.NewFeatureGate()
+	if err := fg.Add(map[featuregate.Feature]featuregate.FeatureSpec{
+		gate: {Default: true, PreRelease: featuregate.Beta}}); err != nil {
+		t.Fatal(err)
+	}
+	build := func(component string, on bool) (*manager.Manager, error) {
+		cs := fake.NewClientset()
+		return manager.NewBuilder(component).
+			WithClient(cs, metadatafake.NewSimpleMetadataClient(runtime.NewScheme())).
+			WithFeatureGate(fg).
+			WithOptions(manager.Options{FeatureGates: map[string]bool{string(gate): on}}).
+			Build()
+	}
+	first, err := build("first", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- first.Run(ctx) }()
+	// first runs once it has claimed the gate; a conflicting Build then
+	// fails (polled: Run claims it as it starts).
+	var conflict error
+	managertest.Eventually(t, "a conflicting Build fails while first runs", func() bool {
+		_, conflict = build("second", true)
+		return conflict != nil
+	})
+	want := `PodDeletionCost=true (manager "first" runs with PodDeletionCost=false on the same gate)`
+	if conflict == nil || !strings.Contains(conflict.Error(), want) {
+		t.Fatalf("a conflicting Build while first runs: %v, want an error naming both", conflict)
+	}
+	if fg.Enabled(gate) {
+		t.Error("the refused Build changed the shared gate")
+	}
+	if _, err := build("agreeing", false); err != nil {
+		t.Errorf("a Manager with the same setting: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// first has stopped: a new setting is free; first, were it run again
+	// (a new one built like it), would find its setting changed.
+	if _, err := build("later", true); err != nil {
+		t.Fatalf("after first stopped: %v", err)
+	}
+	stale, err := build("stale", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := build("later-still", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := stale.Run(t.Context()); err == nil ||
+		!strings.Contains(err.Error(), "PodDeletionCost=false no longer holds") {
+		t.Errorf("Run of a Manager whose setting another Build changed: %v", err)
 	}
 }

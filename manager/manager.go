@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -122,6 +123,11 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 	if m.flushLog != nil {
 		defer m.flushLog()
 	}
+	release, err := claimSharedGate(m.featureGate, m.opts.FeatureGates, m.component)
+	if err != nil {
+		return fmt.Errorf("manager %q: %w", m.component, err)
+	}
+	defer release()
 	m.logSelection(log)
 
 	served, err := m.serve(ctx, log)
