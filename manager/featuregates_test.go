@@ -149,7 +149,8 @@ func TestSharedGateConflict(t *testing.T) {
 		_, conflict = build("second", true)
 		return conflict != nil
 	})
-	want := `PodDeletionCost=true (manager "first" runs with PodDeletionCost=false on the same gate)`
+	want := `PodDeletionCost=true (manager "first" runs with ` +
+		`PodDeletionCost=false on the same gate)`
 	if conflict == nil || !strings.Contains(conflict.Error(), want) {
 		t.Fatalf("a conflicting Build while first runs: %v, want an error naming both", conflict)
 	}
