@@ -19,15 +19,15 @@ import (
 func TestEveryLogLineNamesTheComponent(t *testing.T) {
 	var mu sync.Mutex
 	var lines []string
-	h := managertest.New(t, "named-manager", []descriptor.Descriptor{
-		descriptor.New("x-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
-			return descriptor.ControllerFunc(func(ctx context.Context) error {
-				logr.FromContextOrDiscard(ctx).Info("Controller's own line")
-				<-ctx.Done()
-				return nil
-			}), nil
-		}),
-	})
+	init := func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+		return descriptor.ControllerFunc(func(ctx context.Context) error {
+			logr.FromContextOrDiscard(ctx).Info("Controller's own line")
+			<-ctx.Done()
+			return nil
+		}), nil
+	}
+	h := managertest.New(t, "named-manager",
+		[]descriptor.Descriptor{descriptor.New("x-controller", init)})
 	h.Builder.WithLogger(funcr.New(func(prefix, args string) {
 		mu.Lock()
 		defer mu.Unlock()

@@ -33,7 +33,8 @@ func (b *Builder) zpages(m *Manager) zpageHandlers {
 			version = bi.Main.Version
 		}
 	}
-	paths := []string{"/healthz", "/livez", "/readyz", "/metrics", debugPrefix, statuszPath, flagzPath}
+	paths := []string{"/healthz", "/livez", "/readyz", "/metrics", debugPrefix, statuszPath,
+		flagzPath}
 	if m.opts.Serving.Profiling {
 		paths = append(paths, "/debug/pprof/")
 	}

@@ -219,7 +219,8 @@ func (p page) negotiate(accept string) (string, bool) {
 			}
 		case "application/json":
 			v := params["v"]
-			if params["as"] == p.kind && params["g"] == group && (v == "v1beta1" || v == "v1alpha1") {
+			known := v == "v1beta1" || v == "v1alpha1"
+			if params["as"] == p.kind && params["g"] == group && known {
 				return v, true
 			}
 		}

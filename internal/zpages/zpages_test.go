@@ -30,7 +30,8 @@ func get(h http.Handler, accept string) *httptest.ResponseRecorder {
 
 func status() zpages.Status {
 	return zpages.Status{Component: "kube-controller-manager",
-		Start: time.Now().Add(-(3*time.Hour + 4*time.Minute + 5*time.Second)), BinaryVersion: "v9.9.9",
+		Start:         time.Now().Add(-(3*time.Hour + 4*time.Minute + 5*time.Second)),
+		BinaryVersion: "v9.9.9",
 		Paths: func() []string {
 			return []string{"/healthz", "/healthz/", "/readyz", "/metrics", "/debug/controllers/",
 				"/statusz", "/"}
@@ -42,7 +43,8 @@ func status() zpages.Status {
 func TestStatuszText(t *testing.T) {
 	for _, accept := range []string{"", "text/plain", "*/*", "text/html, */*;q=0.8"} {
 		w := get(zpages.Statusz(status()), accept)
-		if w.Code != http.StatusOK || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		ct := w.Header().Get("Content-Type")
+		if w.Code != http.StatusOK || !strings.HasPrefix(ct, "text/plain") {
 			t.Fatalf("Accept %q: %d %s", accept, w.Code, w.Header().Get("Content-Type"))
 		}
 		want := regexp.MustCompile(`^
@@ -92,8 +94,9 @@ func TestStatuszStructured(t *testing.T) {
 		"This version of the statusz endpoint is deprecated") {
 		t.Errorf("v1alpha1: %d, Warning %q", w.Code, w.Header().Get("Warning"))
 	}
-	for _, accept := range []string{"application/json", "application/json;as=Flagz;v=v1beta1;g=config.k8s.io",
-		"application/yaml", "text/plain;as=Statusz"} {
+	for _, accept := range []string{"application/json",
+		"application/json;as=Flagz;v=v1beta1;g=config.k8s.io", "application/yaml",
+		"text/plain;as=Statusz"} {
 		if w := get(h, accept); w.Code != http.StatusNotAcceptable ||
 			!strings.Contains(w.Body.String(), "as=Statusz;v=v1beta1") {
 			t.Errorf("Accept %q: %d %s, want 406 saying what is served", accept, w.Code, w.Body)
@@ -120,7 +123,8 @@ func TestFlagz(t *testing.T) {
 	if err := fs.Parse([]string{"--concurrent-gc-syncs=5", "--secret=hush"}); err != nil {
 		t.Fatal(err)
 	}
-	h := zpages.Flagz("kube-controller-manager", func() map[string]string { return zpages.FlagValues(fs) })
+	h := zpages.Flagz("kube-controller-manager",
+		func() map[string]string { return zpages.FlagValues(fs) })
 	body := get(h, "").Body.String()
 	want := regexp.MustCompile(`^
 kube-controller-manager flagz
@@ -140,7 +144,8 @@ $`)
 	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Kind != "Flagz" || got.Flags["concurrent-gc-syncs"] != "5" || got.Flags["secret"] != "CLASSIFIED" {
+	if got.Kind != "Flagz" || got.Flags["concurrent-gc-syncs"] != "5" ||
+		got.Flags["secret"] != "CLASSIFIED" {
 		t.Errorf("structured /flagz = %+v", got)
 	}
 }

@@ -32,8 +32,9 @@ func TestPodState(t *testing.T) {
 			false, false, false, false},
 		{"being deleted", corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &deleted},
 			Status: ready(time.Minute)}, false, true, true, true},
-		{"failed and deleted", corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &deleted},
-			Status: corev1.PodStatus{Phase: corev1.PodFailed}}, false, false, false, false},
+		{"failed and deleted", corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &deleted},
+			Status:     corev1.PodStatus{Phase: corev1.PodFailed}}, false, false, false, false},
 	}
 	for _, tt := range tests {
 		p := &tt.pod
