@@ -80,10 +80,13 @@ integration: testbin
 	KUBEBUILDER_ASSETS=$(CTRLHOST_TESTBIN) $(FAILURES) $(CRTWIN) test $(GOTEST_FLAGS) -timeout 10m -tags integration ./...
 
 ## testbin: build etcd and kube-apiserver from the Go module proxy into
-## _output/testbin/$(KUBE_VERSION) (skips what is already built), with
-## cmd/testbin; KUBE_VERSION must match internal/testbin/go.mod.txt (tested).
+## _output/testbin/$(KUBE_VERSION) (skips what is already built, and never
+## leaves a half-written binary), with cmd/testbin from the tools module
+## embedded in internal/testbin; KUBE_VERSION must match its go.mod.txt
+## (tested). Downstream modules run `go run
+## github.com/ctrlhost/ctrlhost/cmd/testbin@<version>`.
 testbin: deps
-	@bash hack/testbin.sh
+	$(GO) run ./cmd/testbin -go "$(GO)" -dir "$(TESTBIN_DIR)"
 
 ## demo: a local control plane plus the example controller manager.
 demo: testbin

@@ -3,7 +3,7 @@
 // go.etcd.io/etcd/server/v3. The module's go.mod and go.sum are embedded
 // here (go.mod.txt, go.sum.txt: named so that Go does not take this
 // directory for a module of its own); they are the one copy, used by
-// cmd/testbin, `make testbin` and hack/testbin.sh alike.
+// cmd/testbin and `make testbin` alike.
 //
 // Build writes the module to a temporary directory and runs `go build` in
 // it, so the sources come through the Go module proxy like any dependency.
