@@ -21,6 +21,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
+	"github.com/ctrlhost/ctrlhost/internal/featuregates"
 	"github.com/ctrlhost/ctrlhost/internal/metrics"
 	"github.com/ctrlhost/ctrlhost/internal/selection"
 	"github.com/ctrlhost/ctrlhost/logging"
@@ -208,7 +209,7 @@ func (b *Builder) Build() (*Manager, error) {
 	if mfg, ok := given.(featuregate.MutableFeatureGate); ok && len(opts.FeatureGates) > 0 {
 		fg = mfg.DeepCopy()
 	}
-	if err := applyFeatureGates(fg, opts.FeatureGates); err != nil {
+	if err := featuregates.Apply(fg, opts.FeatureGates); err != nil {
 		errs = append(errs, err)
 	}
 	if opts.Serving.PairName == "" {
@@ -309,9 +310,9 @@ func (b *Builder) Build() (*Manager, error) {
 		// Several Managers may share one gate (one process, one gate):
 		// flipping a gate a running one set otherwise is an error, not a
 		// silent change under its controllers (Run checks again).
-		if err := checkSharedGate(given, opts.FeatureGates); err != nil {
+		if err := featuregates.Check(given, opts.FeatureGates); err != nil {
 			errs = append(errs, err)
-		} else if err := applyFeatureGates(given, opts.FeatureGates); err != nil {
+		} else if err := featuregates.Apply(given, opts.FeatureGates); err != nil {
 			errs = append(errs, err)
 		}
 		m.featureGate = given

@@ -18,6 +18,7 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/healthz"
+	"github.com/ctrlhost/ctrlhost/internal/featuregates"
 	"github.com/ctrlhost/ctrlhost/internal/metrics"
 	"github.com/ctrlhost/ctrlhost/internal/supervisor"
 	"github.com/ctrlhost/ctrlhost/serving"
@@ -123,7 +124,7 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 	if m.flushLog != nil {
 		defer m.flushLog()
 	}
-	release, err := claimSharedGate(m.featureGate, m.opts.FeatureGates, m.component)
+	release, err := featuregates.Claim(m.featureGate, m.opts.FeatureGates, m.component)
 	if err != nil {
 		return fmt.Errorf("manager %q: %w", m.component, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ctrlhost/ctrlhost/internal/featuregates"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/serving"
@@ -326,7 +327,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig,
 		"The path to the cloud provider configuration file. Empty string for no configuration file.")
 	o.Serving.AddFlags(fs)
-	fs.Var(gatesValue{&o.FeatureGates}, "feature-gates", ""+
+	fs.Var(featuregates.Value(&o.FeatureGates), "feature-gates", ""+
 		"A set of key=value pairs that describe feature gates for alpha/experimental features. "+
 		"An unknown gate is an error listing the gates this program knows.")
 

@@ -1,4 +1,15 @@
-package manager
+// Package featuregates is a Manager's side of --feature-gates: parsing
+// the flag, setting it on the gate the program gave (WithFeatureGate), and
+// keeping Managers that share one gate from flipping it under each other.
+//
+// Guarantees: an unknown gate is an error naming the flag and listing the
+// gates the program knows; a gate that cannot be set says so; while a
+// Manager runs (Claim), a Build of another Manager sharing its gate that
+// would set one of its gates the other way fails naming both (Check).
+//
+// Non-guarantees: a gate set by code outside ctrlhost is not watched; a
+// gate type that cannot be compared (not a pointer) is not tracked.
+package featuregates
 
 import (
 	"fmt"
@@ -9,12 +20,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/spf13/pflag"
 	"k8s.io/component-base/featuregate"
 )
 
-// applyFeatureGates sets --feature-gates on fg, which must then be
-// mutable; errors name the flag and list the gates fg knows.
-func applyFeatureGates(fg featuregate.FeatureGate, gates map[string]bool) error {
+// Apply sets --feature-gates on fg, which must then be mutable; errors
+// name the flag and list the gates fg knows.
+func Apply(fg featuregate.FeatureGate, gates map[string]bool) error {
 	if len(gates) == 0 {
 		return nil
 	}
@@ -85,9 +97,9 @@ func gateConflicts(fg featuregate.FeatureGate, gates map[string]bool) error {
 		strings.Join(conflicts, ", "))
 }
 
-// checkSharedGate is Build's check: gates must not flip a gate a running
-// Manager sharing fg set the other way.
-func checkSharedGate(fg featuregate.FeatureGate, gates map[string]bool) error {
+// Check is Build's check: gates must not flip a gate a running Manager
+// sharing fg set the other way.
+func Check(fg featuregate.FeatureGate, gates map[string]bool) error {
 	if !shareable(fg, gates) {
 		return nil
 	}
@@ -96,10 +108,10 @@ func checkSharedGate(fg featuregate.FeatureGate, gates map[string]bool) error {
 	return gateConflicts(fg, gates)
 }
 
-// claimSharedGate is Run's: the gate must still say what this Manager's
-// Build set, and no running Manager sharing it may say otherwise; then
-// the claim holds until release.
-func claimSharedGate(fg featuregate.FeatureGate, gates map[string]bool,
+// Claim is Run's: the gate must still say what this Manager's Build set,
+// and no running Manager sharing it may say otherwise; then the claim
+// holds until release.
+func Claim(fg featuregate.FeatureGate, gates map[string]bool,
 	component string) (release func(), err error) {
 	if !shareable(fg, gates) {
 		return func() {}, nil
@@ -133,8 +145,11 @@ func claimSharedGate(fg featuregate.FeatureGate, gates map[string]bool,
 	}, nil
 }
 
-// gatesValue parses --feature-gates: comma-separated Name=true|false pairs,
-// later ones winning, as KCM.
+// Value is --feature-gates bound to m: comma-separated Name=true|false
+// pairs, later ones winning, as KCM parses them.
+func Value(m *map[string]bool) pflag.Value { return gatesValue{m} }
+
+// gatesValue is Value.
 type gatesValue struct{ m *map[string]bool }
 
 func (v gatesValue) Type() string { return "mapStringBool" }
