@@ -89,6 +89,47 @@ type Harness struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
+
+	watches *openWatches // New's clientset's, by resource
+}
+
+// openWatches counts the watches of a fake clientset open per resource.
+type openWatches struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// count counts w as open for resource until it is stopped.
+func (o *openWatches) count(resource string, w watch.Interface) watch.Interface {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n[resource]++
+	return &countedWatch{Interface: w, stop: func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.n[resource]--
+	}}
+}
+
+func (o *openWatches) open(resource string) int {
+	if o == nil {
+		return 0
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n[resource]
+}
+
+// countedWatch calls stop once, when it is stopped.
+type countedWatch struct {
+	watch.Interface
+	once sync.Once
+	stop func()
+}
+
+func (c *countedWatch) Stop() {
+	c.once.Do(c.stop)
+	c.Interface.Stop()
 }
 
 // New returns a Harness for the given component whose fake clientset holds
@@ -97,22 +138,33 @@ func New(t testing.TB, component string, ds []descriptor.Descriptor, objects ...
 	t.Helper()
 	client := fake.NewClientset(objects...)
 	tracker := client.Tracker()
+	h := &Harness{watches: &openWatches{n: map[string]int{}}}
 	client.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
 		w, err := tracker.Watch(action.GetResource(), action.GetNamespace())
 		if err != nil {
 			return true, nil, err
 		}
-		return true, copying(w), nil
+		return true, h.watches.count(action.GetResource().Resource, copying(w)), nil
 	})
-	return &Harness{
+	*h = Harness{
 		T:        t,
 		Client:   client,
 		Metadata: NewMetadataClient(client),
 		Builder:  manager.NewBuilder(component).Register(ds...).WithLogger(testr.NewWithInterface(t, testr.Options{})),
 		Options:  manager.Options{Serving: serving.Options{SecurePort: serving.PortDisabled}},
 		Timeout:  DefaultTimeout,
+		watches:  h.watches,
 	}
+	return h
 }
+
+// Watches returns how many watches of resource (a plural name, as
+// "configmaps") the fake clientset of New has open. A test that writes
+// right after its controllers started waits for their watch first: the
+// fake tracker, unlike an API server, does not replay what happened
+// between an informer's LIST and the WATCH that follows it, so a write in
+// that window is never seen.
+func (h *Harness) Watches(resource string) int { return h.watches.open(resource) }
 
 // Share makes h use other's fake clients, so that several Managers (for
 // example replicas competing for a lease) see one API.

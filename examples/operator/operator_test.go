@@ -50,6 +50,16 @@ func startOperator(t *testing.T, objs ...runtime.Object) *managertest.Harness {
 	return h
 }
 
+// waitWatching waits until the mirror watches ConfigMaps: a write before
+// that, between its informer's LIST and WATCH, the fake clientset never
+// delivers (a test that updated at once failed under load).
+func waitWatching(t *testing.T, h *managertest.Harness) {
+	t.Helper()
+	h.WaitRunning("configmap-mirror")
+	eventually(t, "the mirror watches ConfigMaps",
+		func() bool { return h.Watches("configmaps") > 0 })
+}
+
 func copyIn(t *testing.T, h *managertest.Harness, namespace string) (*corev1.ConfigMap, bool) {
 	t.Helper()
 	cm, err := h.Client.CoreV1().ConfigMaps(namespace).Get(context.Background(), "settings", metav1.GetOptions{})
@@ -64,7 +74,7 @@ func copyIn(t *testing.T, h *managertest.Harness, namespace string) (*corev1.Con
 
 func TestMirrorLifecycle(t *testing.T) {
 	h := startOperator(t, source("dst", "v1")).Start()
-	h.WaitRunning("configmap-mirror")
+	waitWatching(t, h)
 	ctx := context.Background()
 	cms := h.Client.CoreV1().ConfigMaps("src")
 
@@ -106,7 +116,7 @@ func TestMirrorLifecycle(t *testing.T) {
 func TestMirrorLeavesForeignConfigMapAlone(t *testing.T) {
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "dst", Name: "settings"}, Data: map[string]string{"k": "mine"}}
 	h := startOperator(t, source("dst", "v1"), foreign).Start()
-	h.WaitRunning("configmap-mirror")
+	waitWatching(t, h)
 	// The mirror's sync runs once the caches have synced; a later source
 	// (in another namespace) being mirrored proves the first was handled.
 	marker := source("other", "x")
@@ -140,7 +150,7 @@ func TestPanicInMirrorIsRecoveredAndCounted(t *testing.T) {
 		return false, nil, nil
 	})
 	h.Start()
-	h.WaitRunning("configmap-mirror")
+	waitWatching(t, h)
 	eventually(t, "the copy is created on retry", func() bool {
 		_, ok := copyIn(t, h, "dst")
 		return ok
