@@ -52,18 +52,21 @@ func (e *termEvents) recorder(cb clientBuilder, name, source string) record.Even
 }
 
 // stop stops every recorder, waiting for their writes in flight until ctx
-// is done.
+// is done. The recorders' clients' context ends with ctx too: a write
+// waiting for its controller's ServiceAccount token (minted on that
+// context; an oauth2 token source takes no request context) is given up
+// with the rest, instead of holding the stop until the mint times out.
 func (e *termEvents) stop(ctx context.Context) {
+	e.once.Do(func() { e.ctx, e.cancel = context.WithCancel(context.Background()) })
 	e.mu.Lock()
 	recs := e.recs
 	e.recs = nil
 	e.mu.Unlock()
+	defer e.cancel()
+	defer context.AfterFunc(ctx, e.cancel)()
 	var wg sync.WaitGroup
 	for _, r := range recs {
 		wg.Go(func() { r.Stop(ctx) })
 	}
 	wg.Wait()
-	if e.cancel != nil {
-		e.cancel()
-	}
 }

@@ -237,6 +237,50 @@ func TestRunWaitsForEventWrites(t *testing.T) {
 	}
 }
 
+// Defect (found by the simulation, seed 7574): under
+// --use-service-account-credentials, an event write that needs its
+// controller's token held the event flush, and so the stop, until the
+// token was minted or the mint gave up (30s): the mint ran on the event
+// clients' context, which ended only after the flush. Now that context
+// ends with the flush's deadline.
+func TestEventFlushGivesUpAMintThatHangs(t *testing.T) {
+	minting := make(chan struct{}, 1)
+	d := descriptor.New("eventful-controller", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		return descriptor.ControllerFunc(func(ctx context.Context) error {
+			cc.EventRecorder.Event(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c",
+				Namespace: "default", UID: "u"}}, corev1.EventTypeNormal, "Noted", "an event")
+			<-ctx.Done()
+			return nil
+		}), nil
+	})
+	opts := fastElection("only")
+	opts.UseServiceAccountCredentials = true
+	f := newAPIFixture(t, opts, d)
+	f.hooks = append(f.hooks, func(_ http.ResponseWriter, r *fakeapi.Request) error {
+		if r.Resource.GVR.Resource != "serviceaccounts" || r.Subresource != "token" {
+			return nil
+		}
+		select {
+		case minting <- struct{}{}:
+		default:
+		}
+		<-r.Context.Done() // the API server never answers; only the client can end it
+		return r.Context.Err()
+	})
+	f.start(t)
+	recv(t, "the event client's token request", minting)
+	stopped := time.Now()
+	f.cancel()
+	if err := f.wait(t); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	// The flush gives up after eventFlushTimeout (1s); the mint would
+	// have held it 30s.
+	if took := time.Since(stopped); took > 10*time.Second {
+		t.Errorf("Run returned %v after it was told to stop, held by a token mint", took)
+	}
+}
+
 // waitPhase waits until the named controller reaches phase.
 func waitPhase(t *testing.T, m *manager.Manager, name string, phase manager.Phase) {
 	t.Helper()

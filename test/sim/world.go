@@ -440,6 +440,9 @@ func (w *World) mustStop(key string, inf cache.SharedIndexInformer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	g := w.gadgetInformers[inf.GetIndexer()]
+	if g == nil {
+		return // stopped and forgotten already: its term ended first
+	}
 	g.holders--
 	g.last, g.at = key, time.Now()
 }
