@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	kinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -323,15 +324,7 @@ func (c *core) startedOf(k kind, namespace string) []*entry {
 // waitSynced waits until each of es has synced or stop closes, and
 // reports which have.
 func waitSynced(stop <-chan struct{}, es []*entry) map[*entry]bool {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx := wait.ContextForChannel(stop)
 	checkers := make([]cache.DoneChecker, 0, len(es))
 	for _, e := range es {
 		checkers = append(checkers, e.inf.HasSyncedChecker())

@@ -34,7 +34,8 @@ type Declared struct {
 // Stop when the term ends; a Warm no term adopted is stopped by its owner.
 type Warm struct {
 	set       *Set
-	holders   map[string]*Set // by user: what Declared.Users hold
+	mu        sync.Mutex
+	holders   map[string]*Set // by user: what Declared.Users hold, until Release
 	resources int
 	cancel    context.CancelFunc
 	bg        sync.WaitGroup
@@ -122,7 +123,11 @@ func (w *Warm) Set() *Set { return w.set }
 // run. It is safe to call more than once, and for a user that declared
 // nothing.
 func (w *Warm) Release(user string) {
-	if h := w.holders[user]; h != nil {
+	w.mu.Lock()
+	h := w.holders[user]
+	delete(w.holders, user) // a term asks again every poll: once is enough
+	w.mu.Unlock()
+	if h != nil {
 		h.Shutdown()
 	}
 }
