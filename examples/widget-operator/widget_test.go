@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/ctrlhost/ctrlhost/examples/widget-operator/api/v1alpha1"
 	"github.com/ctrlhost/ctrlhost/managertest"
@@ -130,14 +131,21 @@ func TestSecretChangeRequeuesWidget(t *testing.T) {
 func TestSpecChangeUpdatesConfigMap(t *testing.T) {
 	h := startOperator(t, newWidget("w", map[string]string{"a": "1"}))
 	waitSecretKeys(t, h, "w", "", 0)
-	w := getWidget(t, h, "w")
-	w.Spec.Data = map[string]string{"a": "2"}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(w)
+	// The controller may still be writing the Widget (its finalizer, its
+	// status): a conflict is the API server's answer to that, and a client
+	// reads again and retries, as any user of the CRD would.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		w := getWidget(t, h, "w")
+		w.Spec.Data = map[string]string{"a": "2"}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(w)
+		if err != nil {
+			return err
+		}
+		_, err = h.API.Dynamic().Resource(v1alpha1.Resource).Namespace("ns").Update(t.Context(),
+			&unstructured.Unstructured{Object: u}, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.API.Dynamic().Resource(v1alpha1.Resource).Namespace("ns").Update(t.Context(),
-		&unstructured.Unstructured{Object: u}, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	managertest.Eventually(t, "the ConfigMap and Ready following generation 2", func() bool {
