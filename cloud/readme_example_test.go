@@ -15,11 +15,10 @@ import (
 	"github.com/ctrlhost/ctrlhost/manager"
 )
 
-// The README's cloud-controller-manager snippet, compiled;
-// TestREADMECloudControllerManager keeps the two identical. main is named
-// mainProgram here.
+// docs/cloud.md's cloud-controller-manager snippet, compiled; test/docs (in
+// the root module) keeps the two identical. main is named mainProgram here.
 //
-// README:begin
+// snippet:begin
 func mainProgram() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -55,6 +54,6 @@ func mainProgram() {
 	}
 }
 
-// README:end
+// snippet:end
 
 var _ = mainProgram

@@ -32,8 +32,8 @@
 // Non-guarantees:
 //   - A request that passed the check before the Gate closed may still be in
 //     flight and be applied by the API server afterwards: the residual window
-//     is one request's latency (bounded by the client's timeout). See the
-//     README's measurement.
+//     is one request's latency (bounded by the client's timeout). See
+//     docs/election.md's measurement ("Fenced writes").
 //   - Writes made with credentials or clients that did not come from the
 //     term (a client a controller built from its own kubeconfig, a fake
 //     clientset injected with manager.Builder.WithClient) are not fenced.

@@ -110,11 +110,22 @@ func (m *Manager) ServingAddr() net.Addr {
 	return m.addr
 }
 
-// Run serves the endpoints, runs one term of the selected controllers until
-// ctx is done, stops them within ControllerShutdownTimeout, and returns. The
-// error joins every failure: a serving error, an InitFunc error or panic, a
-// controller whose Run failed or panicked, controllers that did not stop in
-// time. Run may be called once.
+// Run serves the endpoints and runs the selected controllers until ctx is
+// done or something ends it, then stops them within
+// ControllerShutdownTimeout and returns.
+//
+// Without leader election the controllers run in one term for the whole of
+// Run. With it, Run campaigns for the lock and runs a term each time it
+// wins; losing the lease ends Run with an error wrapping leader.ErrLeaseLost
+// (LostLeasePolicy exit), or stops the term and campaigns again
+// (recampaign). Leader migration adds the migration lock's terms, and
+// sharding a term per slot held; controllers marked WithoutLeaderElection
+// run for the whole of Run. On ctx's end the terms stop, then the Leases
+// are released.
+//
+// The error joins every failure: a serving error, an InitFunc error or
+// panic, a controller whose Run failed or panicked, controllers that did
+// not stop in time, a lost lease. Run may be called once.
 func (m *Manager) Run(ctx context.Context) (err error) {
 	if !m.ran.CompareAndSwap(false, true) {
 		return errors.New("manager: Run called twice; build a new Manager")

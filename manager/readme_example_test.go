@@ -22,10 +22,10 @@ var (
 
 func nopInit(context.Context, descriptor.Context) (descriptor.Controller, error) { return nil, nil }
 
-// The README's "Embedding" snippet, compiled; TestREADMEEmbedding keeps the
-// two identical. main is named mainProgram here.
+// The README's "Embedding" snippet, compiled; test/docs keeps the two
+// identical. main is named mainProgram here.
 //
-// README:begin
+// snippet:begin
 func mainProgram() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -63,6 +63,6 @@ func run() error {
 	return m.Run(ctx) // lost lease, failed controller, …
 }
 
-// README:end
+// snippet:end
 
 var _ = mainProgram

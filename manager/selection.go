@@ -78,7 +78,7 @@ func includesCloudLoops(provider string) bool {
 // Each change is logged and applied to the running terms at once: a
 // controller newly disabled is told to stop and waited for within
 // ControllerShutdownTimeout (phase disabled); one newly enabled is built
-// and started, over informers of its own (see docs/dynamic.md). A term
+// and started, on the term's informers (see docs/dynamic.md). A term
 // that starts later (a new leader term) starts from the current
 // selection. A program drives it from its configuration by calling it
 // whenever that changes: a file it watches, a ConfigMap it reads.
@@ -144,6 +144,8 @@ func (m *Manager) SetControllers(entries []string) error {
 			"controller", s.desc.Name(), "controllers", entries)
 		if on {
 			s.reenable()
+		} else {
+			s.disableWaiting()
 		}
 	}
 	for _, t := range m.runningTerms() {

@@ -237,6 +237,17 @@ func (s *state) disable() {
 	s.status.Phase, s.status.Reason, s.status.Since = PhaseDisabled, disabledAtRuntime, time.Now()
 }
 
+// disableWaiting records at once that a controller waiting for a term
+// (none runs it now: before Run, or on a follower) is disabled; one a term
+// runs is recorded by the term once it has stopped.
+func (s *state) disableWaiting() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status.Phase == PhaseWaiting {
+		s.status.Phase, s.status.Reason, s.status.Since = PhaseDisabled, disabledAtRuntime, time.Now()
+	}
+}
+
 // reenable records that a disabled controller is selected again: it
 // waits for a term to start it.
 func (s *state) reenable() {

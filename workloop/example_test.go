@@ -14,8 +14,8 @@ import (
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
-// Example is the snippet in README.md ("Writing a controller with
-// workloop"), compiled and run here: keep the two the same. It builds a
+// Example is docs/workloop.md's snippet, compiled and run here; test/docs
+// keeps the two the same. It builds a
 // loop over a fake clientset; in an InitFunc the informers come from
 // descriptor.Context and the *Loop is returned as the controller.
 func Example() {
@@ -25,19 +25,20 @@ func Example() {
 	cms := factory.Core().V1().ConfigMaps()
 	synced := make(chan string, 1)
 
-	// --- README snippet starts
+	// snippet:begin
 	sync := func(ctx context.Context, key string) error {
 		synced <- key // a real sync reads cms.Lister() and writes through the client
 		return nil
 	}
 	loop := workloop.New("configmap-mirror", sync, workloop.Options{Workers: 2})
 	selector := labels.SelectorFromSet(labels.Set{"mirror.ctrlhost.io/to": "prod"})
-	if err := loop.Watch(cms.Informer(), workloop.EnqueueKey(), workloop.MatchingLabels(selector), workloop.ResourceVersionChanged()); err != nil {
+	if err := loop.Watch(cms.Informer(), workloop.EnqueueKey(),
+		workloop.MatchingLabels(selector), workloop.ResourceVersionChanged()); err != nil {
 		fmt.Println(err)
 		return
 	}
 	// return loop, nil // from an InitFunc: *workloop.Loop is a descriptor.Controller
-	// --- README snippet ends
+	// snippet:end
 
 	ctx, cancel := context.WithCancel(context.Background())
 	factory.Start(ctx.Done())

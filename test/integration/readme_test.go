@@ -15,11 +15,11 @@ func widgetInit(context.Context, descriptor.Context) (descriptor.Controller, err
 	return descriptor.ControllerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), nil
 }
 
-// TestREADMETestenvSnippet runs the README's testenv snippet as written,
+// TestREADMETestenvSnippet runs docs/testing.md's testenv snippet as written,
 // twice at once in one test: zero Options never collide on a port.
 func TestREADMETestenvSnippet(t *testing.T) {
 	ctx := t.Context()
-	// From README.md, "Testing a controller".
+	// snippet:begin
 	env, err := testenv.Start(ctx, testenv.Options{Users: []testenv.User{{Name: "alice"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestREADMETestenvSnippet(t *testing.T) {
 	m, err := manager.NewBuilder("it").WithRESTConfig(env.Config()).
 		Register(descriptor.New("widget-controller", widgetInit)).
 		Build()
-	// End of the snippet.
+	// snippet:end
 	if err != nil {
 		t.Fatal(err)
 	}

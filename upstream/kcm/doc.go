@@ -50,7 +50,7 @@
 // # Non-guarantees
 //
 //   - Upstream controllers are upstream's code: one that calls klog.Fatal or
-//     os.Exit ends the process whatever the host does (see the README for
+//     os.Exit ends the process whatever the host does (see docs/upstream.md for
 //     the paths known).
 //   - Controllers' own informers and queues are upstream's; the host's
 //     staleness guard and work loop do not apply to them.

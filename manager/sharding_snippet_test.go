@@ -8,10 +8,9 @@ import (
 	"github.com/ctrlhost/ctrlhost/shard"
 )
 
-// The README's "Sharding" snippet, compiled; TestREADMESharding keeps the
-// two identical.
+// docs/sharding.md's snippet, compiled; test/docs keeps the two identical.
 //
-// README:begin
+// snippet:begin
 func shardedManager(cfg *rest.Config, initFunc descriptor.InitFunc) (*manager.Manager, error) {
 	opts := manager.NewOptions()
 	opts.Sharding = shard.Options{Enabled: true} // --enable-sharding; --shard-slots is 16 by default
@@ -22,6 +21,6 @@ func shardedManager(cfg *rest.Config, initFunc descriptor.InitFunc) (*manager.Ma
 		Build()
 }
 
-// README:end
+// snippet:end
 
 var _ = shardedManager
