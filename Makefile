@@ -1,7 +1,11 @@
 # ctrlhost — the two commands that matter: `make demo` and `make test`.
 SHELL := /usr/bin/env bash
 GO ?= go
-KUBE_VERSION := v1.37.1
+# The Kubernetes version is written in one place: the module that builds
+# the test binaries (internal/testbin/go.mod.txt). testenv.KubernetesVersion
+# and upstream/go.mod must name the same (TestModuleVersionsAgree).
+KUBE_VERSION := $(shell sed -n 's|^[[:space:]]*k8s.io/kubernetes \(v[^ ]*\).*|\1|p' \
+	internal/testbin/go.mod.txt)
 TESTBIN_DIR := $(CURDIR)/_output/testbin/$(KUBE_VERSION)
 # testenv finds the binaries here unless the caller points it elsewhere.
 export CTRLHOST_TESTBIN ?= $(TESTBIN_DIR)
@@ -39,6 +43,7 @@ deps:
 	$(UPSTREAM) mod download
 	$(CLOUD) mod download
 	$(CRTWIN) mod download
+	$(GO) -C tools mod download
 	@tools="$$(mktemp -d)"; trap 'rm -rf "$$tools"' EXIT; \
 	$(GO) run ./cmd/testbin -write-module "$$tools" && GOWORK=off $(GO) -C "$$tools" mod download
 
@@ -46,6 +51,9 @@ deps:
 ## against a real etcd + kube-apiserver (built first if missing).
 test: deps verify unit integration
 
+## verify: gofmt, go vet in every module, and staticcheck (pinned in
+## tools/go.mod, configured by staticcheck.conf) over the root module with
+## every build tag its tests use.
 verify:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './_output/*'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
@@ -55,6 +63,7 @@ verify:
 	$(UPSTREAM) vet -race -tags integration ./...
 	$(CLOUD) vet -tags integration ./...
 	$(CRTWIN) vet -tags integration ./...
+	$(GO) tool -modfile=tools/go.mod staticcheck -tags integration,chaos ./...
 
 # The host's hot-path benchmarks; `make unit` runs each once, so that a
 # broken benchmark fails `make test`, not only `make bench`.
@@ -82,7 +91,7 @@ integration: testbin
 ## testbin: build etcd and kube-apiserver from the Go module proxy into
 ## _output/testbin/$(KUBE_VERSION) (skips what is already built, and never
 ## leaves a half-written binary), with cmd/testbin from the tools module
-## embedded in internal/testbin; KUBE_VERSION must match its go.mod.txt
+## embedded in internal/testbin, which is where KUBE_VERSION is read from
 ## (tested). Downstream modules run `go run
 ## github.com/ctrlhost/ctrlhost/cmd/testbin@<version>`.
 testbin: deps

@@ -53,10 +53,6 @@ func Custom[T any, PT interface {
 	return s.customFor(gvr, func() runtime.Object { return PT(new(T)) })
 }
 
-type customKey struct {
-	gvr schema.GroupVersionResource
-	typ reflect.Type
-}
 
 // customFor is Custom for the type newObj makes.
 func (s *Set) customFor(gvr schema.GroupVersionResource,

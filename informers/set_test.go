@@ -37,7 +37,7 @@ func managedFields() []metav1.ManagedFieldsEntry {
 		Operation:  metav1.ManagedFieldsOperationApply,
 		APIVersion: "v1",
 		FieldsType: "FieldsV1",
-		FieldsV1:   &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)},
+		FieldsV1:   metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{}}}`),
 	}}
 }
 

@@ -203,7 +203,7 @@ func parseMigrationConfig(data []byte) (*MigrationConfig, error) {
 		c.ResourceLock = ResourceLockLeases
 	}
 	for _, l := range f.ControllerLeaders {
-		c.ControllerLeaders = append(c.ControllerLeaders, ControllerLeader{Name: l.Name, Component: l.Component})
+		c.ControllerLeaders = append(c.ControllerLeaders, ControllerLeader(l))
 	}
 	return c, nil
 }

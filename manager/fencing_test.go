@@ -166,7 +166,7 @@ func TestServiceAccountTokensAreMintedWithinTheTerm(t *testing.T) {
 			minted.Add(1)
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusCreated)
-			return errors.Join(fakeapi.Answered, json.NewEncoder(w).Encode(&authenticationv1.TokenRequest{
+			return errors.Join(fakeapi.ErrAnswered, json.NewEncoder(w).Encode(&authenticationv1.TokenRequest{
 				TypeMeta: metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"},
 				Status: authenticationv1.TokenRequestStatus{Token: "t",
 					ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}}))

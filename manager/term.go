@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -274,31 +273,6 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		log.Info("All controllers stopped")
 	}
 	return errors.Join(initErr, r.Err(), alErr, stuckErr)
-}
-
-// lostOf is lease's Lost channel; nil (never ready) for a nil lease.
-func lostOf(lease *leader.Term) <-chan struct{} {
-	if lease == nil {
-		return nil
-	}
-	return lease.Lost()
-}
-
-// firstOf is closed once any of chans is closed (nil ones never are). Its
-// goroutine ends then: callers pass at least one channel that closes.
-func firstOf(chans ...<-chan struct{}) <-chan struct{} {
-	out := make(chan struct{})
-	cases := make([]reflect.SelectCase, 0, len(chans))
-	for _, c := range chans {
-		if c != nil {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
-		}
-	}
-	go func() {
-		defer close(out)
-		reflect.Select(cases)
-	}()
-	return out
 }
 
 type built struct {

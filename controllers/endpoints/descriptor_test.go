@@ -1,5 +1,7 @@
 package endpoints_test
 
+//lint:file-ignore SA1019 Endpoints are deprecated, and what this controller maintains (as KCM's)
+
 import (
 	"testing"
 	"time"

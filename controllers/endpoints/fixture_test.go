@@ -1,5 +1,7 @@
 package endpoints
 
+//lint:file-ignore SA1019 Endpoints are deprecated, and what this controller maintains (as KCM's)
+
 import (
 	"testing"
 	"time"

@@ -20,9 +20,6 @@ import (
 
 var (
 	configMaps = corev1.SchemeGroupVersion.WithResource("configmaps")
-	secrets    = corev1.SchemeGroupVersion.WithResource("secrets")
-	nodes      = corev1.SchemeGroupVersion.WithResource("nodes")
-	events     = corev1.SchemeGroupVersion.WithResource("events")
 )
 
 // testMapper is a static mapper of a few core kinds that counts resets.

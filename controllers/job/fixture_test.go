@@ -299,8 +299,6 @@ func generateNames(cs *fake.Clientset) {
 	})
 }
 
-var jobLabels = map[string]string{"batch.kubernetes.io/job-name": "work"}
-
 // newJob returns a NonIndexed Job named name in "ns" with the API
 // server's defaults (parallelism 1, backoffLimit 6, a selector).
 func newJob(name string, mods ...func(*batchv1.Job)) *batchv1.Job {

@@ -100,12 +100,15 @@ func newFixture(t *testing.T, cached []runtime.Object, live []runtime.Object) *f
 func (f *fixture) writes() []string {
 	var out []string
 	for _, a := range f.client.Actions() {
-		switch a := a.(type) {
-		case clienttesting.UpdateAction:
-			out = append(out, "update "+a.GetResource().Resource+" "+a.GetObject().(metav1.Object).GetName())
-		case clienttesting.DeleteAction:
-			out = append(out, "delete "+a.GetResource().Resource+" "+a.GetName())
-		case clienttesting.CreateAction:
+		// By verb: UpdateAction and CreateAction are the same interface, so
+		// a type switch would report every create as an update.
+		switch a.GetVerb() {
+		case "update":
+			name := a.(clienttesting.UpdateAction).GetObject().(metav1.Object).GetName()
+			out = append(out, "update "+a.GetResource().Resource+" "+name)
+		case "delete":
+			out = append(out, "delete "+a.GetResource().Resource+" "+a.(clienttesting.DeleteAction).GetName())
+		case "create":
 			out = append(out, "create "+a.GetResource().Resource)
 		}
 	}

@@ -46,11 +46,11 @@ func (r *Request) Mutating() bool {
 // Hook is called for every request of a served resource. A nil error lets
 // the server act; an error that is an apierrors.APIStatus is answered as
 // that status, any other error as a 500. A Hook may also answer the
-// request itself by returning Answered with the object it wrote to w.
+// request itself by returning ErrAnswered with the object it wrote to w.
 type Hook func(w http.ResponseWriter, r *Request) error
 
-// Answered is returned by a Hook that wrote the response itself.
-var Answered = errors.New("fakeapi: answered by the hook")
+// ErrAnswered is returned by a Hook that wrote the response itself.
+var ErrAnswered = errors.New("fakeapi: answered by the hook")
 
 // Server is the in-memory API server. Create it with New.
 type Server struct {
@@ -285,7 +285,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	s.mu.Unlock()
 	if hook != nil {
 		if err := hook(w, r); err != nil {
-			if errors.Is(err, Answered) {
+			if errors.Is(err, ErrAnswered) {
 				return
 			}
 			writeStatus(w, err)

@@ -58,7 +58,7 @@ func TestCRUD(t *testing.T) {
 	}
 	stale := cm.DeepCopy()
 	cm.Data["k"] = "2"
-	if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	if _, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	stale.Data["k"] = "3"

@@ -155,11 +155,13 @@ func TestFilterByName(t *testing.T) {
 	}
 	var sent []metav1.ListOptions
 	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			sent = append(sent, o)
 			return &corev1.NamespaceList{Items: slices.Clone(nss)}, nil
 		},
-		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			return watch.NewFake(), nil
+		},
 	}
 	f, err := NewFilter(sp, held, lw, true)
 	if err != nil {

@@ -13,7 +13,9 @@ import (
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
 
-// The embedded module, testenv and the Makefile must agree on the version.
+// The embedded module is where the Kubernetes version is written; testenv's
+// constant and the upstream module's requirement must agree with it, and the
+// Makefile reads it from there.
 func TestModuleVersionsAgree(t *testing.T) {
 	v, err := testbin.ModuleVersions()
 	if err != nil {
@@ -29,9 +31,16 @@ func TestModuleVersionsAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^KUBE_VERSION := (\S+)$`).FindSubmatch(makefile)
-	if m == nil || string(m[1]) != v.Kubernetes {
-		t.Errorf("Makefile KUBE_VERSION = %q, want %s", m, v.Kubernetes)
+	m := regexp.MustCompile(`(?m)^KUBE_VERSION := .*\\\n\s*internal/testbin/go\.mod\.txt\)$`).Find(makefile)
+	if m == nil {
+		t.Error("Makefile's KUBE_VERSION is not read from internal/testbin/go.mod.txt")
+	}
+	upstream, err := os.ReadFile(filepath.Join("..", "..", "upstream", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^\s*k8s\.io/kubernetes ` + regexp.QuoteMeta(v.Kubernetes) + `$`).Match(upstream) {
+		t.Errorf("upstream/go.mod does not require k8s.io/kubernetes %s", v.Kubernetes)
 	}
 	if !bytes.Contains(testbin.GoSum(), []byte("k8s.io/kubernetes "+v.Kubernetes+" ")) {
 		t.Errorf("go.sum has no hash for k8s.io/kubernetes %s", v.Kubernetes)

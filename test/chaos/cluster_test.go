@@ -77,10 +77,6 @@ type cluster struct {
 	logf     func(string, ...any)
 }
 
-func newCluster(t *testing.T, env *testenv.Env, policy string) *cluster {
-	return newClusterWith(t, env, policy, "chaos-"+policy, nil)
-}
-
 // newClusterWith starts three replicas competing for lease, each with
 // args after the common flags.
 func newClusterWith(t *testing.T, env *testenv.Env, policy, lease string, args []string) *cluster {
@@ -292,24 +288,6 @@ func (c *cluster) leader() (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// waitEvent polls the activity file until cond finds an event, or d passes.
-func (c *cluster) waitEvent(d time.Duration, cond func(event) bool) (event, bool) {
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		for _, e := range c.events() {
-			if cond(e) {
-				return e, true
-			}
-		}
-		if time.Now().After(deadline) {
-			return event{}, false
-		}
-		<-tick.C
-	}
 }
 
 func (c *cluster) waitLeader(d time.Duration) (string, bool) {

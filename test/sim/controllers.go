@@ -184,7 +184,7 @@ func (c *controller) write(ctx context.Context) {
 		case apierrors.IsNotFound(err):
 			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: c.spec.Name, Namespace: ns}}
 			cm.Data = map[string]string{"writer": c.r.identity, "n": strconv.Itoa(c.n)}
-			cm, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 		case err == nil:
 			cm.Data = map[string]string{"writer": c.r.identity, "n": strconv.Itoa(c.n)}
 			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})

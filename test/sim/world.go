@@ -364,7 +364,7 @@ func (w *World) answerToken(rw http.ResponseWriter) error {
 		Status: authenticationv1.TokenRequestStatus{Token: "simulated",
 			ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))},
 	})
-	return errors.Join(fakeapi.Answered, err)
+	return errors.Join(fakeapi.ErrAnswered, err)
 }
 
 // toldToStop records that the instance's context is done: its term ended.
