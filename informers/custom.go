@@ -53,7 +53,6 @@ func Custom[T any, PT interface {
 	return s.customFor(gvr, func() runtime.Object { return PT(new(T)) })
 }
 
-
 // customFor is Custom for the type newObj makes.
 func (s *Set) customFor(gvr schema.GroupVersionResource,
 	newObj func() runtime.Object) (cache.SharedIndexInformer, error) {
