@@ -6,30 +6,19 @@ import (
 	"reflect"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	kinformers "k8s.io/client-go/informers"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/informers"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 )
-
-// eventually polls cond until it holds or the test's deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, testTimeout, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("%s: not within %v", what, testTimeout)
-	}
-}
 
 // TestForReleasesWhatNoOneElseHolds: two users share the pods informer; one
 // of them alone holds the ConfigMaps, Secrets (through an added factory)
@@ -82,7 +71,7 @@ func TestForReleasesWhatNoOneElseHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "a and b see the seeded pod", func() bool {
+	poll.Within(testTimeout).Until(t, "a and b see the seeded pod", func() bool {
 		return seenByA.Load() == 1 && seenByB.Load() == 1
 	})
 
@@ -105,7 +94,8 @@ func TestForReleasesWhatNoOneElseHolds(t *testing.T) {
 	if _, err := f.typed.CoreV1().Pods("ns").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "b sees a new pod after a's release", func() bool { return seenByB.Load() == 2 })
+	poll.Within(testTimeout).Until(t, "b sees a new pod after a's release",
+		func() bool { return seenByB.Load() == 2 })
 	if n := seenByA.Load(); n != 1 {
 		t.Errorf("a's handler, released, was called %d times, want once (before its release)", n)
 	}

@@ -23,6 +23,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/leader/leadertest"
 )
 
@@ -55,20 +56,6 @@ func newElector(t *testing.T, cs *fake.Clientset, cfg Config, policy LostLeasePo
 		t.Fatalf("NewElector: %v", err)
 	}
 	return e
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	limit := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(limit) {
-			t.Fatalf("timed out after %s waiting until %s", deadline, what)
-		}
-		<-tick.C
-	}
 }
 
 // runner runs one Elector in the background.
@@ -178,21 +165,6 @@ func untilDone(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// poll is eventually for goroutines other than the test's own, where
-// t.Fatal must not be called: it returns an error at the deadline.
-func poll(cond func() bool) error {
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	limit := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(limit) {
-			return fmt.Errorf("condition not met within %s", deadline)
-		}
-		<-tick.C
-	}
-	return nil
-}
-
 // renewTime reads the lease's renew time without a *testing.T.
 func renewTime(cs *fake.Clientset) (time.Time, error) {
 	l, err := cs.CoordinationV1().Leases(testNamespace).Get(context.Background(), testName, metav1.GetOptions{})
@@ -246,14 +218,14 @@ func TestHandoffOnCancel(t *testing.T) {
 	var latencies []time.Duration
 	for round := range 2 {
 		var l *runner
-		eventually(t, "a replica leads", func() bool { l = leaderOf(runners); return l != nil })
+		poll.Until(t, "a replica leads", func() bool { l = leaderOf(runners); return l != nil })
 		// IsLeader turns true a moment before the term function is called;
 		// the handoff is measured from a term that has started.
-		eventually(t, "the leader's term runs", func() bool {
+		poll.Until(t, "the leader's term runs", func() bool {
 			terms := rec.snapshot()
 			return len(terms) > 0 && terms[len(terms)-1].id == l.e.Identity() && terms[len(terms)-1].end.IsZero()
 		})
-		eventually(t, "every replica is ready", func() bool {
+		poll.Until(t, "every replica is ready", func() bool {
 			for _, r := range runners {
 				if !r.returned() && r.e.Ready(nil) != nil {
 					return false
@@ -283,7 +255,8 @@ func TestHandoffOnCancel(t *testing.T) {
 		if h := holderOf(getLease(t, cs)); h == l.e.Identity() {
 			t.Errorf("round %d: lease still held by %s after its Run returned", round, h)
 		}
-		eventually(t, "another replica's term starts", func() bool { return len(rec.snapshot()) > before })
+		poll.Until(t, "another replica's term starts",
+			func() bool { return len(rec.snapshot()) > before })
 		terms := rec.snapshot()
 		prev, next := terms[before-1], terms[before]
 		if next.id == l.e.Identity() {
@@ -320,17 +293,18 @@ func TestLeaseRenewedWhileTermStops(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := poll(func() bool {
+		if !poll.For(deadline, func() bool {
 			now, err := renewTime(cs)
 			return err == nil && now.Sub(first) > a.cfg.LeaseDuration
-		}); err != nil {
-			return fmt.Errorf("the lease was not renewed past LeaseDuration: %w", err)
+		}) {
+			return fmt.Errorf("the lease was not renewed past LeaseDuration: "+
+				"condition not met within %s", deadline)
 		}
 		return ctx.Err()
 	}))
-	eventually(t, "a leads", a.IsLeader)
+	poll.Until(t, "a leads", a.IsLeader)
 	rb := start(t, b, rec.wrap("b", untilDone))
-	eventually(t, "b follows a", func() bool { return b.Leader() == "a" })
+	poll.Until(t, "b follows a", func() bool { return b.Leader() == "a" })
 
 	ra.cancel()
 	select {
@@ -341,7 +315,7 @@ func TestLeaseRenewedWhileTermStops(t *testing.T) {
 	if err := ra.wait(t); err != nil {
 		t.Fatalf("a: Run returned %v", err)
 	}
-	eventually(t, "b's term starts", func() bool { return len(rec.snapshot()) == 2 })
+	poll.Until(t, "b's term starts", func() bool { return len(rec.snapshot()) == 2 })
 	rb.cancel()
 	if err := rb.wait(t); err != nil {
 		t.Fatalf("b: Run returned %v", err)
@@ -363,9 +337,9 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	b := newElector(t, cs, testConfig("b"), Exit)
 
 	ra := start(t, a, rec.wrap("a", untilDone))
-	eventually(t, "a leads", a.IsLeader)
+	poll.Until(t, "a leads", a.IsLeader)
 	rb := start(t, b, rec.wrap("b", untilDone))
-	eventually(t, "b follows a", func() bool { return b.Leader() == "a" })
+	poll.Until(t, "b follows a", func() bool { return b.Leader() == "a" })
 
 	ra.cancel()
 	if err := ra.wait(t); err != nil {
@@ -378,7 +352,7 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	lastRenew := lease.Spec.RenewTime.Time
 	// IsLeader turns true when b holds the lease, a moment before its term
 	// function is called: wait for the term itself.
-	eventually(t, "b's term starts", func() bool { return len(rec.snapshot()) == 2 })
+	poll.Until(t, "b's term starts", func() bool { return len(rec.snapshot()) == 2 })
 	if !b.IsLeader() {
 		t.Errorf("b's term runs but b.IsLeader() is false")
 	}
@@ -414,15 +388,15 @@ func TestHandoffWithoutWatch(t *testing.T) {
 	a := newElector(t, cs, testConfig("a"), Exit)
 	b := newElector(t, cs, testConfig("b"), Exit)
 	ra := start(t, a, rec.wrap("a", untilDone))
-	eventually(t, "a leads", a.IsLeader)
+	poll.Until(t, "a leads", a.IsLeader)
 	rb := start(t, b, rec.wrap("b", untilDone))
-	eventually(t, "b follows a", func() bool { return b.Leader() == "a" })
+	poll.Until(t, "b follows a", func() bool { return b.Leader() == "a" })
 
 	ra.cancel()
 	if err := ra.wait(t); err != nil {
 		t.Fatalf("a: Run returned %v", err)
 	}
-	eventually(t, "b's term starts", func() bool { return len(rec.snapshot()) == 2 })
+	poll.Until(t, "b's term starts", func() bool { return len(rec.snapshot()) == 2 })
 	terms := rec.snapshot()
 	t.Logf("handoff latency without watch: %v (RetryPeriod %v)", terms[1].start.Sub(terms[0].end), b.cfg.RetryPeriod)
 	rb.cancel()
@@ -457,7 +431,7 @@ func TestLostLease(t *testing.T) {
 			close(termCancelled)
 			return ctx.Err()
 		})
-		eventually(t, "a leads", e.IsLeader)
+		poll.Until(t, "a leads", e.IsLeader)
 		failing.Store(true)
 		lostAt := time.Now()
 		err := r.wait(t)
@@ -492,9 +466,10 @@ func TestLostLease(t *testing.T) {
 			<-ctx.Done()
 			return ctx.Err()
 		})
-		eventually(t, "a leads", func() bool { return terms.Load() == 1 && e.IsLeader() })
+		poll.Until(t, "a leads", func() bool { return terms.Load() == 1 && e.IsLeader() })
 		failing.Store(true)
-		eventually(t, "the term stopped and a follows", func() bool { return !running.Load() && !e.IsLeader() })
+		poll.Until(t, "the term stopped and a follows",
+			func() bool { return !running.Load() && !e.IsLeader() })
 		if r.returned() {
 			t.Fatalf("Run returned %v under Recampaign", r.err)
 		}
@@ -502,7 +477,7 @@ func TestLostLease(t *testing.T) {
 			t.Fatalf("%d terms while updates fail, want 1", n)
 		}
 		failing.Store(false)
-		eventually(t, "a leads again", func() bool { return terms.Load() == 2 && e.IsLeader() })
+		poll.Until(t, "a leads again", func() bool { return terms.Load() == 2 && e.IsLeader() })
 		r.cancel()
 		if err := r.wait(t); err != nil {
 			t.Fatalf("Run returned %v after cancel, want nil", err)
@@ -538,7 +513,7 @@ func TestTermEndAndRelease(t *testing.T) {
 			e := newElector(t, cs, cfg, Exit)
 			r := start(t, e, tc.term)
 			if tc.cancel {
-				eventually(t, "a leads", e.IsLeader)
+				poll.Until(t, "a leads", e.IsLeader)
 				r.cancel()
 			}
 			if err := r.wait(t); !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
@@ -584,7 +559,7 @@ func TestRunMisuse(t *testing.T) {
 		t.Error("Run(nil term) succeeded")
 	}
 	r := start(t, e, untilDone)
-	eventually(t, "a leads", e.IsLeader)
+	poll.Until(t, "a leads", e.IsLeader)
 	if err := e.Run(context.Background(), untilDone); err == nil || !strings.Contains(err.Error(), "already running") {
 		t.Errorf("second concurrent Run returned %v, want already running", err)
 	}
@@ -665,12 +640,12 @@ func TestWatchdogWedgedTerm(t *testing.T) {
 		<-unblock // ignores its context
 		return nil
 	})
-	eventually(t, "a leads", e.IsLeader)
+	poll.Until(t, "a leads", e.IsLeader)
 	if err := e.Watchdog(nil); err != nil {
 		t.Fatalf("Watchdog while leading: %v", err)
 	}
 	failing.Store(true)
-	eventually(t, "a notices losing the lease", func() bool { return !e.IsLeader() })
+	poll.Until(t, "a notices losing the lease", func() bool { return !e.IsLeader() })
 	if err := e.Watchdog(nil); err != nil {
 		t.Errorf("Watchdog before the grace passed: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/internal/metrics"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 )
 
 // A lease lost while the term is already stopping (Run's context was
@@ -45,7 +46,7 @@ func TestLeaseLostWhileStopping(t *testing.T) {
 				}
 				return ctx.Err()
 			})
-			eventually(t, "a leads", e.IsLeader)
+			poll.Until(t, "a leads", e.IsLeader)
 			r.cancel()
 			err := r.wait(t)
 			if !errors.Is(err, ErrLeaseLost) {
@@ -94,19 +95,19 @@ func TestTermGate(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	})
-	eventually(t, "a leads", func() bool { return e.IsLeader() && len(gates) == 1 })
+	poll.Until(t, "a leads", func() bool { return e.IsLeader() && len(gates) == 1 })
 	g := <-gates
 	if !strings.Contains(g.Term(), "kube-system/ctrl") || !strings.Contains(g.Term(), "identity a") {
 		t.Errorf("Gate.Term() = %q, want the lock and identity", g.Term())
 	}
 	// Renewals keep it open well past one validity period.
 	first := time.Now()
-	eventually(t, "several renewals", func() bool { return time.Since(first) > 2*e.cfg.validity() })
+	poll.Until(t, "several renewals", func() bool { return time.Since(first) > 2*e.cfg.validity() })
 	if err := g.Check("c"); err != nil {
 		t.Fatalf("Check while leading and renewing: %v", err)
 	}
 	failing.Store(true)
-	eventually(t, "the gate shuts", func() bool { return g.Check("c") != nil })
+	poll.Until(t, "the gate shuts", func() bool { return g.Check("c") != nil })
 	shut := time.Now()
 	if expiry := time.Unix(0, lastRenewed.Load()).Add(e.cfg.LeaseDuration); !shut.Before(expiry) {
 		t.Errorf("the gate shut %v after the lease could pass to another replica", shut.Sub(expiry))
@@ -114,9 +115,10 @@ func TestTermGate(t *testing.T) {
 	if err := g.Check("c"); !errors.Is(err, fence.ErrFenced) {
 		t.Fatalf("Check after renewals failed = %v, want ErrFenced", err)
 	}
-	eventually(t, "a notices the loss", func() bool { return !e.IsLeader() })
+	poll.Until(t, "a notices the loss", func() bool { return !e.IsLeader() })
 	failing.Store(false)
-	eventually(t, "a leads again", func() bool { return terms.Load() == 2 && e.IsLeader() && len(gates) == 1 })
+	poll.Until(t, "a leads again",
+		func() bool { return terms.Load() == 2 && e.IsLeader() && len(gates) == 1 })
 	if err := g.Check("c"); err == nil || !strings.Contains(err.Error(), "lost") {
 		t.Errorf("the first term's gate after a new term started: %v, want shut for good (lease lost)", err)
 	}
@@ -240,7 +242,7 @@ func TestLeaderStatusMetricFollowsTheLease(t *testing.T) {
 		return nil
 	})
 	<-leading
-	eventually(t, "the gauge shows the lease held", func() bool { return status(cfg.Name) == 1 })
+	poll.Until(t, "the gauge shows the lease held", func() bool { return status(cfg.Name) == 1 })
 	r.cancel()
 	if err := r.wait(t); err != nil {
 		t.Fatalf("Run = %v", err)

@@ -26,7 +26,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/internal/selection"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/serving"
-	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
 // Builder collects what a Manager is made of. Its methods record and return
@@ -280,7 +279,9 @@ func (b *Builder) Build() (*Manager, error) {
 	if set != nil {
 		m.metrics.Init(set.Names()...)
 	}
-	for _, reg := range []func(prometheus.Registerer) error{metrics.RegisterClientGo, m.metrics.Register, workloop.RegisterMetrics} {
+	// workloop's counters reach the registry with the loops that count on
+	// it (workloop.Options.Metrics: descriptor.Context.Metrics).
+	for _, reg := range []func(prometheus.Registerer) error{metrics.RegisterClientGo, m.metrics.Register} {
 		if err := reg(m.registry); err != nil {
 			errs = append(errs, fmt.Errorf("metrics: %w", err))
 		}

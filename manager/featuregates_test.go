@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -142,13 +143,18 @@ func TestSharedGateConflict(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- first.Run(ctx) }()
-	// first runs once it has claimed the gate; a conflicting Build then
-	// fails (polled: Run claims it as it starts).
-	var conflict error
-	managertest.Eventually(t, "a conflicting Build fails while first runs", func() bool {
-		_, conflict = build("second", true)
-		return conflict != nil
-	})
+	// Run claims the gate before Elected closes (without election, as Run
+	// starts). A conflicting Build before that would flip the gate and
+	// rightly keep first from running, so the test waits for it: the
+	// test polled Builds once, and a Build that came first failed it.
+	select {
+	case <-first.Elected():
+	case err := <-done:
+		t.Fatalf("first stopped before it ran: %v", err)
+	case <-time.After(managertest.DefaultTimeout):
+		t.Fatal("first did not start running")
+	}
+	_, conflict := build("second", true)
 	want := `PodDeletionCost=true (manager "first" runs with ` +
 		`PodDeletionCost=false on the same gate)`
 	if conflict == nil || !strings.Contains(conflict.Error(), want) {

@@ -19,6 +19,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/internal/fakeapi"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/shard"
@@ -284,16 +285,12 @@ func TestEventFlushGivesUpAMintThatHangs(t *testing.T) {
 // waitPhase waits until the named controller reaches phase.
 func waitPhase(t *testing.T, m *manager.Manager, name string, phase manager.Phase) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if st, _ := m.Status(name); st.Phase == phase {
-			return
-		}
-		if time.Now().After(deadline) {
-			st, _ := m.Status(name)
-			t.Fatalf("%s: phase %s after 30s, want %s", name, st.Phase, phase)
-		}
-		time.Sleep(5 * time.Millisecond) // polling, bounded by the deadline
+	if !poll.For(30*time.Second, func() bool {
+		st, _ := m.Status(name)
+		return st.Phase == phase
+	}) {
+		st, _ := m.Status(name)
+		t.Fatalf("%s: phase %s after 30s, want %s", name, st.Phase, phase)
 	}
 }
 

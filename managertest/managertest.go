@@ -48,6 +48,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/leader/leadertest"
 	"github.com/ctrlhost/ctrlhost/manager"
@@ -56,7 +57,7 @@ import (
 )
 
 // DefaultTimeout bounds every wait of a Harness.
-const DefaultTimeout = 30 * time.Second
+const DefaultTimeout = poll.Timeout
 
 // Harness builds and runs one Manager over fake clients.
 type Harness struct {
@@ -344,9 +345,7 @@ func pollFor(timeout time.Duration, cond func() bool) bool {
 // checking every 10ms; what names the awaited condition in the failure.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	if !pollFor(DefaultTimeout, cond) {
-		t.Fatalf("%s: not within %v", what, DefaultTimeout)
-	}
+	poll.Until(t, what, cond)
 }
 
 func (h *Harness) timeout() time.Duration {

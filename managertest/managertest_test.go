@@ -54,17 +54,20 @@ func TestMetadataInformersSeeTypedObjects(t *testing.T) {
 	var store atomic.Pointer[cache.Store]
 	h := managertest.New(t, "test", []descriptor.Descriptor{metadataWatcher(&store)}, pod("seeded", nil)).Start()
 	h.WaitRunning("metadata-watcher")
-	waitTrue(t, "seeded pod in the metadata informer", func() bool { return hasKey(&store, "default/seeded") })
+	managertest.Eventually(t, "seeded pod in the metadata informer",
+		func() bool { return hasKey(&store, "default/seeded") })
 
 	if _, err := h.Client.CoreV1().Pods("default").Create(context.Background(), pod("written", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitTrue(t, "pod created through h.Client in the metadata informer", func() bool { return hasKey(&store, "default/written") })
+	managertest.Eventually(t, "pod created through h.Client in the metadata informer",
+		func() bool { return hasKey(&store, "default/written") })
 
 	if err := h.Client.CoreV1().Pods("default").Delete(context.Background(), "seeded", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitTrue(t, "pod deleted through h.Client gone from the metadata informer", func() bool { return !hasKey(&store, "default/seeded") })
+	managertest.Eventually(t, "pod deleted through h.Client gone from the metadata informer",
+		func() bool { return !hasKey(&store, "default/seeded") })
 	if err := h.Stop(); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
@@ -90,7 +93,8 @@ func TestMetadataFieldIsHonoured(t *testing.T) {
 	h.Metadata = counting
 	h.Start()
 	h.WaitRunning("metadata-watcher")
-	waitTrue(t, "pod in the metadata informer", func() bool { return hasKey(&store, "default/p") })
+	managertest.Eventually(t, "pod in the metadata informer",
+		func() bool { return hasKey(&store, "default/p") })
 	if counting.calls.Load() == 0 {
 		t.Fatal("the Manager did not use the metadata client set in h.Metadata")
 	}
@@ -225,24 +229,12 @@ func names(items []metav1.PartialObjectMetadata) []string {
 	return out
 }
 
-func waitTrue(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after 10s waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
-
 func TestEphemeralServingPort(t *testing.T) {
 	h := managertest.New(t, "test", nil)
 	h.Options.Serving = serving.Options{SecurePort: serving.PortEphemeral, DisableAuth: true}
 	h.Start()
-	waitTrue(t, "Manager.ServingAddr", func() bool { return h.Manager.ServingAddr() != nil })
+	managertest.Eventually(t, "Manager.ServingAddr",
+		func() bool { return h.Manager.ServingAddr() != nil })
 	if port := h.Manager.ServingAddr().(*net.TCPAddr).Port; port == 0 || port == serving.DefaultSecurePort {
 		t.Errorf("serving on port %d, want a kernel-picked one", port)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	testpoll "github.com/ctrlhost/ctrlhost/internal/poll"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -154,16 +156,8 @@ func TestStartHonoursContext(t *testing.T) {
 // seconds: a child reparented to init may take a moment to be reaped.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for processAlive(pid) {
-		select {
-		case <-deadline:
-			t.Errorf("process %d still running", pid)
-			return
-		case <-tick.C:
-		}
+	if !testpoll.For(5*time.Second, func() bool { return !processAlive(pid) }) {
+		t.Errorf("process %d still running", pid)
 	}
 }
 

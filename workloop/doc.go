@@ -20,10 +20,11 @@
 //     and dropped; RequeueAfter schedules the key again without counting a
 //     failure; any other error retries with the controller rate limiter
 //     (per-key exponential plus overall token bucket), up to MaxRetries.
-//   - Nothing is registered at import time: the kit's counters reach a
-//     registry only through RegisterMetrics (the Manager calls it). Like
-//     client-go's workqueue metrics they are process-wide: every registry
-//     they are registered with shows the same series.
+//   - Nothing is registered at import time. A loop created with
+//     Options.Metrics counts on that registry's counters (in an InitFunc,
+//     descriptor.Context.Metrics: the Manager's), so two Managers in one
+//     process count apart. A loop without it counts on process-wide
+//     counters, which reach a registry through RegisterMetrics.
 //
 // Non-guarantees:
 //   - Ordering between keys, and exactly-once delivery: a key may be synced

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -40,6 +41,13 @@ type Options struct {
 	// StaleTimeout is the longest the staleness guard holds back a key
 	// after a write. Default: 1m.
 	StaleTimeout time.Duration
+	// Metrics is the registry the loop's counters
+	// (workloop_sync_panics_total, workloop_stale_syncs_skipped_total) are
+	// on: in an InitFunc, descriptor.Context's Metrics, the registry the
+	// Manager serves. Loops sharing a registry share its counters, each
+	// its own series. Default: the process-wide counters RegisterMetrics
+	// registers.
+	Metrics prometheus.Registerer
 }
 
 func (o Options) withDefaults() Options {
@@ -70,9 +78,14 @@ type Loop struct {
 	opts     Options
 	queue    workqueue.TypedRateLimitingInterface[string]
 	guard    *guard
-	mu       sync.Mutex
-	synced   []cache.InformerSynced // from WaitFor: polled
-	checkers []cache.DoneChecker    // from Watch: waited for without polling
+	counters *counters
+	// metricsErr is why the counters could not be registered on
+	// Options.Metrics (a collector of another kind under their names):
+	// Run returns it.
+	metricsErr error
+	mu         sync.Mutex
+	synced     []cache.InformerSynced // from WaitFor: polled
+	checkers   []cache.DoneChecker    // from Watch: waited for without polling
 }
 
 // New returns a Loop whose queue is named after the controller (the name
@@ -81,14 +94,22 @@ type Loop struct {
 // New starts no goroutine.
 func New(name string, sync SyncFunc, opts Options) *Loop {
 	opts = opts.withDefaults()
-	return &Loop{
+	l := &Loop{
 		name: name,
 		sync: sync,
 		opts: opts,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter,
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: opts.Clock}),
-		guard: newGuard(opts.Clock, opts.StaleTimeout),
+		guard:    newGuard(opts.Clock, opts.StaleTimeout),
+		counters: processCounters,
 	}
+	if opts.Metrics != nil {
+		l.counters, l.metricsErr = countersOn(opts.Metrics)
+		if l.metricsErr != nil {
+			l.metricsErr = fmt.Errorf("%s: Options.Metrics: %w", name, l.metricsErr)
+		}
+	}
+	return l
 }
 
 // Name is the controller name the Loop was created with.
@@ -128,7 +149,11 @@ func (l *Loop) Run(ctx context.Context) error { return l.RunWorkers(ctx, l.opts.
 func (l *Loop) RunWorkers(ctx context.Context, workers int) error {
 	defer l.queue.ShutDown()
 	if workers < 1 {
-		return fmt.Errorf("%s: workers must be at least 1, got %d; set Options.Workers or pass a positive count", l.name, workers)
+		return fmt.Errorf("%s: workers must be at least 1, got %d; "+
+			"set Options.Workers or pass a positive count", l.name, workers)
+	}
+	if l.metricsErr != nil {
+		return l.metricsErr
 	}
 	l.mu.Lock()
 	synced := append([]cache.InformerSynced(nil), l.synced...)
@@ -181,7 +206,7 @@ func (l *Loop) next(ctx context.Context) bool {
 	defer l.queue.Done(key)
 	log := logr.FromContextOrDiscard(ctx).WithValues("controller", l.name, "key", key)
 	if !l.guard.fresh(key) {
-		staleSkipsTotal.WithLabelValues(l.name).Inc()
+		l.counters.staleSkips.WithLabelValues(l.name).Inc()
 		log.V(4).Info("Skipping sync until the informer delivers this controller's last write")
 		l.queue.AddAfter(key, l.opts.StaleRetry)
 		return true
@@ -213,7 +238,7 @@ var errPanicked = errors.New("sync panicked")
 func (l *Loop) safeSync(ctx context.Context, key string) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			panicsTotal.WithLabelValues(l.name).Inc()
+			l.counters.panics.WithLabelValues(l.name).Inc()
 			err = fmt.Errorf("%w: %s %s: %v", errPanicked, l.name, key, v)
 			logr.FromContextOrDiscard(ctx).Error(err, "Recovered from a panic in sync",
 				"controller", l.name, "key", key, "stack", string(debug.Stack()))

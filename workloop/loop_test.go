@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 )
 
 // fastRetry keeps retries quick so tests finish in milliseconds.
@@ -38,15 +39,6 @@ func (r *recorder) get(key string) int {
 	return r.calls[key]
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 // runLoop runs l in the background and returns a stop func that cancels
 // it and returns Run's error.
 func runLoop(t *testing.T, l *Loop) func() error {
@@ -69,7 +61,7 @@ func runLoop(t *testing.T, l *Loop) func() error {
 func TestPanicIsRecoveredCountedAndRetried(t *testing.T) {
 	var r recorder
 	name := "panic-test"
-	before := counterValue(t, panicsTotal, name)
+	before := counterValue(t, processCounters.panics, name)
 	l := New(name, func(_ context.Context, key string) error {
 		if r.inc(key) == 1 {
 			panic("boom")
@@ -78,11 +70,11 @@ func TestPanicIsRecoveredCountedAndRetried(t *testing.T) {
 	}, Options{RateLimiter: fastRetry()})
 	l.Add("ns/a")
 	stop := runLoop(t, l)
-	waitFor(t, "the retry after the panic", func() bool { return r.get("ns/a") == 2 })
+	poll.Until(t, "the retry after the panic", func() bool { return r.get("ns/a") == 2 })
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if got := counterValue(t, panicsTotal, name) - before; got != 1 {
+	if got := counterValue(t, processCounters.panics, name) - before; got != 1 {
 		t.Errorf("panics counted = %v, want 1", got)
 	}
 }
@@ -107,11 +99,12 @@ func TestSyncErrors(t *testing.T) {
 			}, Options{MaxRetries: tt.maxRetries, RateLimiter: fastRetry()})
 			l.Add("k")
 			stop := runLoop(t, l)
-			waitFor(t, "the key to be dropped", func() bool { return r.get("k") >= tt.wantCalls && l.Len() == 0 })
+			poll.Until(t, "the key to be dropped",
+				func() bool { return r.get("k") >= tt.wantCalls && l.Len() == 0 })
 			// A dropped key stays dropped: add a sentinel and wait for it,
 			// which proves the worker moved on.
 			l.Add("sentinel")
-			waitFor(t, "the sentinel", func() bool { return r.get("sentinel") > 0 })
+			poll.Until(t, "the sentinel", func() bool { return r.get("sentinel") > 0 })
 			if err := stop(); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -132,7 +125,7 @@ func TestRequeueAfterIsNotAFailure(t *testing.T) {
 	}, Options{MaxRetries: 1, RateLimiter: fastRetry()})
 	l.Add("k")
 	stop := runLoop(t, l)
-	waitFor(t, "the requeued sync", func() bool { return r.get("k") == 2 })
+	poll.Until(t, "the requeued sync", func() bool { return r.get("k") == 2 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,10 +26,15 @@ type guard struct {
 	// one object may be written while syncing several keys, and each of
 	// them waits for its own write.
 	keysOf map[types.UID]map[string]struct{}
-	// seen is the last resourceVersion delivered per live object, so a
-	// write whose event beat Wrote (the API server may send the watch event
-	// before the response) is recognised as already delivered.
-	seen map[types.UID]string
+	// seen is the last resourceVersion delivered per object, for the
+	// deliveries of the last seenWindow or so: a write whose event beat
+	// Wrote (the API server may send the watch event before the response)
+	// is recognised as already delivered. Older deliveries are forgotten,
+	// so the guard holds no entry per cached object (an informer's initial
+	// list of 50,000 pods leaves none behind once the window passed).
+	seen map[types.UID]delivery
+	// seenPruned is when seen was last pruned.
+	seenPruned time.Time
 	// gone holds when each object's deletion was delivered, for timeout: a
 	// write that let its object go (a patch removing the last finalizer of
 	// an object being deleted) may see its deletion delivered before Wrote,
@@ -44,13 +49,25 @@ type write struct {
 	at time.Time
 }
 
+// delivery is an informer's delivery of an object at a resourceVersion.
+type delivery struct {
+	rv string
+	at time.Time
+}
+
+// seenWindow is how long the guard remembers a delivery for a Wrote that
+// comes after it. The race it covers (watch event before the write's
+// response) is a scheduling delay; a Wrote later than this after its own
+// event holds its key until the object's next delivery or StaleTimeout.
+const seenWindow = 10 * time.Second
+
 func newGuard(c clock.PassiveClock, timeout time.Duration) *guard {
 	return &guard{
 		clock:   c,
 		timeout: timeout,
 		pending: map[string]map[types.UID]write{},
 		keysOf:  map[types.UID]map[string]struct{}{},
-		seen:    map[types.UID]string{},
+		seen:    map[types.UID]delivery{},
 		gone:    map[types.UID]time.Time{},
 	}
 }
@@ -73,7 +90,7 @@ func (l *Loop) Wrote(key string, obj any) {
 	g := l.guard
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if seen, ok := g.seen[m.GetUID()]; ok && caughtUp(seen, m.GetResourceVersion()) {
+	if seen, ok := g.seen[m.GetUID()]; ok && caughtUp(seen.rv, m.GetResourceVersion()) {
 		return
 	}
 	if _, ok := g.gone[m.GetUID()]; ok {
@@ -113,7 +130,9 @@ func (g *guard) observe(obj any, deleted bool) {
 		g.pruneGone()
 		g.gone[m.GetUID()] = g.clock.Now()
 	} else {
-		g.seen[m.GetUID()] = m.GetResourceVersion()
+		now := g.clock.Now()
+		g.seen[m.GetUID()] = delivery{rv: m.GetResourceVersion(), at: now}
+		g.pruneSeen(now)
 	}
 	for key := range g.keysOf[m.GetUID()] {
 		w := g.pending[key][m.GetUID()]
@@ -144,6 +163,26 @@ func (g *guard) pruneGone() {
 			delete(g.gone, uid)
 		}
 	}
+}
+
+// pruneSeen drops deliveries older than seenWindow, at most once per
+// window, so seen holds about two windows' worth of deliveries.
+func (g *guard) pruneSeen(now time.Time) {
+	if now.Sub(g.seenPruned) < seenWindow {
+		return
+	}
+	g.seenPruned = now
+	for uid, d := range g.seen {
+		if now.Sub(d.at) >= seenWindow {
+			delete(g.seen, uid)
+		}
+	}
+}
+
+func (g *guard) seenCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.seen)
 }
 
 func (g *guard) goneCount() int {

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 )
 
 func TestStalenessGuard(t *testing.T) {
@@ -65,19 +67,20 @@ func TestStalenessGuardTimesOut(t *testing.T) {
 func TestStaleSyncIsSkippedCountedAndRetried(t *testing.T) {
 	var r recorder
 	name := "stale-skip"
-	before := counterValue(t, staleSkipsTotal, name)
+	before := counterValue(t, processCounters.staleSkips, name)
 	l := New(name, func(_ context.Context, key string) error { r.inc(key); return nil },
 		Options{StaleRetry: time.Millisecond})
 	written := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u", ResourceVersion: "5"}}
 	l.Wrote("k", written)
 	l.Add("k")
 	stop := runLoop(t, l)
-	waitFor(t, "a skipped sync", func() bool { return counterValue(t, staleSkipsTotal, name) > before })
+	poll.Until(t, "a skipped sync",
+		func() bool { return counterValue(t, processCounters.staleSkips, name) > before })
 	if r.get("k") != 0 {
 		t.Fatal("a stale key was synced")
 	}
 	l.Observe(written)
-	waitFor(t, "the sync once the write was delivered", func() bool { return r.get("k") == 1 })
+	poll.Until(t, "the sync once the write was delivered", func() bool { return r.get("k") == 1 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

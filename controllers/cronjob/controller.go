@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -28,6 +29,8 @@ var cronJobKind = batchv1.SchemeGroupVersion.WithKind("CronJob")
 
 // config is everything newController needs.
 type config struct {
+	// metrics is the registry of the loops' counters (descriptor.Context.Metrics).
+	metrics  prometheus.Registerer
 	name     string
 	client   kubernetes.Interface
 	cronJobs batchinformers.CronJobInformer
@@ -89,7 +92,7 @@ func newController(cfg config) (*controller, error) {
 	// The loop exists before any handler is registered: an informer that is
 	// already running (warm standby) calls them at once. Released on
 	// failure here, otherwise by Run.
-	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{Clock: cfg.clock})
+	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{Clock: cfg.clock, Metrics: cfg.metrics})
 	c.enqueueNow, c.enqueueAfter = c.loop.Add, c.loop.AddAfter
 	if _, err := cjInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,

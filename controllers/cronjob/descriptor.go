@@ -38,6 +38,7 @@ func newFromContext(ctx context.Context, cc descriptor.Context, o Options) (*con
 	}
 	return newController(config{
 		name:     cc.Name,
+		metrics:  cc.Metrics,
 		client:   client,
 		cronJobs: cc.InformerFactory.Batch().V1().CronJobs(),
 		jobs:     cc.InformerFactory.Batch().V1().Jobs(),

@@ -83,15 +83,7 @@ func (f *fixture) cache(o runtime.Object) {
 
 // events drains the recorder: "<type> <reason> <message>" each.
 func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return controllertest.Events(f.recorder)
 }
 
 // reasons drains the recorder and returns the events' reasons.
@@ -105,20 +97,7 @@ func (f *fixture) reasons() []string {
 
 // actions returns the client's actions as "verb resource[/subresource]",
 // without list and watch.
-func (f *fixture) actions() []string {
-	var out []string
-	for _, a := range f.client.Actions() {
-		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
-			continue
-		}
-		r := a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			r += "/" + a.GetSubresource()
-		}
-		out = append(out, a.GetVerb()+" "+r)
-	}
-	return out
-}
+func (f *fixture) actions() []string { return controllertest.Actions(f.client, "list", "watch") }
 
 func (f *fixture) created() []*batchv1.Job {
 	var out []*batchv1.Job

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -50,6 +51,8 @@ var controllerKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
 
 // config is everything newController needs.
 type config struct {
+	// metrics is the registry of the loops' counters (descriptor.Context.Metrics).
+	metrics    prometheus.Registerer
 	name       string // workqueue name
 	client     kubernetes.Interface
 	daemonSets appsinformers.DaemonSetInformer
@@ -155,7 +158,7 @@ func newController(cfg config) (*controller, error) {
 	c.podIndexer = podInf.GetIndexer()
 	c.nodeLister = cfg.nodes.Lister()
 	c.synced = []cache.InformerSynced{podInf.HasSynced, nodeInf.HasSynced, revInf.HasSynced, dsInf.HasSynced}
-	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{Clock: cfg.clock})
+	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{Clock: cfg.clock, Metrics: cfg.metrics})
 	c.enqueueAfter = c.loop.AddAfter
 	for _, reg := range []struct {
 		inf cache.SharedIndexInformer

@@ -59,6 +59,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 		}
 		c, err := newController(config{
 			name:             cc.Name,
+			metrics:          cc.Metrics,
 			client:           client,
 			daemonSets:       cc.InformerFactory.Apps().V1().DaemonSets(),
 			revisions:        cc.InformerFactory.Apps().V1().ControllerRevisions(),

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,7 +28,7 @@ import (
 )
 
 // epoch is the fake clocks' start.
-var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var epoch = controllertest.Epoch
 
 // fixture is a controller over a fake clientset whose informers are never
 // started: refresh copies the fake API server's objects into the informer
@@ -203,15 +202,7 @@ func (f *fixture) revisions() []appsv1.ControllerRevision {
 
 // events drains the recorder.
 func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return controllertest.Events(f.recorder)
 }
 
 func (f *fixture) countActions(verb, resource string) int {
@@ -222,10 +213,6 @@ func (f *fixture) countActions(verb, resource string) int {
 		}
 	}
 	return n
-}
-
-func hasEvent(events []string, prefix string) bool {
-	return slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, prefix) })
 }
 
 var agentLabels = map[string]string{"app": "agent"}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 )
 
@@ -70,7 +71,7 @@ func TestCreatesOnePodPerEligibleNode(t *testing.T) {
 			t.Errorf("pod %s generateName %q", p.Name, p.GenerateName)
 		}
 	}
-	if ev := f.events(); len(ev) != 2 || !hasEvent(ev, "Normal SuccessfulCreate") {
+	if ev := f.events(); len(ev) != 2 || !controllertest.HasEvent(ev, "Normal SuccessfulCreate") {
 		t.Errorf("events %v, want two SuccessfulCreate", ev)
 	}
 	st := f.ds("agent").Status
@@ -173,7 +174,8 @@ func TestDeletesPodsThatShouldNotRun(t *testing.T) {
 		t.Errorf("%d creates, want none (the terminating pod holds its node; the others are handled next sync)", n)
 	}
 	ev := f.events()
-	if !hasEvent(ev, "Normal SucceededDaemonPod") || !hasEvent(ev, "Normal SuccessfulDelete") {
+	if !controllertest.HasEvent(ev, "Normal SucceededDaemonPod") ||
+		!controllertest.HasEvent(ev, "Normal SuccessfulDelete") {
 		t.Errorf("events %v", ev)
 	}
 	st := f.ds("agent").Status
@@ -236,7 +238,8 @@ func TestFailedPodBackoff(t *testing.T) {
 			t.Errorf("step %d: requeues %v, want one after %v", i, requeues, s.wantRequeue)
 		}
 		if deleted {
-			if !hasEvent(f.events(), "Warning FailedDaemonPod Found failed daemon pod ns/") {
+			if !controllertest.HasEvent(f.events(),
+				"Warning FailedDaemonPod Found failed daemon pod ns/") {
 				t.Errorf("step %d: no FailedDaemonPod event", i)
 			}
 			f.c.forgetExpectations("ns/agent")
@@ -251,7 +254,7 @@ func TestFailedPodBackoff(t *testing.T) {
 func TestSelectingAll(t *testing.T) {
 	f := newFixture(t, objs(newDS("agent", func(ds *appsv1.DaemonSet) { ds.Spec.Selector = &metav1.LabelSelector{} }), newNode("a"))...)
 	f.mustSync("agent")
-	if ev := f.events(); !hasEvent(ev, "Warning SelectingAll") {
+	if ev := f.events(); !controllertest.HasEvent(ev, "Warning SelectingAll") {
 		t.Errorf("events %v", ev)
 	}
 	for _, a := range f.client.Actions() {

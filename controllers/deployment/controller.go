@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -31,6 +32,8 @@ var deploymentKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
 
 // config is everything newController needs.
 type config struct {
+	// metrics is the registry of the loops' counters (descriptor.Context.Metrics).
+	metrics     prometheus.Registerer
 	name        string // workqueue name
 	client      kubernetes.Interface
 	deployments appsinformers.DeploymentInformer
@@ -96,7 +99,8 @@ func newController(cfg config) (*controller, error) {
 	c.podIndexer = podInf.GetIndexer()
 	// The queue exists before any handler is registered: a running
 	// informer (warm standby) calls a new handler at once.
-	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{MaxRetries: maxRetries, Clock: cfg.clock})
+	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{
+		MaxRetries: maxRetries, Clock: cfg.clock, Metrics: cfg.metrics})
 	c.enqueueKey = c.loop.Add
 	c.enqueueAfter = c.loop.AddAfter
 	c.enqueueRateLimited = c.loop.AddRateLimited

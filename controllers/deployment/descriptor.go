@@ -49,6 +49,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 		}
 		c, err := newController(config{
 			name:                cc.Name,
+			metrics:             cc.Metrics,
 			client:              client,
 			deployments:         cc.InformerFactory.Apps().V1().Deployments(),
 			replicaSets:         cc.InformerFactory.Apps().V1().ReplicaSets(),

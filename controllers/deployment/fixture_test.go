@@ -26,7 +26,7 @@ import (
 )
 
 // epoch is the fake clocks' start.
-var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var epoch = controllertest.Epoch
 
 // fixture is a controller over a fake clientset whose informers are never
 // started: refresh copies the fake API server's objects into the informers'
@@ -188,32 +188,13 @@ func (f *fixture) sizes() string {
 
 // events drains the recorder.
 func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return controllertest.Events(f.recorder)
 }
 
 // actions returns the recorded client actions as "verb resource[/sub]",
 // reads left out.
 func (f *fixture) writes() []string {
-	var out []string
-	for _, a := range f.client.Actions() {
-		if a.GetVerb() == "get" || a.GetVerb() == "list" || a.GetVerb() == "watch" {
-			continue
-		}
-		s := a.GetVerb() + " " + a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			s += "/" + a.GetSubresource()
-		}
-		out = append(out, s)
-	}
-	return out
+	return controllertest.Actions(f.client, "get", "list", "watch")
 }
 
 // Objects.

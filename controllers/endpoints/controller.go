@@ -73,7 +73,7 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 	// The loop exists before any handler is registered: a running informer
 	// calls a handler at once. On a later failure it is shut down here;
 	// otherwise Run releases it.
-	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{MaxRetries: maxRetries})
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{MaxRetries: maxRetries, Metrics: cc.Metrics})
 	c.after = c.loop.AddAfter
 	handlers := []struct {
 		what string

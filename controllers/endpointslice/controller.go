@@ -90,7 +90,8 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 	// The loop exists before any handler is registered: a running informer
 	// calls a handler at once. On a later failure it is shut down here;
 	// otherwise Run releases it.
-	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{MaxRetries: maxRetries, RateLimiter: retryLimiter()})
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{
+		MaxRetries: maxRetries, RateLimiter: retryLimiter(), Metrics: cc.Metrics})
 	c.after = c.loop.AddAfter
 	log := logr.FromContextOrDiscard(ctx)
 	handlers := []struct {

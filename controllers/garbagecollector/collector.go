@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,6 +53,7 @@ type deps struct {
 	factory          informers.ObjectOrMetadataFactory
 	informersStarted <-chan struct{}
 	recorder         record.EventRecorder
+	metrics          prometheus.Registerer // of the loops' counters; nil: process-wide
 	ignored          []schema.GroupResource
 	workers          int
 	syncPeriod       time.Duration
@@ -88,8 +90,10 @@ func newCollector(name string, d deps) *collector {
 	for _, r := range d.ignored {
 		gc.ignored[r] = struct{}{}
 	}
-	gc.toDelete = workloop.New(name+"-attempt-to-delete", gc.attemptToDelete, workloop.Options{})
-	gc.toOrphan = workloop.New(name+"-attempt-to-orphan", gc.attemptToOrphan, workloop.Options{})
+	gc.toDelete = workloop.New(name+"-attempt-to-delete", gc.attemptToDelete,
+		workloop.Options{Metrics: d.metrics})
+	gc.toOrphan = workloop.New(name+"-attempt-to-orphan", gc.attemptToOrphan,
+		workloop.Options{Metrics: d.metrics})
 	gc.deleteQ, gc.orphanQ = gc.toDelete, gc.toOrphan
 	return gc
 }

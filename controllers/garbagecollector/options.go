@@ -142,7 +142,7 @@ func depsFrom(cc descriptor.Context, o Options) (deps, error) {
 	return deps{
 		metadata: md, discovery: dc, invalidate: dc.Invalidate, mapper: cc.RESTMapper,
 		factory: cc.ObjectOrMetadataInformerFactory, informersStarted: started,
-		recorder: cc.EventRecorder, ignored: o.IgnoredResources,
+		recorder: cc.EventRecorder, metrics: cc.Metrics, ignored: o.IgnoredResources,
 		workers: int(o.ConcurrentGCSyncs), syncPeriod: syncPeriod,
 	}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -55,6 +56,8 @@ var jobKind = batchv1.SchemeGroupVersion.WithKind("Job")
 
 // config is everything newController needs.
 type config struct {
+	// metrics is the registry of the loops' counters (descriptor.Context.Metrics).
+	metrics  prometheus.Registerer
 	name     string
 	client   kubernetes.Interface
 	jobs     batchinformers.JobInformer
@@ -154,10 +157,12 @@ func newController(cfg config) (*controller, error) {
 	// failure here, otherwise by Run.
 	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{
 		Clock:       cfg.clock,
+		Metrics:     cfg.metrics,
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](apiBackoffBase, apiBackoffMax),
 	})
 	c.orphans = workloop.New(cfg.name+"-orphan-pods", c.syncOrphan, workloop.Options{
 		Clock:       cfg.clock,
+		Metrics:     cfg.metrics,
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](apiBackoffBase, apiBackoffMax),
 	})
 	c.enqueueAfter = c.loop.AddAfter

@@ -67,6 +67,7 @@ func newFromContext(ctx context.Context, cc descriptor.Context, o Options) (*con
 	}
 	return newController(config{
 		name:                    cc.Name,
+		metrics:                 cc.Metrics,
 		client:                  client,
 		jobs:                    cc.InformerFactory.Batch().V1().Jobs(),
 		pods:                    cc.InformerFactory.Core().V1().Pods(),

@@ -2,8 +2,6 @@ package job
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +23,7 @@ import (
 )
 
 // epoch is the fake clocks' start.
-var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var epoch = controllertest.Epoch
 
 // fixture is a controller over a fake clientset whose informers are never
 // started: tests put objects into the caches (directly, or from the fake
@@ -174,20 +172,7 @@ func (f *fixture) clearActions() {
 
 // actions returns the recorded client actions as "verb resource[/sub]",
 // list and watch left out.
-func (f *fixture) actions() []string {
-	var out []string
-	for _, a := range f.client.Actions() {
-		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
-			continue
-		}
-		s := a.GetVerb() + " " + a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			s += "/" + a.GetSubresource()
-		}
-		out = append(out, s)
-	}
-	return out
-}
+func (f *fixture) actions() []string { return controllertest.Actions(f.client, "list", "watch") }
 
 func (f *fixture) count(action string) int {
 	n := 0
@@ -225,15 +210,7 @@ func (f *fixture) statusWrites() []batchv1.JobStatus {
 
 // events drains the recorder.
 func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return controllertest.Events(f.recorder)
 }
 
 func (f *fixture) job(name string) *batchv1.Job {
@@ -384,10 +361,6 @@ func atIndex(ix int) func(*corev1.Pod) {
 func withoutFinalizer(p *corev1.Pod) { p.Finalizers = nil }
 
 func objects(objs ...runtime.Object) []runtime.Object { return objs }
-
-func hasEvent(events []string, prefix string) bool {
-	return slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, prefix) })
-}
 
 func conditionOf(j *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
 	return findCondition(j.Status.Conditions, t)

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 )
 
 // TestHandlersObserveExpectations: a pod's creation, deletion and
@@ -114,7 +116,8 @@ func TestUnknownCompletionMode(t *testing.T) {
 	if len(f.actions()) != 0 {
 		t.Errorf("actions %v", f.actions())
 	}
-	if ev := f.events(); !hasEvent(ev, "Warning UnknownCompletionMode Skipped Job sync because completion mode is unknown") {
+	if ev := f.events(); !controllertest.HasEvent(ev,
+		"Warning UnknownCompletionMode Skipped Job sync because completion mode is unknown") {
 		t.Errorf("events %v", ev)
 	}
 }

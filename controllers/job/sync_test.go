@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 )
 
 // TestCreatesUpToParallelismAndRemainingCompletions: a sync creates
@@ -102,7 +104,7 @@ func TestFinalizerRemovedAfterCounting(t *testing.T) {
 	if p := f.apiPods()[0]; len(p.Finalizers) != 0 {
 		t.Errorf("pod still has finalizers %v", p.Finalizers)
 	}
-	if ev := f.events(); !hasEvent(ev, "Normal Completed Job completed") {
+	if ev := f.events(); !controllertest.HasEvent(ev, "Normal Completed Job completed") {
 		t.Errorf("events %v lack Completed", ev)
 	}
 	// Delivered: the finished Job is not synced again.
@@ -267,7 +269,8 @@ func TestBackoffLimitExceeded(t *testing.T) {
 	if st.Failed != 3 || st.Active != 0 || st.CompletionTime != nil {
 		t.Errorf("status %+v, want failed 3, active 0, no completionTime", st)
 	}
-	if ev := f.events(); !hasEvent(ev, "Warning BackoffLimitExceeded Job has reached the specified backoff limit") {
+	if ev := f.events(); !controllertest.HasEvent(ev,
+		"Warning BackoffLimitExceeded Job has reached the specified backoff limit") {
 		t.Errorf("events %v", ev)
 	}
 }
@@ -295,7 +298,8 @@ func TestActiveDeadline(t *testing.T) {
 	if jb.Status.Failed != 1 || len(f.apiPods()) != 0 {
 		t.Errorf("failed %d with %d pods left, want 1 and 0", jb.Status.Failed, len(f.apiPods()))
 	}
-	if ev := f.events(); !hasEvent(ev, "Warning DeadlineExceeded Job was active longer than specified deadline") {
+	if ev := f.events(); !controllertest.HasEvent(ev,
+		"Warning DeadlineExceeded Job was active longer than specified deadline") {
 		t.Errorf("events %v", ev)
 	}
 }
@@ -324,7 +328,8 @@ func TestSuspendResume(t *testing.T) {
 	if jb.Status.StartTime != nil || jb.Status.Active != 0 || jb.Status.Failed != 0 || len(f.apiPods()) != 0 {
 		t.Errorf("status %+v with %d pods: want no startTime, nothing active or failed, no pods", jb.Status, len(f.apiPods()))
 	}
-	if ev := f.events(); !hasEvent(ev, "Normal Suspended Job suspended") || !hasEvent(ev, "Normal SuccessfulDelete") {
+	if ev := f.events(); !controllertest.HasEvent(ev, "Normal Suspended Job suspended") ||
+		!controllertest.HasEvent(ev, "Normal SuccessfulDelete") {
 		t.Errorf("events %v", ev)
 	}
 
@@ -340,7 +345,7 @@ func TestSuspendResume(t *testing.T) {
 	if jb.Status.StartTime == nil || !jb.Status.StartTime.Time.Equal(f.clock.Now()) || len(f.apiPods()) != 2 {
 		t.Errorf("startTime %v (want %v), %d pods (want 2)", jb.Status.StartTime, f.clock.Now(), len(f.apiPods()))
 	}
-	if ev := f.events(); !hasEvent(ev, "Normal Resumed Job resumed") {
+	if ev := f.events(); !controllertest.HasEvent(ev, "Normal Resumed Job resumed") {
 		t.Errorf("events %v", ev)
 	}
 }

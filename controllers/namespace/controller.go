@@ -68,7 +68,8 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 	// The loop exists before the handler is registered (a running informer
 	// calls it at once); on a later failure it is shut down here,
 	// otherwise Run releases it.
-	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{RateLimiter: rateLimiter(o.Clock)})
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{
+		RateLimiter: rateLimiter(o.Clock), Metrics: cc.Metrics})
 	// No handler resync period: client-go raises one asked for after the
 	// informer started (a warm standby's takeover) to the informer's check
 	// period, hours; Run's own ticker gives KCM's periodic pass instead.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -28,6 +29,8 @@ import (
 
 // config is everything newController needs.
 type config struct {
+	// metrics is the registry of the loops' counters (descriptor.Context.Metrics).
+	metrics  prometheus.Registerer
 	name     string // workqueue name
 	kind     kind
 	client   kubernetes.Interface
@@ -123,7 +126,7 @@ func newController(cfg config) (*controller, error) {
 	c.podLister = cfg.pods.Lister()
 	c.synced = []cache.InformerSynced{owners.HasSynced, podInf.HasSynced}
 	// The queue exists from here on; release it if construction fails.
-	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{})
+	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{Metrics: cfg.metrics})
 	c.enqueueAfter = c.loop.AddAfter
 	if _, err := owners.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addOwner,

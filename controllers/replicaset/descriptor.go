@@ -94,6 +94,7 @@ func build(ctx context.Context, cc descriptor.Context, workers int, newKind func
 	}
 	c, err := newController(config{
 		name:                cc.Name,
+		metrics:             cc.Metrics,
 		kind:                newKind(client),
 		client:              client,
 		pods:                cc.InformerFactory.Core().V1().Pods(),

@@ -21,6 +21,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/managertest"
 )
@@ -136,30 +137,33 @@ func TestThroughManager(t *testing.T) {
 			h := managertest.New(t, "test", []descriptor.Descriptor{tt.d}, tt.obj)
 			generateNames(h.Client)
 			h.Start()
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				pods, err := h.Client.CoreV1().Pods("ns").List(t.Context(), metav1.ListOptions{})
+			var pods *corev1.PodList
+			var replicas int32
+			if !poll.For(30*time.Second, func() bool {
+				var err error
+				pods, err = h.Client.CoreV1().Pods("ns").List(t.Context(), metav1.ListOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
 				if n := len(pods.Items); n > tt.want {
 					t.Fatalf("%d pods, more than the %d wanted", n, tt.want)
 				}
-				replicas, err := tt.status(t, h)
+				replicas, err = tt.status(t, h)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if len(pods.Items) == tt.want && int(replicas) == tt.want {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("after 30s: %d pods, status.replicas %d; want %d", len(pods.Items), replicas, tt.want)
+					return true
 				}
 				select {
-				case <-time.After(10 * time.Millisecond):
 				case <-h.Done():
 					t.Fatalf("the manager stopped: %v", h.Err())
+				default:
 				}
+				return false
+			}) {
+				t.Fatalf("after 30s: %d pods, status.replicas %d; want %d",
+					len(pods.Items), replicas, tt.want)
 			}
 			for _, p := range mustList(t, h) {
 				if ref := metav1.GetControllerOf(&p); ref == nil || ref.Name != "web" {

@@ -3,7 +3,6 @@ package replicaset
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,7 +27,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // epoch is the fake clocks' start.
-var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var epoch = controllertest.Epoch
 
 // fixture is a controller over a fake clientset whose informers are never
 // started: tests put objects into the indexers, as a watch would, and call
@@ -114,17 +113,7 @@ func (f *fixture) sync(key string) error {
 }
 
 // actions returns the recorded client actions as "verb resource[/sub]".
-func (f *fixture) actions() []string {
-	var out []string
-	for _, a := range f.client.Actions() {
-		s := a.GetVerb() + " " + a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			s += "/" + a.GetSubresource()
-		}
-		out = append(out, s)
-	}
-	return out
-}
+func (f *fixture) actions() []string { return controllertest.Actions(f.client) }
 
 func (f *fixture) count(action string) int {
 	n := 0
@@ -161,15 +150,7 @@ func (f *fixture) createdPods() []*corev1.Pod {
 
 // events drains the recorder.
 func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return controllertest.Events(f.recorder)
 }
 
 func (f *fixture) requeue(key string) (time.Duration, bool) {
@@ -291,8 +272,4 @@ func withLabels(l map[string]string) func(*corev1.Pod) {
 func terminatingPod(p *corev1.Pod) {
 	ts := metav1.NewTime(epoch)
 	p.DeletionTimestamp = &ts
-}
-
-func hasEvent(events []string, prefix string) bool {
-	return slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, prefix) })
 }

@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 )
 
 // TestListedPodsAreNotHandled: pods of the initial list (or of a running
@@ -40,16 +43,13 @@ func TestStartupAdoptsListedOrphans(t *testing.T) {
 		defer close(done)
 		_ = f.c.Run(ctx)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, err := f.client.CoreV1().Pods("ns").Get(ctx, "orphan", metav1.GetOptions{})
-		if err == nil && metav1.IsControlledBy(got, rs) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the orphan was not adopted within 10s (err %v); actions %v", err, f.actions())
-		}
-		<-time.After(10 * time.Millisecond)
+	var err error
+	if !poll.For(10*time.Second, func() bool {
+		var got *corev1.Pod
+		got, err = f.client.CoreV1().Pods("ns").Get(ctx, "orphan", metav1.GetOptions{})
+		return err == nil && metav1.IsControlledBy(got, rs)
+	}) {
+		t.Fatalf("the orphan was not adopted within 10s (err %v); actions %v", err, f.actions())
 	}
 	for _, a := range f.actions() {
 		if a == "create pods" {

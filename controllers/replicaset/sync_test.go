@@ -19,6 +19,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
@@ -98,7 +99,7 @@ func TestScaleUpSlowStart(t *testing.T) {
 	if n := len(slices.DeleteFunc(slices.Clone(evs), func(e string) bool { return !strings.HasPrefix(e, "Normal SuccessfulCreate") })); n != 2 {
 		t.Errorf("%d SuccessfulCreate events, want 2: %q", n, evs)
 	}
-	if !hasEvent(evs, "Warning FailedCreate Error creating: ") {
+	if !controllertest.HasEvent(evs, "Warning FailedCreate Error creating: ") {
 		t.Errorf("no FailedCreate event: %q", evs)
 	}
 }
@@ -265,7 +266,8 @@ func TestScaleDownPicksPods(t *testing.T) {
 			if got := f.deleted(); !slices.Equal(got, []string{tt.want}) {
 				t.Errorf("deleted %v, want [%s]", got, tt.want)
 			}
-			if !hasEvent(f.events(), "Normal SuccessfulDelete Deleted pod: "+tt.want) {
+			if !controllertest.HasEvent(f.events(),
+				"Normal SuccessfulDelete Deleted pod: "+tt.want) {
 				t.Error("no SuccessfulDelete event")
 			}
 		})
@@ -538,7 +540,7 @@ func TestReplicationController(t *testing.T) {
 		if got.Status.Replicas != 4 || got.Status.ReadyReplicas != 2 {
 			t.Errorf("RC status %+v, want 4 replicas (before the deletions are seen), 2 ready", got.Status)
 		}
-		if evs := f.events(); !hasEvent(evs, "Normal SuccessfulDelete") {
+		if evs := f.events(); !controllertest.HasEvent(evs, "Normal SuccessfulDelete") {
 			t.Errorf("events %q", evs)
 		}
 	})
@@ -603,7 +605,8 @@ func TestMalformedOwnerRefs(t *testing.T) {
 	if err == nil || !workloop.IsPermanent(err) || !strings.Contains(err.Error(), "broken") {
 		t.Fatalf("sync = %v, want a permanent error naming the pod", err)
 	}
-	if !hasEvent(f.events(), "Warning InvalidOwnerReferences Ignoring pod: ns/broken") {
+	if !controllertest.HasEvent(f.events(),
+		"Warning InvalidOwnerReferences Ignoring pod: ns/broken") {
 		t.Error("no InvalidOwnerReferences event")
 	}
 	// The rest of the sync went on: one pod created, status written.

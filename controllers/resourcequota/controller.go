@@ -94,8 +94,8 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 	c.monitors = &monitors{factory: factory, resync: resync, replenish: c.replenish}
 	c.registry = newRegistry(builtinEvaluators(c.monitors.lister, o.Clock, podLevel)...)
 	c.monitors.registry = c.registry
-	c.primary = workloop.New(primaryQueue, c.sync, workloop.Options{})
-	c.priority = workloop.New(priorityQueue, c.sync, workloop.Options{})
+	c.primary = workloop.New(primaryQueue, c.sync, workloop.Options{Metrics: cc.Metrics})
+	c.priority = workloop.New(priorityQueue, c.sync, workloop.Options{Metrics: cc.Metrics})
 	fail := func(err error) (*controller, error) {
 		c.primary.ShutDown()
 		c.priority.ShutDown()

@@ -10,9 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 )
 
-var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+// epoch is the fake clocks' start.
+var epoch = controllertest.Epoch
 
 // rl builds a resource list from name, quantity pairs.
 func rl(kv ...string) corev1.ResourceList {

@@ -2,6 +2,7 @@ package rootcacertpublisher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -11,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/workloop"
@@ -31,7 +31,6 @@ type controller struct {
 	client     kubernetes.Interface
 	namespaces corelisters.NamespaceLister
 	configMaps corelisters.ConfigMapLister
-	synced     []cache.InformerSynced
 	data       map[string]string
 	workers    int
 	loop       *workloop.Loop
@@ -54,25 +53,14 @@ func newController(cc descriptor.Context, ca []byte, workers int) (*controller, 
 	// The loop exists before any handler is registered: an informer that
 	// is already running (warm standby) calls a handler at once. On a
 	// later failure it is shut down here; otherwise Run releases it.
-	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
-	nsReg, err := nsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.namespaceAdded,
-		UpdateFunc: func(_, obj any) { c.namespaceUpdated(obj) },
-	})
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{Metrics: cc.Metrics})
+	err = errors.Join(
+		c.loop.Watch(nsInformer.Informer(), workloop.EnqueueKey(), addedOrActive),
+		c.loop.Watch(cmInformer.Informer(), workloop.EnqueueMapped(namespaceOf), isRootCAConfigMap))
 	if err != nil {
 		c.loop.ShutDown()
-		return nil, fmt.Errorf("namespace event handler: %w", err)
+		return nil, err
 	}
-	cmReg, err := cmInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.configMapChanged,
-		UpdateFunc: func(_, obj any) { c.configMapChanged(obj) },
-		DeleteFunc: c.configMapChanged,
-	})
-	if err != nil {
-		c.loop.ShutDown()
-		return nil, fmt.Errorf("config map event handler: %w", err)
-	}
-	c.synced = []cache.InformerSynced{nsReg.HasSynced, cmReg.HasSynced}
 	return c, nil
 }
 
@@ -81,26 +69,29 @@ func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Publishing the root CA in every namespace", "configMap", ConfigMapName, "workers", c.workers)
 	defer log.Info("Stopped publishing the root CA")
-	c.loop.WaitFor(c.synced...)
 	return c.loop.RunWorkers(ctx, c.workers)
 }
 
-func (c *controller) namespaceAdded(obj any) {
-	if ns, ok := obj.(*corev1.Namespace); ok {
-		c.loop.Add(ns.Name)
-	}
+// addedOrActive passes a namespace's add, and its updates while it is
+// active. (Its deletion passes too; the sync finds no namespace.)
+func addedOrActive(old, obj any) bool {
+	ns, ok := workloop.Object[*corev1.Namespace](obj)
+	return ok && (old == nil || ns.Status.Phase == corev1.NamespaceActive)
 }
 
-func (c *controller) namespaceUpdated(obj any) {
-	if ns, ok := obj.(*corev1.Namespace); ok && ns.Status.Phase == corev1.NamespaceActive {
-		c.loop.Add(ns.Name)
-	}
+// isRootCAConfigMap passes every change of a namespace's root CA ConfigMap.
+func isRootCAConfigMap(_, obj any) bool {
+	cm, ok := workloop.Object[*corev1.ConfigMap](obj)
+	return ok && cm.Name == ConfigMapName
 }
 
-func (c *controller) configMapChanged(obj any) {
-	if cm, ok := workloop.Object[*corev1.ConfigMap](obj); ok && cm.Name == ConfigMapName {
-		c.loop.Add(cm.Namespace)
+// namespaceOf maps the ConfigMap to its namespace, the loop's key.
+func namespaceOf(obj any) []string {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return nil
 	}
+	return []string{cm.Namespace}
 }
 
 // sync creates or corrects the ConfigMap of one namespace.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,32 +141,36 @@ func TestSync(t *testing.T) {
 	}
 }
 
-func TestHandlers(t *testing.T) {
+func TestFilters(t *testing.T) {
 	other := configMap("a", nil, nil)
 	other.Name = "other"
+	active := namespace("a", corev1.NamespaceActive)
+	terminating := namespace("a", corev1.NamespaceTerminating)
+	tombstone := cache.DeletedFinalStateUnknown{Key: "a/" + ConfigMapName,
+		Obj: configMap("a", nil, nil)}
 	tests := []struct {
-		name    string
-		call    func(c *controller)
-		wantLen int
+		name     string
+		filter   workloop.Filter
+		old, obj any
+		want     bool
 	}{
-		{"namespace added", func(c *controller) { c.namespaceAdded(namespace("a", corev1.NamespaceActive)) }, 1},
-		{"active namespace updated", func(c *controller) { c.namespaceUpdated(namespace("a", corev1.NamespaceActive)) }, 1},
-		{"terminating namespace updated", func(c *controller) { c.namespaceUpdated(namespace("a", corev1.NamespaceTerminating)) }, 0},
-		{"our config map changed", func(c *controller) { c.configMapChanged(configMap("a", nil, nil)) }, 1},
-		{"our config map deleted, tombstone", func(c *controller) {
-			c.configMapChanged(cache.DeletedFinalStateUnknown{Key: "a/" + ConfigMapName, Obj: configMap("a", nil, nil)})
-		}, 1},
-		{"other config map", func(c *controller) { c.configMapChanged(other) }, 0},
-		{"garbage", func(c *controller) { c.configMapChanged(42) }, 0},
+		{"namespace added", addedOrActive, nil, active, true},
+		{"active namespace updated", addedOrActive, active, active, true},
+		{"terminating namespace updated", addedOrActive, active, terminating, false},
+		{"our config map changed", isRootCAConfigMap, nil, configMap("a", nil, nil), true},
+		{"our config map deleted, tombstone", isRootCAConfigMap, nil, tombstone, true},
+		{"other config map", isRootCAConfigMap, nil, other, false},
+		{"garbage", isRootCAConfigMap, nil, 42, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, _ := newFixture(t)
-			tt.call(c)
-			if got := c.loop.Len(); got != tt.wantLen {
-				t.Errorf("queue length %d, want %d", got, tt.wantLen)
+			if got := tt.filter(tt.old, tt.obj); got != tt.want {
+				t.Errorf("filter = %v, want %v", got, tt.want)
 			}
 		})
+	}
+	if got := namespaceOf(configMap("a", nil, nil)); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("namespaceOf = %v, want [a]", got)
 	}
 }
 

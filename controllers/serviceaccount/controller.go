@@ -24,7 +24,6 @@ type controller struct {
 	client     kubernetes.Interface
 	namespaces corelisters.NamespaceLister
 	accounts   corelisters.ServiceAccountLister
-	synced     []cache.InformerSynced
 	names      []string
 	workers    int
 	loop       *workloop.Loop
@@ -47,23 +46,18 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 	// The loop exists before any handler is registered: an informer that
 	// is already running (warm standby) calls a handler at once. On a
 	// later failure it is shut down here; otherwise Run releases it.
-	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
-	nsReg, err := nsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.namespaceChanged,
-		UpdateFunc: func(_, obj any) { c.namespaceChanged(obj) },
-	})
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{Metrics: cc.Metrics})
+	// Every change of a namespace, and of one of its ServiceAccounts that
+	// the controller ensures, syncs the namespace. KCM reacts to those
+	// ServiceAccounts' deletions only; a sync that finds them all present
+	// writes nothing, so the other events cost a lister read each.
+	err = errors.Join(
+		c.loop.Watch(nsInformer.Informer(), workloop.EnqueueKey()),
+		c.loop.Watch(saInformer.Informer(), workloop.EnqueueMapped(namespaceOf), c.ensured))
 	if err != nil {
 		c.loop.ShutDown()
-		return nil, fmt.Errorf("namespace event handler: %w", err)
+		return nil, err
 	}
-	saReg, err := saInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: c.accountDeleted,
-	})
-	if err != nil {
-		c.loop.ShutDown()
-		return nil, fmt.Errorf("service account event handler: %w", err)
-	}
-	c.synced = []cache.InformerSynced{nsReg.HasSynced, saReg.HasSynced}
 	return c, nil
 }
 
@@ -72,25 +66,25 @@ func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Ensuring service accounts in every active namespace", "serviceAccounts", c.names, "workers", c.workers)
 	defer log.Info("Stopped ensuring service accounts")
-	c.loop.WaitFor(c.synced...)
 	return c.loop.RunWorkers(ctx, c.workers)
 }
 
-func (c *controller) namespaceChanged(obj any) {
-	if ns, ok := obj.(*corev1.Namespace); ok {
-		c.loop.Add(ns.Name)
-	}
-}
-
-func (c *controller) accountDeleted(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
+// ensured passes the ServiceAccounts the controller creates.
+func (c *controller) ensured(_, obj any) bool {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
 	}
 	m, err := meta.Accessor(obj)
-	if err != nil || !slices.Contains(c.names, m.GetName()) {
-		return
+	return err == nil && slices.Contains(c.names, m.GetName())
+}
+
+// namespaceOf maps an object to its namespace, the loop's key.
+func namespaceOf(obj any) []string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
 	}
-	c.loop.Add(m.GetNamespace())
+	return []string{m.GetNamespace()}
 }
 
 // sync creates the missing service accounts of one namespace.

@@ -138,27 +138,33 @@ func TestSync(t *testing.T) {
 	}
 }
 
-func TestHandlers(t *testing.T) {
+// The ServiceAccounts the controller ensures, and only those, sync their
+// namespace, tombstones included.
+func TestEnsuredAccountsSyncTheirNamespace(t *testing.T) {
 	tests := []struct {
-		name    string
-		call    func(c *controller)
-		wantLen int
+		name string
+		obj  any
+		want []string
 	}{
-		{"namespace added", func(c *controller) { c.namespaceChanged(namespace("a", corev1.NamespaceActive)) }, 1},
-		{"namespace updated", func(c *controller) { c.namespaceChanged(namespace("a", corev1.NamespaceTerminating)) }, 1},
-		{"ensured account deleted", func(c *controller) { c.accountDeleted(account("a", "default")) }, 1},
-		{"ensured account deleted, tombstone", func(c *controller) {
-			c.accountDeleted(cache.DeletedFinalStateUnknown{Key: "a/default", Obj: account("a", "default")})
-		}, 1},
-		{"other account deleted", func(c *controller) { c.accountDeleted(account("a", "other")) }, 0},
-		{"garbage", func(c *controller) { c.accountDeleted("not an object") }, 0},
+		{"ensured account", account("a", "default"), []string{"a"}},
+		{"ensured account, tombstone",
+			cache.DeletedFinalStateUnknown{Key: "a/default", Obj: account("a", "default")}, []string{"a"}},
+		{"other account", account("a", "other"), nil},
+		{"garbage", "not an object", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, _ := newFixture(t, []string{"default"})
-			tt.call(c)
-			if got := c.loop.Len(); got != tt.wantLen {
-				t.Errorf("queue length %d, want %d", got, tt.wantLen)
+			var got []string
+			if c.ensured(nil, tt.obj) {
+				obj := tt.obj
+				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj // Watch hands the mapper the unwrapped object
+				}
+				got = namespaceOf(obj)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("keys = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -65,8 +65,9 @@ func newController(cc descriptor.Context, client kubernetes.Interface, s *signer
 	// The loops exist before any handler is registered: an informer that is
 	// already running (warm standby) calls a handler at once. On a later
 	// failure they are shut down here; otherwise Run releases them.
-	c.saLoop = workloop.New(serviceAccountQueue, c.syncServiceAccount, workloop.Options{MaxRetries: o.MaxRetries})
-	c.secretLoop = workloop.New(secretQueue, c.syncSecret, workloop.Options{MaxRetries: o.MaxRetries})
+	loopOpts := workloop.Options{MaxRetries: o.MaxRetries, Metrics: cc.Metrics}
+	c.saLoop = workloop.New(serviceAccountQueue, c.syncServiceAccount, loopOpts)
+	c.secretLoop = workloop.New(secretQueue, c.syncSecret, loopOpts)
 	fail := func(err error) (*controller, error) {
 		c.saLoop.ShutDown()
 		c.secretLoop.ShutDown()

@@ -25,7 +25,6 @@ const workers = 1
 type controller struct {
 	client    kubernetes.Interface
 	secrets   corelisters.SecretLister
-	synced    cache.InformerSynced
 	namespace string
 	clock     clock.PassiveClock
 	loop      *workloop.Loop
@@ -48,20 +47,13 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 	// The loop exists before any handler is registered: an informer that
 	// is already running (warm standby) calls a handler at once. On a
 	// later failure it is shut down here; otherwise Run releases it.
-	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{Metrics: cc.Metrics})
 	c.after = c.loop.AddAfter
-	reg, err := informer.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
-		FilterFunc: c.isToken,
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueue,
-			UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		},
-	})
-	if err != nil {
+	isToken := func(_, obj any) bool { return c.isToken(obj) }
+	if err := c.loop.Watch(informer.Informer(), workloop.EnqueueKey(), isToken); err != nil {
 		c.loop.ShutDown()
-		return nil, fmt.Errorf("secret event handler: %w", err)
+		return nil, err
 	}
-	c.synced = reg.HasSynced
 	return c, nil
 }
 
@@ -70,19 +62,14 @@ func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Cleaning expired bootstrap tokens", "namespace", c.namespace)
 	defer log.Info("Stopped cleaning bootstrap tokens")
-	c.loop.WaitFor(c.synced)
 	return c.loop.RunWorkers(ctx, workers)
 }
 
+// isToken passes the bootstrap-token Secrets of the token namespace. (A
+// token's deletion passes too; its sync finds no Secret and does nothing.)
 func (c *controller) isToken(obj any) bool {
-	s, ok := obj.(*corev1.Secret)
+	s, ok := workloop.Object[*corev1.Secret](obj)
 	return ok && s.Type == corev1.SecretTypeBootstrapToken && s.Namespace == c.namespace
-}
-
-func (c *controller) enqueue(obj any) {
-	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-		c.loop.Add(key)
-	}
 }
 
 // expiry reports how long until s expires (<= 0: expired). A token without

@@ -23,7 +23,6 @@ import (
 type controller struct {
 	client  kubernetes.Interface
 	jobs    batchlisters.JobLister
-	synced  cache.InformerSynced
 	clock   clock.PassiveClock
 	workers int
 	loop    *workloop.Loop
@@ -46,17 +45,12 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 	// The loop exists before any handler is registered: an informer that
 	// is already running (warm standby) calls a handler at once. On a
 	// later failure it is shut down here; otherwise Run releases it.
-	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{})
+	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{Metrics: cc.Metrics})
 	c.after = c.loop.AddAfter
-	reg, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.jobChanged,
-		UpdateFunc: func(_, obj any) { c.jobChanged(obj) },
-	})
-	if err != nil {
+	if err := c.loop.Watch(informer.Informer(), workloop.EnqueueKey(), finishedWithTTL); err != nil {
 		c.loop.ShutDown()
-		return nil, fmt.Errorf("job event handler: %w", err)
+		return nil, err
 	}
-	c.synced = reg.HasSynced
 	return c, nil
 }
 
@@ -65,18 +59,15 @@ func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Deleting Jobs after their TTL", "workers", c.workers)
 	defer log.Info("Stopped deleting Jobs after their TTL")
-	c.loop.WaitFor(c.synced)
 	return c.loop.RunWorkers(ctx, c.workers)
 }
 
-func (c *controller) jobChanged(obj any) {
-	job, ok := obj.(*batchv1.Job)
-	if !ok || job.DeletionTimestamp != nil || !needsCleanup(job) {
-		return
-	}
-	if key, err := cache.MetaNamespaceKeyFunc(job); err == nil {
-		c.loop.Add(key)
-	}
+// finishedWithTTL passes the Jobs to clean up: finished, with a TTL, not
+// being deleted. (The deletion event of such a Job passes too; its sync
+// finds no Job and does nothing.)
+func finishedWithTTL(_, obj any) bool {
+	job, ok := workloop.Object[*batchv1.Job](obj)
+	return ok && job.DeletionTimestamp == nil && needsCleanup(job)
 }
 
 // needsCleanup reports whether j has a TTL and has finished.

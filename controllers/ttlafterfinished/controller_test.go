@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -226,25 +227,25 @@ func TestTTLWithFakeClock(t *testing.T) {
 	}
 }
 
-func TestHandler(t *testing.T) {
+func TestFilter(t *testing.T) {
 	tests := []struct {
 		name string
 		obj  any
-		want int
+		want bool
 	}{
-		{"finished with TTL", newJob(ttl(0), finished(batchv1.JobComplete, 0)), 1},
-		{"failed with TTL", newJob(ttl(10), finished(batchv1.JobFailed, 0)), 1},
-		{"finished without TTL", newJob(finished(batchv1.JobComplete, 0)), 0},
-		{"running with TTL", newJob(ttl(0)), 0},
-		{"being deleted", newJob(ttl(0), finished(batchv1.JobComplete, 0), deleting), 0},
-		{"not a job", &corev1.Pod{}, 0},
+		{"finished with TTL", newJob(ttl(0), finished(batchv1.JobComplete, 0)), true},
+		{"failed with TTL", newJob(ttl(10), finished(batchv1.JobFailed, 0)), true},
+		{"finished without TTL", newJob(finished(batchv1.JobComplete, 0)), false},
+		{"running with TTL", newJob(ttl(0)), false},
+		{"being deleted", newJob(ttl(0), finished(batchv1.JobComplete, 0), deleting), false},
+		{"not a job", &corev1.Pod{}, false},
+		{"a tombstone of one to clean up", cache.DeletedFinalStateUnknown{
+			Obj: newJob(ttl(0), finished(batchv1.JobComplete, 0))}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, nil, nil)
-			f.c.jobChanged(tt.obj)
-			if got := f.c.loop.Len(); got != tt.want {
-				t.Errorf("queue length %d, want %d", got, tt.want)
+			if got := finishedWithTTL(nil, tt.obj); got != tt.want {
+				t.Errorf("finishedWithTTL = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -34,7 +34,7 @@ func newMirror(ctx context.Context, cc descriptor.Context) (descriptor.Controlle
 	}
 	inf := cc.InformerFactory.Core().V1().ConfigMaps()
 	m := &mirror{client: client, cms: inf.Lister()}
-	m.loop = workloop.New(cc.Name, m.sync, workloop.Options{})
+	m.loop = workloop.New(cc.Name, m.sync, workloop.Options{Metrics: cc.Metrics})
 	return m.loop, m.loop.Watch(inf.Informer(), workloop.EnqueueMapped(sourceKey))
 }
 

@@ -62,7 +62,7 @@ func newWidgetController(_ context.Context, cc descriptor.Context) (descriptor.C
 		secrets: secrets.Lister(),
 		kube:    kube,
 	}
-	loop := workloop.New(cc.Name, c.sync, workloop.Options{})
+	loop := workloop.New(cc.Name, c.sync, workloop.Options{Metrics: cc.Metrics})
 	c.write = workloop.Writer{Client: dyn, FieldManager: cc.Name, Loop: loop}
 	loop.WaitFor(secrets.Informer().HasSynced)
 	cc.Queues.Handle(loop.Add) // secret-requeuer's keys
@@ -140,7 +140,7 @@ func (c *widgetController) release(ctx context.Context, ns, name string) error {
 func newSecretRequeuer(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 	loop := workloop.New(cc.Name, func(_ context.Context, key string) error {
 		return cc.Queues.Send("widget-controller", key)
-	}, workloop.Options{})
+	}, workloop.Options{Metrics: cc.Metrics})
 	return loop, loop.Watch(cc.InformerFactory.Core().V1().Secrets().Informer(), widgetOfSecret)
 }
 

@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/garbagecollector"
 	"github.com/ctrlhost/ctrlhost/examples/widget-operator/api/v1alpha1"
+	testpoll "github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/serving"
 	"github.com/ctrlhost/ctrlhost/testenv"
@@ -82,7 +82,7 @@ func TestOperatorRunsWithItsRBAC(t *testing.T) {
 		WithRESTConfig(userCfg).Register(descriptors()...))
 	runManager(t, manager.NewBuilder("kcm").WithRESTConfig(env.Config()).
 		Register(garbagecollector.Descriptor(garbagecollector.NewOptions())))
-	waitFor(t, "the operator ready", func(ctx context.Context) (bool, error) {
+	waits.UntilContext(t, "the operator ready", func(ctx context.Context) (bool, error) {
 		return readyz(ctx, operator.ServingAddr().String()) == nil, nil
 	})
 
@@ -102,7 +102,8 @@ func TestOperatorRunsWithItsRBAC(t *testing.T) {
 		}
 	}
 	cms := admin.CoreV1().ConfigMaps("app")
-	waitFor(t, "the ConfigMap and a Ready status", func(ctx context.Context) (bool, error) {
+	configured := "the ConfigMap and a Ready status"
+	waits.UntilContext(t, configured, func(ctx context.Context) (bool, error) {
 		cm, err := cms.Get(ctx, "w", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
@@ -125,7 +126,8 @@ func TestOperatorRunsWithItsRBAC(t *testing.T) {
 	if err := widgets.Delete(ctx, "w", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the Widget, its ConfigMap and the Secrets' labels gone", func(ctx context.Context) (bool, error) {
+	gone := "the Widget, its ConfigMap and the Secrets' labels gone"
+	waits.UntilContext(t, gone, func(ctx context.Context) (bool, error) {
 		if _, err := widgets.Get(ctx, "w", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -153,7 +155,7 @@ func runManager(t *testing.T, b *manager.Builder) *manager.Manager {
 			t.Errorf("%s: %v", m.Component(), err)
 		}
 	})
-	waitFor(t, m.Component()+" serving", func(context.Context) (bool, error) {
+	waits.UntilContext(t, m.Component()+" serving", func(context.Context) (bool, error) {
 		return !m.Options().Serving.Enabled() || m.ServingAddr() != nil, nil
 	})
 	return m
@@ -212,9 +214,5 @@ func readyz(ctx context.Context, addr string) error {
 	return nil
 }
 
-func waitFor(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
+// waits bounds each wait of these tests to a minute.
+var waits = testpoll.Within(time.Minute)

@@ -20,6 +20,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/internal/events"
 	"github.com/ctrlhost/ctrlhost/internal/fakeapi"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -174,13 +175,9 @@ func TestEventsAreWrittenWithTheControllersClient(t *testing.T) {
 	var log errorLog
 	r := events.New(f.client.CoreV1(), f.gate, "widget-controller", "widget-source", scheme.Scheme, log.logger())
 	r.EventRecorder().Eventf(pod, corev1.EventTypeWarning, "Broken", "widget %d", 7)
-	deadline := time.Now().Add(10 * time.Second)
-	for len(f.server.List(schema.GroupVersionResource{Version: "v1", Resource: "events"}, "ns")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the event was never written")
-		}
-		time.Sleep(5 * time.Millisecond) // polling the server, bounded by the deadline
-	}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "events"}
+	poll.Until(t, "the event to be written",
+		func() bool { return len(f.server.List(gvr, "ns")) != 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	r.Stop(ctx)

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/internal/fakeapi"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -143,16 +144,12 @@ func TestInformerAndDroppedWatches(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(time.Minute)
-		for {
-			if _, err := lister.ConfigMaps("ns").Get("after"); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the informer never saw the write made after the watches dropped")
-			}
-			time.Sleep(100 * time.Millisecond) // fake time in the bubble
-		}
+		poll.Within(time.Minute).Until(t, // fake time in the bubble
+			"the informer to see the write made after the watches dropped",
+			func() bool {
+				_, err := lister.ConfigMaps("ns").Get("after")
+				return err == nil
+			})
 		cancel()
 		f.Shutdown()
 	})

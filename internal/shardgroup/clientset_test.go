@@ -3,7 +3,6 @@ package shardgroup
 import (
 	"context"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
 
@@ -81,16 +81,10 @@ func TestClientsetInformers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := podInf.Lister().Pods(in).Get("new"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the held slot's new pod was not cached within 10s")
-		}
-		<-time.After(10 * time.Millisecond)
-	}
+	poll.Until(t, "the held slot's new pod to be cached", func() bool {
+		_, err := podInf.Lister().Pods(in).Get("new")
+		return err == nil
+	})
 	if _, err := podInf.Lister().Pods(out).Get("new"); err == nil {
 		t.Error("cached a new pod of a slot not held")
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
@@ -142,17 +143,18 @@ func (h *groupHarness) stop(r *running) {
 
 func (h *groupHarness) waitFor(what string, want map[string]int) time.Time {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got := h.w.counts()
-		if fmt.Sprint(got) == fmt.Sprint(want) {
-			return time.Now()
+	var got map[string]int
+	var at time.Time
+	if !poll.For(30*time.Second, func() bool {
+		if got = h.w.counts(); fmt.Sprint(got) != fmt.Sprint(want) {
+			return false
 		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("%s: slots worked %v, want %v", what, got, want)
-		}
-		<-time.After(20 * time.Millisecond)
+		at = time.Now()
+		return true
+	}) {
+		h.t.Fatalf("%s: slots worked %v, want %v", what, got, want)
 	}
+	return at
 }
 
 func (h *groupHarness) checkNoOverlap() {
@@ -240,16 +242,12 @@ func TestGroupMembersThatDisagreeOnTheSpaceWorkNothing(t *testing.T) {
 	h.waitFor("b joined with four slots", map[string]int{})
 	eventuallyErr := func(g *Group, want string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			err := g.Ready()
-			if err != nil && strings.Contains(err.Error(), want) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("Ready() = %v, want an error containing %q", err, want)
-			}
-			<-time.After(20 * time.Millisecond)
+		var err error
+		if !poll.For(30*time.Second, func() bool {
+			err = g.Ready()
+			return err != nil && strings.Contains(err.Error(), want)
+		}) {
+			t.Fatalf("Ready() = %v, want an error containing %q", err, want)
 		}
 	}
 	eventuallyErr(a.g, "members [b] cut the key space into another number of slots than this replica's 6")
@@ -286,16 +284,12 @@ func TestGroupLeavingMemberAnnouncesBeforeItsSlotsStop(t *testing.T) {
 	h.waitFor("two members", map[string]int{"a": 3, "b": 3})
 	a.cancel()
 	member := memberLease("test-group", 6, "a")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		le, err := h.client.CoordinationV1().Leases("kube-system").Get(context.Background(), member, metav1.GetOptions{})
-		if err == nil && (le.Spec.HolderIdentity == nil || *le.Spec.HolderIdentity == "") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a's member Lease still held 30s after a began to leave, while its slots stop")
-		}
-		<-time.After(20 * time.Millisecond)
+	leases := h.client.CoordinationV1().Leases("kube-system")
+	if !poll.For(30*time.Second, func() bool {
+		le, err := leases.Get(context.Background(), member, metav1.GetOptions{})
+		return err == nil && (le.Spec.HolderIdentity == nil || *le.Spec.HolderIdentity == "")
+	}) {
+		t.Fatalf("a's member Lease still held 30s after a began to leave, while its slots stop")
 	}
 	if got := h.w.counts(); got["a"] != 3 || got["b"] != 3 {
 		t.Errorf("while a's slots stop: slots worked %v, want a's 3 still its own", got)

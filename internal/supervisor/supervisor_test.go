@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/internal/supervisor"
 )
 
@@ -59,14 +60,9 @@ func TestGoAfterWaitBeganIsWaitedFor(t *testing.T) {
 	})
 	done := make(chan []string, 1)
 	go func() { done <- g.Wait(supervisor.NewDeadline(long, "x"), nil) }()
-	deadline := time.After(long)
-	for !slices.Equal(g.Running(), []string{"child"}) {
-		select {
-		case <-deadline:
-			t.Fatal("child never ran alone")
-		case <-time.After(time.Millisecond):
-		}
-	}
+	poll.Within(long).Until(t, "child to run alone", func() bool {
+		return slices.Equal(g.Running(), []string{"child"})
+	})
 	close(release)
 	if stuck := <-done; stuck != nil {
 		t.Fatalf("Wait = %v", stuck)

@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/test/gobuild"
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
@@ -291,18 +292,15 @@ func (c *cluster) leader() (string, bool) {
 }
 
 func (c *cluster) waitLeader(d time.Duration) (string, bool) {
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if id, ok := c.leader(); ok {
-			return id, true
-		}
-		if time.Now().After(deadline) {
-			return "", false
-		}
-		<-tick.C
+	var id string
+	if !poll.For(d, func() bool {
+		var ok bool
+		id, ok = c.leader()
+		return ok
+	}) {
+		return "", false
 	}
+	return id, true
 }
 
 // startAfter is a condition: a start by a replica other than not, after t.
@@ -318,11 +316,8 @@ func endAfter(t int64, id string) func(event) bool {
 // handoff waits for both an end of id and a start by another after t,
 // up to d, returning what it saw.
 func (c *cluster) handoff(t int64, id string, d time.Duration) (stop, start event, stopped, started bool) {
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
 	isStop, isStart := endAfter(t, id), startAfter(t, id)
-	for {
+	poll.For(d, func() bool {
 		for _, e := range c.events() {
 			if !stopped && isStop(e) {
 				stop, stopped = e, true
@@ -331,9 +326,7 @@ func (c *cluster) handoff(t int64, id string, d time.Duration) (stop, start even
 				start, started = e, true
 			}
 		}
-		if (stopped && started) || time.Now().After(deadline) {
-			return
-		}
-		<-tick.C
-	}
+		return stopped && started
+	})
+	return
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
@@ -77,18 +78,17 @@ func (c *cluster) slotHolders() map[int]string {
 
 // waitSlots polls until cond holds for the slot holders or d passes.
 func (c *cluster) waitSlots(d time.Duration, cond func(map[int]string) bool) (time.Time, bool) {
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if cond(c.slotHolders()) {
-			return time.Now(), true
+	var at time.Time
+	if !poll.For(d, func() bool {
+		if !cond(c.slotHolders()) {
+			return false
 		}
-		if time.Now().After(deadline) {
-			return time.Time{}, false
-		}
-		<-tick.C
+		at = time.Now()
+		return true
+	}) {
+		return time.Time{}, false
 	}
+	return at, true
 }
 
 // allWorked: every slot is worked, by anyone but not.

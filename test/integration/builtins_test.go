@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -26,20 +25,14 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
 	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/serving"
 )
 
-// builtinTimeout bounds each wait for a built-in controller to act.
-const builtinTimeout = 30 * time.Second
-
-// eventually polls cond until it holds or builtinTimeout passes.
-func eventually(t testing.TB, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, builtinTimeout, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
+// builtinTimeout bounds each wait for a built-in controller to act: it is
+// the timeout of poll.UntilContext.
+const builtinTimeout = poll.Timeout
 
 // TestBuiltinControllers runs the five built-in controllers in one Manager
 // against kube-apiserver and checks that each one acts on real objects.
@@ -73,7 +66,7 @@ func TestBuiltinControllers(t *testing.T) {
 	}
 	runManager(t, m)
 	for _, name := range []string{podgc.Name, serviceaccount.Name, tokencleaner.Name, rootcacertpublisher.Name, ttlafterfinished.Name} {
-		eventually(t, name+" to run", func(context.Context) (bool, error) {
+		poll.UntilContext(t, name+" to run", func(context.Context) (bool, error) {
 			st, _ := m.Status(name)
 			return st.Phase == manager.PhaseRunning, nil
 		})
@@ -112,10 +105,11 @@ func TestBuiltinControllers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the expired token to be deleted", func(ctx context.Context) (bool, error) {
-			_, err := secrets.Get(ctx, expired.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
+		poll.UntilContext(t, "the expired token to be deleted",
+			func(ctx context.Context) (bool, error) {
+				_, err := secrets.Get(ctx, expired.Name, metav1.GetOptions{})
+				return apierrors.IsNotFound(err), nil
+			})
 		if _, err := secrets.Get(t.Context(), valid.Name, metav1.GetOptions{}); err != nil {
 			t.Errorf("the unexpired token: %v", err)
 		}
@@ -160,7 +154,7 @@ func testFinishedJob(t *testing.T, cs kubernetes.Interface, ns string) {
 		t.Fatal(err)
 	}
 	var last *batchv1.Job
-	eventually(t, "the job to be deleted", func(ctx context.Context) (bool, error) {
+	poll.UntilContext(t, "the job to be deleted", func(ctx context.Context) (bool, error) {
 		j, err := jobs.Get(ctx, job.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -180,7 +174,7 @@ func testFinishedJob(t *testing.T, cs kubernetes.Interface, ns string) {
 	if _, err := jobs.Patch(t.Context(), job.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	eventually(t, "the job to be gone", func(ctx context.Context) (bool, error) {
+	poll.UntilContext(t, "the job to be gone", func(ctx context.Context) (bool, error) {
 		_, err := jobs.Get(ctx, job.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -192,7 +186,7 @@ func testFinishedJob(t *testing.T, cs kubernetes.Interface, ns string) {
 func testOrphanedPod(t *testing.T, cs kubernetes.Interface, ns string) {
 	pods := cs.CoreV1().Pods(ns)
 	// Pod admission needs the default service account.
-	eventually(t, "the default service account", func(ctx context.Context) (bool, error) {
+	poll.UntilContext(t, "the default service account", func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
@@ -262,7 +256,7 @@ func hasDisruptionTarget(p *corev1.Pod) bool {
 func testDefaultServiceAccount(t *testing.T, cs kubernetes.Interface, ns string) {
 	sas := cs.CoreV1().ServiceAccounts(ns)
 	var first types.UID
-	eventually(t, "the default service account", func(ctx context.Context) (bool, error) {
+	poll.UntilContext(t, "the default service account", func(ctx context.Context) (bool, error) {
 		sa, err := sas.Get(ctx, "default", metav1.GetOptions{})
 		if err == nil {
 			first = sa.UID
@@ -272,10 +266,11 @@ func testDefaultServiceAccount(t *testing.T, cs kubernetes.Interface, ns string)
 	if err := sas.Delete(t.Context(), "default", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the default service account to be recreated", func(ctx context.Context) (bool, error) {
-		sa, err := sas.Get(ctx, "default", metav1.GetOptions{})
-		return err == nil && sa.UID != first, nil
-	})
+	poll.UntilContext(t, "the default service account to be recreated",
+		func(ctx context.Context) (bool, error) {
+			sa, err := sas.Get(ctx, "default", metav1.GetOptions{})
+			return err == nil && sa.UID != first, nil
+		})
 }
 
 // testRootCA: the namespace gets kube-root-ca.crt with the CA bundle, and
@@ -287,11 +282,11 @@ func testRootCA(t *testing.T, cs kubernetes.Interface, ns string, ca []byte) {
 		return err == nil && cm.Data[rootcacertpublisher.DataKey] == string(ca) &&
 			cm.Annotations[rootcacertpublisher.DescriptionAnnotation] == rootcacertpublisher.Description, nil
 	}
-	eventually(t, "kube-root-ca.crt", published)
+	poll.UntilContext(t, "kube-root-ca.crt", published)
 	if err := cms.Delete(t.Context(), rootcacertpublisher.ConfigMapName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "kube-root-ca.crt to be recreated", published)
+	poll.UntilContext(t, "kube-root-ca.crt to be recreated", published)
 	cm, err := cms.Get(t.Context(), rootcacertpublisher.ConfigMapName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -300,5 +295,5 @@ func testRootCA(t *testing.T, cs kubernetes.Interface, ns string, ca []byte) {
 	if _, err := cms.Update(t.Context(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "kube-root-ca.crt to be fixed", published)
+	poll.UntilContext(t, "kube-root-ca.crt to be fixed", published)
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	leaderpkg "github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/test/gobuild"
 )
@@ -162,20 +163,15 @@ func (r *replicas) startedAfter(t time.Time, not string) (event, bool) {
 // waitFor polls the activity file until cond finds an event.
 func (r *replicas) waitFor(what string, timeout time.Duration, cond func() (event, bool)) event {
 	r.tb.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if e, ok := cond(); ok {
-			return e
-		}
-		select {
-		case <-deadline.C:
-			r.tb.Fatalf("no %s within %v; activity: %+v", what, timeout, r.events())
-		case <-tick.C:
-		}
+	var e event
+	if !poll.For(timeout, func() bool {
+		var ok bool
+		e, ok = cond()
+		return ok
+	}) {
+		r.tb.Fatalf("no %s within %v; activity: %+v", what, timeout, r.events())
 	}
+	return e
 }
 
 // assertNoOverlap checks from the activity file (a SIGKILLed replica's

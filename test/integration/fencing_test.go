@@ -21,6 +21,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/fence"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/serving"
@@ -167,11 +168,12 @@ func TestFencedWritesAfterLostLease(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, "a writes", func(context.Context) (bool, error) { return accepted(a) >= 5, nil })
+	poll.UntilContext(t, "a writes",
+		func(context.Context) (bool, error) { return accepted(a) >= 5, nil })
 
 	partitioned.Store(true)
 	cut := time.Now()
-	eventually(t, "a's writes are fenced", func(context.Context) (bool, error) {
+	poll.UntilContext(t, "a's writes are fenced", func(context.Context) (bool, error) {
 		s := a.snapshot()
 		return len(s) > 0 && errors.Is(s[len(s)-1].err, fence.ErrFenced), nil
 	})
@@ -193,10 +195,13 @@ func TestFencedWritesAfterLostLease(t *testing.T) {
 	}
 	runManager(t, mb)
 	defer func() { close(b.stop) }()
-	eventually(t, "b writes", func(context.Context) (bool, error) { return accepted(b) >= 3, nil })
+	poll.UntilContext(t, "b writes",
+		func(context.Context) (bool, error) { return accepted(b) >= 3, nil })
 	// a goes on trying while b writes.
 	aTriesBefore := len(a.snapshot())
-	eventually(t, "a tries again while b leads", func(context.Context) (bool, error) { return len(a.snapshot()) > aTriesBefore+5, nil })
+	poll.UntilContext(t, "a tries again while b leads", func(context.Context) (bool, error) {
+		return len(a.snapshot()) > aTriesBefore+5, nil
+	})
 
 	var bFirst int64
 	for _, x := range b.snapshot() {

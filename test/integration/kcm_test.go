@@ -13,6 +13,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 )
 
 // TestKCMBinary drives the built-in controllers through examples/kcm, a
@@ -74,7 +76,7 @@ func TestKCMBinary(t *testing.T) {
 			<-exited
 		}
 	})
-	eventually(t, "the binary to take its lease", func(ctx context.Context) (bool, error) {
+	poll.UntilContext(t, "the binary to take its lease", func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-exited:
 			exited <- err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
@@ -43,10 +44,11 @@ func TestREADMETestenvSnippet(t *testing.T) {
 	}
 	early1, early2 := runManager(t, m), runManager(t, m2)
 	for _, mm := range []*manager.Manager{m, m2} {
-		eventually(t, "both Managers run their controller", func(context.Context) (bool, error) {
-			st, _ := mm.Status("widget-controller")
-			return st.Phase == manager.PhaseRunning, nil
-		})
+		poll.UntilContext(t, "both Managers run their controller",
+			func(context.Context) (bool, error) {
+				st, _ := mm.Status("widget-controller")
+				return st.Phase == manager.PhaseRunning, nil
+			})
 	}
 	select {
 	case err := <-early1:

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/serving"
 )
@@ -180,22 +181,26 @@ func TestReplicaSetControllers(t *testing.T) {
 	}
 	done := runManager(t, m)
 	// Wait for both controllers to run before creating objects.
-	deadline := time.Now().Add(rsTimeout)
-	for _, name := range []string{replicaset.ReplicaSetControllerName, replicaset.ReplicationControllerControllerName} {
-		for {
-			st, _ := m.Status(name)
-			if st.Phase == manager.PhaseRunning {
-				break
+	names := []string{replicaset.ReplicaSetControllerName,
+		replicaset.ReplicationControllerControllerName}
+	var name string
+	var st manager.ControllerStatus
+	if !poll.For(rsTimeout, func() bool {
+		for len(names) > 0 {
+			name = names[0]
+			if st, _ = m.Status(name); st.Phase != manager.PhaseRunning {
+				select {
+				case err := <-done:
+					t.Fatalf("manager stopped: %v", err)
+				default:
+				}
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: phase %q (err %v) after %v", name, st.Phase, st.Err, rsTimeout)
-			}
-			select {
-			case err := <-done:
-				t.Fatalf("manager stopped: %v", err)
-			case <-time.After(20 * time.Millisecond):
-			}
+			names = names[1:]
 		}
+		return true
+	}) {
+		t.Fatalf("%s: phase %q (err %v) after %v", name, st.Phase, st.Err, rsTimeout)
 	}
 
 	for _, r := range replicatedKinds {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
@@ -163,7 +164,7 @@ func (r *gizmoRig) install(name string) time.Duration {
 	if _, err := gz.Create(r.tb.Context(), u, metav1.CreateOptions{}); err != nil {
 		r.tb.Fatalf("creating gizmo %s: %v", name, err)
 	}
-	eventually(r.tb, "the controller mirrors gizmo "+name, r.mirrored(name))
+	poll.UntilContext(r.tb, "the controller mirrors gizmo "+name, r.mirrored(name))
 	return time.Since(established)
 }
 
@@ -173,7 +174,7 @@ func (r *gizmoRig) uninstall(round int) {
 	if err := r.env.UninstallCRDs(r.tb.Context(), gizmoCRDName); err != nil {
 		r.tb.Fatal(err)
 	}
-	eventually(r.tb, "the controller stops with its CRD", r.phase(manager.PhaseUnserved))
+	poll.UntilContext(r.tb, "the controller stops with its CRD", r.phase(manager.PhaseUnserved))
 	if inf := r.g.informer(round); inf == nil || !inf.IsStopped() {
 		r.tb.Fatalf("round %d: the controller is unserved, but its informer runs", round+1)
 	}
@@ -184,7 +185,7 @@ func (r *gizmoRig) uninstall(round int) {
 // deleted, and acts again when it is installed again.
 func TestWhenServedFollowsTheCRD(t *testing.T) {
 	r := newGizmoRig(t)
-	eventually(t, "the controller waits for its CRD", r.phase(manager.PhaseUnserved))
+	poll.UntilContext(t, "the controller waits for its CRD", r.phase(manager.PhaseUnserved))
 	for round, name := range []string{"first", "second"} {
 		took := r.install(name)
 		t.Logf("round %d: from the CRD established (and discoverable) "+
@@ -213,7 +214,7 @@ func BenchmarkWhenServedStart(b *testing.B) {
 	}
 	for range b.N {
 		r := newGizmoRig(b)
-		eventually(b, "the controller waits for its CRD", r.phase(manager.PhaseUnserved))
+		poll.UntilContext(b, "the controller waits for its CRD", r.phase(manager.PhaseUnserved))
 		var took []time.Duration
 		for round := range rounds {
 			took = append(took, r.install(fmt.Sprintf("bench-%d", round)))

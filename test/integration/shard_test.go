@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/shard"
 	"github.com/ctrlhost/ctrlhost/testenv"
@@ -129,16 +129,10 @@ func TestShardedInformersOnARealServer(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				if _, err := cms.Lister().ConfigMaps(in).Get("later"); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the held slot's new ConfigMap was not cached within 30s")
-				}
-				<-time.After(20 * time.Millisecond)
-			}
+			poll.Until(t, "the held slot's new ConfigMap to be cached", func() bool {
+				_, err := cms.Lister().ConfigMaps(in).Get("later")
+				return err == nil
+			})
 			if _, err := cms.Lister().ConfigMaps(out).Get("later"); err == nil {
 				t.Error("cached a new ConfigMap of a slot not held")
 			}

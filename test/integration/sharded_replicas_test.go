@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
@@ -63,17 +64,18 @@ func (r *replicas) slotHolders() map[int]string {
 // timeout, and returns when it first held.
 func (r *replicas) waitSlots(what string, timeout time.Duration, cond func(map[int]string) bool) time.Time {
 	r.tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		h := r.slotHolders()
-		if cond(h) {
-			return time.Now()
+	var h map[int]string
+	var at time.Time
+	if !poll.For(timeout, func() bool {
+		if h = r.slotHolders(); !cond(h) {
+			return false
 		}
-		if time.Now().After(deadline) {
-			r.tb.Fatalf("%s: not within %v; slots worked: %v", what, timeout, h)
-		}
-		<-time.After(5 * time.Millisecond)
+		at = time.Now()
+		return true
+	}) {
+		r.tb.Fatalf("%s: not within %v; slots worked: %v", what, timeout, h)
 	}
+	return at
 }
 
 // assertNoSlotOverlap checks from the activity file that no slot was ever
@@ -217,24 +219,26 @@ func TestShardedReplicasAcrossProcesses(t *testing.T) {
 // want active pods and says so in its status.
 func allConverge(t *testing.T, cs kubernetes.Interface, namespaces []string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(rsTimeout)
-	for _, ns := range namespaces {
-		for {
-			pods, err := activePods(t.Context(), cs, ns, "web")
-			if err != nil {
+	var ns string
+	var pods []corev1.Pod
+	var replicas int32
+	if !poll.For(rsTimeout, func() bool {
+		for ; len(namespaces) > 0; namespaces = namespaces[1:] {
+			ns = namespaces[0]
+			var err error
+			if pods, err = activePods(t.Context(), cs, ns, "web"); err != nil {
 				t.Fatal(err)
 			}
-			replicas, err := replicatedKinds[0].status(t.Context(), cs, ns, "web")
-			if err != nil {
+			if replicas, err = replicatedKinds[0].status(t.Context(), cs, ns, "web"); err != nil {
 				t.Fatal(err)
 			}
-			if len(pods) == want && int(replicas) == want {
-				break
+			if len(pods) != want || int(replicas) != want {
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("namespace %s: ReplicaSet web has %d active pods, status %d; want %d", ns, len(pods), replicas, want)
-			}
-			<-time.After(50 * time.Millisecond)
 		}
+		return true
+	}) {
+		t.Fatalf("namespace %s: ReplicaSet web has %d active pods, status %d; want %d",
+			ns, len(pods), replicas, want)
 	}
 }

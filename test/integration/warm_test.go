@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/serving"
@@ -101,24 +102,15 @@ func TestWarmStandbyFailover(t *testing.T) {
 		})
 		return m, cancel
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(rsTimeout)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %v", what, rsTimeout)
-			}
-			<-time.After(10 * time.Millisecond)
-		}
-	}
+	waits := poll.Within(rsTimeout)
 	var aReqs, bReqs requests
 	a, stopA := replica("a", &aReqs)
-	waitFor("a leads and runs", func() bool {
+	waits.Until(t, "a leads and runs", func() bool {
 		st, _ := a.Status(replicaset.ReplicaSetControllerName)
 		return st.Phase == manager.PhaseRunning
 	})
 	b, _ := replica("b", &bReqs)
-	waitFor("b's warm sync", func() bool { return bReqs.podSyncs.Load() == 1 })
+	waits.Until(t, "b's warm sync", func() bool { return bReqs.podSyncs.Load() == 1 })
 	if st, _ := b.Status(replicaset.ReplicaSetControllerName); st.Phase != manager.PhaseWaiting {
 		t.Errorf("follower b: %s, want waiting (not built)", st.Phase)
 	}
@@ -142,7 +134,7 @@ func TestWarmStandbyFailover(t *testing.T) {
 	if _, err := cs.AppsV1().ReplicaSets(ns).Create(ctx, probe, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("b acts on the probe", func() bool {
+	waits.Until(t, "b acts on the probe", func() bool {
 		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "probe=warm"})
 		return err == nil && len(list.Items) == 1
 	})

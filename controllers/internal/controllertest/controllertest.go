@@ -25,6 +25,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	ctrlinformers "github.com/ctrlhost/ctrlhost/informers"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/managertest"
 )
@@ -210,19 +211,9 @@ func CheckRunWithCancelledContext(t *testing.T, d descriptor.Descriptor) {
 	RunCancelled(t, c)
 }
 
-// WaitFor polls cond every 10ms for up to 30s, and fails the test, naming
-// what it waited for, when the time is up or the test's context ends.
+// WaitFor polls cond every 10ms for up to 30s (poll.Until), and fails the
+// test, naming what it waited for, when the time is up.
 func WaitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal(t.Context().Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	poll.Until(t, what, cond)
 }

@@ -2,6 +2,7 @@ package controllertest
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 )
 
 // LogContext returns t's context carrying a logger that writes to t.Log.
@@ -78,6 +80,49 @@ func CountActions(client *fake.Clientset, verb, resource string) int {
 		}
 	}
 	return n
+}
+
+// Actions lists client's recorded actions, in order, as "verb resource"
+// or "verb resource/subresource", leaving out those whose verb is one of
+// omit (for example "list" and "watch", an informer's).
+func Actions(client *fake.Clientset, omit ...string) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		if slices.Contains(omit, a.GetVerb()) {
+			continue
+		}
+		s := a.GetVerb() + " " + a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			s += "/" + a.GetSubresource()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Epoch is the fixtures' fixed "now": 2026-03-01 12:00:00 UTC. Read it,
+// never assign it: it is shared by every test of a package.
+var Epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// Events drains r's channel: the events recorded since the last drain, in
+// order, as record.FakeRecorder writes them ("<type> <reason> <message>").
+// It does not wait for an event.
+func Events(r *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// HasEvent reports whether one of events (as Events returns them) starts
+// with prefix.
+func HasEvent(events []string, prefix string) bool {
+	return slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, prefix) })
 }
 
 // Requeue is one delayed enqueue.

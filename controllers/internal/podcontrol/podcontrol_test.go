@@ -18,6 +18,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -36,19 +38,6 @@ func template() *corev1.PodTemplateSpec {
 			Finalizers:  []string{"example.com/f"},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}},
-	}
-}
-
-// events drains the recorder.
-func events(r *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-r.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
 	}
 }
 
@@ -117,7 +106,7 @@ func TestCreatePod(t *testing.T) {
 			if (created != nil) != tt.wantCreate {
 				t.Fatalf("create call made: %v, want %v", created != nil, tt.wantCreate)
 			}
-			evs := events(rec)
+			evs := controllertest.Events(rec)
 			switch {
 			case tt.wantEvent == "" && len(evs) > 0:
 				t.Errorf("events %q, want none", evs)
@@ -199,7 +188,7 @@ func TestDeletePod(t *testing.T) {
 			if !tt.wantErr(err) {
 				t.Errorf("DeletePod = %v", err)
 			}
-			evs := events(rec)
+			evs := controllertest.Events(rec)
 			if tt.wantEvent == "" && len(evs) > 0 || tt.wantEvent != "" && (len(evs) != 1 || evs[0] != tt.wantEvent) {
 				t.Errorf("events %q, want %q", evs, tt.wantEvent)
 			}
