@@ -4,7 +4,11 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -65,6 +69,10 @@ type harness struct {
 	cs         kubernetes.Interface // the bench's own client, fast
 	kubeconfig string
 	shardSlots int // --shard-slots of sharded programs
+	// profileDir, when set (BENCH_HEAP_PROFILE), is where the startup
+	// scenario saves each program's heap profile once it acted: the
+	// programs then serve /debug/pprof on a loopback port.
+	profileDir string
 }
 
 func newHarness(tb testing.TB, env *testenv.Env) *harness {
@@ -75,7 +83,8 @@ func newHarness(tb testing.TB, env *testenv.Env) *harness {
 	if err := env.WriteKubeconfig(kubeconfig); err != nil {
 		tb.Fatal(err)
 	}
-	return &harness{tb: tb, env: env, cs: kubernetes.NewForConfigOrDie(cfg), kubeconfig: kubeconfig}
+	return &harness{tb: tb, env: env, cs: kubernetes.NewForConfigOrDie(cfg), kubeconfig: kubeconfig,
+		profileDir: os.Getenv("BENCH_HEAP_PROFILE")}
 }
 
 // unique returns a name no earlier run used.
@@ -101,15 +110,71 @@ func (h *harness) namespace(prefix string) string {
 // budget.
 func (h *harness) start(p program, name, lease string, qps, burst int) *procs.Process {
 	h.tb.Helper()
+	return h.startWith(p, name, lease, qps, burst, "--secure-port=0")
+}
+
+// startProfiled is start with /debug/pprof served on a free loopback port,
+// which it returns: both programs take KCM's serving flags, authenticate
+// the bench's token through the API server, and let it reach the profiles
+// without a SubjectAccessReview.
+func (h *harness) startProfiled(p program, name, lease string, qps, burst int) (*procs.Process, int) {
+	h.tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		h.tb.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		h.tb.Fatal(err)
+	}
+	return h.startWith(p, name, lease, qps, burst, fmt.Sprintf("--secure-port=%d", port),
+		"--bind-address=127.0.0.1", "--profiling",
+		"--authentication-kubeconfig="+h.kubeconfig, "--authorization-kubeconfig="+h.kubeconfig,
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/debug/pprof/*"), port
+}
+
+// heapProfile saves the heap profile of the program serving on port (after
+// a collection) as <profileDir>/<file>.
+func (h *harness) heapProfile(port int, file string) {
+	h.tb.Helper()
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the program's self-signed pair
+	req, err := http.NewRequest(http.MethodGet,
+		fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/heap?gc=1", port), nil)
+	if err != nil {
+		h.tb.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+h.env.Config().BearerToken)
+	resp, err := client.Do(req)
+	if err != nil {
+		h.tb.Fatalf("heap profile: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		h.tb.Fatalf("heap profile: %s, %v: %.200s", resp.Status, err, body)
+	}
+	if err := os.MkdirAll(h.profileDir, 0o755); err != nil {
+		h.tb.Fatal(err)
+	}
+	path := filepath.Join(h.profileDir, file)
+	if err := os.WriteFile(path, body, 0o644); err != nil {
+		h.tb.Fatal(err)
+	}
+	h.tb.Logf("heap profile: %s", path)
+}
+
+func (h *harness) startWith(p program, name, lease string, qps, burst int, serving ...string) *procs.Process {
+	h.tb.Helper()
 	ctrls := controllers
 	if p.controllers != "" {
 		ctrls = p.controllers
 	}
 	args := append([]string{
-		"--kubeconfig=" + h.kubeconfig, "--controllers=" + ctrls, "--secure-port=0",
+		"--kubeconfig=" + h.kubeconfig, "--controllers=" + ctrls,
 		"--leader-elect=true", "--leader-elect-resource-name=" + lease,
 		fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", burst),
-	}, p.extra...)
+	}, append(serving, p.extra...)...)
 	// gctrace prints the live heap after every collection, for both
 	// programs alike, without serving /metrics.
 	return procs.StartEnv(h.tb, name, []string{"GODEBUG=gctrace=1"}, p.bin.Path(h.tb), args...)

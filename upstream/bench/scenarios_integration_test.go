@@ -250,10 +250,19 @@ func (h *harness) startup(s settings, n int, res *samples) {
 		pr, create := h.newProbe(ns)
 		create()
 		start := time.Now()
-		proc := h.start(p, p.name, unique("bench-start"), 2000, 4000)
+		var proc *procs.Process
+		port := 0
+		if h.profileDir != "" {
+			proc, port = h.startProfiled(p, p.name, unique("bench-start"), 2000, 4000)
+		} else {
+			proc = h.start(p, p.name, unique("bench-start"), 2000, 4000)
+		}
 		at := pr.wait(h.tb, 5*time.Minute, proc)
 		res.add(row, "s", p.name, at.Sub(start).Seconds())
 		mem := measureMemory(h.tb, proc)
+		if port != 0 {
+			h.heapProfile(port, fmt.Sprintf("%s-%d-pods.pb.gz", strings.ReplaceAll(p.name, " ", "-"), n))
+		}
 		res.add(fmt.Sprintf("RSS after startup, %d pods", n), "MiB", p.name, mem.rssMiB)
 		res.add(fmt.Sprintf("Go heap after startup, %d pods", n), "MiB", p.name, mem.heapMiB)
 		proc.Signal(syscall.SIGTERM, time.Minute)
