@@ -133,27 +133,91 @@ func (h *harness) startProfiled(p program, name, lease string, qps, burst int) (
 		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/debug/pprof/*"), port
 }
 
-// heapProfile saves the heap profile of the program serving on port (after
-// a collection) as <profileDir>/<file>.
-func (h *harness) heapProfile(port int, file string) {
+// pprof GETs a /debug/pprof path of the program serving on port.
+func (h *harness) pprof(port int, path string) []byte {
 	h.tb.Helper()
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the program's self-signed pair
-	req, err := http.NewRequest(http.MethodGet,
-		fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/heap?gc=1", port), nil)
+	body, err := h.pprofErr(port, path)
 	if err != nil {
 		h.tb.Fatal(err)
+	}
+	return body
+}
+
+// pprofErr is pprof for a goroutine other than the benchmark's.
+func (h *harness) pprofErr(port int, path string) ([]byte, error) {
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the program's self-signed pair
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", port, path), nil)
+	if err != nil {
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+h.env.Config().BearerToken)
 	resp, err := client.Do(req)
 	if err != nil {
-		h.tb.Fatalf("heap profile: %v", err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		h.tb.Fatalf("heap profile: %s, %v: %.200s", resp.Status, err, body)
+		return nil, fmt.Errorf("%s: %s, %v: %.200s", path, resp.Status, err, body)
 	}
+	return body, nil
+}
+
+var heapAllocLine = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
+
+// settledHeapMiB forces a collection in the program serving on port and
+// returns its live heap then (runtime.MemStats.HeapAlloc, as the heap
+// profile's text form reports it): what it holds once startup's garbage is
+// gone, where gctrace's last collection may have caught a list in flight.
+func (h *harness) settledHeapMiB(port int) float64 {
+	h.tb.Helper()
+	body := h.pprof(port, "/debug/pprof/heap?gc=1&debug=1")
+	m := heapAllocLine.FindSubmatch(body)
+	if m == nil {
+		h.tb.Fatalf("no HeapAlloc in the heap profile's text form: %.300s", body)
+	}
+	b, _ := strconv.ParseFloat(string(m[1]), 64)
+	return b / (1 << 20)
+}
+
+// cpuProfile saves a CPU profile of the program serving on port, taken
+// over BENCH_CPU_PROFILE seconds from as soon as it answers, as
+// <profileDir>/<file>.
+func (h *harness) cpuProfile(port int, file string) {
+	h.tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			h.tb.Errorf("cpu profile: the program did not serve within a minute: %v", err)
+			return
+		}
+		time.Sleep(5 * time.Millisecond) // a profile from the first moment it serves
+	}
+	body, err := h.pprofErr(port, "/debug/pprof/profile?seconds="+os.Getenv("BENCH_CPU_PROFILE"))
+	if err != nil {
+		h.tb.Errorf("cpu profile: %v", err)
+		return
+	}
+	if err := os.MkdirAll(h.profileDir, 0o755); err != nil {
+		h.tb.Error(err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(h.profileDir, file), body, 0o644); err != nil {
+		h.tb.Error(err)
+	}
+}
+
+// heapProfile saves the heap profile of the program serving on port (after
+// a collection) as <profileDir>/<file>.
+func (h *harness) heapProfile(port int, file string) {
+	h.tb.Helper()
+	body := h.pprof(port, "/debug/pprof/heap?gc=1")
 	if err := os.MkdirAll(h.profileDir, 0o755); err != nil {
 		h.tb.Fatal(err)
 	}
@@ -282,8 +346,9 @@ func (h *harness) createPods(ns string, from, to int) {
 
 // memory is a process's footprint at one moment.
 type memory struct {
-	rssMiB  float64
-	heapMiB float64 // live heap after the last GC, from gctrace
+	rssMiB     float64
+	peakRSSMiB float64 // the most RSS the process ever had (VmHWM)
+	heapMiB    float64 // live heap after the last GC, from gctrace
 }
 
 var gcLine = regexp.MustCompile(`gc \d+ @.* (\d+)->(\d+)->(\d+) MB`)
@@ -296,9 +361,16 @@ func measureMemory(tb testing.TB, p *procs.Process) memory {
 		tb.Fatal(err)
 	}
 	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmRSS:":
 			m.rssMiB = kb / 1024
+		case "VmHWM:":
+			m.peakRSSMiB = kb / 1024
 		}
 	}
 	lines := p.Lines()

@@ -148,9 +148,12 @@ func versusUpstream(tb testing.TB, s settings) {
 	if n := len(s.storedCounts); n >= 2 {
 		first, last := s.storedCounts[0], s.storedCounts[n-1]
 		for _, p := range []program{ctrlhost, upstream} {
-			lo := median(res.get(fmt.Sprintf("Go heap after startup, %d pods", first), p.name))
-			hi := median(res.get(fmt.Sprintf("Go heap after startup, %d pods", last), p.name))
-			res.add("Go heap per cached pod (startup rows)", "KiB", p.name, (hi-lo)*1024/float64(last-first))
+			for _, row := range []string{"Go heap settled after startup", "Go heap at startup's last GC"} {
+				lo := median(res.get(fmt.Sprintf("%s, %d pods", row, first), p.name))
+				hi := median(res.get(fmt.Sprintf("%s, %d pods", row, last), p.name))
+				res.add(fmt.Sprintf("%s: per cached pod", row), "KiB", p.name,
+					(hi-lo)*1024/float64(last-first))
+			}
 		}
 	}
 	fmt.Printf("\n%d round(s) on %d CPUs, %s; medians of the rounds, worst in parentheses.\n\n%s\n",
@@ -250,21 +253,27 @@ func (h *harness) startup(s settings, n int, res *samples) {
 		pr, create := h.newProbe(ns)
 		create()
 		start := time.Now()
-		var proc *procs.Process
-		port := 0
-		if h.profileDir != "" {
-			proc, port = h.startProfiled(p, p.name, unique("bench-start"), 2000, 4000)
-		} else {
-			proc = h.start(p, p.name, unique("bench-start"), 2000, 4000)
+		// Both serve /debug/pprof, so that the settled heap can be read.
+		proc, port := h.startProfiled(p, p.name, unique("bench-start"), 2000, 4000)
+		var cpu sync.WaitGroup
+		if h.profileDir != "" && os.Getenv("BENCH_CPU_PROFILE") != "" {
+			// The first seconds of the program, from as soon as it serves.
+			cpu.Go(func() {
+				h.cpuProfile(port, fmt.Sprintf("%s-%d-pods.cpu.pb.gz", strings.ReplaceAll(p.name, " ", "-"), n))
+			})
 		}
 		at := pr.wait(h.tb, 5*time.Minute, proc)
+		cpu.Wait()
 		res.add(row, "s", p.name, at.Sub(start).Seconds())
 		mem := measureMemory(h.tb, proc)
-		if port != 0 {
+		res.add(fmt.Sprintf("RSS after startup, %d pods", n), "MiB", p.name, mem.rssMiB)
+		res.add(fmt.Sprintf("peak RSS during startup, %d pods", n), "MiB", p.name, mem.peakRSSMiB)
+		res.add(fmt.Sprintf("Go heap at startup's last GC, %d pods", n), "MiB", p.name, mem.heapMiB)
+		res.add(fmt.Sprintf("Go heap settled after startup, %d pods", n), "MiB", p.name,
+			h.settledHeapMiB(port))
+		if h.profileDir != "" {
 			h.heapProfile(port, fmt.Sprintf("%s-%d-pods.pb.gz", strings.ReplaceAll(p.name, " ", "-"), n))
 		}
-		res.add(fmt.Sprintf("RSS after startup, %d pods", n), "MiB", p.name, mem.rssMiB)
-		res.add(fmt.Sprintf("Go heap after startup, %d pods", n), "MiB", p.name, mem.heapMiB)
 		proc.Signal(syscall.SIGTERM, time.Minute)
 	})
 }
