@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/test/gobuild"
 	"github.com/ctrlhost/ctrlhost/test/procs"
 	"github.com/ctrlhost/ctrlhost/testenv"
@@ -186,18 +187,18 @@ func (h *harness) settledHeapMiB(port int) float64 {
 // <profileDir>/<file>.
 func (h *harness) cpuProfile(port int, file string) {
 	h.tb.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var dialErr error
+	serving := poll.For(time.Minute, func() bool {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			_ = c.Close()
-			break
+		if dialErr = err; err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			h.tb.Errorf("cpu profile: the program did not serve within a minute: %v", err)
-			return
-		}
-		time.Sleep(5 * time.Millisecond) // a profile from the first moment it serves
+		_ = c.Close()
+		return true
+	})
+	if !serving {
+		h.tb.Errorf("cpu profile: the program did not serve within a minute: %v", dialErr)
+		return
 	}
 	body, err := h.pprofErr(port, "/debug/pprof/profile?seconds="+os.Getenv("BENCH_CPU_PROFILE"))
 	if err != nil {
