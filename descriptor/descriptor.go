@@ -28,6 +28,7 @@ type Descriptor struct {
 	informers         []schema.GroupVersionResource
 	indexers          map[schema.GroupVersionResource]cache.Indexers
 	objectTypes       map[schema.GroupVersionResource]runtime.Object
+	reads             map[schema.GroupVersionResource][]string
 	validators        []func() error
 	eventSource       string
 	served            []schema.GroupVersionResource
@@ -108,6 +109,48 @@ func (d Descriptor) WithObjectType(gvr schema.GroupVersionResource, obj runtime.
 	all[gvr] = obj.DeepCopyObject()
 	d.objectTypes = all
 	return d
+}
+
+// WithReads returns a copy that declares which fields of gvr's objects (a
+// resource with a typed informer) its controller reads, as JSON field
+// paths from the object's root: "spec.nodeName", "status",
+// "spec.containers.resources". A path keeps everything under it, goes
+// through pointers and lists (each element keeps the same fields), and
+// cannot go into a map. Metadata, apiVersion and kind are always kept, so
+// no path at all declares metadata only. Calling it again for gvr adds
+// paths.
+//
+// The host then drops, before they reach the cache, the fields of gvr's
+// objects that none of the controllers sharing the informer reads, which
+// is most of a cluster's memory for pods. A controller that did not
+// declare gvr reads it whole, and so does every controller that shares
+// its informer: declaring is optional, and safe to leave out. A declared
+// controller that reads a field it did not declare reads its zero value:
+// its unit tests catch that when their fixtures go through
+// informers.Fields.Prune (Reads gives the Fields). manager.Builder.Build
+// rejects a path that names no field.
+func (d Descriptor) WithReads(gvr schema.GroupVersionResource, paths ...string) Descriptor {
+	all := make(map[schema.GroupVersionResource][]string, len(d.reads)+1)
+	for k, v := range d.reads {
+		all[k] = slices.Clone(v)
+	}
+	all[gvr] = append(all[gvr], paths...)
+	if all[gvr] == nil {
+		all[gvr] = []string{}
+	}
+	d.reads = all
+	return d
+}
+
+// Reads returns what the controller declared it reads of each resource
+// (WithReads), a copy; a resource missing from it is read whole. Its type
+// converts to informers.Fields.
+func (d Descriptor) Reads() map[schema.GroupVersionResource][]string {
+	out := make(map[schema.GroupVersionResource][]string, len(d.reads))
+	for k, v := range d.reads {
+		out[k] = slices.Clone(v)
+	}
+	return out
 }
 
 // ObjectType returns the Go type declared for gvr's informer

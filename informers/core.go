@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlhost/ctrlhost/informers/internal/prune"
 )
 
 // core is what every view of a Set shares: its clients and options, and
@@ -29,6 +31,8 @@ type core struct {
 	dynamic  dynamic.Interface
 	resync   time.Duration
 	strip    bool
+	intern   bool
+	plans    plans
 
 	mu        sync.Mutex
 	entries   map[key]*entry
@@ -60,10 +64,18 @@ type key struct {
 	namespace string                      // typed: its factory's namespace ("" for all)
 	typ       reflect.Type                // typed: the object's type; custom: T
 	gvr       schema.GroupVersionResource // metadata, dynamic, custom
+	// variant tells apart typed informers of one type that keep different
+	// fields (acquire): 0 is the first.
+	variant int
 }
 
 // String names the informer in errors, as readiness reports it.
 func (k key) String() string {
+	if k.variant > 0 {
+		base := k
+		base.variant = 0
+		return fmt.Sprintf("%v (#%d)", base, k.variant+1)
+	}
 	switch k.kind {
 	case metadataKind:
 		return "metadata " + k.gvr.String()
@@ -83,6 +95,7 @@ type entry struct {
 	key
 	inf     cache.SharedIndexInformer
 	generic kinformers.GenericInformer // metadata and dynamic: the informer with its lister
+	plan    *prune.Plan                // typed: the fields it keeps; fixed once it runs
 	users   map[string]bool
 	cancel  context.CancelFunc // set once it runs
 	done    chan struct{}      // closed once it returned; nil before it runs
@@ -108,24 +121,44 @@ func (c *core) view(user string) *Set {
 		namespaced: map[string]*typedFactory{}}
 }
 
-// acquire returns the Set's informer k, made by mk (and given the
-// stripping transform, unless kept) when the Set has none, and counts user
-// among its users.
-func (c *core) acquire(k key, user string,
+// acquire returns the Set's informer k, made by mk when the Set has none
+// that serves holder, and counts holder among its users.
+//
+// A typed informer keeps only the fields its holders read (plans): one
+// not started yet widens to what holder reads; a started one that drops a
+// field holder reads does not serve it, and holder gets one of its own
+// (the next variant of k), that starts at the next Start.
+func (c *core) acquire(k key, holder string,
 	mk func() (cache.SharedIndexInformer, kinformers.GenericInformer)) *entry {
+	var want *prune.Plan
+	if k.kind == typedKind {
+		want = c.plans.planFor(holder, k.typ)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[k]
-	if !ok {
-		inf, gi := mk()
-		if c.strip && k.kind != customKind {
-			// Fails only on a running informer, and this one is new.
-			_ = inf.SetTransform(StripManagedFields)
+	for k.variant = 0; ; k.variant++ {
+		e, ok := c.entries[k]
+		if !ok {
+			break
 		}
-		e = &entry{key: k, inf: inf, generic: gi, users: map[string]bool{}}
-		c.entries[k] = e
+		switch {
+		case want == nil || e.plan.Covers(want):
+		case e.done == nil:
+			e.plan = e.plan.Union(want)
+		default:
+			continue
+		}
+		e.users[holder] = true
+		return e
 	}
-	e.users[user] = true
+	inf, gi := mk()
+	e := &entry{key: k, inf: inf, generic: gi, plan: want, users: map[string]bool{}}
+	if k.kind != customKind {
+		// Fails only on a running informer, and this one is new.
+		_ = inf.SetTransform(c.transform(e))
+	}
+	c.entries[k] = e
+	e.users[holder] = true
 	return e
 }
 

@@ -33,6 +33,17 @@
 //   - By default every object stored in a cache has metadata.managedFields
 //     removed, which controllers never read and which is often the largest
 //     part of an object.
+//   - With Options.Reads, a typed informer keeps only the fields its
+//     holders declared they read (Fields), and drops the others before
+//     they reach its cache. Holders that request an informer before it
+//     starts share one, that keeps the union of what they read; a holder
+//     that did not declare the resource reads it whole, and so do all who
+//     share an informer with it. A holder that comes once an informer runs
+//     and reads a field it drops gets an informer of its own, started at
+//     the next Start: no holder ever reads a field it declared dropped.
+//   - With Options.InternStrings, the strings of typed and metadata
+//     informers' objects that repeat across objects share one copy;
+//     values are unchanged.
 //   - Synced answers without blocking, so readiness checks can call it.
 //   - When Shutdown of a view returns, the event handlers its user added
 //     through it are removed, the informers no other user holds are
@@ -41,6 +52,10 @@
 //     Shutdown.
 //
 // Non-guarantees:
+//   - A holder that reads a field it did not declare reads its zero value:
+//     declarations are checked against the types (CheckFields), not
+//     against what the code reads. Tests catch that (controllertest prunes
+//     fixtures the same way).
 //   - A Set belongs to one term; it holds no global state and must not be
 //     reused after Shutdown (informers requested afterwards never start).
 //   - Objects from listers are shared with every other reader: callers must

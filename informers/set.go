@@ -38,6 +38,17 @@ type Options struct {
 	// informers (Set.Dynamic, Custom). Default: nil, and they are not
 	// offered.
 	Dynamic dynamic.Interface
+	// Reads says, by user (as For names them), which fields of typed
+	// resources each user reads. A typed informer keeps only the fields
+	// its holders read, and drops the others before they reach its cache;
+	// a holder that did not declare a resource reads it whole. Paths that
+	// CheckFields rejects are read whole. Default: nil, every field kept.
+	Reads map[string]Fields
+	// InternStrings makes the strings of typed and metadata informers'
+	// objects that repeat across objects share one copy (label keys and
+	// values, namespaces, owner and node names), which a decoder copies
+	// into every object. Values are unchanged. Default: false.
+	InternStrings bool
 }
 
 // Set is the informer set of one term, as one holder sees it. New returns
@@ -64,6 +75,8 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, opts Op
 		dynamic:  opts.Dynamic,
 		resync:   opts.Resync,
 		strip:    !opts.KeepManagedFields,
+		intern:   opts.InternStrings,
+		plans:    compilePlans(opts.Reads),
 		entries:  map[key]*entry{},
 		handlers: map[string][]registration{},
 	}

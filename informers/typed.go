@@ -74,12 +74,12 @@ func (f *typedFactory) InformerName() *cache.InformerName { return nil }
 // typed informer for.
 func (f *typedFactory) ForResource(
 	gvr schema.GroupVersionResource) (kinformers.GenericInformer, error) {
-	path, ok := typedResources()[gvr]
+	r, ok := typedResources()[gvr]
 	if !ok {
 		return nil, fmt.Errorf("no informer found for %v", gvr)
 	}
 	v := reflect.ValueOf(kinformers.SharedInformerFactory(f))
-	for _, m := range path {
+	for _, m := range r.path {
 		v = v.MethodByName(m).Call(nil)[0]
 	}
 	inf := v.MethodByName("Informer").Call(nil)[0].Interface().(cache.SharedIndexInformer)
@@ -103,7 +103,9 @@ func (f *typedFactory) Shutdown() {}
 func (f *typedFactory) WaitForCacheSync(stop <-chan struct{}) map[reflect.Type]bool {
 	out := map[reflect.Type]bool{}
 	for e, ok := range waitSynced(stop, f.s.c.startedOf(typedKind, f.namespace)) {
-		out[e.typ] = ok
+		if prev, seen := out[e.typ]; !seen || prev {
+			out[e.typ] = ok // every variant of a type must have synced
+		}
 	}
 	return out
 }
@@ -216,17 +218,24 @@ type genericInformer struct {
 func (g genericInformer) Informer() cache.SharedIndexInformer { return g.inf }
 func (g genericInformer) Lister() cache.GenericLister         { return g.lister }
 
+// typedResource is how a typed informer is made: the accessor path (group,
+// version, resource methods, as Core, V1, Pods), and the Go struct type of
+// its objects.
+type typedResource struct {
+	path [3]string
+	typ  reflect.Type
+}
+
 // typedResources maps each resource client-go has a typed informer for to
-// the accessor path that makes it (group, version, resource methods, as
-// Core, V1, Pods). It is read from the factory interface itself: each
+// how it is made (typedResource). It is read from the factory interface itself: each
 // accessor's object gives the group and version (client-go's scheme), and
 // the resource is the accessor's name in lower case, as client-go's own
 // ForResource names them (TestTypedResourcesMatchClientGo checks every
 // one against it).
-var typedResources = sync.OnceValue(func() map[schema.GroupVersionResource][3]string {
+var typedResources = sync.OnceValue(func() map[schema.GroupVersionResource]typedResource {
 	var seen runtime.Object
 	probe := &typedFactory{probe: func(obj runtime.Object) { seen = obj }}
-	out := map[schema.GroupVersionResource][3]string{}
+	out := map[schema.GroupVersionResource]typedResource{}
 	factory := reflect.ValueOf(kinformers.SharedInformerFactory(probe))
 	ft := reflect.TypeFor[kinformers.SharedInformerFactory]()
 	for i := range ft.NumMethod() {
@@ -258,7 +267,8 @@ var typedResources = sync.OnceValue(func() map[schema.GroupVersionResource][3]st
 					continue
 				}
 				gvr := kinds[0].GroupVersion().WithResource(strings.ToLower(r))
-				out[gvr] = [3]string{g.Name, v.Name, r}
+				out[gvr] = typedResource{[3]string{g.Name, v.Name, r},
+					reflect.TypeOf(seen).Elem()}
 			}
 		}
 	}

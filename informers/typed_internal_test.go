@@ -1,6 +1,7 @@
 package informers
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -48,6 +49,9 @@ func TestTypedResourcesMatchClientGo(t *testing.T) {
 		if _, err := probe.ForResource(gvr); err != nil || seen == nil {
 			t.Errorf("%v: the probe saw no object", gvr)
 			continue
+		}
+		if path.typ != reflect.TypeOf(seen).Elem() {
+			t.Errorf("%v: typedResources says %v, the informer holds %T", gvr, path.typ, seen)
 		}
 		// client-go's InformerFor returns the informer it has for the
 		// object's type: the one ForResource made, if the types agree.

@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"errors"
+	corev1 "k8s.io/api/core/v1"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -93,6 +94,11 @@ func TestBuildErrors(t *testing.T) {
 		{"check name taken by a controller", manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).
 			Register(descriptor.New("informer-sync", nop)), `check "informer-sync" registered twice on /readyz`},
 		{"nil client", manager.NewBuilder("m").WithClient(nil, nil), "WithClient: the typed client must not be nil"},
+		{"read of a field pods lack", manager.NewBuilder("m").WithClient(fake.NewClientset(), nil).
+			Register(descriptor.New("r", nop).WithReads(corev1.SchemeGroupVersion.WithResource("pods"),
+				"spec.nodeName", "spec.node")),
+			`descriptor "r": WithReads: /v1, Resource=pods: field path "spec.node" of Pod: ` +
+				`PodSpec has no field "node" (it has activeDeadlineSeconds, affinity, `},
 		{"unloadable kubeconfig", manager.NewBuilder("m").WithOptions(manager.Options{Kubeconfig: "/nonexistent/kubeconfig"}),
 			`--kubeconfig "/nonexistent/kubeconfig"`},
 		// Defect: NaN and +Inf were accepted and turned rate limiting off.

@@ -20,6 +20,7 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/internal/featuregates"
 	"github.com/ctrlhost/ctrlhost/internal/metrics"
@@ -197,6 +198,12 @@ func (b *Builder) Build() (*Manager, error) {
 	set, err := descriptor.NewSet(b.descriptors...)
 	if err != nil {
 		errs = append(errs, err)
+	}
+	for _, d := range b.descriptors {
+		if err := informers.CheckFields(d.Reads()); err != nil {
+			errs = append(errs, fmt.Errorf("descriptor %q: WithReads: %w; name a field of "+
+				"the type, or leave the resource out to read it whole", d.Name(), err))
+		}
 	}
 	// --feature-gates are tried on a copy of the caller's gate: a Build
 	// that fails leaves it as it was; one that succeeds sets them on it.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 
@@ -160,8 +161,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		if spec.slot != nil {
 			client, dyn = spec.slot.client, spec.slot.dynamic
 		}
-		opts := informers.Options{Resync: m.resyncPeriod(), Dynamic: dyn}
-		env.set = informers.New(client, m.metaClient, opts)
+		env.set = informers.New(client, m.metaClient, m.informerOptions(dyn))
 	}
 	if lease != nil {
 		env.gate = lease.Gate()
@@ -489,6 +489,20 @@ func (c *initCall) abandon() bool {
 // resyncPeriod is KCM's: a random period in [min, 2·min).
 func (m *Manager) resyncPeriod() time.Duration {
 	return time.Duration(float64(m.opts.MinResyncPeriod) * (1 + rand.Float64()))
+}
+
+// informerOptions are the options of a term's informer set, and of a warm
+// one: a resync period, the dynamic client, what each controller declared
+// it reads (descriptor.WithReads), and shared copies of repeated strings.
+func (m *Manager) informerOptions(dyn dynamic.Interface) informers.Options {
+	reads := map[string]informers.Fields{}
+	for name, s := range m.states {
+		if r := s.desc.Reads(); len(r) > 0 {
+			reads[name] = r
+		}
+	}
+	return informers.Options{Resync: m.resyncPeriod(), Dynamic: dyn, Reads: reads,
+		InternStrings: true}
 }
 
 // panicValue logs a recovered panic of controller name with its stack,

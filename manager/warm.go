@@ -53,8 +53,8 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 		}
 	}
 	ctx = logr.NewContext(ctx, logr.FromContextOrDiscard(ctx).WithValues("lock", lease))
-	return informers.StartWarm(ctx, m.client, m.metaClient,
-		informers.Options{Resync: m.resyncPeriod(), Dynamic: m.dynClient}, declared)
+	return informers.StartWarm(ctx, m.client, m.metaClient, m.informerOptions(m.dynClient),
+		declared)
 }
 
 // warmSlot holds the warm set a campaign prepared until a term adopts it.
