@@ -79,7 +79,7 @@ type fixture struct {
 // informer and the API, and apiOnlyNodes in the API only.
 func newFixture(t *testing.T, threshold int, pods []*corev1.Pod, informerNodes, apiOnlyNodes []*corev1.Node) *fixture {
 	t.Helper()
-	podIdx := controllertest.NamespacedIndexer(t, pods...)
+	podIdx := controllertest.NamespacedIndexer(t, controllertest.Pruned(t, Descriptor(Options{}), pods...)...)
 	nodeIdx := controllertest.ClusterIndexer(t, informerNodes...)
 	orig := map[string]*corev1.Pod{}
 	for _, p := range pods {

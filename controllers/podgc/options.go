@@ -104,5 +104,9 @@ func Descriptor(o Options) descriptor.Descriptor {
 		}
 		return c, nil
 	}).WithAliases(Alias).WithValidator(o.Validate).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithResource("nodes"))
+		WithInformers(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithResource("nodes")).
+		// What it reads of a pod besides its metadata: its node, and the
+		// status it patches to Failed.
+		WithReads(corev1.SchemeGroupVersion.WithResource("pods"),
+			"spec.nodeName", "status.phase", "status.reason", "status.conditions")
 }

@@ -65,7 +65,23 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithValidator(func() error { return validateWorkers("concurrent-replicaset-syncs", workers) }).
 		WithIndexers(appsv1.SchemeGroupVersion.WithResource("replicasets"), index.ByControllerUIDIndexers()).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
+		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...).
 		Sharded(shard.ByNamespace)
+}
+
+// podReads are the fields of a pod the ReplicaSet logic reads besides its
+// metadata: its node (scale-down spreads over nodes), its phase, readiness
+// and restarts, and which init containers are sidecars (their restarts
+// count apart).
+var podReads = []string{
+	"spec.nodeName",
+	"spec.initContainers.name",
+	"spec.initContainers.restartPolicy",
+	"status.phase",
+	"status.conditions",
+	"status.containerStatuses.restartCount",
+	"status.initContainerStatuses.name",
+	"status.initContainerStatuses.restartCount",
 }
 
 // ReplicationControllerDescriptor returns the ReplicationController
@@ -84,6 +100,7 @@ func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 		WithValidator(func() error { return validateWorkers("concurrent-rc-syncs", workers) }).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("replicationcontrollers"), index.ByControllerUIDIndexers()).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
+		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...).
 		Sharded(shard.ByNamespace)
 }
 

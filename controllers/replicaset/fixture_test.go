@@ -100,10 +100,11 @@ func newFixture(t *testing.T, k fixtureKind, objs ...runtime.Object) *fixture {
 	return f
 }
 
-// cache puts o into its informer's store, as a watch event would.
+// cache puts o into its informer's store, as a watch event would, with
+// only the fields the controller declares it reads.
 func (f *fixture) cache(o runtime.Object) {
 	f.t.Helper()
-	controllertest.Cache(f.t, f.factory, o)
+	controllertest.CacheAs(f.t, Descriptor(Options{}), f.factory, o)
 }
 
 // sync runs one sync of key.

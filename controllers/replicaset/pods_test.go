@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 )
 
@@ -123,8 +124,12 @@ func TestPodsToDelete(t *testing.T) {
 			if tt.noNow {
 				now = time.Time{}
 			}
-			in := slices.Clone(tt.pods)
-			got := podsToDelete(tt.pods, tt.related, tt.diff, now, !tt.noCost)
+			// Ranked as the host's informers hold them: pruned to what
+			// the controller declares it reads.
+			pods := controllertest.Pruned(t, Descriptor(Options{}), tt.pods...)
+			related := controllertest.Pruned(t, Descriptor(Options{}), tt.related...)
+			in := slices.Clone(pods)
+			got := podsToDelete(pods, related, tt.diff, now, !tt.noCost)
 			var names []string
 			for _, p := range got {
 				names = append(names, p.Name)
@@ -132,7 +137,7 @@ func TestPodsToDelete(t *testing.T) {
 			if !slices.Equal(names, tt.want) {
 				t.Errorf("podsToDelete = %v, want %v", names, tt.want)
 			}
-			if !slices.Equal(in, tt.pods) {
+			if !slices.Equal(in, pods) {
 				t.Error("podsToDelete reordered its input")
 			}
 		})

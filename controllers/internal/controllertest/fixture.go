@@ -17,6 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	ctrlinformers "github.com/ctrlhost/ctrlhost/informers"
 )
 
 // LogContext returns t's context carrying a logger that writes to t.Log.
@@ -194,4 +197,28 @@ func Cache(t testing.TB, factory informers.SharedInformerFactory, o runtime.Obje
 	if err := inf.Informer().GetIndexer().Add(o); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Pruned returns copies of objs with only the fields d declares it reads
+// (descriptor.WithReads), as a host's informers would cache them: a
+// controller that reads a field it did not declare finds its zero value
+// in its tests, not first in production.
+func Pruned[T runtime.Object](t testing.TB, d descriptor.Descriptor, objs ...T) []T {
+	t.Helper()
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		c := o.DeepCopyObject().(T)
+		if err := ctrlinformers.Fields(d.Reads()).Prune(c); err != nil {
+			t.Fatalf("controllertest.Pruned: %s: %v", d.Name(), err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// CacheAs is Cache of o as d's informers would hold it (Pruned).
+func CacheAs(t testing.TB, d descriptor.Descriptor, factory informers.SharedInformerFactory,
+	o runtime.Object) {
+	t.Helper()
+	Cache(t, factory, Pruned(t, d, o)[0])
 }
