@@ -264,6 +264,10 @@ func (h *harness) startup(s settings, n int, res *samples) {
 		}
 		at := pr.wait(h.tb, 5*time.Minute, proc)
 		cpu.Wait()
+		if os.Getenv("BENCH_TRACE") != "" {
+			h.tb.Logf("%s: its log from its start to the probe's pod at +%.1fms:\n%s",
+				p.name, ms(at.Sub(start)), trace(proc, start, start, at))
+		}
 		res.add(row, "s", p.name, at.Sub(start).Seconds())
 		mem := measureMemory(h.tb, proc)
 		res.add(fmt.Sprintf("RSS after startup, %d pods", n), "MiB", p.name, mem.rssMiB)
