@@ -142,9 +142,18 @@ func (d Descriptor) WithReads(gvr schema.GroupVersionResource, paths ...string) 
 	return d
 }
 
+// ReadsMetadataOnly returns a copy that declares that, of every resource it
+// does not name in WithReads, its controller reads only the metadata of
+// the objects (a garbage collector, that reads owner references of
+// whatever it watches). It is WithReads of the zero GroupVersionResource
+// (informers.AnyResource) with no path.
+func (d Descriptor) ReadsMetadataOnly() Descriptor {
+	return d.WithReads(schema.GroupVersionResource{})
+}
+
 // Reads returns what the controller declared it reads of each resource
-// (WithReads), a copy; a resource missing from it is read whole. Its type
-// converts to informers.Fields.
+// (WithReads, ReadsMetadataOnly under the zero key), a copy; a resource
+// missing from it is read whole. Its type converts to informers.Fields.
 func (d Descriptor) Reads() map[schema.GroupVersionResource][]string {
 	out := make(map[schema.GroupVersionResource][]string, len(d.reads))
 	for k, v := range d.reads {

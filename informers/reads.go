@@ -19,9 +19,14 @@ import (
 // Fields says which fields of each typed resource's objects one user of a
 // Set reads, as JSON field paths ("spec.nodeName", "status",
 // "spec.containers.resources"); no path means metadata only. A resource
-// missing from it is read whole. Metadata, apiVersion and kind are always
-// kept.
+// missing from it is read whole, unless Fields has AnyResource. Metadata,
+// apiVersion and kind are always kept.
 type Fields map[schema.GroupVersionResource][]string
+
+// AnyResource, as a key of Fields with no paths, says that the user reads
+// only the metadata of every typed resource Fields does not name (the
+// garbage collector does). It takes no paths: fields have a type.
+var AnyResource = schema.GroupVersionResource{}
 
 // CheckFields reports whether every resource of f has a typed informer and
 // every path names a field of its objects; the error names the resource,
@@ -31,6 +36,14 @@ func CheckFields(f Fields) error {
 	for _, gvr := range slices.SortedFunc(maps.Keys(f), func(a, b schema.GroupVersionResource) int {
 		return strings.Compare(a.String(), b.String())
 	}) {
+		if gvr == AnyResource {
+			if len(f[gvr]) > 0 {
+				errs = append(errs, fmt.Errorf("every resource (AnyResource) with fields %q: "+
+					"only metadata can be declared for every resource; name the resource "+
+					"whose fields are read", f[gvr]))
+			}
+			continue
+		}
 		r, ok := typedResources()[gvr]
 		if !ok {
 			errs = append(errs, fmt.Errorf("%v has no typed informer: declare reads of "+
@@ -44,28 +57,36 @@ func CheckFields(f Fields) error {
 	return errors.Join(errs...)
 }
 
-// plans are the compiled Fields of the users of a Set, by user and Go type.
-type plans map[string]map[reflect.Type]*prune.Plan
+// plans are the compiled Fields of the users of a Set.
+type plans map[string]userPlans
+
+// userPlans are one user's: by Go type, and whether it reads only the
+// metadata of the types it does not name (AnyResource).
+type userPlans struct {
+	byType       map[reflect.Type]*prune.Plan
+	metadataOnly bool
+}
 
 // compilePlans compiles reads; what does not compile (CheckFields says
 // why) is read whole.
 func compilePlans(reads map[string]Fields) plans {
 	out := plans{}
 	for user, f := range reads {
+		u := userPlans{byType: map[reflect.Type]*prune.Plan{}}
 		for gvr, paths := range f {
+			if gvr == AnyResource {
+				u.metadataOnly = len(paths) == 0
+				continue
+			}
 			r, ok := typedResources()[gvr]
 			if !ok {
 				continue
 			}
-			p, err := prune.Compile(r.typ, paths)
-			if err != nil {
-				continue
+			if p, err := prune.Compile(r.typ, paths); err == nil {
+				u.byType[r.typ] = p
 			}
-			if out[user] == nil {
-				out[user] = map[reflect.Type]*prune.Plan{}
-			}
-			out[user][r.typ] = p
 		}
+		out[user] = u
 	}
 	return out
 }
@@ -73,9 +94,18 @@ func compilePlans(reads map[string]Fields) plans {
 // planFor is what holder reads of objects of typ (a pointer type):
 // everything unless its user declared less.
 func (p plans) planFor(holder string, typ reflect.Type) *prune.Plan {
+	if holder == "" {
+		return prune.All(typ.Elem())
+	}
 	user, _, _ := strings.Cut(holder, "#")
-	if plan := p[user][typ.Elem()]; plan != nil && holder != "" {
+	u := p[user]
+	if plan := u.byType[typ.Elem()]; plan != nil {
 		return plan
+	}
+	if u.metadataOnly {
+		if plan, err := prune.Compile(typ.Elem(), nil); err == nil {
+			return plan
+		}
 	}
 	return prune.All(typ.Elem())
 }
@@ -111,7 +141,8 @@ func (c *core) transform(e *entry) cache.TransformFunc {
 // declared f drops: for the fixtures of unit tests, so that a controller
 // that reads a field it did not declare fails its tests instead of
 // reading a zero value in production. An object of a resource f does not
-// name is left whole. The error is CheckFields'.
+// name is left whole, or keeps its metadata only under AnyResource. The
+// error is CheckFields'.
 func (f Fields) Prune(obj runtime.Object) error {
 	if err := CheckFields(f); err != nil {
 		return err
@@ -120,15 +151,7 @@ func (f Fields) Prune(obj runtime.Object) error {
 	if typ == nil || typ.Kind() != reflect.Pointer {
 		return nil
 	}
-	for gvr, paths := range f {
-		if typedResources()[gvr].typ != typ.Elem() {
-			continue
-		}
-		p, err := prune.Compile(typ.Elem(), paths)
-		if err != nil {
-			return err
-		}
-		p.Apply(obj)
-	}
+	plan := compilePlans(map[string]Fields{"fixture": f}).planFor("fixture#1", typ)
+	plan.Apply(obj)
 	return nil
 }

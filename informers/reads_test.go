@@ -179,3 +179,39 @@ func TestFieldsPrune(t *testing.T) {
 		t.Error("Prune with a bad path: no error")
 	}
 }
+
+func TestAnyResourceReadsMetadataOfWhatIsNotNamed(t *testing.T) {
+	opts := informers.Options{Reads: map[string]informers.Fields{
+		"gc": {informers.AnyResource: nil},
+	}}
+	f := newFixture(t, opts, []runtime.Object{fullPod("p")}, nil)
+	gc := f.set.For("gc")
+	gi, err := gc.ObjectOrMetadata().ForResource(podsGVR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gi.Informer()
+	start(t, f.set)
+	p := cachedPod(t, gc, "p")
+	if p.Labels["app"] != "x" || p.Spec.NodeName != "" || p.Status.Phase != "" {
+		t.Errorf("a metadata-only reader's informer keeps %+v, want metadata only", p)
+	}
+
+	fields := informers.Fields{informers.AnyResource: nil,
+		corev1.SchemeGroupVersion.WithResource("nodes"): {"spec.podCIDR"}}
+	pod, node := fullPod("p"), &corev1.Node{Spec: corev1.NodeSpec{PodCIDR: "10.0.0.0/24",
+		ProviderID: "x"}}
+	if err := fields.Prune(pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := fields.Prune(node); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.NodeName != "" || node.Spec.PodCIDR == "" || node.Spec.ProviderID != "" {
+		t.Errorf("Prune with AnyResource: pod %+v, node %+v", pod.Spec, node.Spec)
+	}
+	err = informers.CheckFields(informers.Fields{informers.AnyResource: {"spec"}})
+	if err == nil || !strings.Contains(err.Error(), "only metadata can be declared for every") {
+		t.Errorf("CheckFields of AnyResource with a path = %v", err)
+	}
+}

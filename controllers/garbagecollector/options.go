@@ -100,7 +100,10 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		return newCollector(cc.Name, d), nil
-	}).WithAliases(Alias).WithValidator(o.Validate)
+	}).WithAliases(Alias).WithValidator(o.Validate).
+		// It reads owner references and the rest of the metadata of
+		// whatever it watches, through meta.Accessor, and nothing else.
+		ReadsMetadataOnly()
 }
 
 // depsFrom gathers the collector's clients from the host as KCM does: its
