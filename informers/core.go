@@ -33,6 +33,7 @@ type core struct {
 	strip    bool
 	intern   bool
 	plans    plans
+	expected []string // Options.Anticipate
 
 	mu        sync.Mutex
 	entries   map[key]*entry
@@ -133,6 +134,11 @@ func (c *core) acquire(k key, holder string,
 	var want *prune.Plan
 	if k.kind == typedKind {
 		want = c.plans.planFor(holder, k.typ)
+		for _, u := range c.expected {
+			if p := c.plans.declared(u, k.typ); p != nil {
+				want = want.Union(p)
+			}
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

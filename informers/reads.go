@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -91,6 +92,37 @@ func compilePlans(reads map[string]Fields) plans {
 	return out
 }
 
+// declared is what user declared it reads of objects of typ (a pointer
+// type), nil when it did not declare typ.
+func (p plans) declared(user string, typ reflect.Type) *prune.Plan {
+	u, ok := p[user]
+	if !ok {
+		return nil
+	}
+	if plan := u.byType[typ.Elem()]; plan != nil {
+		return plan
+	}
+	if u.metadataOnly {
+		return metadataOnly(typ.Elem())
+	}
+	return nil
+}
+
+var metadataPlans sync.Map // reflect.Type → *prune.Plan
+
+// metadataOnly is the Plan that keeps the metadata of typ's objects.
+func metadataOnly(typ reflect.Type) *prune.Plan {
+	if p, ok := metadataPlans.Load(typ); ok {
+		return p.(*prune.Plan)
+	}
+	p, err := prune.Compile(typ, nil)
+	if err != nil {
+		p = prune.All(typ) // not a struct: nothing to drop
+	}
+	metadataPlans.Store(typ, p)
+	return p
+}
+
 // planFor is what holder reads of objects of typ (a pointer type):
 // everything unless its user declared less.
 func (p plans) planFor(holder string, typ reflect.Type) *prune.Plan {
@@ -98,14 +130,8 @@ func (p plans) planFor(holder string, typ reflect.Type) *prune.Plan {
 		return prune.All(typ.Elem())
 	}
 	user, _, _ := strings.Cut(holder, "#")
-	u := p[user]
-	if plan := u.byType[typ.Elem()]; plan != nil {
+	if plan := p.declared(user, typ); plan != nil {
 		return plan
-	}
-	if u.metadataOnly {
-		if plan, err := prune.Compile(typ.Elem(), nil); err == nil {
-			return plan
-		}
 	}
 	return prune.All(typ.Elem())
 }

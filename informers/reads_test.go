@@ -215,3 +215,30 @@ func TestAnyResourceReadsMetadataOfWhatIsNotNamed(t *testing.T) {
 		t.Errorf("CheckFields of AnyResource with a path = %v", err)
 	}
 }
+
+// TestAnticipatedReadersWidenAnInformerBeforeItStarts: a warm set's
+// informer covers the controllers that will hold it only once the term
+// runs, so that they need no informer of their own.
+func TestAnticipatedReadersWidenAnInformerBeforeItStarts(t *testing.T) {
+	opts := informers.Options{
+		Reads: map[string]informers.Fields{
+			"nodes":  {podsGVR: {"spec.nodeName"}},
+			"phases": {podsGVR: {"status.phase"}},
+			"other":  {corev1.SchemeGroupVersion.WithResource("nodes"): nil},
+		},
+		Anticipate: []string{"phases", "other", "undeclared"},
+	}
+	f := newFixture(t, opts, []runtime.Object{fullPod("p")}, nil)
+	nodes := f.set.For("nodes")
+	nodes.Typed().Core().V1().Pods().Informer()
+	start(t, f.set)
+	p := cachedPod(t, nodes, "p")
+	if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != "node-1" ||
+		len(p.Spec.Containers) != 0 {
+		t.Errorf("informer keeps %+v, want nodeName and the anticipated phase only", p)
+	}
+	f.set.For("phases").Typed().Core().V1().Pods().Informer()
+	if n := f.set.Informers(); n != 1 {
+		t.Errorf("%d informers once the anticipated reader came, want 1", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,6 +45,14 @@ type Options struct {
 	// a holder that did not declare a resource reads it whole. Paths that
 	// CheckFields rejects are read whole. Default: nil, every field kept.
 	Reads map[string]Fields
+	// Anticipate names users (as Reads does) that may hold the Set's
+	// informers once they run: a typed informer made before it starts
+	// also keeps what they declared they read of its type (those that did
+	// not declare its type are not counted), so that it covers them when
+	// they come and they need no informer of their own. A warm set
+	// (StartWarm) anticipates the controllers that do not declare their
+	// informers. Default: none.
+	Anticipate []string
 	// InternStrings makes the strings of typed and metadata informers'
 	// objects that repeat across objects share one copy (label keys and
 	// values, namespaces, owner and node names), which a decoder copies
@@ -77,6 +86,7 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, opts Op
 		strip:    !opts.KeepManagedFields,
 		intern:   opts.InternStrings,
 		plans:    compilePlans(opts.Reads),
+		expected: slices.Clone(opts.Anticipate),
 		entries:  map[key]*entry{},
 		handlers: map[string][]registration{},
 	}

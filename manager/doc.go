@@ -58,6 +58,15 @@
 //     still closes only after every InitFunc returned. An InitFunc that calls
 //     SetTransform or SetWatchErrorHandler on a declared informer gets
 //     client-go's "already started" error under warm standby.
+//   - A term's typed informers keep, of each object, only the fields the
+//     controllers that share the informer declared they read
+//     (descriptor.WithReads, ReadsMetadataOnly), and whole objects where one
+//     of them did not declare the resource; repeated strings are shared
+//     (package informers: Options.Reads, InternStrings). A controller
+//     started while the term runs (SetControllers, WhenServed) that reads
+//     more than a running informer keeps gets an informer of its own. An
+//     InitFunc that calls SetTransform on an informer replaces the host's
+//     transform for every holder of it: objects are then cached whole.
 //   - Under sharding (Options.Sharding) a Sharded descriptor runs on every
 //     replica, in one term per slot of the key space the replica holds a
 //     slot Lease for (package shard); each such term has the guarantees

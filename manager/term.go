@@ -161,7 +161,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		if spec.slot != nil {
 			client, dyn = spec.slot.client, spec.slot.dynamic
 		}
-		env.set = informers.New(client, m.metaClient, m.informerOptions(dyn))
+		env.set = informers.New(client, m.metaClient, m.informerOptions(dyn, spec.states))
 	}
 	if lease != nil {
 		env.gate = lease.Gate()
@@ -493,16 +493,25 @@ func (m *Manager) resyncPeriod() time.Duration {
 
 // informerOptions are the options of a term's informer set, and of a warm
 // one: a resync period, the dynamic client, what each controller declared
-// it reads (descriptor.WithReads), and shared copies of repeated strings.
-func (m *Manager) informerOptions(dyn dynamic.Interface) informers.Options {
+// it reads (descriptor.WithReads), shared copies of repeated strings, and
+// the readers an informer made before it starts must cover: those of
+// states that will run in the term, whether or not they declared their
+// informers (a warm set is made before any of them holds one).
+func (m *Manager) informerOptions(dyn dynamic.Interface, states []*state) informers.Options {
 	reads := map[string]informers.Fields{}
 	for name, s := range m.states {
 		if r := s.desc.Reads(); len(r) > 0 {
 			reads[name] = r
 		}
 	}
+	var anticipate []string
+	for _, s := range states {
+		if s.enabled.Load() {
+			anticipate = append(anticipate, s.desc.Name())
+		}
+	}
 	return informers.Options{Resync: m.resyncPeriod(), Dynamic: dyn, Reads: reads,
-		InternStrings: true}
+		Anticipate: anticipate, InternStrings: true}
 }
 
 // panicValue logs a recovered panic of controller name with its stack,

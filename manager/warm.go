@@ -27,6 +27,7 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 		return nil
 	}
 	var declared []informers.Declared
+	var running []*state
 	for _, s := range states {
 		unserved := len(s.desc.Served()) > 0 &&
 			(sv == nil || len(sv.Missing(s.desc.Served())) > 0)
@@ -35,6 +36,7 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 			// its informers when it starts (termUnits).
 			continue
 		}
+		running = append(running, s)
 		for _, gvr := range s.desc.Informers() {
 			i := slices.IndexFunc(declared, func(d informers.Declared) bool { return d.Resource == gvr })
 			if i < 0 {
@@ -53,8 +55,8 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 		}
 	}
 	ctx = logr.NewContext(ctx, logr.FromContextOrDiscard(ctx).WithValues("lock", lease))
-	return informers.StartWarm(ctx, m.client, m.metaClient, m.informerOptions(m.dynClient),
-		declared)
+	return informers.StartWarm(ctx, m.client, m.metaClient,
+		m.informerOptions(m.dynClient, running), declared)
 }
 
 // warmSlot holds the warm set a campaign prepared until a term adopts it.

@@ -258,3 +258,80 @@ func TestWarmStandbyFollowsSetControllers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWarmInformerKeepsWhatItsTermReads: a follower's warm pods informer
+// keeps what every controller of its would-be term declared it reads of
+// pods (descriptor.WithReads), those that do not declare the informer
+// itself included, so that on takeover they share it: no second list, and
+// each finds its fields; the fields none declared are not cached.
+func TestWarmInformerKeepsWhatItsTermReads(t *testing.T) {
+	podsGVR := corev1.SchemeGroupVersion.WithResource("pods")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"},
+		Spec:   corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	var mu sync.Mutex
+	seen := map[string]*corev1.Pod{} // replica/controller → the cached pod at Run
+	reader := func(replica, name string) descriptor.Descriptor {
+		return descriptor.New(name, func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+			pods := cc.InformerFactory.Core().V1().Pods()
+			pods.Informer()
+			return descriptor.ControllerFunc(func(ctx context.Context) error {
+				if !cache.WaitForCacheSync(ctx.Done(), pods.Informer().HasSynced) {
+					return nil
+				}
+				p, err := pods.Lister().Pods("default").Get("p")
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				seen[replica+"/"+name] = p
+				mu.Unlock()
+				<-ctx.Done()
+				return nil
+			}), nil
+		})
+	}
+	descs := func(replica string) []descriptor.Descriptor {
+		return []descriptor.Descriptor{
+			reader(replica, "node-reader").WithInformers(podsGVR).WithReads(podsGVR, "spec.nodeName"),
+			reader(replica, "phase-reader").WithReads(podsGVR, "status.phase"),
+		}
+	}
+	a := managertest.New(t, "warm-reads", descs("a"), pod)
+	a.Options = fastElection("a")
+	a.Options.WarmStandby = true
+	a.Start()
+	a.WaitRunning("phase-reader")
+	b := managertest.New(t, "warm-reads", descs("b")).SameAPI(a)
+	var lists atomic.Int32
+	b.Client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		return false, nil, nil
+	})
+	b.Options = fastElection("b")
+	b.Options.WarmStandby = true
+	b.Start()
+	managertest.Eventually(t, "b's warm list", func() bool { return lists.Load() == 1 })
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	managertest.Eventually(t, "b's readers ran", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen["b/node-reader"] != nil && seen["b/phase-reader"] != nil
+	})
+	if n := lists.Load(); n != 1 {
+		t.Errorf("b listed pods %d times, want once (one warm informer for both readers)", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, who := range []string{"b/node-reader", "b/phase-reader"} {
+		p := seen[who]
+		if p.Spec.NodeName != "n1" || p.Status.Phase != corev1.PodRunning || p.Spec.Containers != nil {
+			t.Errorf("%s found %+v, want nodeName and phase, and no containers", who, p)
+		}
+	}
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
