@@ -272,7 +272,8 @@ func TestWarmInformerKeepsWhatItsTermReads(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]*corev1.Pod{} // replica/controller → the cached pod at Run
 	reader := func(replica, name string) descriptor.Descriptor {
-		return descriptor.New(name, func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		return descriptor.New(name, func(_ context.Context,
+			cc descriptor.Context) (descriptor.Controller, error) {
 			pods := cc.InformerFactory.Core().V1().Pods()
 			pods.Informer()
 			return descriptor.ControllerFunc(func(ctx context.Context) error {
@@ -293,7 +294,8 @@ func TestWarmInformerKeepsWhatItsTermReads(t *testing.T) {
 	}
 	descs := func(replica string) []descriptor.Descriptor {
 		return []descriptor.Descriptor{
-			reader(replica, "node-reader").WithInformers(podsGVR).WithReads(podsGVR, "spec.nodeName"),
+			reader(replica, "node-reader").WithInformers(podsGVR).
+				WithReads(podsGVR, "spec.nodeName"),
 			reader(replica, "phase-reader").WithReads(podsGVR, "status.phase"),
 		}
 	}
@@ -327,7 +329,8 @@ func TestWarmInformerKeepsWhatItsTermReads(t *testing.T) {
 	defer mu.Unlock()
 	for _, who := range []string{"b/node-reader", "b/phase-reader"} {
 		p := seen[who]
-		if p.Spec.NodeName != "n1" || p.Status.Phase != corev1.PodRunning || p.Spec.Containers != nil {
+		if p.Spec.NodeName != "n1" || p.Status.Phase != corev1.PodRunning ||
+			p.Spec.Containers != nil {
 			t.Errorf("%s found %+v, want nodeName and phase, and no containers", who, p)
 		}
 	}
