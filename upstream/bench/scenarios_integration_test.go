@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/ctrlhost/ctrlhost/controllers/builtin"
 	"github.com/ctrlhost/ctrlhost/test/procs"
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
@@ -37,7 +38,7 @@ type settings struct {
 	scenarios    []string // BENCH_SCENARIOS: which of convergence, startup, failover run
 }
 
-var allScenarios = []string{"convergence", "startup", "failover"}
+var allScenarios = []string{"convergence", "startup", "startup-native", "failover"}
 
 func (s settings) runs(scenario string) bool { return slices.Contains(s.scenarios, scenario) }
 
@@ -127,15 +128,18 @@ func versusUpstream(tb testing.TB, s settings) {
 			h.convergence(s, budget, res)
 		}
 	}
-	if s.runs("startup") || s.runs("failover") {
+	if s.runs("startup") || s.runs("startup-native") || s.runs("failover") {
 		stored := h.namespace("bench-stored")
 		have := 0
 		for _, n := range s.storedCounts {
 			h.createPods(stored, have, n)
 			have = n
 			if s.runs("startup") {
-				h.startup(s, n, res)
+				h.startup(s, n, "", res)
 				h.floorSync(n, res)
+			}
+			if s.runs("startup-native") {
+				h.startup(s, n, nativeSet(), res)
 			}
 			if s.runs("failover") {
 				h.failover(s, n, syscall.SIGTERM, res)
@@ -147,12 +151,18 @@ func versusUpstream(tb testing.TB, s settings) {
 	}
 	if n := len(s.storedCounts); n >= 2 {
 		first, last := s.storedCounts[0], s.storedCounts[n-1]
-		for _, p := range []program{ctrlhost, upstream} {
-			for _, row := range []string{"Go heap settled after startup", "Go heap at startup's last GC"} {
-				lo := median(res.get(fmt.Sprintf("%s, %d pods", row, first), p.name))
-				hi := median(res.get(fmt.Sprintf("%s, %d pods", row, last), p.name))
-				res.add(fmt.Sprintf("%s: per cached pod", row), "KiB", p.name,
-					(hi-lo)*1024/float64(last-first))
+		for _, set := range []string{"", ", full native set"} {
+			for _, p := range []program{ctrlhost, upstream} {
+				for _, row := range []string{"Go heap settled after startup",
+					"Go heap at startup's last GC"} {
+					los := res.get(fmt.Sprintf("%s, %d pods%s", row, first, set), p.name)
+					his := res.get(fmt.Sprintf("%s, %d pods%s", row, last, set), p.name)
+					if len(los) == 0 || len(his) == 0 {
+						continue
+					}
+					res.add(fmt.Sprintf("%s: per cached pod%s", row, set), "KiB", p.name,
+						(median(his)-median(los))*1024/float64(last-first))
+				}
 			}
 		}
 	}
@@ -245,10 +255,19 @@ func (h *harness) convergence(s settings, budget [2]int, res *samples) {
 
 // startup: n pods stored; process start → first action on a probe (every
 // controller running on synced caches, as the probe's controller waits for
-// its caches before it acts).
-func (h *harness) startup(s settings, n int, res *samples) {
-	row := fmt.Sprintf("startup → first action, %d pods", n)
-	alternate(s.rounds, []program{ctrlhost, upstream}, func(p program) {
+// its caches before it acts). Both programs run the bench's controllers,
+// or ctrls (every native built-in: nativeSet), whose rows say so.
+func (h *harness) startup(s settings, n int, ctrls string, res *samples) {
+	set := ""
+	if ctrls != "" {
+		set = ", full native set"
+	}
+	row := fmt.Sprintf("startup → first action, %d pods%s", n, set)
+	programs := []program{ctrlhost, upstream}
+	for i := range programs {
+		programs[i].controllers = ctrls
+	}
+	alternate(s.rounds, programs, func(p program) {
 		ns := h.namespace("bench-start")
 		pr, create := h.newProbe(ns)
 		create()
@@ -270,16 +289,29 @@ func (h *harness) startup(s settings, n int, res *samples) {
 		}
 		res.add(row, "s", p.name, at.Sub(start).Seconds())
 		mem := measureMemory(h.tb, proc)
-		res.add(fmt.Sprintf("RSS after startup, %d pods", n), "MiB", p.name, mem.rssMiB)
-		res.add(fmt.Sprintf("peak RSS during startup, %d pods", n), "MiB", p.name, mem.peakRSSMiB)
-		res.add(fmt.Sprintf("Go heap at startup's last GC, %d pods", n), "MiB", p.name, mem.heapMiB)
-		res.add(fmt.Sprintf("Go heap settled after startup, %d pods", n), "MiB", p.name,
+		res.add(fmt.Sprintf("RSS after startup, %d pods%s", n, set), "MiB", p.name, mem.rssMiB)
+		res.add(fmt.Sprintf("peak RSS during startup, %d pods%s", n, set), "MiB", p.name,
+			mem.peakRSSMiB)
+		res.add(fmt.Sprintf("Go heap at startup's last GC, %d pods%s", n, set), "MiB", p.name,
+			mem.heapMiB)
+		res.add(fmt.Sprintf("Go heap settled after startup, %d pods%s", n, set), "MiB", p.name,
 			h.settledHeapMiB(port))
 		if h.profileDir != "" {
-			h.heapProfile(port, fmt.Sprintf("%s-%d-pods.pb.gz", strings.ReplaceAll(p.name, " ", "-"), n))
+			h.heapProfile(port, fmt.Sprintf("%s-%d-pods%s.pb.gz",
+				strings.ReplaceAll(p.name, " ", "-"), n, strings.ReplaceAll(set, " ", "-")))
 		}
 		proc.Signal(syscall.SIGTERM, time.Minute)
 	})
+}
+
+// nativeSet is --controllers with every native built-in of ctrlhost, by
+// KCM's names, which upstream knows too.
+func nativeSet() string {
+	var names []string
+	for _, d := range builtin.NewOptions().Descriptors() {
+		names = append(names, d.Name())
+	}
+	return strings.Join(names, ",")
 }
 
 // failover: two replicas; sig to the leader, and at once a probe → the
