@@ -83,5 +83,26 @@ func Descriptor(o Options) descriptor.Descriptor {
 			appsv1.SchemeGroupVersion.WithResource("controllerrevisions"),
 			corev1.SchemeGroupVersion.WithResource("nodes")).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
+		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByNodeIndex: indexPodByNode})
+}
+
+// podReads are the fields of a pod the controller reads besides its
+// metadata (labels, owner, creation and deletion times):
+//   - the node it is bound to: the node index, the node a pod is for,
+//     unbound pods whose node is gone, and bound pods ranked before
+//     unbound ones when a node has several;
+//   - the metadata.name field requirement of its required node affinity:
+//     the node an unbound pod is for (targetNode);
+//   - its phase: failed and succeeded pods are deleted (and replaced),
+//     terminated pods being deleted are left out;
+//   - its conditions: whether it is ready, and since when (available),
+//     for the status counts, surge, the rolling update, and the requeue
+//     of a pod turning ready.
+var podReads = []string{
+	"spec.nodeName",
+	"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution." +
+		"nodeSelectorTerms.matchFields",
+	"status.phase",
+	"status.conditions",
 }

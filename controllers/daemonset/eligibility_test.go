@@ -197,10 +197,11 @@ func TestTargetAffinity(t *testing.T) {
 }
 
 // TestTargetNode: a bound pod's node is spec.nodeName; an unbound one's is
-// its metadata.name field requirement, which must have one value.
+// its metadata.name field requirement, which must have one value. The pods
+// are read as the pod informer holds them (cached).
 func TestTargetNode(t *testing.T) {
 	bound := &corev1.Pod{Spec: corev1.PodSpec{NodeName: "b", Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: pinned("a")}}}}
-	if n, err := targetNode(bound); err != nil || n != "b" {
+	if n, err := targetNode(cached(t, bound)[0]); err != nil || n != "b" {
 		t.Errorf("bound pod: %q, %v", n, err)
 	}
 	two := pinned("a")
@@ -210,7 +211,7 @@ func TestTargetNode(t *testing.T) {
 		"two values":  {Spec: corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: two}}}},
 		"labels only": {Spec: corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{expr("zone", corev1.NodeSelectorOpExists)}}}}}},
 	} {
-		if n, err := targetNode(p); err == nil {
+		if n, err := targetNode(cached(t, p)[0]); err == nil {
 			t.Errorf("%s: node %q, want an error", name, n)
 		}
 	}

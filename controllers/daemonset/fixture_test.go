@@ -98,7 +98,7 @@ func (f *fixture) generateNames() {
 }
 
 // refresh replaces every informer store's content with the fake API
-// server's objects.
+// server's objects, the pods pruned (cached).
 func (f *fixture) refresh() {
 	f.t.Helper()
 	for _, m := range []struct {
@@ -112,6 +112,21 @@ func (f *fixture) refresh() {
 	} {
 		controllertest.Mirror(f.t, f.client, m.inf.GetStore(), m.gvr)
 	}
+	pods := f.factory.Core().V1().Pods().Informer().GetStore()
+	var pruned []any
+	for _, o := range pods.List() {
+		pruned = append(pruned, cached(f.t, o.(*corev1.Pod))[0])
+	}
+	if err := pods.Replace(pruned, ""); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// cached returns copies of pods as the host's pod informer holds them for
+// the controller: with only the fields it declares it reads.
+func cached(t testing.TB, pods ...*corev1.Pod) []*corev1.Pod {
+	t.Helper()
+	return controllertest.Pruned(t, Descriptor(Options{}), pods...)
 }
 
 // sync refreshes the caches and runs one sync of ns/name.

@@ -46,7 +46,7 @@ func TestNodeEventsEnqueue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.ds)
-			for _, p := range tt.pods {
+			for _, p := range cached(t, tt.pods...) {
 				if err := f.factory.Core().V1().Pods().Informer().GetIndexer().Add(p); err != nil {
 					t.Fatal(err)
 				}
@@ -75,7 +75,9 @@ func TestPodEventsObserveExpectations(t *testing.T) {
 	f := newFixture(t, ds)
 	key := "ns/agent"
 	h := podtemplate.Hash(&ds.Spec.Template, nil)
+	// As the pod informer delivers them: pruned.
 	p1, p2 := daemonPod("p1", ds, "a", h, epoch), daemonPod("p2", ds, "b", h, epoch)
+	p1, p2 = cached(t, p1)[0], cached(t, p2)[0]
 	f.c.exp.ExpectCreations(createKey(key), 2)
 	f.c.addPod(p1)
 	if f.c.expectationsSatisfied(key) {
@@ -102,6 +104,7 @@ func TestPodEventsObserveExpectations(t *testing.T) {
 
 	g := newFixture(t, ds)
 	orphan := daemonPod("o", ds, "a", h, epoch, func(p *corev1.Pod) { p.OwnerReferences = nil })
+	orphan = cached(t, orphan)[0]
 	g.c.exp.ExpectCreations(createKey(key), 1)
 	g.c.addPod(orphan)
 	if g.c.expectationsSatisfied(key) {
@@ -123,7 +126,7 @@ func TestPodBecomingReadyRequeuesAfterMinReadySeconds(t *testing.T) {
 	pending := ready.DeepCopy()
 	pending.ResourceVersion = "1"
 	pending.Status.Conditions[0].Status = corev1.ConditionFalse
-	f.c.updatePod(pending, ready)
+	f.c.updatePod(cached(t, pending)[0], cached(t, ready)[0])
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !slices.Equal(f.requeues, []time.Duration{6 * time.Second}) {

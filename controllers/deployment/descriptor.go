@@ -69,5 +69,14 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithValidator(o.Validate).
 		WithInformers(appsv1.SchemeGroupVersion.WithResource("deployments"), appsv1.SchemeGroupVersion.WithResource("replicasets")).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
+		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...).
 		Sharded(shard.ByNamespace)
+}
+
+// podReads are the fields of a pod the controller reads besides its
+// metadata (the pod index and the delete handler read only its controller
+// reference): its phase, as a Recreate rollout waits until no pod of an old
+// ReplicaSet is left that has not terminated (oldPodsRunning).
+var podReads = []string{
+	"status.phase",
 }

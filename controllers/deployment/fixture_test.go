@@ -98,12 +98,23 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	return f
 }
 
-// refresh replaces the informers' stores with the API server's objects.
+// refresh replaces the informers' stores with the API server's objects,
+// the pods with only the fields the controller declares it reads, as the
+// host's informers hold them.
 func (f *fixture) refresh() {
 	f.t.Helper()
 	controllertest.Mirror(f.t, f.client, f.factory.Apps().V1().Deployments().Informer().GetStore(), appsv1.SchemeGroupVersion.WithResource("deployments"))
 	controllertest.Mirror(f.t, f.client, f.factory.Apps().V1().ReplicaSets().Informer().GetStore(), appsv1.SchemeGroupVersion.WithResource("replicasets"))
-	controllertest.Mirror(f.t, f.client, f.factory.Core().V1().Pods().Informer().GetStore(), corev1.SchemeGroupVersion.WithResource("pods"))
+	pods := f.factory.Core().V1().Pods().Informer().GetStore()
+	controllertest.Mirror(f.t, f.client, pods, corev1.SchemeGroupVersion.WithResource("pods"))
+	var pruned []any
+	for _, o := range pods.List() {
+		p := o.(*corev1.Pod)
+		pruned = append(pruned, controllertest.Pruned(f.t, Descriptor(Options{}), p)[0])
+	}
+	if err := pods.Replace(pruned, ""); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 // sync refreshes the caches and syncs ns/name once.

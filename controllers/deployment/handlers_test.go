@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 )
 
 // TestEventHandlers: which Deployments each informer event wakes.
@@ -31,9 +33,13 @@ func TestEventHandlers(t *testing.T) {
 	relabelled := orphan.DeepCopy()
 	relabelled.Labels = map[string]string{"app": "other"}
 	relabelled.ResourceVersion = "2"
+	// A deleted pod as the pod informer holds it: pruned to what the
+	// controller declares it reads.
 	podOf := func(rs *appsv1.ReplicaSet) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: rs.Labels,
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}}}
+		ref := metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
+		return controllertest.Pruned(t, Descriptor(Options{}), &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: rs.Labels,
+				OwnerReferences: []metav1.OwnerReference{*ref}}})[0]
 	}
 	withRV := func(rs *appsv1.ReplicaSet, rv string) *appsv1.ReplicaSet {
 		rs = rs.DeepCopy()

@@ -57,7 +57,38 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithValidator(o.Validate).
 		WithInformers(batchv1.SchemeGroupVersion.WithResource("jobs")).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
+		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...).
 		Sharded(shard.ByNamespace)
+}
+
+// podReads are the fields of a pod the controller reads besides its
+// metadata (labels, owner, finalizers, the completion-index and
+// failure-count annotations, creation and deletion times). It patches
+// pods (finalizers, ownership), never updates them whole.
+var podReads = []string{
+	// Whether it is active, terminating, succeeded or failed, and the
+	// order in which active pods are deleted (pending, unknown, running).
+	"status.phase",
+	// Readiness (status.ready, the deletion order, when a failed pod
+	// stopped being ready) and the podFailurePolicy's onPodConditions.
+	"status.conditions",
+	// The deletion order: unscheduled pods first.
+	"spec.nodeName",
+	// Which init containers are sidecars (restartPolicy Always): their
+	// restarts rank apart, their finish counts in a pod's finish time.
+	"spec.initContainers.name",
+	"spec.initContainers.restartPolicy",
+	// Restarts (the deletion order, backoffLimit with restartPolicy
+	// OnFailure); exit codes (podFailurePolicy's onExitCodes, by container
+	// name); finish times (the pod-failure back-off).
+	"status.containerStatuses.name",
+	"status.containerStatuses.restartCount",
+	"status.containerStatuses.state.terminated.exitCode",
+	"status.containerStatuses.state.terminated.finishedAt",
+	"status.initContainerStatuses.name",
+	"status.initContainerStatuses.restartCount",
+	"status.initContainerStatuses.state.terminated.exitCode",
+	"status.initContainerStatuses.state.terminated.finishedAt",
 }
 
 func newFromContext(ctx context.Context, cc descriptor.Context, o Options) (*controller, error) {

@@ -83,14 +83,24 @@ func newFixture(t *testing.T, objs []runtime.Object, opts ...fixtureOption) *fix
 	return f
 }
 
-// cache puts o into its informer's store without calling handlers.
+// cache puts o into its informer's store without calling handlers, a pod
+// with only the fields the controller declares it reads (as the host's
+// informers hold it).
 func (f *fixture) cache(o runtime.Object) {
 	f.t.Helper()
-	controllertest.Cache(f.t, f.factory, o)
+	controllertest.CacheAs(f.t, Descriptor(Options{}), f.factory, o)
 }
 
-// deliver copies the fake API server's Jobs and pods into the caches and
-// calls the event handlers for what changed, as the informers would.
+// cached returns copies of pods as the host's pod informer holds them for
+// the controller: with only the fields it declares it reads.
+func cached(t testing.TB, pods ...*corev1.Pod) []*corev1.Pod {
+	t.Helper()
+	return controllertest.Pruned(t, Descriptor(Options{}), pods...)
+}
+
+// deliver copies the fake API server's Jobs and pods (cached) into the
+// caches and calls the event handlers for what changed, as the informers
+// would.
 func (f *fixture) deliver() {
 	f.t.Helper()
 	ctx := f.t.Context()
@@ -118,7 +128,7 @@ func (f *fixture) deliver() {
 	podStore := f.factory.Core().V1().Pods().Informer().GetIndexer()
 	live := map[string]bool{}
 	for i := range pods.Items {
-		p := &pods.Items[i]
+		p := cached(f.t, &pods.Items[i])[0]
 		live[podKey(p)] = true
 		old, ok, _ := podStore.Get(p)
 		if err := podStore.Update(p); err != nil {

@@ -23,17 +23,18 @@ func TestHandlersObserveExpectations(t *testing.T) {
 	key := "ns/work"
 
 	f.c.exp.ExpectCreations(key, 1)
-	f.c.addPod(newPod("other", newJob("other")))
+	f.c.addPod(cached(t, newPod("other", newJob("other")))[0])
 	if f.c.exp.Satisfied(key) {
 		t.Fatal("another Job's pod met the creation")
 	}
-	f.c.addPod(newPod("a", j))
+	f.c.addPod(cached(t, newPod("a", j))[0])
 	if !f.c.exp.Satisfied(key) {
 		t.Error("the pod's creation was not observed")
 	}
 
 	f.c.exp.ExpectDeletions(key, []string{"ns/a"})
-	f.c.deletePod(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: newPod("a", j)}, true)
+	gone := cached(t, newPod("a", j))[0]
+	f.c.deletePod(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: gone}, true)
 	if !f.c.exp.Satisfied(key) {
 		t.Error("the pod's deletion (tombstone) was not observed")
 	}
@@ -41,7 +42,7 @@ func TestHandlersObserveExpectations(t *testing.T) {
 	f.c.finalizerExp.expect(key, []types.UID{"uid-b"})
 	old := newPod("b", j)
 	cur := newPod("b", j, withoutFinalizer, func(p *corev1.Pod) { p.ResourceVersion = "2" })
-	f.c.updatePod(old, cur)
+	f.c.updatePod(cached(t, old)[0], cached(t, cur)[0])
 	if len(f.c.finalizerExp.expected(key)) != 0 {
 		t.Error("the finalizer removal was not observed")
 	}

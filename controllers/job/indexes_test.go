@@ -53,7 +53,7 @@ func TestSpans(t *testing.T) {
 func TestPendingIndexes(t *testing.T) {
 	j := newJob("work", indexed, completions(8))
 	pod := func(ix int, mods ...func(*corev1.Pod)) *corev1.Pod {
-		return newPod("p", j, append([]func(*corev1.Pod){atIndex(ix)}, mods...)...)
+		return cached(t, newPod("p", j, append([]func(*corev1.Pod){atIndex(ix)}, mods...)...))[0]
 	}
 	terminating := func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(epochTime()) }
 	tests := []struct {
@@ -100,7 +100,7 @@ func TestPodsForRemoval(t *testing.T) {
 		if ix >= 0 {
 			atIndex(ix)(p)
 		}
-		return p
+		return cached(t, p)[0]
 	}
 	pods := []*corev1.Pod{mk("dup-run", 1, running), mk("dup-pend", 1), mk("none", -1), mk("big", 5), mk("zero", 0, running), mk("two", 2)}
 	names := func(ps []*corev1.Pod) []string {

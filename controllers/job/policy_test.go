@@ -23,7 +23,18 @@ func TestMatchPodFailurePolicy(t *testing.T) {
 		for _, c := range conds {
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue})
 		}
-		return p
+		return cached(t, p)[0]
+	}
+	// A pod whose init container "init" failed with code (its regular
+	// container never ran).
+	initFailed := func(code int32) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Namespace, p.Name = "ns", "p"
+		p.Status.Phase = corev1.PodFailed
+		exited := &corev1.ContainerStateTerminated{ExitCode: code}
+		p.Status.InitContainerStatuses = []corev1.ContainerStatus{
+			{Name: "init", State: corev1.ContainerState{Terminated: exited}}}
+		return cached(t, p)[0]
 	}
 	in, notIn := batchv1.PodFailurePolicyOnExitCodesOpIn, batchv1.PodFailurePolicyOnExitCodesOpNotIn
 	failJob, ignore, count, failIndex := batchv1.PodFailurePolicyActionFailJob, batchv1.PodFailurePolicyActionIgnore, batchv1.PodFailurePolicyActionCount, batchv1.PodFailurePolicyActionFailIndex
@@ -49,6 +60,11 @@ func TestMatchPodFailurePolicy(t *testing.T) {
 			"Pod ns/p has condition DisruptionTarget matching FailJob rule at index 1", true, &failJob},
 		{"first match wins", []batchv1.PodFailurePolicyRule{exitCodes(failIndex, in, nil, 7), exitCodes(failJob, in, nil, 7)}, failed(7), "", true, &failIndex},
 		{"exit code 0 never matches", []batchv1.PodFailurePolicyRule{exitCodes(failJob, notIn, nil, 1)}, failed(0), "", true, nil},
+		{"init container's exit code",
+			[]batchv1.PodFailurePolicyRule{exitCodes(failJob, in, ptr.To("init"), 3)},
+			initFailed(3),
+			"Container init for pod ns/p failed with exit code 3 " +
+				"matching FailJob rule at index 0", true, &failJob},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +119,13 @@ func TestMatchSuccessPolicy(t *testing.T) {
 
 func TestPastBackoffLimitOnFailure(t *testing.T) {
 	pod := func(phase corev1.PodPhase, restarts int32) *corev1.Pod {
-		return &corev1.Pod{Status: corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{RestartCount: restarts}}}}
+		return cached(t, &corev1.Pod{Status: corev1.PodStatus{Phase: phase,
+			ContainerStatuses: []corev1.ContainerStatus{{RestartCount: restarts}}}})[0]
+	}
+	initRestarts := func(restarts int32) *corev1.Pod {
+		statuses := []corev1.ContainerStatus{{Name: "init", RestartCount: restarts}}
+		return cached(t, &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending,
+			InitContainerStatuses: statuses}})[0]
 	}
 	tests := []struct {
 		name   string
@@ -117,6 +139,8 @@ func TestPastBackoffLimitOnFailure(t *testing.T) {
 		{"below the limit", corev1.RestartPolicyOnFailure, 3, []*corev1.Pod{pod(corev1.PodRunning, 2)}, false},
 		{"finished pods do not count", corev1.RestartPolicyOnFailure, 1, []*corev1.Pod{pod(corev1.PodFailed, 4)}, false},
 		{"limit 0: any restart", corev1.RestartPolicyOnFailure, 0, []*corev1.Pod{pod(corev1.PodRunning, 1)}, true},
+		{"init containers' restarts count", corev1.RestartPolicyOnFailure, 3,
+			[]*corev1.Pod{initRestarts(3)}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -217,7 +217,8 @@ func TestBackoffDelaysReplacement(t *testing.T) {
 func TestBackoffRecord(t *testing.T) {
 	j := newJob("work")
 	at := func(name string, phase corev1.PodPhase, s int) *corev1.Pod {
-		return newPod(name, j, finished(phase, 1, epoch.Add(time.Duration(s)*time.Second)))
+		p := newPod(name, j, finished(phase, 1, epoch.Add(time.Duration(s)*time.Second)))
+		return cached(t, p)[0]
 	}
 	tests := []struct {
 		name      string
@@ -393,7 +394,8 @@ func TestManagedByIgnored(t *testing.T) {
 				t.Errorf("actions %v, want synced=%v", f.actions(), tt.wantSync)
 			}
 			if !tt.wantSync {
-				if err := f.c.releaseOrphan(f.t.Context(), newPod("done", j)); err != nil || len(f.actions()) != 0 {
+				err := f.c.releaseOrphan(f.t.Context(), cached(t, newPod("done", j))[0])
+				if err != nil || len(f.actions()) != 0 {
 					t.Errorf("orphan cleanup touched a foreign Job's pod: %v %v", err, f.actions())
 				}
 			}
