@@ -38,11 +38,13 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	f := &fixture{
 		t:         t,
 		client:    fake.NewClientset(objs...),
-		pods:      controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.Pod](objs)...),
 		endpoints: controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.Endpoints](objs)...),
 		recorder:  record.NewFakeRecorder(100),
 		requeues:  map[string]time.Duration{},
 	}
+	// The pods as the informer holds them; the API server's stay whole.
+	pods := cached(t, controllertest.OfType[*corev1.Pod](objs)...)
+	f.pods = controllertest.NamespacedIndexer(t, pods...)
 	f.services = controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.Service](objs)...)
 	f.c = newSyncer(f.client, corelisters.NewServiceLister(f.services), corelisters.NewPodLister(f.pods),
 		corelisters.NewEndpointsLister(f.endpoints), f.recorder, NewOptions())
@@ -51,9 +53,30 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	return f
 }
 
-// podChanged feeds a pod event to the pod queue and processes it.
+// cached returns pods as the host's pods informer holds them: with only
+// the fields the controller declares it reads (podReads).
+func cached(t testing.TB, pods ...*corev1.Pod) []*corev1.Pod {
+	t.Helper()
+	return controllertest.Pruned(t, Descriptor(NewOptions()), pods...)
+}
+
+// podChanged feeds a pod event to the pod queue, with its pods as the
+// informer would hand them over (cached), and processes it.
 func (f *fixture) podChanged(old, obj any) {
-	f.c.podQueue.PodChanged(old, obj)
+	f.t.Helper()
+	asCached := func(o any) any {
+		switch o := o.(type) {
+		case *corev1.Pod:
+			return cached(f.t, o)[0]
+		case cache.DeletedFinalStateUnknown:
+			if p, ok := o.Obj.(*corev1.Pod); ok {
+				o.Obj = cached(f.t, p)[0]
+			}
+			return o
+		}
+		return o
+	}
+	f.c.podQueue.PodChanged(asCached(old), asCached(obj))
 	for f.c.podQueue.Len() > 0 {
 		f.c.podQueue.ProcessNext(logr.Discard())
 	}

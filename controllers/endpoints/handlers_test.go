@@ -17,6 +17,7 @@ func TestPodChangeEnqueuesItsServices(t *testing.T) {
 	ready := newPod("a", "10.0.0.1", true, 8080, rv("1"))
 	notReady := newPod("a", "10.0.0.1", false, 8080, rv("1"))
 	readyAgain := newPod("a", "10.0.0.1", true, 8080, rv("2"))
+	moved := newPod("a", "10.0.0.9", true, 8080, rv("2"))
 	tests := []struct {
 		name     string
 		old, cur any
@@ -24,6 +25,7 @@ func TestPodChangeEnqueuesItsServices(t *testing.T) {
 	}{
 		{"added", nil, ready, map[string]time.Duration{"ns/web": 0}},
 		{"readiness changed", notReady, readyAgain, map[string]time.Duration{"ns/web": 0}},
+		{"IP changed", ready, moved, map[string]time.Duration{"ns/web": 0}},
 		{"nothing relevant changed", ready, readyAgain, map[string]time.Duration{}},
 		{"resync", ready, ready.DeepCopy(), map[string]time.Duration{}},
 		{"deleted (tombstone)", cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: ready}, nil, map[string]time.Duration{"ns/web": 0}},

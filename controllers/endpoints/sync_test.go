@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,6 +76,18 @@ func TestSyncWritesEndpoints(t *testing.T) {
 			[]runtime.Object{newService("web", func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol} }),
 				newPod("a", "10.0.0.1", true, 8080), newPod("b", "fd00::2", true, 8080)},
 			"fd00::2||http=8080"},
+		{"a Service without families nor cluster IP takes the family of the pod IP",
+			[]runtime.Object{newService("web", func(s *corev1.Service) {
+				s.Spec.IPFamilies, s.Spec.ClusterIP = nil, corev1.ClusterIPNone
+			}), newPod("a", "fd00::1", true, 8080, func(p *corev1.Pod) {
+				p.Status.PodIPs = []corev1.PodIP{{IP: "fd00::1"}, {IP: "10.0.0.1"}}
+			})},
+			"fd00::1||http=8080"},
+		{"a named port of a sidecar counts, not one of an init container",
+			[]runtime.Object{newService("web"),
+				newPod("a", "10.0.0.1", true, 8080, withInitPort(sidecar)),
+				newPod("b", "10.0.0.2", true, 8080, withInitPort(""))},
+			"10.0.0.1||http=7070"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,6 +307,49 @@ func TestTruncateCutsReadyWhenTheyAloneOverflow(t *testing.T) {
 	}
 	if truncate(&corev1.Endpoints{Subsets: []corev1.EndpointSubset{{Addresses: addrs(MaxCapacity)}}}) {
 		t.Error("an Endpoints at capacity was truncated")
+	}
+}
+
+const sidecar = corev1.ContainerRestartPolicyAlways
+
+// withInitPort moves a pod's "http" port to an init container, on 7070, a
+// sidecar when policy is Always.
+func withInitPort(policy corev1.ContainerRestartPolicy) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		c := corev1.Container{Name: "init", Ports: []corev1.ContainerPort{
+			{Name: "http", ContainerPort: 7070, Protocol: corev1.ProtocolTCP}}}
+		if policy != "" {
+			c.RestartPolicy = &policy
+		}
+		p.Spec.Containers[0].Ports = nil
+		p.Spec.InitContainers = []corev1.Container{c}
+	}
+}
+
+// TestSyncTriggerTimeFromPodReadiness: once the Service is known, the
+// trigger time is when a pod's readiness last changed.
+func TestSyncTriggerTimeFromPodReadiness(t *testing.T) {
+	f := newFixture(t, newService("web"), newPod("a", "10.0.0.1", false, 8080))
+	if err := f.sync("ns/web"); err != nil {
+		t.Fatal(err)
+	}
+	f.mirror()
+	when := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
+	ready := newPod("a", "10.0.0.1", true, 8080, func(p *corev1.Pod) {
+		p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(when)
+	})
+	if err := f.pods.Update(cached(t, ready)[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sync("ns/web"); err != nil {
+		t.Fatal(err)
+	}
+	ep := f.get("web")
+	if got := render(ep.Subsets); got != "10.0.0.1||http=8080" {
+		t.Errorf("subsets %q, want the pod ready", got)
+	}
+	if got := ep.Annotations[corev1.EndpointsLastChangeTriggerTime]; got != "2026-02-01T12:00:00Z" {
+		t.Errorf("trigger time %q, want the pod's readiness change", got)
 	}
 }
 

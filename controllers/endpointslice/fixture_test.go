@@ -56,11 +56,13 @@ func newFixture(t *testing.T, o Options, objs ...runtime.Object) *fixture {
 		t:        t,
 		client:   client,
 		services: controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.Service](objs)...),
-		pods:     controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.Pod](objs)...),
 		slices:   controllertest.NamespacedIndexer(t, controllertest.OfType[*discoveryv1.EndpointSlice](objs)...),
 		recorder: record.NewFakeRecorder(100),
 		requeues: map[string]time.Duration{},
 	}
+	// The pods as the informer holds them; the API server's stay whole.
+	pods := cached(t, controllertest.OfType[*corev1.Pod](objs)...)
+	f.pods = controllertest.NamespacedIndexer(t, pods...)
 	nodes := controllertest.ClusterIndexer(t, controllertest.OfType[*corev1.Node](objs)...)
 	f.c = newSyncer(client, corelisters.NewServiceLister(f.services), corelisters.NewPodLister(f.pods),
 		discoverylisters.NewEndpointSliceLister(f.slices), corelisters.NewNodeLister(nodes), f.recorder,
@@ -74,9 +76,30 @@ func newFixture(t *testing.T, o Options, objs ...runtime.Object) *fixture {
 	return f
 }
 
-// podChanged feeds a pod event to the pod queue and processes it.
+// cached returns pods as the host's pods informer holds them: with only
+// the fields the controller declares it reads (podReads).
+func cached(t testing.TB, pods ...*corev1.Pod) []*corev1.Pod {
+	t.Helper()
+	return controllertest.Pruned(t, Descriptor(NewOptions()), pods...)
+}
+
+// podChanged feeds a pod event to the pod queue, with its pods as the
+// informer would hand them over (cached), and processes it.
 func (f *fixture) podChanged(old, obj any) {
-	f.c.podQueue.PodChanged(old, obj)
+	f.t.Helper()
+	asCached := func(o any) any {
+		switch o := o.(type) {
+		case *corev1.Pod:
+			return cached(f.t, o)[0]
+		case cache.DeletedFinalStateUnknown:
+			if p, ok := o.Obj.(*corev1.Pod); ok {
+				o.Obj = cached(f.t, p)[0]
+			}
+			return o
+		}
+		return o
+	}
+	f.c.podQueue.PodChanged(asCached(old), asCached(obj))
 	for f.c.podQueue.Len() > 0 {
 		f.c.podQueue.ProcessNext(logr.Discard())
 	}

@@ -19,6 +19,7 @@ func TestPodChangeEnqueuesItsServices(t *testing.T) {
 	ready := newPod("a", "10.0.0.1", true, 8080, func(p *corev1.Pod) { p.ResourceVersion = "1" })
 	notReady := newPod("a", "10.0.0.1", false, 8080, func(p *corev1.Pod) { p.ResourceVersion = "1" })
 	readyAgain := newPod("a", "10.0.0.1", true, 8080, rv2)
+	moved := newPod("a", "10.0.0.9", true, 8080, rv2)
 	relabelled := newPod("a", "10.0.0.1", true, 8080, rv2, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "other"} })
 	tests := []struct {
 		name     string
@@ -27,6 +28,7 @@ func TestPodChangeEnqueuesItsServices(t *testing.T) {
 	}{
 		{"added", nil, ready, map[string]time.Duration{"ns/web": 3 * time.Second}},
 		{"readiness changed", notReady, readyAgain, map[string]time.Duration{"ns/web": 3 * time.Second}},
+		{"IP changed", ready, moved, map[string]time.Duration{"ns/web": 3 * time.Second}},
 		{"no relevant change", ready, readyAgain, map[string]time.Duration{}},
 		{"moved to another Service: both", ready, relabelled, map[string]time.Duration{"ns/web": 3 * time.Second, "ns/other": 3 * time.Second}},
 		{"resync (same version)", ready, ready.DeepCopy(), map[string]time.Duration{}},

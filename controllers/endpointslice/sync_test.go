@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -116,6 +117,13 @@ func TestSyncWritesSlices(t *testing.T) {
 			want: []string{" 10.0.0.1:TTF"},
 		},
 		{
+			name: "a named port of a sidecar counts, not one of an init container",
+			objs: []runtime.Object{newService("web"), newNode("node-1", "z1"),
+				newPod("a", "10.0.0.1", true, 8080, withInitPort(sidecar)),
+				newPod("b", "10.0.0.2", true, 8080, withInitPort(""))},
+			want: []string{" 10.0.0.2:TTF", "http=7070 10.0.0.1:TTF"},
+		},
+		{
 			name: "no selector: nothing",
 			objs: []runtime.Object{newService("web", func(s *corev1.Service) { s.Spec.Selector = nil }), newPod("a", "10.0.0.1", true, 8080)},
 		},
@@ -189,6 +197,73 @@ func TestSyncHeadlessLabelZoneAndHostname(t *testing.T) {
 	}
 }
 
+const sidecar = corev1.ContainerRestartPolicyAlways
+
+// withInitPort moves a pod's "http" port to an init container, on 7070, a
+// sidecar when policy is Always.
+func withInitPort(policy corev1.ContainerRestartPolicy) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		c := corev1.Container{Name: "init", Ports: []corev1.ContainerPort{
+			{Name: "http", ContainerPort: 7070, Protocol: corev1.ProtocolTCP}}}
+		if policy != "" {
+			c.RestartPolicy = &policy
+		}
+		p.Spec.Containers[0].Ports = nil
+		p.Spec.InitContainers = []corev1.Container{c}
+	}
+}
+
+// TestSyncPodOnMissingNode: a pod that is listed (it has an IP, be it only
+// status.podIP) but whose Node the cache lacks is left out of the slices,
+// and fails the sync so that it is retried.
+func TestSyncPodOnMissingNode(t *testing.T) {
+	onNode2 := func(p *corev1.Pod) { p.Spec.NodeName = "node-2" }
+	onlyPodIP := func(p *corev1.Pod) { p.Status.PodIPs = nil }
+	f := newFixture(t, Options{}, newService("web"), newNode("node-1", "z1"),
+		newPod("a", "10.0.0.1", true, 8080),
+		newPod("b", "10.0.0.2", true, 8080, onNode2),
+		newPod("c", "10.0.0.3", true, 8080, onNode2, onlyPodIP))
+	err := f.sync("ns/web")
+	for _, pod := range []string{"b", "c"} {
+		if err == nil || !strings.Contains(err.Error(), "skipping Pod "+pod+" ") {
+			t.Errorf("sync error %v, want one skipping pod %s", err, pod)
+		}
+	}
+	if s := summaries(f.written()); !slices.Equal(s, []string{"http=8080 10.0.0.1:TTF"}) {
+		t.Errorf("slices %q, want pod a only", s)
+	}
+}
+
+// TestSyncTriggerTimeFromPodReadiness: once the Service is known, the
+// trigger time of the slices a sync changes is when a pod's readiness
+// last changed.
+func TestSyncTriggerTimeFromPodReadiness(t *testing.T) {
+	f := newFixture(t, Options{}, newService("web"), newNode("node-1", "z1"),
+		newPod("a", "10.0.0.1", false, 8080))
+	if err := f.sync("ns/web"); err != nil {
+		t.Fatal(err)
+	}
+	f.mirror()
+	when := time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)
+	ready := newPod("a", "10.0.0.1", true, 8080, func(p *corev1.Pod) {
+		p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(when)
+	})
+	if err := f.pods.Update(cached(t, ready)[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sync("ns/web"); err != nil {
+		t.Fatal(err)
+	}
+	got := f.written()
+	if s := summaries(got); !slices.Equal(s, []string{"http=8080 10.0.0.1:TTF"}) {
+		t.Fatalf("slices %q, want the pod ready", s)
+	}
+	at := got[0].Annotations[corev1.EndpointsLastChangeTriggerTime]
+	if at != "2026-02-01T12:00:00Z" {
+		t.Errorf("trigger time %q, want the pod's readiness change", at)
+	}
+}
+
 // TestSyncIsIdempotentAndUpdates: a second sync over the written slices
 // changes nothing; a pod turning ready updates the slice in place.
 func TestSyncIsIdempotentAndUpdates(t *testing.T) {
@@ -204,7 +279,7 @@ func TestSyncIsIdempotentAndUpdates(t *testing.T) {
 	if n := len(f.client.Actions()); n != 0 {
 		t.Errorf("second sync made %d calls: %v", n, f.client.Actions())
 	}
-	if err := f.pods.Update(newPod("a", "10.0.0.1", true, 8080)); err != nil {
+	if err := f.pods.Update(cached(t, newPod("a", "10.0.0.1", true, 8080))[0]); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.sync("ns/web"); err != nil {

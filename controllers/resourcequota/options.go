@@ -109,5 +109,63 @@ func Descriptor(o Options) descriptor.Descriptor {
 		}
 		return c, nil
 	}).WithAliases(Alias).WithValidator(o.Validate).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("resourcequotas"))
+		WithInformers(corev1.SchemeGroupVersion.WithResource("resourcequotas")).
+		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...)
+}
+
+// podReads are the fields of a pod the pod evaluator (pods.go) and the
+// pods monitor's update filter (chargeChanged) read besides its metadata
+// (deletionTimestamp and deletionGracePeriodSeconds: always kept).
+var podReads = append([]string{
+	// Whether its compute resources count: not terminal.
+	"status.phase",
+	// What it requests and limits: its containers' and init containers'
+	// (which are sidecars: restartPolicy), the pod-level resources, the
+	// overhead. The containers' also decide BestEffort when no QoS class
+	// is reported.
+	"spec.containers.name",
+	"spec.containers.resources.requests",
+	"spec.containers.resources.limits",
+	"spec.initContainers.name",
+	"spec.initContainers.restartPolicy",
+	"spec.initContainers.resources.requests",
+	"spec.initContainers.resources.limits",
+	"spec.resources.requests",
+	"spec.resources.limits",
+	"spec.overhead",
+	// In-place resize: what the kubelet allocated and actuated, by
+	// container name, and whether it found the resize infeasible (the
+	// PodResizePending condition's reason). A change of the actuated
+	// resources recharges the pod.
+	"status.containerStatuses.name",
+	"status.containerStatuses.allocatedResources",
+	"status.containerStatuses.resources",
+	"status.initContainerStatuses.name",
+	"status.initContainerStatuses.allocatedResources",
+	"status.initContainerStatuses.resources",
+	"status.conditions.type",
+	"status.conditions.reason",
+	// Scopes: Terminating, BestEffort (the QoS class as reported),
+	// PriorityClass; CrossNamespacePodAffinity below.
+	"spec.activeDeadlineSeconds",
+	"status.qosClass",
+	"spec.priorityClassName",
+}, crossNamespaceReads()...)
+
+// crossNamespaceReads are the fields the CrossNamespacePodAffinity scope
+// reads: of every pod affinity and anti-affinity term, required or
+// preferred, whether it names namespaces or a namespace selector.
+func crossNamespaceReads() []string {
+	var out []string
+	for _, kind := range []string{"podAffinity", "podAntiAffinity"} {
+		for _, terms := range []string{
+			"requiredDuringSchedulingIgnoredDuringExecution",
+			"preferredDuringSchedulingIgnoredDuringExecution.podAffinityTerm",
+		} {
+			for _, field := range []string{"namespaces", "namespaceSelector"} {
+				out = append(out, "spec.affinity."+kind+"."+terms+"."+field)
+			}
+		}
+	}
+	return out
 }

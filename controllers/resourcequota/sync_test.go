@@ -38,6 +38,9 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		if f.stores[gr] == nil {
 			f.stores[gr] = controllertest.NamespacedIndexer[runtime.Object](t)
 		}
+		if p, ok := o.(*corev1.Pod); ok {
+			o = cached(t, p) // as the pods informer holds it
+		}
 		if err := f.stores[gr].Add(o); err != nil {
 			t.Fatal(err)
 		}
@@ -304,6 +307,14 @@ func TestChargeChanged(t *testing.T) {
 			with(pod, func(p *corev1.Pod) {
 				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Resources: &corev1.ResourceRequirements{Requests: rl("cpu", "2")}}}
 			}), true},
+		{"pod's sidecar resized", podsResource,
+			with(pod, func(p *corev1.Pod) {
+				p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "side"}}
+			}),
+			with(pod, func(p *corev1.Pod) {
+				p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "side",
+					Resources: &corev1.ResourceRequirements{Limits: rl("cpu", "2")}}}
+			}), true},
 		{"service becomes a load balancer", servicesResource, svc(corev1.ServiceTypeClusterIP), svc(corev1.ServiceTypeLoadBalancer), true},
 		{"ClusterIP to ExternalName", servicesResource, svc(corev1.ServiceTypeClusterIP), svc(corev1.ServiceTypeExternalName), false},
 		{"claim updated", pvcsResource, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolumeClaim{}, true},
@@ -311,7 +322,15 @@ func TestChargeChanged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := chargeChanged(tt.gr, tt.old, tt.new); got != tt.want {
+			// Pods as the pods informer hands them to the handler.
+			old, cur := tt.old, tt.new
+			if p, ok := old.(*corev1.Pod); ok {
+				old = cached(t, p)
+			}
+			if p, ok := cur.(*corev1.Pod); ok {
+				cur = cached(t, p)
+			}
+			if got := chargeChanged(tt.gr, old, cur); got != tt.want {
 				t.Errorf("chargeChanged = %v, want %v", got, tt.want)
 			}
 		})

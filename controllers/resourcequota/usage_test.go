@@ -34,6 +34,13 @@ func testPod(name string, cs ...corev1.Container) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PodSpec{Containers: cs}}
 }
 
+// cached returns pod as the host's pods informer holds it: with only the
+// fields the controller declares it reads (podReads).
+func cached(t testing.TB, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	return controllertest.Pruned(t, Descriptor(NewOptions()), pod)[0]
+}
+
 // checkList compares got with want: same names, equal quantities.
 func checkList(t *testing.T, what string, got, want corev1.ResourceList) {
 	t.Helper()
@@ -48,6 +55,12 @@ func fmtList(l corev1.ResourceList) map[corev1.ResourceName]string {
 		out[k] = v.String()
 	}
 	return out
+}
+
+// actuated is what the kubelet reports a container runs with: cpu
+// requests and limits.
+func actuated(req, lim string) *corev1.ResourceRequirements {
+	return &corev1.ResourceRequirements{Requests: rl("cpu", req), Limits: rl("cpu", lim)}
 }
 
 func TestPodUsage(t *testing.T) {
@@ -98,6 +111,37 @@ func TestPodUsage(t *testing.T) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", AllocatedResources: rl("cpu", "300m")}}
 			return p
 		}, false, rl("count/pods", "1", "pods", "1", "cpu", "300m", "requests.cpu", "300m")},
+		{"a resize the kubelet actuated counts when larger", func() *corev1.Pod {
+			p := testPod("p", ctr("c", rl("cpu", "100m"), rl("cpu", "100m")))
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{
+				{Name: "c", Resources: actuated("300m", "400m")}}
+			return p
+		}, false, rl("count/pods", "1", "pods", "1", "cpu", "300m", "requests.cpu", "300m",
+			"limits.cpu", "400m")},
+		{"an infeasible resize counts what was allocated, not the spec", func() *corev1.Pod {
+			p := testPod("p", ctr("c", rl("cpu", "1"), nil))
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{
+				{Name: "c", AllocatedResources: rl("cpu", "500m")}}
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizePending,
+				Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible}}
+			return p
+		}, false, rl("count/pods", "1", "pods", "1", "cpu", "500m", "requests.cpu", "500m")},
+		{"a sidecar's resize the kubelet allocated counts", func() *corev1.Pod {
+			p := testPod("p", ctr("c", rl("cpu", "300m"), nil))
+			p.Spec.InitContainers = []corev1.Container{sidecar}
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{
+				{Name: "side", AllocatedResources: rl("cpu", "400m")}}
+			return p
+		}, false, rl("count/pods", "1", "pods", "1", "cpu", "700m", "requests.cpu", "700m",
+			"memory", "64Mi", "requests.memory", "64Mi", "limits.cpu", "200m")},
+		{"a sidecar's resize the kubelet actuated counts", func() *corev1.Pod {
+			p := testPod("p", ctr("c", rl("cpu", "300m"), nil))
+			p.Spec.InitContainers = []corev1.Container{sidecar}
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{
+				{Name: "side", Resources: actuated("400m", "500m")}}
+			return p
+		}, false, rl("count/pods", "1", "pods", "1", "cpu", "700m", "requests.cpu", "700m",
+			"memory", "64Mi", "requests.memory", "64Mi", "limits.cpu", "500m")},
 		{"a succeeded pod counts in count/pods only", func() *corev1.Pod {
 			p := testPod("p", ctr("c", rl("cpu", "1"), nil))
 			p.Status.Phase = corev1.PodSucceeded
@@ -124,7 +168,7 @@ func TestPodUsage(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(epoch)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkList(t, "usage", podUsage(tt.pod(), clk, tt.podLevel), tt.want)
+			checkList(t, "usage", podUsage(cached(t, tt.pod()), clk, tt.podLevel), tt.want)
 		})
 	}
 }
@@ -170,14 +214,14 @@ func TestPodScopes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for name, want := range tt.want {
-				got, err := podInScope(tt.req, pods[name])
+				got, err := podInScope(tt.req, cached(t, pods[name]))
 				if err != nil || got != want {
 					t.Errorf("pod %s: in scope %v, %v; want %v", name, got, err, want)
 				}
 			}
 		})
 	}
-	if _, err := podInScope(pc("Bogus", "x"), prio); err == nil {
+	if _, err := podInScope(pc("Bogus", "x"), cached(t, prio)); err == nil {
 		t.Error("an unknown operator was accepted")
 	}
 }
@@ -288,11 +332,74 @@ func TestClaimUsage(t *testing.T) {
 func TestPodLevelBestEffort(t *testing.T) {
 	p := testPod("p", ctr("c", nil, nil))
 	p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "1")}
+	p = cached(t, p)
 	be := corev1.ScopedResourceSelectorRequirement{ScopeName: corev1.ResourceQuotaScopeBestEffort, Operator: corev1.ScopeSelectorOpExists}
 	if in, _ := podScope(true)(be, p); in {
 		t.Error("pod-level requests honoured: the pod is not BestEffort")
 	}
 	if in, _ := podScope(false)(be, p); !in {
 		t.Error("pod-level resources off: a pod whose containers ask nothing is BestEffort")
+	}
+}
+
+// TestCrossNamespaceAffinityScope: a pod is in the CrossNamespacePodAffinity
+// scope when any of its affinity or anti-affinity terms, required or
+// preferred, names namespaces or a namespace selector.
+func TestCrossNamespaceAffinityScope(t *testing.T) {
+	xns := corev1.ScopedResourceSelectorRequirement{
+		ScopeName: corev1.ResourceQuotaScopeCrossNamespacePodAffinity,
+		Operator:  corev1.ScopeSelectorOpExists,
+	}
+	byNames := corev1.PodAffinityTerm{Namespaces: []string{"other"}, TopologyKey: "zone"}
+	bySelector := corev1.PodAffinityTerm{NamespaceSelector: &metav1.LabelSelector{},
+		TopologyKey: "zone"}
+	local := corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{}, TopologyKey: "zone"}
+	const affinity, anti = false, true
+	const required, preferred = false, true
+	// with is an affinity (or anti-affinity) of the one term, required
+	// (or preferred).
+	with := func(isAnti, isPreferred bool, term corev1.PodAffinityTerm) *corev1.Affinity {
+		var req []corev1.PodAffinityTerm
+		var pref []corev1.WeightedPodAffinityTerm
+		if isPreferred {
+			pref = []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term}}
+		} else {
+			req = []corev1.PodAffinityTerm{term}
+		}
+		if isAnti {
+			return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution:  req,
+				PreferredDuringSchedulingIgnoredDuringExecution: pref,
+			}}
+		}
+		return &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution:  req,
+			PreferredDuringSchedulingIgnoredDuringExecution: pref,
+		}}
+	}
+	tests := []struct {
+		name     string
+		affinity *corev1.Affinity
+		want     bool
+	}{
+		{"no affinity", nil, false},
+		{"same-namespace terms", with(affinity, required, local), false},
+		{"affinity required, namespaces", with(affinity, required, byNames), true},
+		{"affinity required, namespace selector", with(affinity, required, bySelector), true},
+		{"affinity preferred, namespaces", with(affinity, preferred, byNames), true},
+		{"affinity preferred, namespace selector", with(affinity, preferred, bySelector), true},
+		{"anti-affinity required, namespaces", with(anti, required, byNames), true},
+		{"anti-affinity required, namespace selector", with(anti, required, bySelector), true},
+		{"anti-affinity preferred, namespaces", with(anti, preferred, byNames), true},
+		{"anti-affinity preferred, namespace selector", with(anti, preferred, bySelector), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPod("p", ctr("c", nil, nil))
+			p.Spec.Affinity = tt.affinity
+			if got, err := podInScope(xns, cached(t, p)); err != nil || got != tt.want {
+				t.Errorf("in scope %v, %v; want %v", got, err, tt.want)
+			}
+		})
 	}
 }
