@@ -291,15 +291,19 @@ func (p *Plan) Apply(obj any) {
 }
 
 func (n *node) apply(v reflect.Value) {
-	for _, o := range n.ops {
-		f, err := v.FieldByIndexErr(o.index)
-		if err != nil {
-			continue // through a nil embedded pointer: nothing there
+	for i := range n.ops {
+		o := &n.ops[i]
+		var f reflect.Value
+		if len(o.index) == 1 {
+			f = v.Field(o.index[0])
+		} else {
+			var err error
+			if f, err = v.FieldByIndexErr(o.index); err != nil {
+				continue // through a nil embedded pointer: nothing there
+			}
 		}
 		if o.sub == nil {
-			if !f.IsZero() {
-				f.SetZero()
-			}
+			f.SetZero()
 			continue
 		}
 		o.sub.into(f)
