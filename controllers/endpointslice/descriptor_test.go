@@ -109,6 +109,16 @@ func TestManagerWritesAndRepairsSlices(t *testing.T) {
 	h.API.Serve(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), "EndpointSlice",
 		managertest.WithoutStatus())
 	client := h.API.Kube()
+	// Status is stored apart, as by the API server: set it as a kubelet does.
+	stored, err := client.CoreV1().Pods("ns").Get(t.Context(), "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored.Status = pod.Status
+	if _, err := client.CoreV1().Pods("ns").UpdateStatus(t.Context(), stored,
+		metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	h.Start()
 	list := func() []discoveryv1.EndpointSlice {
 		l, err := client.DiscoveryV1().EndpointSlices("ns").List(t.Context(), metav1.ListOptions{})
