@@ -66,6 +66,16 @@ func (w *podWatcher) descriptor(replica string) descriptor.Descriptor {
 	}).WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{byNodeIndex: indexByNode})
 }
 
+// countLists counts the lists of resource h's clientset serves.
+func countLists(h *managertest.Harness, resource string) *atomic.Int32 {
+	var n atomic.Int32
+	h.Client.PrependReactor("list", resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		n.Add(1)
+		return false, nil, nil
+	})
+	return &n
+}
+
 // TestWarmStandby: with warm standby, a follower lists the pods before it
 // leads, builds no controller and writes nothing while it follows, and on
 // taking over its term starts on those caches: no second list, and the
@@ -99,11 +109,7 @@ func TestWarmStandby(t *testing.T) {
 			// b has a clientset of its own over a's objects, so that its
 			// requests are counted apart.
 			b := managertest.New(t, "warm-manager", []descriptor.Descriptor{w.descriptor("b")}).SameAPI(a)
-			var lists atomic.Int32 // b's
-			b.Client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-				lists.Add(1)
-				return false, nil, nil
-			})
+			lists := countLists(b, "pods") // b's
 			b.Client.PrependReactor("*", "pods", countWrites)
 			b.Options = fastElection("b")
 			b.Options.WarmStandby = warm
@@ -225,11 +231,7 @@ func TestWarmStandbyFollowsSetControllers(t *testing.T) {
 	a.WaitRunning("pod-watcher")
 
 	b := managertest.New(t, "warm-manager", []descriptor.Descriptor{w.descriptor("b")}).SameAPI(a)
-	var lists atomic.Int32
-	b.Client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		lists.Add(1)
-		return false, nil, nil
-	})
+	lists := countLists(b, "pods")
 	b.Options = fastElection("b")
 	b.Options.WarmStandby = true
 	b.Options.Controllers = []string{"-pod-watcher"}
@@ -305,11 +307,7 @@ func TestWarmInformerKeepsWhatItsTermReads(t *testing.T) {
 	a.Start()
 	a.WaitRunning("phase-reader")
 	b := managertest.New(t, "warm-reads", descs("b")).SameAPI(a)
-	var lists atomic.Int32
-	b.Client.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		lists.Add(1)
-		return false, nil, nil
-	})
+	lists := countLists(b, "pods")
 	b.Options = fastElection("b")
 	b.Options.WarmStandby = true
 	b.Start()

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/servicepods"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
@@ -99,38 +100,5 @@ func Descriptor(o Options) descriptor.Descriptor {
 			corev1.SchemeGroupVersion.WithResource("services"),
 			corev1.SchemeGroupVersion.WithResource("endpoints"),
 		).
-		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...)
-}
-
-// podReads are the fields of a pod the controller reads besides its
-// metadata (labels, deletionTimestamp, resourceVersion: always kept).
-// Through k8s.io/endpointslice's helpers (ShouldPodBeInEndpoints,
-// ShouldSetHostname, FindPort, IsPodReady, the trigger-time tracker) and
-// the pod handler's change test (servicepods, GetPodUpdateProjectionKey):
-var podReads = []string{
-	// Whether the pod is listed: not terminal, and has an IP.
-	"status.phase",
-	// Its addresses: the IPs, and podIP for the family of a Service that
-	// names none (nor a cluster IP); a change of IPs resyncs its Services.
-	"status.podIP",
-	"status.podIPs",
-	// Ready or not, and since when (the last-change-trigger-time
-	// annotation); a readiness change resyncs its Services.
-	"status.conditions.type",
-	"status.conditions.status",
-	"status.conditions.lastTransitionTime",
-	// The address's node, and its hostname when its subdomain is the
-	// Service; a hostname or subdomain change resyncs its Services.
-	"spec.nodeName",
-	"spec.hostname",
-	"spec.subdomain",
-	// A named targetPort is looked up in the containers' ports, then in
-	// the sidecars' (init containers that restart always).
-	"spec.containers.ports.name",
-	"spec.containers.ports.protocol",
-	"spec.containers.ports.containerPort",
-	"spec.initContainers.restartPolicy",
-	"spec.initContainers.ports.name",
-	"spec.initContainers.ports.protocol",
-	"spec.initContainers.ports.containerPort",
+		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), servicepods.PodReads...)
 }

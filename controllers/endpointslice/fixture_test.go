@@ -77,7 +77,7 @@ func newFixture(t *testing.T, o Options, objs ...runtime.Object) *fixture {
 }
 
 // cached returns pods as the host's pods informer holds them: with only
-// the fields the controller declares it reads (podReads).
+// the fields the controller declares it reads (servicepods.PodReads).
 func cached(t testing.TB, pods ...*corev1.Pod) []*corev1.Pod {
 	t.Helper()
 	return controllertest.Pruned(t, Descriptor(NewOptions()), pods...)

@@ -11,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/servicepods"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
@@ -126,40 +127,5 @@ func Descriptor(o Options) descriptor.Descriptor {
 			corev1.SchemeGroupVersion.WithResource("nodes"),
 			discoveryv1.SchemeGroupVersion.WithResource("endpointslices"),
 		).
-		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...)
-}
-
-// podReads are the fields of a pod the controller reads besides its
-// metadata (labels, deletionTimestamp, resourceVersion: always kept).
-// Through k8s.io/endpointslice's reconciler (ShouldPodBeInEndpoints,
-// podToEndpoint, getEndpointPorts and FindPort), its trigger-time tracker
-// and the pod handler's change test (servicepods,
-// GetPodUpdateProjectionKey):
-var podReads = []string{
-	// Whether the pod is listed: not terminal, and has an IP.
-	"status.phase",
-	"status.podIP",
-	// Its addresses; a change of IPs resyncs its Services.
-	"status.podIPs",
-	// Ready and serving or not, and since when (the
-	// last-change-trigger-time annotation); a readiness change resyncs its
-	// Services.
-	"status.conditions.type",
-	"status.conditions.status",
-	"status.conditions.lastTransitionTime",
-	// The endpoint's node (and through it its zone), and its hostname when
-	// its subdomain is the Service; a hostname or subdomain change resyncs
-	// its Services.
-	"spec.nodeName",
-	"spec.hostname",
-	"spec.subdomain",
-	// A named targetPort is looked up in the containers' ports, then in
-	// the sidecars' (init containers that restart always).
-	"spec.containers.ports.name",
-	"spec.containers.ports.protocol",
-	"spec.containers.ports.containerPort",
-	"spec.initContainers.restartPolicy",
-	"spec.initContainers.ports.name",
-	"spec.initContainers.ports.protocol",
-	"spec.initContainers.ports.containerPort",
+		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), servicepods.PodReads...)
 }
