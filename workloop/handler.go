@@ -24,6 +24,15 @@ type Filter func(old, obj any) bool
 // reaches both. Run waits for the registration to sync. Watch also feeds
 // the staleness guard.
 func (l *Loop) Watch(inf cache.SharedInformer, m Mapper, filters ...Filter) error {
+	if m == nil {
+		return fmt.Errorf("%s: Watch: the Mapper is nil; pass one such as EnqueueKey()", l.name)
+	}
+	for i, f := range filters {
+		if f == nil {
+			return fmt.Errorf("%s: Watch: filter %d is nil; leave it out to pass every event",
+				l.name, i)
+		}
+	}
 	enqueue := func(old, obj any) {
 		for _, f := range filters {
 			if !f(old, obj) {

@@ -3,6 +3,7 @@ package workloop
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -142,5 +143,21 @@ func TestObject(t *testing.T) {
 				t.Errorf("Object = %v, %v; want the pod: %v", got, ok, tc.ok)
 			}
 		})
+	}
+}
+
+// TestWatchRejectsNilFuncs: a nil Mapper or Filter is an error naming it,
+// not a panic in the informer's goroutine at the first event.
+func TestWatchRejectsNilFuncs(t *testing.T) {
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	inf := factory.Core().V1().Pods().Informer()
+	l := New("watch-test", func(context.Context, string) error { return nil }, Options{})
+	defer l.ShutDown()
+	if err := l.Watch(inf, nil); err == nil || !strings.Contains(err.Error(), "the Mapper is nil") {
+		t.Errorf("Watch with a nil Mapper = %v", err)
+	}
+	err := l.Watch(inf, EnqueueKey(), InNamespace("a"), nil)
+	if err == nil || !strings.Contains(err.Error(), "filter 1 is nil") {
+		t.Errorf("Watch with a nil filter = %v", err)
 	}
 }
