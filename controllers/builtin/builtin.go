@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/ctrlhost/ctrlhost/controllers/clusterroleaggregation"
 	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
 	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
@@ -47,43 +48,45 @@ import (
 // package (ReplicaSet's serve both the replicaset and the
 // replicationcontroller controllers, as KCM's do).
 type Options struct {
-	ReplicaSet          replicaset.Options
-	PodGC               podgc.Options
-	ServiceAccount      serviceaccount.Options
-	TokenCleaner        tokencleaner.Options
-	RootCACertPublisher rootcacertpublisher.Options
-	TTLAfterFinished    ttlafterfinished.Options
-	Deployment          deployment.Options
-	DaemonSet           daemonset.Options
-	Job                 job.Options
-	CronJob             cronjob.Options
-	ServiceAccountToken serviceaccounttoken.Options
-	Namespace           namespace.Options
-	ResourceQuota       resourcequota.Options
-	Endpoints           endpoints.Options
-	EndpointSlice       endpointslice.Options
-	GarbageCollector    garbagecollector.Options
+	ReplicaSet             replicaset.Options
+	PodGC                  podgc.Options
+	ServiceAccount         serviceaccount.Options
+	TokenCleaner           tokencleaner.Options
+	RootCACertPublisher    rootcacertpublisher.Options
+	TTLAfterFinished       ttlafterfinished.Options
+	Deployment             deployment.Options
+	DaemonSet              daemonset.Options
+	Job                    job.Options
+	CronJob                cronjob.Options
+	ServiceAccountToken    serviceaccounttoken.Options
+	Namespace              namespace.Options
+	ResourceQuota          resourcequota.Options
+	Endpoints              endpoints.Options
+	EndpointSlice          endpointslice.Options
+	GarbageCollector       garbagecollector.Options
+	ClusterRoleAggregation clusterroleaggregation.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
 func NewOptions() *Options {
 	return &Options{
-		ReplicaSet:          replicaset.NewOptions(),
-		PodGC:               podgc.NewOptions(),
-		ServiceAccount:      serviceaccount.NewOptions(),
-		TokenCleaner:        tokencleaner.NewOptions(),
-		RootCACertPublisher: rootcacertpublisher.NewOptions(),
-		TTLAfterFinished:    ttlafterfinished.NewOptions(),
-		Deployment:          deployment.NewOptions(),
-		DaemonSet:           daemonset.NewOptions(),
-		Job:                 job.NewOptions(),
-		CronJob:             cronjob.NewOptions(),
-		ServiceAccountToken: serviceaccounttoken.NewOptions(),
-		Namespace:           namespace.NewOptions(),
-		ResourceQuota:       resourcequota.NewOptions(),
-		Endpoints:           endpoints.NewOptions(),
-		EndpointSlice:       endpointslice.NewOptions(),
-		GarbageCollector:    garbagecollector.NewOptions(),
+		ReplicaSet:             replicaset.NewOptions(),
+		PodGC:                  podgc.NewOptions(),
+		ServiceAccount:         serviceaccount.NewOptions(),
+		TokenCleaner:           tokencleaner.NewOptions(),
+		RootCACertPublisher:    rootcacertpublisher.NewOptions(),
+		TTLAfterFinished:       ttlafterfinished.NewOptions(),
+		Deployment:             deployment.NewOptions(),
+		DaemonSet:              daemonset.NewOptions(),
+		Job:                    job.NewOptions(),
+		CronJob:                cronjob.NewOptions(),
+		ServiceAccountToken:    serviceaccounttoken.NewOptions(),
+		Namespace:              namespace.NewOptions(),
+		ResourceQuota:          resourcequota.NewOptions(),
+		Endpoints:              endpoints.NewOptions(),
+		EndpointSlice:          endpointslice.NewOptions(),
+		GarbageCollector:       garbagecollector.NewOptions(),
+		ClusterRoleAggregation: clusterroleaggregation.NewOptions(),
 	}
 }
 
@@ -126,6 +129,7 @@ func (o *Options) List() []Builtin {
 		{endpointslice.Descriptor(o.EndpointSlice), o.EndpointSlice.AddFlags,
 			endpointslice.FeatureSpecs()},
 		{garbagecollector.Descriptor(o.GarbageCollector), o.GarbageCollector.AddFlags, nil},
+		{clusterroleaggregation.Descriptor(o.ClusterRoleAggregation), nil, nil},
 	}
 }
 

@@ -36,8 +36,8 @@ func TestListIsComplete(t *testing.T) {
 		}
 		seen[d.Name()] = true
 	}
-	if len(seen) != 17 {
-		t.Errorf("%d built-ins listed, want 17", len(seen))
+	if len(seen) != 18 {
+		t.Errorf("%d built-ins listed, want 18", len(seen))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -402,6 +405,84 @@ func TestTTLAfterFinished(t *testing.T) {
 		Cleanup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
 			_, err := cs.BatchV1().Jobs(ns).Patch(ctx, "done", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 			return err
+		},
+	})
+}
+
+// TestClusterRoleAggregation: a ClusterRole aggregating two selectors gets
+// its matching roles' rules (a rule two of them share once, in name order),
+// applied by the controller's field manager; a matching role added while
+// it runs adds its rules.
+func TestClusterRoleAggregation(t *testing.T) {
+	rule := func(verb, resource string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{Verbs: []string{verb}, APIGroups: []string{""},
+			Resources: []string{resource}}
+	}
+	role := func(ns, name, feeds string, rules ...rbacv1.PolicyRule) *rbacv1.ClusterRole {
+		labels := map[string]string{"differential": ns}
+		if feeds != "" {
+			labels["aggregate-to-"+feeds] = ns
+		}
+		return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name, Labels: labels},
+			Rules: rules}
+	}
+	create := func(ctx context.Context, cs kubernetes.Interface, r *rbacv1.ClusterRole) error {
+		_, err := cs.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	compare(t, differential.Scenario{
+		Name: "clusterrole-aggregation aggregates and follows", Controller: "clusterrole-aggregation-controller",
+		Setup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			agg := role(ns, "agg", "", rule("stale", "things"))
+			agg.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{
+				{MatchLabels: map[string]string{"aggregate-to-edit": ns}},
+				{MatchLabels: map[string]string{"aggregate-to-view": ns}},
+			}}
+			for _, r := range []*rbacv1.ClusterRole{agg,
+				role(ns, "b", "edit", rule("list", "pods"), rule("get", "pods")),
+				role(ns, "a", "edit", rule("get", "pods")),
+				role(ns, "v", "view", rule("get", "configmaps"), rule("get", "pods")),
+				role(ns, "other", "", rule("delete", "pods")),
+			} {
+				if err := create(ctx, cs, r); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		// Once the first aggregation is written, a new matching role.
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			agg, err := cs.RbacV1().ClusterRoles().Get(ctx, ns+"-agg", metav1.GetOptions{})
+			if err != nil || len(agg.Rules) != 3 {
+				return err
+			}
+			return create(ctx, cs, role(ns, "c", "edit", rule("watch", "secrets")))
+		},
+		Observe: func(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+			agg, err := cs.RbacV1().ClusterRoles().Get(ctx, ns+"-agg", metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			agg.Kind = "ClusterRole"
+			// managedFields are normalised away: who applied the rules, kept.
+			var managers []string
+			for _, m := range agg.ManagedFields {
+				managers = append(managers, m.Manager+"/"+string(m.Operation))
+			}
+			slices.Sort(managers)
+			agg.Annotations = map[string]string{"managers": strings.Join(managers, ",")}
+			return []runtime.Object{agg}, nil
+		},
+		Settled: func(state []map[string]any) bool {
+			rules, _ := state[0]["rules"].([]any)
+			return len(rules) == 4
+		},
+		Cleanup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			return cs.RbacV1().ClusterRoles().DeleteCollection(ctx, metav1.DeleteOptions{},
+				metav1.ListOptions{LabelSelector: "differential=" + ns})
 		},
 	})
 }
