@@ -34,6 +34,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/job"
 	"github.com/ctrlhost/ctrlhost/controllers/namespace"
 	"github.com/ctrlhost/ctrlhost/controllers/podgc"
+	"github.com/ctrlhost/ctrlhost/controllers/pvprotection"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
 	"github.com/ctrlhost/ctrlhost/controllers/resourcequota"
 	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
@@ -65,6 +66,7 @@ type Options struct {
 	EndpointSlice          endpointslice.Options
 	GarbageCollector       garbagecollector.Options
 	ClusterRoleAggregation clusterroleaggregation.Options
+	PVProtection           pvprotection.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
@@ -87,6 +89,7 @@ func NewOptions() *Options {
 		EndpointSlice:          endpointslice.NewOptions(),
 		GarbageCollector:       garbagecollector.NewOptions(),
 		ClusterRoleAggregation: clusterroleaggregation.NewOptions(),
+		PVProtection:           pvprotection.NewOptions(),
 	}
 }
 
@@ -130,6 +133,7 @@ func (o *Options) List() []Builtin {
 			endpointslice.FeatureSpecs()},
 		{garbagecollector.Descriptor(o.GarbageCollector), o.GarbageCollector.AddFlags, nil},
 		{clusterroleaggregation.Descriptor(o.ClusterRoleAggregation), nil, nil},
+		{pvprotection.Descriptor(o.PVProtection), nil, nil},
 	}
 }
 

@@ -17,11 +17,14 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
 )
 
-func role(name string, labels map[string]string, rules ...rbacv1.PolicyRule) *rbacv1.ClusterRole {
-	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Rules: rules}
+func role(name string, labels map[string]string,
+	rules ...rbacv1.PolicyRule) *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Rules: rules}
 }
 
-func aggregating(name string, rules []rbacv1.PolicyRule, selectors ...map[string]string) *rbacv1.ClusterRole {
+func aggregating(name string, rules []rbacv1.PolicyRule,
+	selectors ...map[string]string) *rbacv1.ClusterRole {
 	r := role(name, nil, rules...)
 	r.AggregationRule = &rbacv1.AggregationRule{}
 	for _, s := range selectors {
@@ -32,7 +35,8 @@ func aggregating(name string, rules []rbacv1.PolicyRule, selectors ...map[string
 }
 
 func rule(verb, resource string) rbacv1.PolicyRule {
-	return rbacv1.PolicyRule{Verbs: []string{verb}, APIGroups: []string{""}, Resources: []string{resource}}
+	return rbacv1.PolicyRule{Verbs: []string{verb}, APIGroups: []string{""},
+		Resources: []string{resource}}
 }
 
 var (
@@ -96,9 +100,10 @@ func TestSync(t *testing.T) {
 		key:  "agg",
 		want: []rbacv1.PolicyRule{get},
 	}, {
-		name:  "already aggregated: nothing written",
-		roles: []*rbacv1.ClusterRole{aggregating("agg", []rbacv1.PolicyRule{get}, edit), role("a", edit, get)},
-		key:   "agg",
+		name: "already aggregated: nothing written",
+		roles: []*rbacv1.ClusterRole{aggregating("agg", []rbacv1.PolicyRule{get}, edit),
+			role("a", edit, get)},
+		key: "agg",
 	}, {
 		name:  "nothing matches, no rules: nothing written (nil and empty alike)",
 		roles: []*rbacv1.ClusterRole{aggregating("agg", nil, edit)},
@@ -119,8 +124,9 @@ func TestSync(t *testing.T) {
 		name: "an invalid selector is an error naming it",
 		roles: []*rbacv1.ClusterRole{func() *rbacv1.ClusterRole {
 			r := aggregating("agg", nil)
-			r.AggregationRule.ClusterRoleSelectors = []metav1.LabelSelector{{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "k", Operator: "Bogus"}}}}
+			r.AggregationRule.ClusterRoleSelectors = []metav1.LabelSelector{{
+				MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: "k", Operator: "Bogus"}}}}
 			return r
 		}()},
 		key: "agg",
@@ -135,7 +141,8 @@ func TestSync(t *testing.T) {
 			client := fake.NewClientset(objs...)
 			client.ClearActions()
 			c := &controller{client: client,
-				roles: rbaclisters.NewClusterRoleLister(controllertest.ClusterIndexer(t, tt.roles...))}
+				roles: rbaclisters.NewClusterRoleLister(
+					controllertest.ClusterIndexer(t, tt.roles...))}
 			err := c.sync(t.Context(), tt.key)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
@@ -166,7 +173,8 @@ func rulesEqual(a, b rbacv1.PolicyRule) bool {
 func TestAnyChangeQueuesEveryAggregatedRole(t *testing.T) {
 	roles := []*rbacv1.ClusterRole{aggregating("edit", nil, edit), aggregating("view", nil, view),
 		role("plain", nil)}
-	c := &controller{roles: rbaclisters.NewClusterRoleLister(controllertest.ClusterIndexer(t, roles...))}
+	c := &controller{roles: rbaclisters.NewClusterRoleLister(
+		controllertest.ClusterIndexer(t, roles...))}
 	got := c.aggregated(role("whatever", nil))
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"edit", "view"}) {

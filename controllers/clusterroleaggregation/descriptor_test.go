@@ -43,7 +43,8 @@ func TestManagerAggregatesAndFollowsChanges(t *testing.T) {
 		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""},
 			Resources: []string{"pods"}}}}
 	h := managertest.New(t, "test",
-		[]descriptor.Descriptor{clusterroleaggregation.Descriptor(clusterroleaggregation.NewOptions())},
+		[]descriptor.Descriptor{
+			clusterroleaggregation.Descriptor(clusterroleaggregation.NewOptions())},
 		agg, pods).Start()
 	rulesOf := func() []rbacv1.PolicyRule {
 		r, err := h.Client.RbacV1().ClusterRoles().Get(t.Context(), "mine", metav1.GetOptions{})
@@ -52,7 +53,8 @@ func TestManagerAggregatesAndFollowsChanges(t *testing.T) {
 		}
 		return r.Rules
 	}
-	managertest.Eventually(t, "the aggregated role's rules", func() bool { return len(rulesOf()) == 1 })
+	managertest.Eventually(t, "the aggregated role's rules",
+		func() bool { return len(rulesOf()) == 1 })
 	secrets := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "secrets", Labels: label},
 		Rules: []rbacv1.PolicyRule{{Verbs: []string{"list"}, APIGroups: []string{""},
 			Resources: []string{"secrets"}}}}
@@ -60,7 +62,8 @@ func TestManagerAggregatesAndFollowsChanges(t *testing.T) {
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	managertest.Eventually(t, "the new role's rules added", func() bool { return len(rulesOf()) == 2 })
+	managertest.Eventually(t, "the new role's rules added",
+		func() bool { return len(rulesOf()) == 2 })
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}

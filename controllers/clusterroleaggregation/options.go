@@ -34,7 +34,8 @@ func (o *Options) AddFlags(*pflag.FlagSet) {}
 
 // Descriptor returns the controller's descriptor.
 func Descriptor(Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		return newController(cc)
 	}).WithAliases(Alias).
 		WithInformers(rbacv1.SchemeGroupVersion.WithResource("clusterroles"))

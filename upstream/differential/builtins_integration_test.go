@@ -423,8 +423,9 @@ func TestClusterRoleAggregation(t *testing.T) {
 		if feeds != "" {
 			labels["aggregate-to-"+feeds] = ns
 		}
-		return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name, Labels: labels},
-			Rules: rules}
+		return &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name, Labels: labels},
+			Rules:      rules}
 	}
 	create := func(ctx context.Context, cs kubernetes.Interface, r *rbacv1.ClusterRole) error {
 		_, err := cs.RbacV1().ClusterRoles().Create(ctx, r, metav1.CreateOptions{})
@@ -434,13 +435,15 @@ func TestClusterRoleAggregation(t *testing.T) {
 		return err
 	}
 	compare(t, differential.Scenario{
-		Name: "clusterrole-aggregation aggregates and follows", Controller: "clusterrole-aggregation-controller",
+		Name:       "clusterrole-aggregation aggregates and follows",
+		Controller: "clusterrole-aggregation-controller",
 		Setup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
 			agg := role(ns, "agg", "", rule("stale", "things"))
-			agg.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{
-				{MatchLabels: map[string]string{"aggregate-to-edit": ns}},
-				{MatchLabels: map[string]string{"aggregate-to-view": ns}},
-			}}
+			agg.AggregationRule = &rbacv1.AggregationRule{
+				ClusterRoleSelectors: []metav1.LabelSelector{
+					{MatchLabels: map[string]string{"aggregate-to-edit": ns}},
+					{MatchLabels: map[string]string{"aggregate-to-view": ns}},
+				}}
 			for _, r := range []*rbacv1.ClusterRole{agg,
 				role(ns, "b", "edit", rule("list", "pods"), rule("get", "pods")),
 				role(ns, "a", "edit", rule("get", "pods")),
@@ -461,7 +464,8 @@ func TestClusterRoleAggregation(t *testing.T) {
 			}
 			return create(ctx, cs, role(ns, "c", "edit", rule("watch", "secrets")))
 		},
-		Observe: func(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+		Observe: func(ctx context.Context, cs kubernetes.Interface,
+			ns string) ([]runtime.Object, error) {
 			agg, err := cs.RbacV1().ClusterRoles().Get(ctx, ns+"-agg", metav1.GetOptions{})
 			if err != nil {
 				return nil, err
