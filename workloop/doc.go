@@ -35,8 +35,10 @@
 //     (for example when the written object is deleted before Wrote is
 //     called, or is delivered only through an informer that does not feed
 //     the loop). To recognise a write whose event arrived before Wrote, it
-//     keeps the last resourceVersion of every live object delivered to the
-//     loop (one map entry per object in the watched informers), and the
-//     UIDs of objects whose deletion it delivered within the last
-//     StaleTimeout (a write that let its object go is then not held).
+//     remembers the resourceVersions delivered to the loop in the last ten
+//     seconds or so (a Wrote later than that after its own event holds its
+//     key until the object's next delivery or StaleTimeout), and the UIDs
+//     of objects whose deletion it delivered within the last StaleTimeout
+//     (a write that let its object go is then not held). It holds no entry
+//     per cached object.
 package workloop
