@@ -36,6 +36,7 @@ type core struct {
 	expected []string // Options.Anticipate
 
 	mu        sync.Mutex
+	wants     map[wantKey]*prune.Plan // wantLocked's answers, made once
 	entries   map[key]*entry
 	handlers  map[string][]registration // by holder
 	factories []*added
@@ -131,17 +132,12 @@ func (c *core) view(user string) *Set {
 // (the next variant of k), that starts at the next Start.
 func (c *core) acquire(k key, holder string,
 	mk func() (cache.SharedIndexInformer, kinformers.GenericInformer)) *entry {
-	var want *prune.Plan
-	if k.kind == typedKind {
-		want = c.plans.planFor(holder, k.typ)
-		for _, u := range c.expected {
-			if p := c.plans.declared(u, k.typ); p != nil {
-				want = want.Union(p)
-			}
-		}
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var want *prune.Plan
+	if k.kind == typedKind {
+		want = c.wantLocked(holder, k.typ)
+	}
 	for k.variant = 0; ; k.variant++ {
 		e, ok := c.entries[k]
 		if !ok {
@@ -166,6 +162,31 @@ func (c *core) acquire(k key, holder string,
 	c.entries[k] = e
 	e.users[holder] = true
 	return e
+}
+
+// wantKey names what one user reads of one type.
+type wantKey struct {
+	user string
+	typ  reflect.Type
+}
+
+// wantLocked is what an informer of typ (a pointer type) made for holder
+// keeps: what its user reads, and what the anticipated users declared
+// they read of typ. It is worked out once per user and type (accessors
+// ask for their informer on every call); c.mu is held.
+func (c *core) wantLocked(holder string, typ reflect.Type) *prune.Plan {
+	k := wantKey{userOf(holder), typ}
+	if p, ok := c.wants[k]; ok {
+		return p
+	}
+	p := c.plans.planFor(holder, typ)
+	for _, u := range c.expected {
+		if d := c.plans.declared(u, typ); d != nil {
+			p = p.Union(d)
+		}
+	}
+	c.wants[k] = p
+	return p
 }
 
 // addFactory adds f for user, started at once if the Set runs.

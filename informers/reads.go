@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -103,24 +102,17 @@ func (p plans) declared(user string, typ reflect.Type) *prune.Plan {
 		return plan
 	}
 	if u.metadataOnly {
-		return metadataOnly(typ.Elem())
+		if plan, err := prune.Compile(typ.Elem(), nil); err == nil {
+			return plan
+		}
 	}
 	return nil
 }
 
-var metadataPlans sync.Map // reflect.Type → *prune.Plan
-
-// metadataOnly is the Plan that keeps the metadata of typ's objects.
-func metadataOnly(typ reflect.Type) *prune.Plan {
-	if p, ok := metadataPlans.Load(typ); ok {
-		return p.(*prune.Plan)
-	}
-	p, err := prune.Compile(typ, nil)
-	if err != nil {
-		p = prune.All(typ) // not a struct: nothing to drop
-	}
-	metadataPlans.Store(typ, p)
-	return p
+// userOf is the user a holder was made for ("" for the Set itself).
+func userOf(holder string) string {
+	user, _, _ := strings.Cut(holder, "#")
+	return user
 }
 
 // planFor is what holder reads of objects of typ (a pointer type):
@@ -129,8 +121,7 @@ func (p plans) planFor(holder string, typ reflect.Type) *prune.Plan {
 	if holder == "" {
 		return prune.All(typ.Elem())
 	}
-	user, _, _ := strings.Cut(holder, "#")
-	if plan := p.declared(user, typ); plan != nil {
+	if plan := p.declared(userOf(holder), typ); plan != nil {
 		return plan
 	}
 	return prune.All(typ.Elem())

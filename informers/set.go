@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlhost/ctrlhost/informers/internal/prune"
 )
 
 // ObjectOrMetadataFactory hands out a typed informer for a resource client-go
@@ -87,6 +89,7 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, opts Op
 		intern:   opts.InternStrings,
 		plans:    compilePlans(opts.Reads),
 		expected: slices.Clone(opts.Anticipate),
+		wants:    map[wantKey]*prune.Plan{},
 		entries:  map[key]*entry{},
 		handlers: map[string][]registration{},
 	}
