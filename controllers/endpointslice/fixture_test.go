@@ -87,19 +87,9 @@ func cached(t testing.TB, pods ...*corev1.Pod) []*corev1.Pod {
 // informer would hand them over (cached), and processes it.
 func (f *fixture) podChanged(old, obj any) {
 	f.t.Helper()
-	asCached := func(o any) any {
-		switch o := o.(type) {
-		case *corev1.Pod:
-			return cached(f.t, o)[0]
-		case cache.DeletedFinalStateUnknown:
-			if p, ok := o.Obj.(*corev1.Pod); ok {
-				o.Obj = cached(f.t, p)[0]
-			}
-			return o
-		}
-		return o
-	}
-	f.c.podQueue.PodChanged(asCached(old), asCached(obj))
+	d := Descriptor(NewOptions())
+	f.c.podQueue.PodChanged(controllertest.PrunedEvent(f.t, d, old),
+		controllertest.PrunedEvent(f.t, d, obj))
 	for f.c.podQueue.Len() > 0 {
 		f.c.podQueue.ProcessNext(logr.Discard())
 	}

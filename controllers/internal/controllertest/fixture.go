@@ -222,3 +222,19 @@ func CacheAs(t testing.TB, d descriptor.Descriptor, factory informers.SharedInfo
 	t.Helper()
 	Cache(t, factory, Pruned(t, d, o)[0])
 }
+
+// PrunedEvent is o, an event handler's argument (an object, a tombstone of
+// one, or nil), as d's informers would hand it over: Pruned.
+func PrunedEvent(t testing.TB, d descriptor.Descriptor, o any) any {
+	t.Helper()
+	switch o := o.(type) {
+	case runtime.Object:
+		return Pruned(t, d, o)[0]
+	case cache.DeletedFinalStateUnknown:
+		if obj, ok := o.Obj.(runtime.Object); ok {
+			o.Obj = Pruned(t, d, obj)[0]
+		}
+		return o
+	}
+	return o
+}
