@@ -57,6 +57,11 @@ func (s stopEnv) Run() int {
 	return code
 }
 
+// pending holds native controllers under way, not yet in the one list:
+// a scenario file registers its controller here from an init function
+// until the controller joins controllers/builtin.
+var pending []descriptor.Descriptor
+
 // The settings both sides get, under KCM's flag names.
 const terminatedPodGCThreshold = 2
 
@@ -75,7 +80,7 @@ func runner(t *testing.T, e *testenv.Env) differential.Runner {
 				o.RootCACertPublisher.RootCAFile = caFile
 				o.ServiceAccountToken.ServiceAccountKeyFile = e.PKI().ServiceAccountKeyFile
 				o.ServiceAccountToken.RootCAFile = caFile
-				return o.Descriptors()
+				return append(o.Descriptors(), pending...)
 			}
 			o, err := kcm.NewOptions()
 			if err != nil {
