@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/bootstraptoken"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
@@ -76,15 +77,7 @@ func (c *controller) isToken(obj any) bool {
 // an expiration never expires (ok false). An unparsable expiration is an
 // error; callers treat the token as expired, as KCM does.
 func expiry(s *corev1.Secret, now time.Time) (left time.Duration, ok bool, err error) {
-	v, found := s.Data[ExpirationKey]
-	if !found || len(v) == 0 {
-		return 0, false, nil
-	}
-	at, err := time.Parse(time.RFC3339, string(v))
-	if err != nil {
-		return 0, true, fmt.Errorf("data key %q: %q is not an RFC 3339 time: %w", ExpirationKey, v, err)
-	}
-	return at.Sub(now), true, nil
+	return bootstraptoken.Expiry(s, now)
 }
 
 // due reports whether s is to be deleted now, requeueing key for its expiry

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/bootstraptoken"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
@@ -23,7 +24,7 @@ const (
 // ExpirationKey is the data key of a bootstrap token Secret that holds its
 // expiry time in RFC 3339 (k8s.io/cluster-bootstrap's
 // BootstrapTokenExpirationKey).
-const ExpirationKey = "expiration"
+const ExpirationKey = bootstraptoken.ExpirationKey
 
 // Options configures the token cleaner. The zero value is KCM's default.
 type Options struct {
