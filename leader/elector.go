@@ -315,6 +315,12 @@ type campaign struct {
 	// uncertain: a write naming us got no answer from the API server (it
 	// may have been applied), so the campaign may hold the lease unaware.
 	uncertain atomic.Bool
+
+	// inflight counts the session's requests on the lease that have not
+	// returned. Guarded by Elector.mu. While one is out, no early attempt is
+	// made: the session is acting, and a restart would cancel a write the
+	// API server may still apply.
+	inflight int
 }
 
 func (e *Elector) newCampaign() (*campaign, error) {
@@ -404,8 +410,10 @@ func (s *session) stop() bool {
 // campaign follows until this replica leads, and returns the leading
 // session and its leadership context, or nil when ctx is done. Whenever the
 // lease becomes free (released, deleted, or expired by client-go's
-// reckoning), it restarts the session so that client-go tries at once
-// instead of at its next RetryPeriod tick.
+// reckoning) while the session waits for its next RetryPeriod tick, it
+// restarts the session so that client-go tries at once. A session that
+// read the lease as free is already trying, and one with a request out is
+// left to finish it.
 func (e *Elector) campaign(ctx, base context.Context, c *campaign) (*session, context.Context) {
 	e.log.Info("Campaigning for the lease", "identity", e.cfg.Identity)
 	s := e.startSession(base, c)
@@ -443,7 +451,7 @@ func (e *Elector) campaign(ctx, base context.Context, c *campaign) (*session, co
 		case <-e.changed:
 			stopTimer(timer)
 		case <-fire:
-			e.retryNow(base, c, &s, reason)
+			// Judged again: a request of the session may be out by now.
 		case <-s.done:
 			// LeaderElector.Run returns on its own only when its context
 			// ends; be robust anyway.
@@ -472,7 +480,7 @@ func (e *Elector) nextAttempt(c *campaign) (time.Duration, string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := &e.lease
-	if !st.known || e.pokedGen == st.gen {
+	if !st.known || e.pokedGen == st.gen || c.inflight > 0 {
 		return 0, "", false
 	}
 	if !st.exists {

@@ -17,7 +17,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -875,4 +877,88 @@ func TestCancelledWhileAcquiringReleases(t *testing.T) {
 	if h := holderOf(getLease(t, cs)); h == "a" {
 		t.Errorf("after Run returned, the lease still names a, which may never have known it held it")
 	}
+}
+
+// TestAcquiringSessionIsNotRestarted: the campaign's first session reads
+// the lease as free and creates it; observing the free lease (from that
+// read or from the watch) must not restart the session in the middle of
+// its create. A restart cancelled the create, which the API server may
+// still apply; the next session had to read the lease again (and, had the
+// create not landed yet, created it again, got AlreadyExists for its own
+// lease and led only a RetryPeriod later).
+func TestAcquiringSessionIsNotRestarted(t *testing.T) {
+	cs := newClientset()
+	var gets, creates atomic.Int32
+	cs.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		gets.Add(1)
+		return false, nil, nil
+	})
+	cs.PrependReactor("create", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		creates.Add(1)
+		return false, nil, nil
+	})
+	var e *Elector
+	// Hold the create until the campaign has dealt with every observation
+	// of the free lease, or until its request is cancelled.
+	held := heldCreates{Interface: cs, hold: func(ctx context.Context) {
+		poll.For(deadline, func() bool {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return ctx.Err() != nil || e.lease.known && e.pokedGen == e.lease.gen
+		})
+	}}
+	e, err := NewElector(testConfig("a"), held, Exit, testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	start(t, e, func(ctx context.Context) error {
+		close(started)
+		return untilDone(ctx)
+	})
+	select {
+	case <-started:
+	case <-time.After(deadline):
+		t.Fatalf("no term within %v", deadline)
+	}
+	if g, c := gets.Load(), creates.Load(); g != 1 || c != 1 {
+		t.Errorf("before the term: %d gets and %d creates; want 1 and 1 "+
+			"(one session that read, created and led)", g, c)
+	}
+}
+
+// heldCreates is a clientset whose Lease creates wait for hold first, and
+// behave as a request the API server applied whose answer was lost when
+// the request's context ended meanwhile.
+type heldCreates struct {
+	kubernetes.Interface
+	hold func(context.Context)
+}
+
+func (h heldCreates) CoordinationV1() coordinationv1client.CoordinationV1Interface {
+	return heldCoordination{h.Interface.CoordinationV1(), h.hold}
+}
+
+type heldCoordination struct {
+	coordinationv1client.CoordinationV1Interface
+	hold func(context.Context)
+}
+
+func (h heldCoordination) Leases(ns string) coordinationv1client.LeaseInterface {
+	return heldLeases{h.CoordinationV1Interface.Leases(ns), h.hold}
+}
+
+type heldLeases struct {
+	coordinationv1client.LeaseInterface
+	hold func(context.Context)
+}
+
+func (h heldLeases) Create(ctx context.Context, lease *coordinationv1.Lease,
+	opts metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	h.hold(ctx)
+	out, err := h.LeaseInterface.Create(context.WithoutCancel(ctx), lease, opts)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return out, err
 }

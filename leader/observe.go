@@ -65,6 +65,12 @@ func (e *Elector) observe(c *campaign, lease *coordinationv1.Lease, src source) 
 	if c != nil {
 		c.see(lease, src, now)
 	}
+	if src == fromGet && c != nil && (lease == nil || lease.Spec.HolderIdentity == nil ||
+		*lease.Spec.HolderIdentity == "") {
+		// The session read the lease as free and acts on it at once: no
+		// early attempt for this state (set once it is recorded, below).
+		defer func() { e.pokedGen = e.lease.gen }()
+	}
 
 	st := &e.lease
 	var rv int64
@@ -148,7 +154,26 @@ type leaseClient struct {
 	c *campaign
 }
 
+// out counts a request of the campaign's session from now until the
+// returned function is called, which also has the campaign judge the
+// lease again.
+func (l leaseClient) out() (back func()) {
+	if l.c == nil {
+		return func() {}
+	}
+	l.e.mu.Lock()
+	l.c.inflight++
+	l.e.mu.Unlock()
+	return func() {
+		l.e.mu.Lock()
+		l.c.inflight--
+		l.e.mu.Unlock()
+		l.e.notifyChanged()
+	}
+}
+
 func (l leaseClient) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+	defer l.out()()
 	ctx, cancel := context.WithTimeout(ctx, l.e.onRealClock(l.e.cfg.RenewDeadline))
 	defer cancel()
 	lease, err := l.LeaseInterface.Get(ctx, name, opts)
@@ -162,6 +187,7 @@ func (l leaseClient) Get(ctx context.Context, name string, opts metav1.GetOption
 }
 
 func (l leaseClient) Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	defer l.out()()
 	ctx, cancel := context.WithTimeout(ctx, l.e.onRealClock(l.e.cfg.RenewDeadline))
 	defer cancel()
 	start := l.e.clock.Now()
@@ -175,6 +201,7 @@ func (l leaseClient) Create(ctx context.Context, lease *coordinationv1.Lease, op
 }
 
 func (l leaseClient) Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	defer l.out()()
 	ctx, cancel := context.WithTimeout(ctx, l.e.onRealClock(l.e.cfg.RenewDeadline))
 	defer cancel()
 	start := l.e.clock.Now()
