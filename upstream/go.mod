@@ -11,6 +11,7 @@ require (
 	k8s.io/apimachinery v0.37.2
 	k8s.io/apiserver v0.37.1
 	k8s.io/client-go v0.37.2
+	k8s.io/cluster-bootstrap v0.37.1
 	k8s.io/component-base v0.37.2
 	k8s.io/controller-manager v0.37.1
 	k8s.io/kubernetes v1.37.1
@@ -135,7 +136,6 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	k8s.io/apiextensions-apiserver v0.0.0 // indirect
 	k8s.io/cloud-provider v0.37.1 // indirect
-	k8s.io/cluster-bootstrap v0.0.0 // indirect
 	k8s.io/component-helpers v0.37.1 // indirect
 	k8s.io/cri-api v0.37.1 // indirect
 	k8s.io/cri-client v0.0.0 // indirect
