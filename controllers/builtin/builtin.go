@@ -30,10 +30,13 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
 	"github.com/ctrlhost/ctrlhost/controllers/endpoints"
 	"github.com/ctrlhost/ctrlhost/controllers/endpointslice"
+	"github.com/ctrlhost/ctrlhost/controllers/endpointslicemirroring"
+	"github.com/ctrlhost/ctrlhost/controllers/ephemeral"
 	"github.com/ctrlhost/ctrlhost/controllers/garbagecollector"
 	"github.com/ctrlhost/ctrlhost/controllers/job"
 	"github.com/ctrlhost/ctrlhost/controllers/namespace"
 	"github.com/ctrlhost/ctrlhost/controllers/podgc"
+	"github.com/ctrlhost/ctrlhost/controllers/pvcprotection"
 	"github.com/ctrlhost/ctrlhost/controllers/pvprotection"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
 	"github.com/ctrlhost/ctrlhost/controllers/resourcequota"
@@ -67,6 +70,9 @@ type Options struct {
 	GarbageCollector       garbagecollector.Options
 	ClusterRoleAggregation clusterroleaggregation.Options
 	PVProtection           pvprotection.Options
+	EndpointSliceMirroring endpointslicemirroring.Options
+	PVCProtection          pvcprotection.Options
+	Ephemeral              ephemeral.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
@@ -90,6 +96,9 @@ func NewOptions() *Options {
 		GarbageCollector:       garbagecollector.NewOptions(),
 		ClusterRoleAggregation: clusterroleaggregation.NewOptions(),
 		PVProtection:           pvprotection.NewOptions(),
+		EndpointSliceMirroring: endpointslicemirroring.NewOptions(),
+		PVCProtection:          pvcprotection.NewOptions(),
+		Ephemeral:              ephemeral.NewOptions(),
 	}
 }
 
@@ -131,9 +140,13 @@ func (o *Options) List() []Builtin {
 		{endpoints.Descriptor(o.Endpoints), o.Endpoints.AddFlags, nil},
 		{endpointslice.Descriptor(o.EndpointSlice), o.EndpointSlice.AddFlags,
 			endpointslice.FeatureSpecs()},
+		{endpointslicemirroring.Descriptor(o.EndpointSliceMirroring),
+			o.EndpointSliceMirroring.AddFlags, nil},
 		{garbagecollector.Descriptor(o.GarbageCollector), o.GarbageCollector.AddFlags, nil},
 		{clusterroleaggregation.Descriptor(o.ClusterRoleAggregation), nil, nil},
+		{pvcprotection.Descriptor(o.PVCProtection), nil, pvcprotection.FeatureSpecs()},
 		{pvprotection.Descriptor(o.PVProtection), nil, nil},
+		{ephemeral.Descriptor(o.Ephemeral), o.Ephemeral.AddFlags, nil},
 	}
 }
 
@@ -167,7 +180,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.ResourceQuota.AddFlags(fs)
 	o.Endpoints.AddFlags(fs)
 	o.EndpointSlice.AddFlags(fs)
+	o.EndpointSliceMirroring.AddFlags(fs)
 	o.GarbageCollector.AddFlags(fs)
+	o.Ephemeral.AddFlags(fs)
 }
 
 // FeatureSpecs returns every feature gate a built-in consults, with its

@@ -26,11 +26,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() {
-	pending = append(pending,
-		endpointslicemirroring.Descriptor(endpointslicemirroring.NewOptions()))
-}
-
 // The mirroring scenarios write Endpoints by hand, as an operator or a
 // controller of selectorless Services would; only the mirroring
 // controller runs (no Endpoints or EndpointSlice controller).

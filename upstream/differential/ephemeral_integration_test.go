@@ -14,11 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/ctrlhost/ctrlhost/controllers/ephemeral"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
-
-func init() { pending = append(pending, ephemeral.Descriptor(ephemeral.NewOptions())) }
 
 // ephemeralEvents is the namespace's events as one object: each distinct
 // "source type reason: message" once, sorted, the namespace written

@@ -19,8 +19,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() { pending = append(pending, pvcprotection.Descriptor(pvcprotection.NewOptions())) }
-
 // claimKeptAnnotation marks the free claim once the scenario has seen the
 // deleted claims their pods use still there and protected, after the
 // controller protected the free one.
