@@ -26,6 +26,9 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/clusterroleaggregation"
 	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
+	"github.com/ctrlhost/ctrlhost/controllers/csrapproving"
+	"github.com/ctrlhost/ctrlhost/controllers/csrcleaner"
+	"github.com/ctrlhost/ctrlhost/controllers/csrsigning"
 	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
 	"github.com/ctrlhost/ctrlhost/controllers/endpoints"
@@ -73,6 +76,9 @@ type Options struct {
 	EndpointSliceMirroring endpointslicemirroring.Options
 	PVCProtection          pvcprotection.Options
 	Ephemeral              ephemeral.Options
+	CSRSigning             csrsigning.Options
+	CSRApproving           csrapproving.Options
+	CSRCleaner             csrcleaner.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
@@ -99,6 +105,9 @@ func NewOptions() *Options {
 		EndpointSliceMirroring: endpointslicemirroring.NewOptions(),
 		PVCProtection:          pvcprotection.NewOptions(),
 		Ephemeral:              ephemeral.NewOptions(),
+		CSRSigning:             csrsigning.NewOptions(),
+		CSRApproving:           csrapproving.NewOptions(),
+		CSRCleaner:             csrcleaner.NewOptions(),
 	}
 }
 
@@ -132,6 +141,9 @@ func (o *Options) List() []Builtin {
 		{daemonset.Descriptor(o.DaemonSet), o.DaemonSet.AddFlags, daemonset.FeatureSpecs()},
 		{job.Descriptor(o.Job), o.Job.AddFlags, job.FeatureSpecs()},
 		{cronjob.Descriptor(o.CronJob), o.CronJob.AddFlags, nil},
+		{csrsigning.Descriptor(o.CSRSigning), o.CSRSigning.AddFlags, nil},
+		{csrapproving.Descriptor(o.CSRApproving), nil, nil},
+		{csrcleaner.Descriptor(o.CSRCleaner), nil, nil},
 		{serviceaccounttoken.Descriptor(o.ServiceAccountToken), o.ServiceAccountToken.AddFlags,
 			nil},
 		{namespace.Descriptor(o.Namespace), o.Namespace.AddFlags, nil},
@@ -175,6 +187,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.DaemonSet.AddFlags(fs)
 	o.Job.AddFlags(fs)
 	o.CronJob.AddFlags(fs)
+	o.CSRSigning.AddFlags(fs)
 	o.ServiceAccountToken.AddFlags(fs)
 	o.Namespace.AddFlags(fs)
 	o.ResourceQuota.AddFlags(fs)

@@ -30,8 +30,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() { pending = append(pending, csrapproving.Descriptor(csrapproving.NewOptions())) }
-
 // The bootstrap ClusterRoles the certificate scenarios bind to users: to
 // create CSRs, and to have a kubelet client CSR approved for any node or
 // for oneself.

@@ -25,8 +25,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() { pending = append(pending, csrcleaner.Descriptor(csrcleaner.NewOptions())) }
-
 // selfSigned returns a PEM certificate for cn valid until notAfter.
 func selfSigned(t *testing.T, cn string, notAfter time.Time) []byte {
 	t.Helper()

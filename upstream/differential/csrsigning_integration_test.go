@@ -26,8 +26,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/kcm"
 )
 
-func init() { pending = append(pending, csrsigning.Descriptor(csrsigning.NewOptions())) }
-
 // signingDuration is both sides' --cluster-signing-duration: shorter than
 // the testenv CA's year, so no certificate is cut at the CA's end.
 const signingDuration = 720 * time.Hour
