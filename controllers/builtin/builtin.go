@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/ctrlhost/ctrlhost/controllers/bootstrapsigner"
 	"github.com/ctrlhost/ctrlhost/controllers/clusterroleaggregation"
 	"github.com/ctrlhost/ctrlhost/controllers/cronjob"
 	"github.com/ctrlhost/ctrlhost/controllers/csrapproving"
@@ -37,6 +38,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/ephemeral"
 	"github.com/ctrlhost/ctrlhost/controllers/garbagecollector"
 	"github.com/ctrlhost/ctrlhost/controllers/job"
+	"github.com/ctrlhost/ctrlhost/controllers/legacytokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/namespace"
 	"github.com/ctrlhost/ctrlhost/controllers/podgc"
 	"github.com/ctrlhost/ctrlhost/controllers/pvcprotection"
@@ -79,6 +81,8 @@ type Options struct {
 	CSRSigning             csrsigning.Options
 	CSRApproving           csrapproving.Options
 	CSRCleaner             csrcleaner.Options
+	BootstrapSigner        bootstrapsigner.Options
+	LegacyTokenCleaner     legacytokencleaner.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
@@ -108,6 +112,8 @@ func NewOptions() *Options {
 		CSRSigning:             csrsigning.NewOptions(),
 		CSRApproving:           csrapproving.NewOptions(),
 		CSRCleaner:             csrcleaner.NewOptions(),
+		BootstrapSigner:        bootstrapsigner.NewOptions(),
+		LegacyTokenCleaner:     legacytokencleaner.NewOptions(),
 	}
 }
 
@@ -133,6 +139,7 @@ func (o *Options) List() []Builtin {
 			replicaset.FeatureSpecs()},
 		{podgc.Descriptor(o.PodGC), o.PodGC.AddFlags, nil},
 		{serviceaccount.Descriptor(o.ServiceAccount), nil, nil},
+		{bootstrapsigner.Descriptor(o.BootstrapSigner), nil, nil},
 		{tokencleaner.Descriptor(o.TokenCleaner), nil, nil},
 		{rootcacertpublisher.Descriptor(o.RootCACertPublisher), o.RootCACertPublisher.AddFlags,
 			nil},
@@ -159,6 +166,8 @@ func (o *Options) List() []Builtin {
 		{pvcprotection.Descriptor(o.PVCProtection), nil, pvcprotection.FeatureSpecs()},
 		{pvprotection.Descriptor(o.PVProtection), nil, nil},
 		{ephemeral.Descriptor(o.Ephemeral), o.Ephemeral.AddFlags, nil},
+		{legacytokencleaner.Descriptor(o.LegacyTokenCleaner), o.LegacyTokenCleaner.AddFlags,
+			nil},
 	}
 }
 
@@ -196,6 +205,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.EndpointSliceMirroring.AddFlags(fs)
 	o.GarbageCollector.AddFlags(fs)
 	o.Ephemeral.AddFlags(fs)
+	o.LegacyTokenCleaner.AddFlags(fs)
 }
 
 // FeatureSpecs returns every feature gate a built-in consults, with its

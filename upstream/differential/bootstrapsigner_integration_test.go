@@ -20,8 +20,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() { pending = append(pending, bootstrapsigner.Descriptor(bootstrapsigner.NewOptions())) }
-
 // The scenario's tokens (kube-system) and the two kubeconfigs it signs.
 // cluster-info is one fixed ConfigMap: each side makes it in Setup and
 // deletes it in Cleanup.

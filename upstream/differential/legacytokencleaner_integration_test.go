@@ -29,10 +29,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/kcm"
 )
 
-func init() {
-	pending = append(pending, legacytokencleaner.Descriptor(legacytokencleaner.NewOptions()))
-}
-
 // legacyFlags is the command line both sides are given. A period of a
 // millisecond: the tokens Setup creates are past it by the first pass, and
 // "a period before now" is today, so a token used today is in use.
