@@ -1,0 +1,76 @@
+package vapstatus
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/pflag"
+	arv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// Name is the controller's name in --controllers, as in KCM (which gives
+// it no alias). It is also KCM's name for its client and ServiceAccount.
+const Name = "validatingadmissionpolicy-status-controller"
+
+// clientName is KCM's name for the controller's client and ServiceAccount.
+const clientName = Name
+
+// FieldManager owns the status fields the controller applies, KCM's.
+const FieldManager = "validatingadmissionpolicy-status"
+
+// DefaultConcurrentPolicySyncs is KCM's default worker count.
+const DefaultConcurrentPolicySyncs = 5
+
+// Options configures the controller. Use NewOptions for KCM's defaults.
+type Options struct {
+	// ConcurrentPolicySyncs is
+	// --concurrent-validating-admission-policy-status-syncs: how many
+	// policies are type-checked at once. Zero means the default, 5 (as
+	// KCM's configuration defaulting does); negative is invalid.
+	ConcurrentPolicySyncs int32
+}
+
+// NewOptions returns KCM's defaults.
+func NewOptions() Options {
+	return Options{ConcurrentPolicySyncs: DefaultConcurrentPolicySyncs}
+}
+
+// AddFlags binds KCM's flag for this controller to o, o's current value
+// being the default.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.Int32Var(&o.ConcurrentPolicySyncs, "concurrent-validating-admission-policy-status-syncs",
+		o.ConcurrentPolicySyncs, "The number of ValidatingAdmissionPolicyStatusController "+
+			"workers that are allowed to sync concurrently.")
+}
+
+func (o Options) withDefaults() Options {
+	if o.ConcurrentPolicySyncs == 0 {
+		o.ConcurrentPolicySyncs = DefaultConcurrentPolicySyncs
+	}
+	return o
+}
+
+// Validate reports every invalid field.
+func (o Options) Validate() error {
+	if o.ConcurrentPolicySyncs < 0 {
+		return fmt.Errorf("--concurrent-validating-admission-policy-status-syncs: "+
+			"must be at least 1 (0 for the default, %d), got %d",
+			DefaultConcurrentPolicySyncs, o.ConcurrentPolicySyncs)
+	}
+	return nil
+}
+
+var policies = arv1.SchemeGroupVersion.WithResource(
+	"validatingadmissionpolicies")
+
+// Descriptor returns the controller's descriptor. Invalid options are
+// reported by manager.Builder.Build.
+func Descriptor(o Options) descriptor.Descriptor {
+	o = o.withDefaults()
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
+		return newController(cc, int(o.ConcurrentPolicySyncs))
+	}).WithValidator(o.Validate).WithInformers(policies)
+}
