@@ -2,6 +2,7 @@ package vapstatus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -34,6 +35,10 @@ type controller struct {
 }
 
 func newController(cc descriptor.Context, workers int) (*controller, error) {
+	if cc.RESTMapper == nil {
+		return nil, errors.New("the host gives no REST mapper (descriptor.Context.RESTMapper): " +
+			"the kinds a policy matches cannot be found; build the host with one")
+	}
 	client, err := cc.ClientBuilder.Client(clientName)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package vapstatus_test
 
 import (
+	"strings"
 	"testing"
 
 	arv1 "k8s.io/api/admissionregistration/v1"
@@ -67,5 +68,13 @@ func TestManagerWritesStatus(t *testing.T) {
 	})
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestInitWithoutARESTMapper(t *testing.T) {
+	_, err := vapstatus.Descriptor(vapstatus.NewOptions()).Init()(t.Context(),
+		descriptor.Context{Name: vapstatus.Name})
+	if err == nil || !strings.Contains(err.Error(), "RESTMapper") {
+		t.Errorf("Init without a REST mapper = %v, want an error naming it", err)
 	}
 }
