@@ -30,6 +30,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/csrapproving"
 	"github.com/ctrlhost/ctrlhost/controllers/csrcleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/csrsigning"
+	"github.com/ctrlhost/ctrlhost/controllers/ctbpublisher"
 	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
 	"github.com/ctrlhost/ctrlhost/controllers/endpoints"
@@ -40,6 +41,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/job"
 	"github.com/ctrlhost/ctrlhost/controllers/legacytokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/namespace"
+	"github.com/ctrlhost/ctrlhost/controllers/pcrcleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/podgc"
 	"github.com/ctrlhost/ctrlhost/controllers/pvcprotection"
 	"github.com/ctrlhost/ctrlhost/controllers/pvprotection"
@@ -50,6 +52,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/serviceaccounttoken"
 	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
+	"github.com/ctrlhost/ctrlhost/controllers/vapstatus"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
@@ -83,6 +86,9 @@ type Options struct {
 	CSRCleaner             csrcleaner.Options
 	BootstrapSigner        bootstrapsigner.Options
 	LegacyTokenCleaner     legacytokencleaner.Options
+	PCRCleaner             pcrcleaner.Options
+	CTBPublisher           ctbpublisher.Options
+	VAPStatus              vapstatus.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
@@ -114,6 +120,9 @@ func NewOptions() *Options {
 		CSRCleaner:             csrcleaner.NewOptions(),
 		BootstrapSigner:        bootstrapsigner.NewOptions(),
 		LegacyTokenCleaner:     legacytokencleaner.NewOptions(),
+		PCRCleaner:             pcrcleaner.NewOptions(),
+		CTBPublisher:           ctbpublisher.NewOptions(),
+		VAPStatus:              vapstatus.NewOptions(),
 	}
 }
 
@@ -143,6 +152,8 @@ func (o *Options) List() []Builtin {
 		{tokencleaner.Descriptor(o.TokenCleaner), nil, nil},
 		{rootcacertpublisher.Descriptor(o.RootCACertPublisher), o.RootCACertPublisher.AddFlags,
 			nil},
+		{ctbpublisher.Descriptor(o.CTBPublisher), o.CTBPublisher.AddFlags,
+			ctbpublisher.FeatureSpecs()},
 		{ttlafterfinished.Descriptor(o.TTLAfterFinished), o.TTLAfterFinished.AddFlags, nil},
 		{deployment.Descriptor(o.Deployment), o.Deployment.AddFlags, deployment.FeatureSpecs()},
 		{daemonset.Descriptor(o.DaemonSet), o.DaemonSet.AddFlags, daemonset.FeatureSpecs()},
@@ -151,6 +162,7 @@ func (o *Options) List() []Builtin {
 		{csrsigning.Descriptor(o.CSRSigning), o.CSRSigning.AddFlags, nil},
 		{csrapproving.Descriptor(o.CSRApproving), nil, nil},
 		{csrcleaner.Descriptor(o.CSRCleaner), nil, nil},
+		{pcrcleaner.Descriptor(o.PCRCleaner), nil, pcrcleaner.FeatureSpecs()},
 		{serviceaccounttoken.Descriptor(o.ServiceAccountToken), o.ServiceAccountToken.AddFlags,
 			nil},
 		{namespace.Descriptor(o.Namespace), o.Namespace.AddFlags, nil},
@@ -168,6 +180,7 @@ func (o *Options) List() []Builtin {
 		{ephemeral.Descriptor(o.Ephemeral), o.Ephemeral.AddFlags, nil},
 		{legacytokencleaner.Descriptor(o.LegacyTokenCleaner), o.LegacyTokenCleaner.AddFlags,
 			nil},
+		{vapstatus.Descriptor(o.VAPStatus), o.VAPStatus.AddFlags, nil},
 	}
 }
 
@@ -191,6 +204,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.ServiceAccount.AddFlags(fs)
 	o.TokenCleaner.AddFlags(fs)
 	o.RootCACertPublisher.AddFlags(fs)
+	o.CTBPublisher.AddFlags(fs)
 	o.TTLAfterFinished.AddFlags(fs)
 	o.Deployment.AddFlags(fs)
 	o.DaemonSet.AddFlags(fs)
@@ -206,6 +220,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.GarbageCollector.AddFlags(fs)
 	o.Ephemeral.AddFlags(fs)
 	o.LegacyTokenCleaner.AddFlags(fs)
+	o.VAPStatus.AddFlags(fs)
 }
 
 // FeatureSpecs returns every feature gate a built-in consults, with its

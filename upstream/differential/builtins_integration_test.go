@@ -78,6 +78,7 @@ func runner(t *testing.T, e *testenv.Env) differential.Runner {
 				o := builtin.NewOptions()
 				o.PodGC.TerminatedPodGCThreshold = terminatedPodGCThreshold
 				o.RootCACertPublisher.RootCAFile = caFile
+				o.CTBPublisher.RootCAFile = caFile
 				o.ServiceAccountToken.ServiceAccountKeyFile = e.PKI().ServiceAccountKeyFile
 				o.ServiceAccountToken.RootCAFile = caFile
 				return append(o.Descriptors(), pending...)

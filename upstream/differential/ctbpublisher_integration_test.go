@@ -23,8 +23,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() { pending = append(pending, ctbpublisher.Descriptor(ctbpublisher.NewOptions())) }
-
 // ctbOtherSigner is a signer no controller publishes for.
 const ctbOtherSigner = "example.com/differential"
 

@@ -31,8 +31,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() { pending = append(pending, pcrcleaner.Descriptor(pcrcleaner.NewOptions())) }
-
 // pcrCleanerAfterSync wraps the upstream cleaner so that it starts once
 // the request cache has synced. KCM's cleaner makes its first pass as
 // soon as it runs, over whatever its cache holds by then (usually

@@ -26,8 +26,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() { pending = append(pending, vapstatus.Descriptor(vapstatus.NewOptions())) }
-
 // TestVAPStatus: the status of policies over Deployments (and one with
 // ConfigMap parameters) whose expressions type-check, name a field
 // Deployments lack, or name one in a message expression or of the
