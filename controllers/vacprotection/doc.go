@@ -25,6 +25,8 @@
 //     alone;
 //   - both writes are Updates of the cached class with the finalizer added
 //     or removed (a conflict is retried with back-off, without end);
+//   - volumes and claims are found by class through indexes of the
+//     package's own on the shared informers (declared, for warm standby);
 //   - a class is queued when it is added or updated and needs one of the
 //     writes; a volume or claim queues the classes an update dropped, and
 //     all of its classes when it is deleted (adds queue nothing: a new user
@@ -43,7 +45,5 @@
 //
 // Non-guarantees: the caches decide, as in KCM: a claim created with the
 // class's name just before the class's deletion reaches the controller may
-// be missed, and the class released under it (KCM's documented race). The
-// indexes of volumes and claims by class name are the package's own,
-// declared for warm standby.
+// be missed, and the class released under it (KCM's documented race).
 package vacprotection
