@@ -50,8 +50,11 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/rootcacertpublisher"
 	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
 	"github.com/ctrlhost/ctrlhost/controllers/serviceaccounttoken"
+	"github.com/ctrlhost/ctrlhost/controllers/servicecidr"
+	"github.com/ctrlhost/ctrlhost/controllers/storageversiongc"
 	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
+	"github.com/ctrlhost/ctrlhost/controllers/vacprotection"
 	"github.com/ctrlhost/ctrlhost/controllers/vapstatus"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
@@ -89,6 +92,9 @@ type Options struct {
 	PCRCleaner             pcrcleaner.Options
 	CTBPublisher           ctbpublisher.Options
 	VAPStatus              vapstatus.Options
+	VACProtection          vacprotection.Options
+	ServiceCIDR            servicecidr.Options
+	StorageVersionGC       storageversiongc.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
@@ -123,6 +129,9 @@ func NewOptions() *Options {
 		PCRCleaner:             pcrcleaner.NewOptions(),
 		CTBPublisher:           ctbpublisher.NewOptions(),
 		VAPStatus:              vapstatus.NewOptions(),
+		VACProtection:          vacprotection.NewOptions(),
+		ServiceCIDR:            servicecidr.NewOptions(),
+		StorageVersionGC:       storageversiongc.NewOptions(),
 	}
 }
 
@@ -177,10 +186,13 @@ func (o *Options) List() []Builtin {
 		{clusterroleaggregation.Descriptor(o.ClusterRoleAggregation), nil, nil},
 		{pvcprotection.Descriptor(o.PVCProtection), nil, pvcprotection.FeatureSpecs()},
 		{pvprotection.Descriptor(o.PVProtection), nil, nil},
+		{vacprotection.Descriptor(o.VACProtection), nil, vacprotection.FeatureSpecs()},
 		{ephemeral.Descriptor(o.Ephemeral), o.Ephemeral.AddFlags, nil},
+		{storageversiongc.Descriptor(o.StorageVersionGC), nil, storageversiongc.FeatureSpecs()},
 		{legacytokencleaner.Descriptor(o.LegacyTokenCleaner), o.LegacyTokenCleaner.AddFlags,
 			nil},
 		{vapstatus.Descriptor(o.VAPStatus), o.VAPStatus.AddFlags, nil},
+		{servicecidr.Descriptor(o.ServiceCIDR), nil, servicecidr.FeatureSpecs()},
 	}
 }
 

@@ -25,8 +25,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() { pending = append(pending, servicecidr.Descriptor(servicecidr.NewOptions())) }
-
 // The scenario's ranges, apart from the API server's default ServiceCIDR
 // (testenv.ServiceClusterIPRange): "extra" holds the Service's address,
 // "child" lies inside "extra", "kept" stays. Both sides use the same

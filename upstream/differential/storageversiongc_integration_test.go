@@ -29,10 +29,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() {
-	pending = append(pending, storageversiongc.Descriptor(storageversiongc.NewOptions()))
-}
-
 // svgcIdentity labels an API server's identity lease.
 const svgcIdentity = "apiserver.kubernetes.io/identity"
 

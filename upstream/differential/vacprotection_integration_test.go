@@ -20,8 +20,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() { pending = append(pending, vacprotection.Descriptor(vacprotection.NewOptions())) }
-
 // vacKeptAnnotation marks the free class once the scenario has seen the
 // deleted class a claim names still there and protected, after the
 // controller protected the free one.
