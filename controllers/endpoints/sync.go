@@ -20,6 +20,7 @@ import (
 	esutil "k8s.io/endpointslice/util"
 	utilnet "k8s.io/utils/net"
 
+	epsubsets "github.com/ctrlhost/ctrlhost/controllers/internal/subsets"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
@@ -73,7 +74,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	}
 	create := current.ResourceVersion == ""
 	if !create &&
-		(subsetsEqual(current.Subsets, subsets) || subsetsEqual(repack(current.Subsets), subsets)) &&
+		(subsetsEqual(current.Subsets, subsets) ||
+			subsetsEqual(epsubsets.Repack(current.Subsets), subsets)) &&
 		labelsCorrect(current.Labels, svc.Labels) &&
 		capacityAnnotationCorrect(current.Annotations, current.Subsets) {
 		return nil
@@ -180,7 +182,7 @@ func desiredSubsets(log logr.Logger, svc *corev1.Service, pods []*corev1.Pod) (s
 			add(pod, addr, &corev1.EndpointPort{Name: sp.Name, Port: int32(num), Protocol: sp.Protocol, AppProtocol: sp.AppProtocol})
 		}
 	}
-	return repack(subsets), ready, notReady
+	return epsubsets.Repack(subsets), ready, notReady
 }
 
 // podAddress is pod's address of the Service's (first) IP family: from

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	esutil "k8s.io/endpointslice/util"
 	netutils "k8s.io/utils/net"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/subsets"
 )
 
 // group is what one EndpointSlice mirrors: the endpoints of one address
@@ -69,15 +71,17 @@ func sliceKey(s *discoveryv1.EndpointSlice) groupKey {
 	return keyOf(ports, s.AddressType)
 }
 
-// mirror computes what ep is mirrored into, as KCM does: its subsets in
-// canonical form, each giving an IPv4 and an IPv6 group over its ports
-// (either may be empty: an empty group deletes the slices it had); in each
-// subset the ready addresses, then the not-ready ones, up to limit of them
-// per subset; addresses that are not IPs are skipped (and not counted).
+// mirror computes what ep is mirrored into, as KCM does: its subsets
+// grouped as KCM groups them (subsets.Group; the order of subsets and
+// ports is left as it comes: keyOf sorts the ports), each giving an IPv4
+// and an IPv6 group over its ports (either may be empty: an empty group
+// deletes the slices it had); in each subset the ready addresses, then the
+// not-ready ones, up to limit of them per subset; addresses that are not
+// IPs are skipped (and not counted).
 func mirror(ep *corev1.Endpoints, limit int) desired {
 	d := desired{groups: map[groupKey]*group{}}
-	for _, sub := range canonicalSubsets(ep.Subsets) {
-		ports := slicePorts(sub.ports)
+	for _, sub := range subsets.Group(ep.Subsets) {
+		ports := slicePorts(sub.Ports)
 		keys := map[discoveryv1.AddressType]groupKey{}
 		for _, t := range []discoveryv1.AddressType{
 			discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6} {
@@ -94,7 +98,7 @@ func mirror(ep *corev1.Endpoints, limit int) desired {
 		for _, list := range []struct {
 			addrs []corev1.EndpointAddress
 			ready bool
-		}{{sub.ready, true}, {sub.notReady, false}} {
+		}{{sub.Addresses, true}, {sub.NotReadyAddresses, false}} {
 			for _, a := range list.addrs {
 				if added >= limit {
 					break
@@ -110,7 +114,7 @@ func mirror(ep *corev1.Endpoints, limit int) desired {
 				added++
 			}
 		}
-		d.skipped += len(sub.ready) + len(sub.notReady) - added
+		d.skipped += len(sub.Addresses) + len(sub.NotReadyAddresses) - added
 	}
 	return d
 }
