@@ -451,7 +451,10 @@ func (e *Elector) campaign(ctx, base context.Context, c *campaign) (*session, co
 		case <-e.changed:
 			stopTimer(timer)
 		case <-fire:
-			// Judged again: a request of the session may be out by now.
+			if e.busy(c) {
+				continue // judged again when the request returns
+			}
+			e.retryNow(base, c, &s, reason)
 		case <-s.done:
 			// LeaderElector.Run returns on its own only when its context
 			// ends; be robust anyway.
@@ -465,6 +468,13 @@ func stopTimer(t clock.Timer) {
 	if t != nil {
 		t.Stop()
 	}
+}
+
+// busy reports whether the session has a request on the lease out.
+func (e *Elector) busy(c *campaign) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return c.inflight > 0
 }
 
 // retryNow restarts the session, whose first attempt is immediate.
