@@ -179,7 +179,10 @@ func (h *Harness) Share(other *Harness) *Harness {
 // requests can be told apart, for example by reactors on h.Client.
 func (h *Harness) SameAPI(other *Harness) *Harness {
 	tracker := other.Client.Tracker()
-	cs := &fake.Clientset{}
+	// A fake clientset of NewClientset (for its discovery client), with
+	// its own tracker's reactors replaced by other's tracker.
+	cs := fake.NewClientset()
+	cs.ReactionChain, cs.WatchReactionChain = nil, nil
 	cs.AddReactor("*", "*", k8stesting.ObjectReaction(tracker))
 	cs.AddWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
 		w, err := tracker.Watch(action.GetResource(), action.GetNamespace())

@@ -4,16 +4,19 @@ go 1.26.0
 
 require (
 	github.com/ctrlhost/ctrlhost v0.0.0
+	github.com/ctrlhost/ctrlhost/controllers/vapstatus v0.0.0
 	github.com/go-logr/logr v1.4.3
 	github.com/spf13/pflag v1.0.10
 	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.37.2
+	k8s.io/apiextensions-apiserver v0.0.0
 	k8s.io/apimachinery v0.37.2
 	k8s.io/apiserver v0.37.1
 	k8s.io/client-go v0.37.2
 	k8s.io/cluster-bootstrap v0.37.1
 	k8s.io/component-base v0.37.2
 	k8s.io/controller-manager v0.37.1
+	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad
 	k8s.io/kubernetes v1.37.1
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 )
@@ -134,7 +137,6 @@ require (
 	gopkg.in/go-jose/go-jose.v2 v2.6.3 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
-	k8s.io/apiextensions-apiserver v0.0.0 // indirect
 	k8s.io/cloud-provider v0.37.1 // indirect
 	k8s.io/component-helpers v0.37.1 // indirect
 	k8s.io/cri-api v0.37.1 // indirect
@@ -147,7 +149,6 @@ require (
 	k8s.io/kms v0.37.1 // indirect
 	k8s.io/kube-aggregator v0.0.0 // indirect
 	k8s.io/kube-controller-manager v0.0.0 // indirect
-	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/kube-proxy v0.0.0 // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect
 	k8s.io/kubectl v0.0.0 // indirect
@@ -165,6 +166,8 @@ require (
 
 // The root module, from this checkout.
 replace github.com/ctrlhost/ctrlhost => ../
+
+replace github.com/ctrlhost/ctrlhost/controllers/vapstatus => ../controllers/vapstatus
 
 // k8s.io/kubernetes requires its staging modules at v0.0.0; pin them to the
 // release it was cut with, as internal/testbin/go.mod.txt does.

@@ -55,7 +55,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
 	"github.com/ctrlhost/ctrlhost/controllers/vacprotection"
-	"github.com/ctrlhost/ctrlhost/controllers/vapstatus"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
@@ -91,7 +90,6 @@ type Options struct {
 	LegacyTokenCleaner     legacytokencleaner.Options
 	PCRCleaner             pcrcleaner.Options
 	CTBPublisher           ctbpublisher.Options
-	VAPStatus              vapstatus.Options
 	VACProtection          vacprotection.Options
 	ServiceCIDR            servicecidr.Options
 	StorageVersionGC       storageversiongc.Options
@@ -128,7 +126,6 @@ func NewOptions() *Options {
 		LegacyTokenCleaner:     legacytokencleaner.NewOptions(),
 		PCRCleaner:             pcrcleaner.NewOptions(),
 		CTBPublisher:           ctbpublisher.NewOptions(),
-		VAPStatus:              vapstatus.NewOptions(),
 		VACProtection:          vacprotection.NewOptions(),
 		ServiceCIDR:            servicecidr.NewOptions(),
 		StorageVersionGC:       storageversiongc.NewOptions(),
@@ -191,7 +188,6 @@ func (o *Options) List() []Builtin {
 		{storageversiongc.Descriptor(o.StorageVersionGC), nil, storageversiongc.FeatureSpecs()},
 		{legacytokencleaner.Descriptor(o.LegacyTokenCleaner), o.LegacyTokenCleaner.AddFlags,
 			nil},
-		{vapstatus.Descriptor(o.VAPStatus), o.VAPStatus.AddFlags, nil},
 		{servicecidr.Descriptor(o.ServiceCIDR), nil, servicecidr.FeatureSpecs()},
 	}
 }
@@ -232,7 +228,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.GarbageCollector.AddFlags(fs)
 	o.Ephemeral.AddFlags(fs)
 	o.LegacyTokenCleaner.AddFlags(fs)
-	o.VAPStatus.AddFlags(fs)
 }
 
 // FeatureSpecs returns every feature gate a built-in consults, with its

@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -22,9 +23,15 @@ func TestListIsComplete(t *testing.T) {
 	}
 	var packages int
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != "internal" && e.Name() != "builtin" {
-			packages++
+		if !e.IsDir() || e.Name() == "internal" || e.Name() == "builtin" {
+			continue
 		}
+		// A module of its own (vapstatus, for its k8s.io/apiserver
+		// dependency) is not in this module's list.
+		if _, err := os.Stat(filepath.Join("..", e.Name(), "go.mod")); err == nil {
+			continue
+		}
+		packages++
 	}
 	if fields := reflect.TypeFor[builtin.Options]().NumField(); fields != packages {
 		t.Errorf("Options has %d fields, controllers/ has %d built-in packages", fields, packages)
@@ -36,8 +43,8 @@ func TestListIsComplete(t *testing.T) {
 		}
 		seen[d.Name()] = true
 	}
-	if len(seen) != 33 {
-		t.Errorf("%d built-ins listed, want 33", len(seen))
+	if len(seen) != 32 {
+		t.Errorf("%d built-ins listed, want 32", len(seen))
 	}
 }
 

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	apiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/storageversion"
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	"k8s.io/client-go/tools/cache"
@@ -214,7 +214,7 @@ func (c *controller) prune(ctx context.Context, sv *apiserverinternalv1alpha1.St
 	}
 	next := sv.DeepCopy()
 	next.Status.StorageVersions = kept
-	storageversion.SetCommonEncodingVersion(next)
+	setCommonEncoding(next, time.Now())
 	if _, err := svs.UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("writing the status of StorageVersion %s: %w", sv.Name, err)
 	}

@@ -25,7 +25,8 @@
 //   - a StorageVersion left with no entry is deleted; otherwise its status
 //     is updated with the entries left, its common encoding version and
 //     AllEncodingVersionsEqual condition set as the API server's own
-//     updater sets them (k8s.io/apiserver's storageversion package);
+//     updater sets them (the same rules, written here: the root module
+//     keeps k8s.io/apiserver out of its graph);
 //   - two work queues with one worker each, KCM's
 //     storage_version_garbage_collector_leases and
 //     storage_version_garbage_collector_storageversions, both started once

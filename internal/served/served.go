@@ -166,6 +166,9 @@ func (v *View) poll(ctx context.Context, gv schema.GroupVersion) {
 // REST client (a fake clientset's) is asked without one.
 func ResourcesOf(ctx context.Context, disc discovery.DiscoveryInterface,
 	gv schema.GroupVersion) (*metav1.APIResourceList, error) {
+	if disc == nil || reflect.ValueOf(disc).IsNil() {
+		return nil, fmt.Errorf("no discovery client to ask whether %s is served", gv)
+	}
 	rc := disc.RESTClient()
 	if rc == nil || reflect.ValueOf(rc).IsNil() {
 		return disc.ServerResourcesForGroupVersion(gv.String())

@@ -60,3 +60,17 @@ func TestView(t *testing.T) {
 		t.Errorf("after a 404 for the group version, Missing = %v, want widgets", got)
 	}
 }
+
+// TestResourcesOfWithoutDiscovery: a clientset without a discovery client
+// (a bare &fake.Clientset{}, whose Discovery is a nil pointer) gets an
+// error, not a panic in the host's goroutine.
+func TestResourcesOfWithoutDiscovery(t *testing.T) {
+	gv := schema.GroupVersion{Group: "example.com", Version: "v1"}
+	if _, err := served.ResourcesOf(context.Background(), (&fake.Clientset{}).Discovery(),
+		gv); err == nil {
+		t.Error("no error from a nil discovery client")
+	}
+	if _, err := served.ResourcesOf(context.Background(), nil, gv); err == nil {
+		t.Error("no error from no discovery client")
+	}
+}

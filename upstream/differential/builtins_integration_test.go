@@ -57,9 +57,9 @@ func (s stopEnv) Run() int {
 	return code
 }
 
-// pending holds native controllers under way, not yet in the one list:
-// a scenario file registers its controller here from an init function
-// until the controller joins controllers/builtin.
+// pending holds native controllers outside the one list (a controller
+// under way, or one in a module of its own): its scenario file registers
+// it here from an init function.
 var pending []descriptor.Descriptor
 
 // The settings both sides get, under KCM's flag names.
