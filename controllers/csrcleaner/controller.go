@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/csr"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/passes"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
@@ -53,17 +54,8 @@ func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Cleaning up certificate requests", "period", period)
 	defer log.Info("Stopped cleaning up certificate requests")
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return nil
-	}
-	for {
-		c.pass(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.clock.After(period):
-		}
-	}
+	passes.Run(ctx, c.clock, c.synced, period, c.pass)
+	return nil
 }
 
 // pass deletes every cached request past its time. A failed deletion is

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/passes"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
@@ -50,17 +51,8 @@ func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Cleaning up pod certificate requests", "period", Period, "maxAge", MaxAge)
 	defer log.Info("Stopped cleaning up pod certificate requests")
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return nil
-	}
-	for {
-		c.pass(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-c.clock.After(Period):
-		}
-	}
+	passes.Run(ctx, c.clock, c.synced, Period, c.pass)
+	return nil
 }
 
 // pass deletes every cached request created MaxAge ago or earlier, each
