@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 
@@ -106,6 +107,44 @@ func runner(t *testing.T, e *testenv.Env) differential.Runner {
 			}
 			return nil
 		},
+	}
+}
+
+// upstreamAfterSync makes r's upstream side start the controller name
+// only once the informer informer returns has synced. KCM's cleaners make
+// their first pass over their cache as soon as they run, without waiting
+// for it, and the next one a period later (an hour, five minutes):
+// unwrapped, the first pass sees whatever the informer has listed by then
+// (usually nothing), and a scenario would compare a race. Wrapped, both
+// sides' first passes see every object, and the comparison is of what each
+// decides. The native cleaners wait for their caches themselves.
+func upstreamAfterSync(r *differential.Runner, name string,
+	informer func(descriptor.Context) cache.SharedIndexInformer) {
+	descriptors := r.Descriptors
+	r.Descriptors = func(side differential.Side) []descriptor.Descriptor {
+		ds := descriptors(side)
+		if side != differential.Upstream {
+			return ds
+		}
+		for i, d := range ds {
+			if d.Name() != name {
+				continue
+			}
+			init := d.Init()
+			ds[i] = descriptor.New(d.Name(), func(ctx context.Context,
+				cc descriptor.Context) (descriptor.Controller, error) {
+				c, err := init(ctx, cc)
+				if c == nil || err != nil {
+					return c, err
+				}
+				inf := informer(cc)
+				return descriptor.ControllerFunc(func(ctx context.Context) error {
+					cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+					return c.Run(ctx) // even when ctx is done: Run releases what init took
+				}), nil
+			}).WithAliases(d.Aliases()...).WithFeatureGates(d.FeatureGates()...)
+		}
+		return ds
 	}
 }
 

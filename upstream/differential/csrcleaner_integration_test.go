@@ -41,36 +41,6 @@ func selfSigned(t *testing.T, cn string, notAfter time.Time) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
-// cleanerAfterSync wraps the upstream cleaner so that it starts once the
-// CSR cache has synced. KCM's cleaner makes its first pass over its cache
-// as soon as it runs, without waiting for the cache, and the next an
-// hour later: unwrapped, its first pass sees whatever the informer has
-// listed by then (in this harness, nothing: unwrapped, upstream deleted
-// none of the requests in every run tried), and the scenario would
-// compare a race. Wrapped, both sides' first passes see every
-// request, and the comparison is of what each decides to delete.
-func cleanerAfterSync(ds []descriptor.Descriptor) []descriptor.Descriptor {
-	for i, d := range ds {
-		if d.Name() != csrcleaner.Name {
-			continue
-		}
-		init := d.Init()
-		ds[i] = descriptor.New(d.Name(), func(ctx context.Context,
-			cc descriptor.Context) (descriptor.Controller, error) {
-			c, err := init(ctx, cc)
-			if c == nil || err != nil {
-				return c, err
-			}
-			inf := cc.InformerFactory.Certificates().V1().CertificateSigningRequests().Informer()
-			return descriptor.ControllerFunc(func(ctx context.Context) error {
-				cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
-				return c.Run(ctx) // even when ctx is done: Run releases what init took
-			}), nil
-		}).WithAliases(d.Aliases()...)
-	}
-	return ds
-}
-
 // TestCSRCleaner: of requests decided, failed, issued or approved at
 // times set in their conditions (the API server keeps a lastUpdateTime a
 // client gives), the first pass deletes those past KCM's deadlines (an
@@ -82,13 +52,9 @@ func cleanerAfterSync(ds []descriptor.Descriptor) []descriptor.Descriptor {
 func TestCSRCleaner(t *testing.T) {
 	e := env(t)
 	r := runner(t, e)
-	descriptors := r.Descriptors
-	r.Descriptors = func(side differential.Side) []descriptor.Descriptor {
-		if side == differential.Upstream {
-			return cleanerAfterSync(descriptors(side))
-		}
-		return descriptors(side)
-	}
+	upstreamAfterSync(&r, csrcleaner.Name, func(cc descriptor.Context) cache.SharedIndexInformer {
+		return cc.InformerFactory.Certificates().V1().CertificateSigningRequests().Informer()
+	})
 	now := time.Now()
 	valid := selfSigned(t, "valid", now.Add(24*time.Hour))
 	ended := selfSigned(t, "ended", now.Add(-time.Hour))

@@ -31,34 +31,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-// pcrCleanerAfterSync wraps the upstream cleaner so that it starts once
-// the request cache has synced. KCM's cleaner makes its first pass as
-// soon as it runs, over whatever its cache holds by then (usually
-// nothing), and the next five minutes later: unwrapped, the scenario
-// would compare a race, or wait five minutes. Wrapped, both sides' first
-// passes see every request, and the comparison is of what each decides.
-func pcrCleanerAfterSync(ds []descriptor.Descriptor) []descriptor.Descriptor {
-	for i, d := range ds {
-		if d.Name() != pcrcleaner.Name {
-			continue
-		}
-		init := d.Init()
-		ds[i] = descriptor.New(d.Name(), func(ctx context.Context,
-			cc descriptor.Context) (descriptor.Controller, error) {
-			c, err := init(ctx, cc)
-			if c == nil || err != nil {
-				return c, err
-			}
-			inf := cc.InformerFactory.Certificates().V1().PodCertificateRequests().Informer()
-			return descriptor.ControllerFunc(func(ctx context.Context) error {
-				cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
-				return c.Run(ctx) // even when ctx is done: Run releases what init took
-			}), nil
-		}).WithAliases(d.Aliases()...).WithFeatureGates(d.FeatureGates()...)
-	}
-	return ds
-}
-
 // podCertificateRequest returns a request of a custom signer for a pod
 // that need not exist (the API server checks the request's form, and
 // its stub request's signature, only).
@@ -133,13 +105,9 @@ func storeAged(ctx context.Context, etcdURL, ns string, r *certv1.PodCertificate
 func TestPCRCleaner(t *testing.T) {
 	e := env(t)
 	r := runner(t, e)
-	descriptors := r.Descriptors
-	r.Descriptors = func(side differential.Side) []descriptor.Descriptor {
-		if side == differential.Upstream {
-			return pcrCleanerAfterSync(descriptors(side))
-		}
-		return descriptors(side)
-	}
+	upstreamAfterSync(&r, pcrcleaner.Name, func(cc descriptor.Context) cache.SharedIndexInformer {
+		return cc.InformerFactory.Certificates().V1().PodCertificateRequests().Informer()
+	})
 	ages := map[string]time.Duration{"made-14m-ago": 14 * time.Minute,
 		"made-16m-ago": 16 * time.Minute, "made-1h-ago": time.Hour}
 	start := time.Now()
