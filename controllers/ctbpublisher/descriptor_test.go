@@ -53,13 +53,8 @@ func writeFile(t *testing.T, content []byte) string {
 
 func TestDescriptor(t *testing.T) {
 	d := ctbpublisher.Descriptor(ctbpublisher.NewOptions())
-	if d.Name() != "kube-apiserver-serving-clustertrustbundle-publisher-controller" {
-		t.Errorf("name %q, want KCM's", d.Name())
-	}
-	if len(d.Aliases()) != 0 || d.IsDisabledByDefault() || d.EventSource() != d.Name() {
-		t.Errorf("aliases %q, disabled by default %v, event source %q; KCM: none, no, its name",
-			d.Aliases(), d.IsDisabledByDefault(), d.EventSource())
-	}
+	controllertest.CheckIdentity(t, d, controllertest.Identity{
+		Name: "kube-apiserver-serving-clustertrustbundle-publisher-controller"})
 	// The gate is read by the InitFunc, with its default for a host that
 	// does not know it; a descriptor gate would fail such a host's Build.
 	if len(d.FeatureGates()) != 0 {

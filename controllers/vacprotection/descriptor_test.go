@@ -19,13 +19,8 @@ import (
 
 func TestDescriptor(t *testing.T) {
 	d := vacprotection.Descriptor(vacprotection.NewOptions())
-	// KCM gives it no alias, which controllertest.CheckIdentity cannot say.
-	if d.Name() != "volumeattributesclass-protection-controller" || len(d.Aliases()) != 0 ||
-		d.IsDisabledByDefault() || d.EventSource() != d.Name() {
-		t.Errorf("name %q, aliases %q, disabled by default %v, event source %q; want KCM's "+
-			"name, no alias, enabled, events under the name",
-			d.Name(), d.Aliases(), d.IsDisabledByDefault(), d.EventSource())
-	}
+	controllertest.CheckIdentity(t, d,
+		controllertest.Identity{Name: "volumeattributesclass-protection-controller"})
 	o := vacprotection.NewOptions()
 	if controllertest.FlagSet(o.AddFlags).HasFlags() {
 		t.Error("AddFlags registered flags; KCM has none for this controller")

@@ -34,7 +34,7 @@ import (
 // kube-controller-manager has it.
 type Identity struct {
 	Name              string
-	Alias             string // the only one
+	Alias             string // the only one; "" when KCM gives none
 	DisabledByDefault bool
 	// EventSource is the source component of KCM's events ("": the name).
 	EventSource string
@@ -47,7 +47,10 @@ func CheckIdentity(t *testing.T, d descriptor.Descriptor, want Identity) {
 	if d.Name() != want.Name {
 		t.Errorf("name %q, want %q", d.Name(), want.Name)
 	}
-	if a := d.Aliases(); len(a) != 1 || a[0] != want.Alias {
+	switch a := d.Aliases(); {
+	case want.Alias == "" && len(a) != 0:
+		t.Errorf("aliases %q, want none (KCM gives none)", a)
+	case want.Alias != "" && (len(a) != 1 || a[0] != want.Alias):
 		t.Errorf("aliases %q, want [%s]", a, want.Alias)
 	}
 	switch disabled := d.IsDisabledByDefault(); {
