@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
@@ -141,7 +142,7 @@ func New(t testing.TB, component string, ds []descriptor.Descriptor, objects ...
 	tracker := client.Tracker()
 	h := &Harness{watches: &openWatches{n: map[string]int{}}}
 	client.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
-		w, err := tracker.Watch(action.GetResource(), action.GetNamespace())
+		w, err := tracker.Watch(action.GetResource(), action.GetNamespace(), listOptions(action))
 		if err != nil {
 			return true, nil, err
 		}
@@ -185,7 +186,7 @@ func (h *Harness) SameAPI(other *Harness) *Harness {
 	cs.ReactionChain, cs.WatchReactionChain = nil, nil
 	cs.AddReactor("*", "*", k8stesting.ObjectReaction(tracker))
 	cs.AddWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
-		w, err := tracker.Watch(action.GetResource(), action.GetNamespace())
+		w, err := tracker.Watch(action.GetResource(), action.GetNamespace(), listOptions(action))
 		if err != nil {
 			return true, nil, err
 		}
@@ -362,6 +363,18 @@ func (h *Harness) timeout() time.Duration {
 // server's watchers each decode their own: the fake tracker sends the
 // object it stores, which an informer's transform (informers.
 // StripManagedFields) would otherwise modify under a concurrent Get.
+// listOptions returns a watch action's ListOptions. The tracker given them
+// delivers the objects written after the resourceVersion they name, so an
+// informer's watch sees a write made between its LIST and its WATCH, as
+// from an API server. (A deletion in that gap is still lost: the tracker
+// keeps no history.)
+func listOptions(action k8stesting.Action) metav1.ListOptions {
+	if w, ok := action.(k8stesting.WatchActionImpl); ok {
+		return w.ListOptions
+	}
+	return metav1.ListOptions{}
+}
+
 func copying(w watch.Interface) watch.Interface {
 	c := &copyingWatch{in: w, out: make(chan watch.Event), stop: make(chan struct{})}
 	go c.loop()
