@@ -80,7 +80,8 @@ func NewOptions() Options { return Options{CIDRAllocatorType: RangeAllocator} }
 // defaults shown.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AllocateNodeCIDRs, "allocate-node-cidrs", o.AllocateNodeCIDRs,
-		"Should CIDRs for Pods be allocated and set on the cloud provider. Requires --cluster-cidr.")
+		"Should CIDRs for Pods be allocated and set on the cloud provider. "+
+			"Requires --cluster-cidr.")
 	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR,
 		"CIDR Range for Pods in cluster. Only used when --allocate-node-cidrs=true; "+
 			"if false, this option will be ignored.")
