@@ -224,8 +224,8 @@ func (c *controller) budgetFor(pod *corev1.Pod) *policyv1.PodDisruptionBudget {
 		return nil
 	}
 	if len(pdbs) > 1 {
-		msg := fmt.Sprintf("Pod %q/%q matches multiple PodDisruptionBudgets.  Chose %q arbitrarily.",
-			pod.Namespace, pod.Name, pdbs[0].Name)
+		msg := fmt.Sprintf("Pod %q/%q matches multiple PodDisruptionBudgets.  "+
+			"Chose %q arbitrarily.", pod.Namespace, pod.Name, pdbs[0].Name)
 		c.log.Info(msg)
 		c.recorder.Event(pod, corev1.EventTypeWarning, "MultiplePodDisruptionBudgets", msg)
 	}

@@ -69,8 +69,9 @@ func (c *controller) syncStalePod(ctx context.Context, k string) error {
 		return c.Type == corev1.DisruptionTarget
 	})
 	// Status changes True to False: the transition time is now.
-	status.Conditions[i] = corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionFalse,
-		ObservedGeneration: pod.Generation, LastTransitionTime: metav1.NewTime(c.clock.Now())}
+	status.Conditions[i] = corev1.PodCondition{Type: corev1.DisruptionTarget,
+		Status: corev1.ConditionFalse, ObservedGeneration: pod.Generation,
+		LastTransitionTime: metav1.NewTime(c.clock.Now())}
 	patch, err := conditionsPatch(pod.UID, pod.Status, *status)
 	if err != nil {
 		return err
