@@ -1,0 +1,466 @@
+//go:build integration
+
+package differential_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/ctrlhost/ctrlhost/controllers/garbagecollector"
+	"github.com/ctrlhost/ctrlhost/controllers/pvcprotection"
+	"github.com/ctrlhost/ctrlhost/controllers/statefulset"
+	"github.com/ctrlhost/ctrlhost/upstream/differential"
+)
+
+func init() { pending = append(pending, statefulset.Descriptor(statefulset.NewOptions())) }
+
+// stsLog records, per namespace, the order in which the scenario's
+// kubelet saw StatefulSet pods appear and go: "+web-0", "-web-2", … It is
+// compared as a Summary, so that the order, not only the end, must agree.
+type stsLog struct {
+	mu     sync.Mutex
+	events map[string][]string
+	seen   map[string]map[string]bool
+}
+
+func newSTSLog() *stsLog {
+	return &stsLog{events: map[string][]string{}, seen: map[string]map[string]bool{}}
+}
+
+// watch is an Act step: it lists the pods and logs the changes.
+func (l *stsLog) watch(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := l.seen[ns]
+	if seen == nil {
+		seen = map[string]bool{}
+		l.seen[ns] = seen
+	}
+	now := map[string]bool{}
+	var added []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		now[p.Name] = true
+		if !seen[p.Name] {
+			added = append(added, p.Name)
+		}
+	}
+	var gone []string
+	for name := range seen {
+		if !now[name] {
+			gone = append(gone, name)
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(gone)
+	for _, n := range gone {
+		l.events[ns] = append(l.events[ns], "-"+n)
+		delete(seen, n)
+	}
+	for _, n := range added {
+		l.events[ns] = append(l.events[ns], "+"+n)
+		seen[n] = true
+	}
+	return nil
+}
+
+func (l *stsLog) summary(ns string) runtime.Object {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pod-order"},
+		Data: map[string]string{"order": strings.Join(l.events[ns], " ")}}
+	s.Kind = "Summary"
+	return s
+}
+
+// statefulSetObj is a StatefulSet of pause pods with one claim template.
+// The pods are bound to a node that does not exist (no scheduler runs),
+// so that their deletion is graceful, as on a node: each terminating pod
+// is seen before the scenario's kubelet finishes it, and the order of
+// deletions shows.
+func statefulSetObj(name string, replicas int32) *appsv1.StatefulSet {
+	labels := map[string]string{"app": name}
+	spec := pod("", nil).Spec
+	spec.NodeName = "differential-statefulset-node"
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    ptr.To(replicas),
+			ServiceName: name,
+			Selector:    &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       spec,
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				},
+			}},
+		},
+	}
+}
+
+// stsKubelet runs pending pods ready and finishes graceful deletions.
+func stsKubelet(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	if err := finishTerminating(ctx, cs, ns); err != nil {
+		return err
+	}
+	return runReady(ctx, cs, ns)
+}
+
+// observeStatefulSets returns the namespace's StatefulSets, revisions,
+// pods and claims, its event summary and, with a log, the pod order.
+func observeStatefulSets(log *stsLog) func(context.Context, kubernetes.Interface,
+	string) ([]runtime.Object, error) {
+	return func(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object, error) {
+		var out []runtime.Object
+		sets, err := cs.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for i := range sets.Items {
+			sets.Items[i].Kind = "StatefulSet"
+			out = append(out, &sets.Items[i])
+		}
+		crs, err := cs.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for i := range crs.Items {
+			crs.Items[i].Kind = "ControllerRevision"
+			out = append(out, &crs.Items[i])
+		}
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for i := range pods.Items {
+			pods.Items[i].Kind = "Pod"
+			out = append(out, &pods.Items[i])
+		}
+		pvcs, err := cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for i := range pvcs.Items {
+			pvcs.Items[i].Kind = "PersistentVolumeClaim"
+			out = append(out, &pvcs.Items[i])
+		}
+		summary, err := differential.EventSummary(ctx, cs, ns, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, summary)
+		if log != nil {
+			out = append(out, log.summary(ns))
+		}
+		return out, nil
+	}
+}
+
+// stsStatus reads a field of the named StatefulSet's status in a
+// normalised state ("0" when absent; "" without the set).
+func stsStatus(state []map[string]any, name, field string) string {
+	for _, o := range state {
+		if o["kind"] != "StatefulSet" || nameOfState(o) != name {
+			continue
+		}
+		st, _ := o["status"].(map[string]any)
+		if v, ok := st[field]; ok {
+			return fmt.Sprint(v)
+		}
+		return "0"
+	}
+	return ""
+}
+
+// stsCleanup deletes the namespace's sets, pods and claims (no
+// controller is left to release the claims' protection finalizer).
+func stsCleanup(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	if err := cs.AppsV1().StatefulSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{},
+		metav1.ListOptions{}); err != nil {
+		return err
+	}
+	if err := deletePods(ctx, cs, ns); err != nil {
+		return err
+	}
+	pvcs, err := cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range pvcs.Items {
+		c := &pvcs.Items[i]
+		if len(c.Finalizers) > 0 {
+			c.Finalizers = nil
+			if _, err := cs.CoreV1().PersistentVolumeClaims(ns).Update(ctx, c,
+				metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+		err := cs.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, c.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// onceWhen runs step in a namespace once cond holds of the named set.
+type onceWhen struct {
+	mu   sync.Mutex
+	done map[string]bool
+}
+
+func (o *onceWhen) act(name string, cond func(*appsv1.StatefulSet) bool,
+	step func(*appsv1.StatefulSet)) func(context.Context, kubernetes.Interface, string) error {
+	return func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.done == nil {
+			o.done = map[string]bool{}
+		}
+		if o.done[ns] {
+			return nil
+		}
+		set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || set.Status.ObservedGeneration != set.Generation || !cond(set) {
+			return client(err)
+		}
+		step(set)
+		if _, err := cs.AppsV1().StatefulSets(ns).Update(ctx, set,
+			metav1.UpdateOptions{}); err != nil {
+			return client(err)
+		}
+		o.done[ns] = true
+		return nil
+	}
+}
+
+// client passes on errors other than a missing object or a conflict,
+// which the next poll retries.
+func client(err error) error {
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+func readyAt(n int32) func(*appsv1.StatefulSet) bool {
+	return func(s *appsv1.StatefulSet) bool {
+		return s.Status.ReadyReplicas == n && s.Status.Replicas == n &&
+			s.Status.UpdatedReplicas == n
+	}
+}
+
+// TestStatefulSetOrderedScale: an OrderedReady StatefulSet of 3 makes its
+// pods and claims one at a time, web-0 first, each once the one before it
+// runs ready; scaled to 1 it deletes web-2, then web-1, keeping the claims
+// (Retain). The pods' order of appearance and departure is compared.
+func TestStatefulSetOrderedScale(t *testing.T) {
+	log := newSTSLog()
+	var scale onceWhen
+	res := compare(t, differential.Scenario{
+		Name: "statefulset scales in order", Controller: statefulset.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			_, err := cs.AppsV1().StatefulSets(ns).Create(ctx, statefulSetObj("web", 3),
+				metav1.CreateOptions{})
+			return err
+		}),
+		Act: acts(log.watch, stsKubelet, scale.act("web", readyAt(3),
+			func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })),
+		Observe: observeStatefulSets(log),
+		Settled: func(state []map[string]any) bool {
+			return count(state, "Pod") == 1 && stsStatus(state, "web", "replicas") == "1" &&
+				stsStatus(state, "web", "readyReplicas") == "1" &&
+				count(state, "PersistentVolumeClaim") == 3 &&
+				strings.Contains(fmt.Sprint(state), "-web-1")
+		},
+		Cleanup: stsCleanup,
+	})
+	want := "+web-0 +web-1 +web-2 -web-2 -web-1"
+	if got := fmt.Sprint(res.Native); !strings.Contains(got, "order:"+want) {
+		t.Errorf("native side: pod order not %q", want)
+	}
+}
+
+// TestStatefulSetParallelScale: a Parallel StatefulSet with
+// ordinals.start 2 makes its pods at once (web-2…web-4) and scales down
+// to 1 at once.
+func TestStatefulSetParallelScale(t *testing.T) {
+	var scale onceWhen
+	compare(t, differential.Scenario{
+		Name: "statefulset parallel with ordinals", Controller: statefulset.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			s := statefulSetObj("web", 3)
+			s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+			s.Spec.Ordinals = &appsv1.StatefulSetOrdinals{Start: 2}
+			_, err := cs.AppsV1().StatefulSets(ns).Create(ctx, s, metav1.CreateOptions{})
+			return err
+		}),
+		Act: acts(stsKubelet, scale.act("web", readyAt(3),
+			func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To[int32](1) })),
+		Observe: observeStatefulSets(nil),
+		Settled: func(state []map[string]any) bool {
+			return count(state, "Pod") == 1 && stsStatus(state, "web", "readyReplicas") == "1" &&
+				stsStatus(state, "web", "replicas") == "1"
+		},
+		Cleanup: stsCleanup,
+	})
+}
+
+// TestStatefulSetPartitionedRollingUpdate: a template change under
+// RollingUpdate with partition 1 replaces web-2 then web-1 and leaves
+// web-0 at the old revision; lowering the partition to 0 then replaces
+// web-0 and completes the update (currentRevision = updateRevision).
+func TestStatefulSetPartitionedRollingUpdate(t *testing.T) {
+	log := newSTSLog()
+	var change, release onceWhen
+	res := compare(t, differential.Scenario{
+		Name: "statefulset rolling update with partition", Controller: statefulset.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			s := statefulSetObj("web", 3)
+			s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{
+				Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{
+					Partition: ptr.To[int32](1)},
+			}
+			_, err := cs.AppsV1().StatefulSets(ns).Create(ctx, s, metav1.CreateOptions{})
+			return err
+		}),
+		Act: acts(log.watch, stsKubelet,
+			change.act("web", readyAt(3), func(s *appsv1.StatefulSet) {
+				s.Spec.Template.Annotations = map[string]string{"rollout": "2"}
+			}),
+			release.act("web", func(s *appsv1.StatefulSet) bool {
+				return s.Spec.Template.Annotations["rollout"] == "2" &&
+					s.Status.UpdatedReplicas == 2 && s.Status.ReadyReplicas == 3
+			}, func(s *appsv1.StatefulSet) {
+				s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](0)
+			})),
+		Observe: observeStatefulSets(log),
+		Settled: func(state []map[string]any) bool {
+			return count(state, "ControllerRevision") == 2 && count(state, "Pod") == 3 &&
+				stsStatus(state, "web", "updatedReplicas") == "3" &&
+				stsStatus(state, "web", "readyReplicas") == "3" &&
+				stsStatus(state, "web", "currentReplicas") == "3" &&
+				strings.Contains(fmt.Sprint(state), "partition:0")
+		},
+		Cleanup: stsCleanup,
+	})
+	want := "+web-0 +web-1 +web-2 -web-2 +web-2 -web-1 +web-1 -web-0 +web-0"
+	if got := fmt.Sprint(res.Native); !strings.Contains(got, "order:"+want) {
+		t.Errorf("native side: pod order not %q", want)
+	}
+}
+
+// TestStatefulSetPVCRetention: two sets of 2 scale to 1 and are then
+// deleted. "drop" (whenScaled and whenDeleted Delete) hands web-1's claim
+// to its pod, and the others to the set, so that the garbage collector
+// deletes all three claims; "keep" (Retain, Retain) leaves its claims
+// without owners, and they stay.
+func TestStatefulSetPVCRetention(t *testing.T) {
+	var scaleDrop, scaleKeep, del onceWhen
+	deleteWhenScaled := func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+		del.mu.Lock()
+		defer del.mu.Unlock()
+		if del.done == nil {
+			del.done = map[string]bool{}
+		}
+		if del.done[ns] {
+			return nil
+		}
+		pvcs, err := cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		// The scale-down is done once drop's web-1 claim is gone and each
+		// set has one ready pod.
+		for _, c := range pvcs.Items {
+			if c.Name == "data-drop-1" {
+				return nil
+			}
+		}
+		if len(pods.Items) != 2 || len(pvcs.Items) != 3 {
+			return nil
+		}
+		for _, name := range []string{"drop", "keep"} {
+			s, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || s.Status.ReadyReplicas != 1 || s.Status.Replicas != 1 {
+				return client(err)
+			}
+		}
+		for _, name := range []string{"drop", "keep"} {
+			if err := cs.AppsV1().StatefulSets(ns).Delete(ctx, name, metav1.DeleteOptions{
+				PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+				return client(err)
+			}
+		}
+		del.done[ns] = true
+		return nil
+	}
+	res := compare(t, differential.Scenario{
+		Name: "statefulset PVC retention", Controller: statefulset.Name,
+		With: []string{garbagecollector.Name, pvcprotection.Name},
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			drop := statefulSetObj("drop", 2)
+			drop.Spec.PersistentVolumeClaimRetentionPolicy =
+				&appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+					WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
+					WhenScaled:  appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
+				}
+			keep := statefulSetObj("keep", 2)
+			for _, s := range []*appsv1.StatefulSet{drop, keep} {
+				if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, s,
+					metav1.CreateOptions{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		Act: acts(stsKubelet,
+			scaleDrop.act("drop", readyAt(2), func(s *appsv1.StatefulSet) {
+				s.Spec.Replicas = ptr.To[int32](1)
+			}),
+			scaleKeep.act("keep", readyAt(2), func(s *appsv1.StatefulSet) {
+				s.Spec.Replicas = ptr.To[int32](1)
+			}),
+			deleteWhenScaled),
+		Observe: observeStatefulSets(nil),
+		Settled: func(state []map[string]any) bool {
+			return count(state, "StatefulSet") == 0 && count(state, "Pod") == 0 &&
+				count(state, "PersistentVolumeClaim") == 2
+		},
+		Cleanup: stsCleanup,
+	})
+	if got := fmt.Sprint(res.Native); !strings.Contains(got, "data-keep-0") ||
+		!strings.Contains(got, "data-keep-1") {
+		t.Error("native side: keep's claims are gone")
+	}
+}
