@@ -48,10 +48,9 @@
 // dropped, not retried.
 //
 // Not sharded: a slot's typed PodGroup informer would hold every slot's
-// PodGroups while its pods informer holds the slot's pods only (the
-// host filters typed informers of listed core and apps resources, not
-// PodGroups), so a replica would release PodGroups whose pods it does
-// not see.
+// PodGroups while its pods informer holds the slot's pods only (the host
+// filters a listed set of typed informers, PodGroups not among them), so a
+// replica would release PodGroups whose pods it does not see.
 //
 // Non-guarantees: "names" is what the cached pods say: a pod created
 // moments before its PodGroup's deletion may not be cached yet when the
