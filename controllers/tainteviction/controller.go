@@ -298,6 +298,7 @@ func (c *controller) decide(ctx context.Context, key types.NamespacedName,
 	log := logr.FromContextOrDiscard(ctx).WithValues("pod", key.String())
 	if len(taints) == 0 {
 		c.cancel(ctx, key)
+		return
 	}
 	used, all := c.matching(ctx, taints, tolerations)
 	if !all {

@@ -28,9 +28,11 @@ import (
 )
 
 var (
-	unreachable = corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}
-	notReady    = corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute}
-	noSchedule  = corev1.Taint{Key: "example.com/busy", Effect: corev1.TaintEffectNoSchedule}
+	unreachable = corev1.Taint{Key: corev1.TaintNodeUnreachable,
+		Effect: corev1.TaintEffectNoExecute}
+	notReady = corev1.Taint{Key: corev1.TaintNodeNotReady,
+		Effect: corev1.TaintEffectNoExecute}
+	noSchedule = corev1.Taint{Key: "example.com/busy", Effect: corev1.TaintEffectNoSchedule}
 )
 
 // tolerate tolerates key's NoExecute taint for seconds (forever if nil).
@@ -167,7 +169,8 @@ func TestMinToleration(t *testing.T) {
 		forever     bool
 	}{
 		{"none: at once", nil, 0, false},
-		{"no seconds: forever", []corev1.Toleration{tolerate("a", nil), tolerate("b", nil)}, 0, true},
+		{"no seconds: forever",
+			[]corev1.Toleration{tolerate("a", nil), tolerate("b", nil)}, 0, true},
 		{"the shortest", []corev1.Toleration{tolerate("a", ptr.To[int64](30)),
 			tolerate("b", nil), tolerate("c", ptr.To[int64](10))}, 10 * time.Second, false},
 		{"zero: at once", []corev1.Toleration{tolerate("a", ptr.To[int64](0)),
@@ -627,7 +630,8 @@ func TestStatusPatch(t *testing.T) {
 	if err := json.Unmarshal(after, &got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != corev1.DisruptionTarget ||
+	if len(got.Status.Conditions) != 1 ||
+		got.Status.Conditions[0].Type != corev1.DisruptionTarget ||
 		!strings.Contains(string(patch), `"uid":"uid-p"`) {
 		t.Errorf("patch %s gives conditions %+v", patch, got.Status.Conditions)
 	}
@@ -641,4 +645,44 @@ func counted(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestStop: stopping cancels the deletions waiting, without events, and
+// schedules nothing more.
+func TestStop(t *testing.T) {
+	f := newFixture(t, node("n", unreachable),
+		pod("p", "n", tolerate(corev1.TaintNodeUnreachable, ptr.To[int64](60))))
+	f.syncNode("n")
+	f.c.evictions.stop()
+	if f.clock.HasWaiters() || f.c.evictions.len() != 0 {
+		t.Error("a deletion is still waiting after stop")
+	}
+	f.c.evictions.schedule(t.Context(), "ns/p", controllertest.Epoch, controllertest.Epoch)
+	f.clock.Step(time.Hour)
+	f.idle()
+	if got := controllertest.Events(f.recorder); len(got) != 0 {
+		t.Errorf("events %q, want none", got)
+	}
+}
+
+// TestDeletionStartedAtOnce: a deletion running cannot be cancelled (no
+// event), and a new decision while it runs schedules nothing more.
+func TestDeletionStartedAtOnce(t *testing.T) {
+	f := newFixture(t, node("n", unreachable), pod("p", "n"))
+	release := make(chan struct{})
+	f.client.PrependReactor("get", "pods", func(k8stesting.Action) (bool,
+		runtime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
+	f.syncNode("n")
+	f.syncNode("n")
+	if f.c.evictions.cancel("ns/p") {
+		t.Error("a running deletion said it was cancelled")
+	}
+	close(release)
+	f.waitDeleted("p")
+	if n := controllertest.CountActions(f.client, "delete", "pods"); n != 1 {
+		t.Errorf("%d deletes, want 1", n)
+	}
 }

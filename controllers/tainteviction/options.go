@@ -41,7 +41,8 @@ const FeatureSeparateTaintEvictionController featuregate.Feature = "SeparateTain
 // FeatureTaintTolerationComparisonOperators lets a toleration's Lt and Gt
 // operators match a taint whose value is an integer (alpha, off in
 // Kubernetes 1.37). With it off such a toleration tolerates nothing.
-const FeatureTaintTolerationComparisonOperators featuregate.Feature = "TaintTolerationComparisonOperators"
+const FeatureTaintTolerationComparisonOperators = featuregate.Feature(
+	"TaintTolerationComparisonOperators")
 
 // FeatureSpecs returns the gates the controller reads with their
 // Kubernetes 1.37 defaults, for a program to add to its feature gate.

@@ -4,6 +4,8 @@ package differential_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -60,7 +62,7 @@ func TestTaintEviction(t *testing.T) {
 		p.Spec.Tolerations = tolerations
 		return p
 	}
-	compare(t, differential.Scenario{
+	res := compare(t, differential.Scenario{
 		Name:       "taint-eviction evicts, waits, and cancels",
 		Controller: tainteviction.Name,
 		// KCM's controller finds a node's pods through the informer's
@@ -93,7 +95,8 @@ func TestTaintEviction(t *testing.T) {
 				// Not bound: left alone.
 				onNode("unbound", ""),
 			} {
-				if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				_, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+				if err != nil {
 					return err
 				}
 			}
@@ -142,6 +145,42 @@ func TestTaintEviction(t *testing.T) {
 			return deletePods(ctx, cs, ns)
 		},
 	})
+	checkTaintEviction(t, res.Native)
+}
+
+// checkTaintEviction checks the state both sides agreed on: brief and
+// none deleted (terminating) with the condition, the others untouched;
+// the events of the two deletions and of the cancellation.
+func checkTaintEviction(t *testing.T, state []map[string]any) {
+	t.Helper()
+	deleted := map[string]bool{}
+	for _, o := range state {
+		switch o["kind"] {
+		case "Pod":
+			md, _ := o["metadata"].(map[string]any)
+			name, _ := md["name"].(string)
+			_, terminating := md["deletionGracePeriodSeconds"]
+			marked := strings.Contains(fmt.Sprint(o["status"]), tainteviction.ConditionReason)
+			if terminating != marked {
+				t.Errorf("pod %s: terminating %v, marked %v", name, terminating, marked)
+			}
+			deleted[name] = terminating
+		case "TaintEvictionEvents":
+			d, _ := o["data"].(map[string]any)
+			want := strings.Join([]string{
+				"brief Normal TaintManagerEviction Marking for deletion Pod <ns>/brief",
+				"kept Normal TaintManagerEviction Cancelling deletion of Pod <ns>/kept",
+				"none Normal TaintManagerEviction Marking for deletion Pod <ns>/none"}, "\n")
+			if d["events"] != want {
+				t.Errorf("events:\n%s\nwant:\n%s", d["events"], want)
+			}
+		}
+	}
+	want := map[string]bool{"forever": false, "brief": true, "none": true, "kept": false,
+		"unbound": false}
+	if !maps.Equal(deleted, want) {
+		t.Errorf("pods deleted %v, want %v", deleted, want)
+	}
 }
 
 // taintEvictionAct is the test's part: it taints both nodes at once;
