@@ -43,6 +43,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/namespace"
 	"github.com/ctrlhost/ctrlhost/controllers/pcrcleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/podgc"
+	"github.com/ctrlhost/ctrlhost/controllers/podgroupprotection"
 	"github.com/ctrlhost/ctrlhost/controllers/pvcprotection"
 	"github.com/ctrlhost/ctrlhost/controllers/pvprotection"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
@@ -93,6 +94,7 @@ type Options struct {
 	VACProtection          vacprotection.Options
 	ServiceCIDR            servicecidr.Options
 	StorageVersionGC       storageversiongc.Options
+	PodGroupProtection     podgroupprotection.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
@@ -129,6 +131,7 @@ func NewOptions() *Options {
 		VACProtection:          vacprotection.NewOptions(),
 		ServiceCIDR:            servicecidr.NewOptions(),
 		StorageVersionGC:       storageversiongc.NewOptions(),
+		PodGroupProtection:     podgroupprotection.NewOptions(),
 	}
 }
 
@@ -164,6 +167,8 @@ func (o *Options) List() []Builtin {
 		{deployment.Descriptor(o.Deployment), o.Deployment.AddFlags, deployment.FeatureSpecs()},
 		{daemonset.Descriptor(o.DaemonSet), o.DaemonSet.AddFlags, daemonset.FeatureSpecs()},
 		{job.Descriptor(o.Job), o.Job.AddFlags, job.FeatureSpecs()},
+		{podgroupprotection.Descriptor(o.PodGroupProtection), nil,
+			podgroupprotection.FeatureSpecs()},
 		{cronjob.Descriptor(o.CronJob), o.CronJob.AddFlags, nil},
 		{csrsigning.Descriptor(o.CSRSigning), o.CSRSigning.AddFlags, nil},
 		{csrapproving.Descriptor(o.CSRApproving), nil, nil},

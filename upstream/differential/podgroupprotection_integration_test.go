@@ -24,10 +24,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() {
-	pending = append(pending, podgroupprotection.Descriptor(podgroupprotection.NewOptions()))
-}
-
 // pgKept names the ConfigMap the scenario makes once it has seen the
 // PodGroups with an active pod still there, protected, after the
 // controller released those without one.
