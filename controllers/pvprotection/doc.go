@@ -17,9 +17,8 @@
 //   - adds and updates are watched; a volume that needs neither write is
 //     not queued; nothing else is written; no event is recorded.
 //
-// Differences from KCM: a sync that keeps failing is dropped after the
-// kit's MaxRetries until the volume's next change (KCM retries without
-// end). Not sharded: volumes are cluster-scoped (sharding by UID would
+// A sync that fails is retried with back-off without end, as in KCM (the
+// kit's MaxRetries is 0). Not sharded: volumes are cluster-scoped (sharding by UID would
 // split them, but one worker already keeps up with a cluster's volumes).
 //
 // Non-guarantees: "in use" is the volume's phase only, as in KCM: a volume
