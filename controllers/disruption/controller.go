@@ -54,6 +54,9 @@ type controller struct {
 	synced      []cache.InformerSynced
 	// staleTimeout is StalePodDisruptionTimeout; tests shorten it.
 	staleTimeout time.Duration
+	// recheck and staleLater are loop.AddAfter and stale.AddAfter; tests
+	// replace them to see the delays.
+	recheck, staleLater func(key string, d time.Duration)
 }
 
 // config is what newController needs; tests fill it by hand.
@@ -148,6 +151,7 @@ func newController(cfg config) (*controller, error) {
 	opts.Clock = cfg.clock
 	c.loop = workloop.New(cfg.name, c.sync, opts)
 	c.stale = workloop.New(cfg.name+"-stale-pod-disruption", c.syncStalePod, opts)
+	c.recheck, c.staleLater = c.loop.AddAfter, c.stale.AddAfter
 	shutDown := func() { c.loop.ShutDown(); c.stale.ShutDown() }
 	if err := c.loop.Watch(cfg.pdbs, workloop.EnqueueKey()); err != nil {
 		shutDown()
@@ -201,7 +205,7 @@ func (c *controller) addPod(obj any) {
 		c.loop.Add(key(pdb))
 	}
 	if stale, after := c.staleDisruption(pod); stale {
-		c.stale.AddAfter(key(pod), after)
+		c.staleLater(key(pod), after)
 	}
 }
 

@@ -61,7 +61,7 @@ func (c *controller) syncStalePod(ctx context.Context, k string) error {
 		return nil
 	}
 	if after > 0 {
-		c.stale.AddAfter(k, after)
+		c.staleLater(k, after)
 		return nil
 	}
 	status := pod.Status.DeepCopy()

@@ -75,7 +75,7 @@ func (c *controller) trySync(ctx context.Context, pdb *policyv1.PodDisruptionBud
 	}
 	if recheck != nil {
 		// The queue keeps the earliest of the times a key is added for.
-		c.loop.AddAfter(key(pdb), recheck.Sub(now))
+		c.recheck(key(pdb), recheck.Sub(now))
 	}
 	return nil
 }
