@@ -68,7 +68,8 @@
 // until the informer delivered it (the kit's staleness guard), where KCM
 // would sync the stale copy and fail with a conflict. Condition
 // transition times and DisruptedPods expiry use the controller's clock,
-// as KCM's do.
+// as KCM's do. A host built over ready-made clients (no REST config) has
+// no scale client: a budget that needs a scale fails its sync there.
 //
 // Not sharded: a budget's status needs every pod it selects and every
 // controller of those pods, which sharding by object would split.

@@ -41,8 +41,9 @@ func widgetScale(name string, uid string, replicas int32) func(k8stesting.Action
 			return true, nil, apierrors.NewNotFound(schema.GroupResource{
 				Group: "example.com", Resource: "widgets"}, g.GetName())
 		}
-		return true, &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: name,
-			Namespace: ns, UID: typesUID(uid)}, Spec: autoscalingv1.ScaleSpec{Replicas: replicas}}, nil
+		return true, &autoscalingv1.Scale{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: typesUID(uid)},
+			Spec:       autoscalingv1.ScaleSpec{Replicas: replicas}}, nil
 	}
 }
 
