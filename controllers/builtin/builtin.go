@@ -54,6 +54,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/servicecidr"
 	"github.com/ctrlhost/ctrlhost/controllers/storageversiongc"
 	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
+	"github.com/ctrlhost/ctrlhost/controllers/ttl"
 	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
 	"github.com/ctrlhost/ctrlhost/controllers/vacprotection"
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -95,6 +96,7 @@ type Options struct {
 	ServiceCIDR            servicecidr.Options
 	StorageVersionGC       storageversiongc.Options
 	PodGroupProtection     podgroupprotection.Options
+	TTL                    ttl.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
@@ -132,6 +134,7 @@ func NewOptions() *Options {
 		ServiceCIDR:            servicecidr.NewOptions(),
 		StorageVersionGC:       storageversiongc.NewOptions(),
 		PodGroupProtection:     podgroupprotection.NewOptions(),
+		TTL:                    ttl.NewOptions(),
 	}
 }
 
@@ -174,6 +177,7 @@ func (o *Options) List() []Builtin {
 		{csrapproving.Descriptor(o.CSRApproving), nil, nil},
 		{csrcleaner.Descriptor(o.CSRCleaner), nil, nil},
 		{pcrcleaner.Descriptor(o.PCRCleaner), nil, pcrcleaner.FeatureSpecs()},
+		{ttl.Descriptor(o.TTL), nil, nil},
 		{serviceaccounttoken.Descriptor(o.ServiceAccountToken), o.ServiceAccountToken.AddFlags,
 			nil},
 		{namespace.Descriptor(o.Namespace), o.Namespace.AddFlags, nil},

@@ -21,8 +21,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() { pending = append(pending, ttl.Descriptor(ttl.NewOptions())) }
-
 // The cluster sizes the scenario walks through: the edge of KCM's first
 // band (0s up to 100 nodes, 15s above), the bottom of the second band
 // (15s down to 90 nodes, on the way down), and one below it.
