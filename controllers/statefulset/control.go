@@ -522,4 +522,3 @@ func statusChanged(set *appsv1.StatefulSet, st *appsv1.StatefulSetStatus) bool {
 		!equality.Semantic.DeepEqual(o.Conditions, st.Conditions) &&
 			!(len(o.Conditions) == 0 && len(st.Conditions) == 0)
 }
-
