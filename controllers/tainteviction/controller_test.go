@@ -666,7 +666,8 @@ func TestStop(t *testing.T) {
 }
 
 // TestDeletionStartedAtOnce: a deletion running cannot be cancelled (no
-// event), and a new decision while it runs schedules nothing more.
+// event); a new decision while it runs forgets it and starts another, as
+// in KCM (the later of the two finds the pod gone).
 func TestDeletionStartedAtOnce(t *testing.T) {
 	f := newFixture(t, node("n", unreachable), pod("p", "n"))
 	release := make(chan struct{})
@@ -681,8 +682,14 @@ func TestDeletionStartedAtOnce(t *testing.T) {
 		t.Error("a running deletion said it was cancelled")
 	}
 	close(release)
-	f.waitDeleted("p")
-	if n := controllertest.CountActions(f.client, "delete", "pods"); n != 1 {
-		t.Errorf("%d deletes, want 1", n)
+	controllertest.WaitFor(t, "the deletions to end", func() bool {
+		return f.c.evictions.busy.Load() == 0
+	})
+	if _, err := f.client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"),
+		"ns", "p"); err == nil {
+		t.Error("the pod was not deleted")
+	}
+	if got := controllertest.Events(f.recorder); len(got) != 2 {
+		t.Errorf("events %q, want two markings", got)
 	}
 }
