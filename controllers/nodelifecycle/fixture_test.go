@@ -218,6 +218,7 @@ func taintKeys(n *corev1.Node) []string {
 }
 
 var (
-	errBoom  = errors.New("boom")
-	coordGVR = coordinationv1.SchemeGroupVersion.WithResource("leases")
+	updateOptions = metav1.UpdateOptions{}
+	errBoom       = errors.New("boom")
+	coordGVR      = coordinationv1.SchemeGroupVersion.WithResource("leases")
 )

@@ -341,7 +341,8 @@ func (c *controller) tryUpdateNodeHealth(ctx context.Context,
 	}
 	// A renewed Lease is a probe, whatever the status says.
 	lease, _ := c.leases.Leases(corev1.NamespaceNodeLease).Get(node.Name)
-	if lease != nil && (savedLease == nil || savedLease.Spec.RenewTime.Before(lease.Spec.RenewTime)) {
+	if lease != nil &&
+		(savedLease == nil || savedLease.Spec.RenewTime.Before(lease.Spec.RenewTime)) {
 		health.lease = lease
 		health.probeTimestamp = c.now()
 	}

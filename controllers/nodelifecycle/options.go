@@ -44,7 +44,8 @@ const (
 // looks expired in the cache is marked Unknown, its live Lease is read;
 // if it moved on, no node is judged until the cache has caught up (beta,
 // on by default since 1.37).
-const FeatureNodeControllerLeaseCircuitBreaker featuregate.Feature = "NodeControllerLeaseCircuitBreaker"
+const FeatureNodeControllerLeaseCircuitBreaker = featuregate.Feature(
+	"NodeControllerLeaseCircuitBreaker")
 
 // FeatureSpecs returns the gate above with its Kubernetes 1.37 default,
 // for a program to add to its feature gate (so that --feature-gates can
