@@ -53,6 +53,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/serviceaccounttoken"
 	"github.com/ctrlhost/ctrlhost/controllers/servicecidr"
 	"github.com/ctrlhost/ctrlhost/controllers/storageversiongc"
+	"github.com/ctrlhost/ctrlhost/controllers/tainteviction"
 	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/ttl"
 	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
@@ -97,6 +98,7 @@ type Options struct {
 	StorageVersionGC       storageversiongc.Options
 	PodGroupProtection     podgroupprotection.Options
 	TTL                    ttl.Options
+	TaintEviction          tainteviction.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
@@ -135,6 +137,7 @@ func NewOptions() *Options {
 		StorageVersionGC:       storageversiongc.NewOptions(),
 		PodGroupProtection:     podgroupprotection.NewOptions(),
 		TTL:                    ttl.NewOptions(),
+		TaintEviction:          tainteviction.NewOptions(),
 	}
 }
 
@@ -197,6 +200,7 @@ func (o *Options) List() []Builtin {
 		{storageversiongc.Descriptor(o.StorageVersionGC), nil, storageversiongc.FeatureSpecs()},
 		{legacytokencleaner.Descriptor(o.LegacyTokenCleaner), o.LegacyTokenCleaner.AddFlags,
 			nil},
+		{tainteviction.Descriptor(o.TaintEviction), nil, tainteviction.FeatureSpecs()},
 		{servicecidr.Descriptor(o.ServiceCIDR), nil, servicecidr.FeatureSpecs()},
 	}
 }

@@ -21,10 +21,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() {
-	pending = append(pending, tainteviction.Descriptor(tainteviction.NewOptions()))
-}
-
 // The scenario's taints, tolerations and marks.
 const (
 	// teDrain is node b's taint, an operator's own.
