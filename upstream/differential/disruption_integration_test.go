@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -410,4 +411,92 @@ func pdbBareSetup(ctx context.Context, cs kubernetes.Interface, ns string) error
 		}
 	}
 	return nil
+}
+
+// TestDisruptionExpiry: a budget's disruptedPods entries whose pods were
+// never deleted expire after two minutes (each a NotDeleted warning on its
+// pod): one already expired goes at the first sync, one that expires 20s
+// into the run goes when the budget is rechecked, and one of a pod that
+// does not exist goes at once. Beside it, a pod whose DisruptionTarget
+// condition has been True for ten minutes without a deletion gets it reset
+// to False; the kubelet's and a terminal pod's are left.
+func TestDisruptionExpiry(t *testing.T) {
+	res := compare(t, differential.Scenario{
+		Name:       "disruption entries expire, stale DisruptionTarget reset",
+		Controller: disruption.Name,
+		Setup:      withDefaultSA(pdbExpirySetup),
+		Observe:    pdbObserve(evictions{}),
+		Settled: func(s []map[string]any) bool {
+			return pdbStateStatus(s, "expiry") == "3/1/3/2 disrupted=0 SufficientPods" &&
+				strings.Contains(fmt.Sprint(deployState(s, "Pod", "stale-evicted")),
+					"status:False type:DisruptionTarget")
+		},
+		Cleanup: deletePods,
+	})
+	if ev := pdbSummary(res.Native, "events"); !strings.Contains(ev, "NotDeleted") {
+		t.Errorf("native events:\n%s\nwant NotDeleted", ev)
+	}
+	for name, want := range map[string]string{"stale-evicted": "False", "stale-kubelet": "True",
+		"stale-failed": "True"} {
+		s := fmt.Sprint(deployState(res.Native, "Pod", name))
+		if !strings.Contains(s, "status:"+want+" type:DisruptionTarget") {
+			t.Errorf("native pod %s: %s\nwant DisruptionTarget %s", name, s, want)
+		}
+	}
+}
+
+func pdbExpirySetup(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	now := time.Now()
+	for _, name := range []string{"p-0", "p-1", "p-2"} {
+		p, err := cs.CoreV1().Pods(ns).Create(ctx, pod(name, map[string]string{"app": "expiry"}),
+			metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if err := setPhase(ctx, cs, p, corev1.PodRunning, 0); err != nil {
+			return err
+		}
+	}
+	for _, s := range []struct {
+		name, reason string
+		phase        corev1.PodPhase
+	}{
+		{"stale-evicted", "EvictionByEvictionAPI", corev1.PodRunning},
+		{"stale-kubelet", corev1.PodReasonTerminationByKubelet, corev1.PodRunning},
+		{"stale-failed", "EvictionByEvictionAPI", corev1.PodFailed},
+	} {
+		p, err := cs.CoreV1().Pods(ns).Create(ctx, pod(s.name, map[string]string{"app": "stale"}),
+			metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if err := setPhase(ctx, cs, p, s.phase, 1); err != nil {
+			return err
+		}
+		if p, err = cs.CoreV1().Pods(ns).Get(ctx, s.name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+			Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: s.reason,
+			Message:            "disrupted ten minutes ago",
+			LastTransitionTime: metav1.NewTime(now.Add(-10 * time.Minute))})
+		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	pdb, err := cs.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "expiry"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "expiry"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	pdb.Status.DisruptedPods = map[string]metav1.Time{
+		"p-0":  metav1.NewTime(now.Add(-10 * time.Minute)),
+		"p-1":  metav1.NewTime(now.Add(-disruption.DeletionTimeout + 20*time.Second)),
+		"gone": metav1.NewTime(now.Add(-10 * time.Second)),
+	}
+	_, err = cs.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, pdb, metav1.UpdateOptions{})
+	return err
 }
