@@ -174,7 +174,8 @@ func (c *controller) updatePods(ctx context.Context, set *appsv1.StatefulSet,
 		return nil, err
 	}
 	if set.Spec.UpdateStrategy.Type == appsv1.RecreateStatefulSetStrategyType {
-		err := fmt.Errorf("statefulset %s/%s uses Recreate strategy but feature gate %s is disabled",
+		err := fmt.Errorf("statefulset %s/%s uses Recreate strategy but feature gate %s "+
+			"is disabled",
 			set.Namespace, set.Name, "StatefulSetRecreateStrategy")
 		c.recorder.Event(set, corev1.EventTypeWarning, "UnknownStrategy", err.Error())
 		return nil, err

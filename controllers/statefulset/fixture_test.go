@@ -109,7 +109,8 @@ func (f *fixture) refresh() {
 	pods := f.factory.Core().V1().Pods().Informer().GetStore()
 	var pruned []any
 	for _, o := range pods.List() {
-		pruned = append(pruned, controllertest.Pruned(f.t, Descriptor(Options{}), o.(*corev1.Pod))[0])
+		p := o.(*corev1.Pod)
+		pruned = append(pruned, controllertest.Pruned(f.t, Descriptor(Options{}), p)[0])
 	}
 	if err := pods.Replace(pruned, ""); err != nil {
 		f.t.Fatal(err)
@@ -246,7 +247,8 @@ func newSet(name string, replicas int32, mods ...func(*appsv1.StatefulSet)) *app
 			Selector:    &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c",
+					Image: "img"}}},
 			},
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
 				ObjectMeta: metav1.ObjectMeta{Name: "data"},

@@ -306,7 +306,8 @@ func (c *controller) revisions(ctx context.Context, set *appsv1.StatefulSet,
 // current, update, nor any pod's, beyond spec.revisionHistoryLimit. revs
 // is sorted.
 func (c *controller) truncateHistory(ctx context.Context, set *appsv1.StatefulSet,
-	pods []*corev1.Pod, revs []*appsv1.ControllerRevision, cur, upd *appsv1.ControllerRevision) error {
+	pods []*corev1.Pod, revs []*appsv1.ControllerRevision,
+	cur, upd *appsv1.ControllerRevision) error {
 	live := map[string]bool{}
 	if cur != nil {
 		live[cur.Name] = true

@@ -113,7 +113,8 @@ func storageMatches(set *appsv1.StatefulSet, p *corev1.Pod) bool {
 }
 
 // retentionPolicy is the set's policy, Retain/Retain when unset.
-func retentionPolicy(set *appsv1.StatefulSet) appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy {
+func retentionPolicy(
+	set *appsv1.StatefulSet) appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy {
 	if set.Spec.PersistentVolumeClaimRetentionPolicy != nil {
 		return *set.Spec.PersistentVolumeClaimRetentionPolicy
 	}

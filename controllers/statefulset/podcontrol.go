@@ -31,7 +31,8 @@ func (c *controller) podEvent(verb string, set *appsv1.StatefulSet, p *corev1.Po
 		return
 	}
 	c.recorder.Event(set, corev1.EventTypeWarning, "Failed"+title(verb),
-		fmt.Sprintf("%s Pod %s in StatefulSet %s failed error: %s", title(verb), p.Name, set.Name, err))
+		fmt.Sprintf("%s Pod %s in StatefulSet %s failed error: %s", title(verb), p.Name,
+			set.Name, err))
 }
 
 // claimEvent records KCM's event for a claim operation on the set.
@@ -81,7 +82,8 @@ func (c *controller) createPod(ctx context.Context, set *appsv1.StatefulSet, p *
 // updatePod gives the pod its identity, storage and claim owners. The
 // cache may hold a pruned pod, so the pod is read from the API server
 // before it is written.
-func (c *controller) updatePod(ctx context.Context, set *appsv1.StatefulSet, cached *corev1.Pod) error {
+func (c *controller) updatePod(ctx context.Context, set *appsv1.StatefulSet,
+	cached *corev1.Pod) error {
 	attempted := false
 	p := cached
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
@@ -254,7 +256,8 @@ func (c *controller) createMissingClaims(ctx context.Context, set *appsv1.Statef
 
 // createClaims creates the pod's claims that do not exist; a claim being
 // deleted is an error (the pod must wait for it to go).
-func (c *controller) createClaims(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod) error {
+func (c *controller) createClaims(ctx context.Context, set *appsv1.StatefulSet,
+	p *corev1.Pod) error {
 	var errs []error
 	claims := claimsOf(set, p)
 	for i := range set.Spec.VolumeClaimTemplates {
