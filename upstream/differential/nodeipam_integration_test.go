@@ -256,3 +256,42 @@ func upstreamNodeIPAM(t *testing.T, caFile string) []descriptor.Descriptor {
 	}
 	return ds
 }
+
+// TestNodeIPAMOff: with --allocate-node-cidrs false (both sides'
+// default) neither side starts the controller: a node keeps no CIDRs and
+// gets no event.
+func TestNodeIPAMOff(t *testing.T) {
+	mine := func(ns string) metav1.ListOptions {
+		return metav1.ListOptions{LabelSelector: "differential=" + ns}
+	}
+	compare(t, differential.Scenario{
+		Name:       "node-ipam does not start without --allocate-node-cidrs",
+		Controller: nodeipam.Name,
+		Setup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			_, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+				Name: ns + "-a", Labels: map[string]string{"differential": ns}}},
+				metav1.CreateOptions{})
+			return err
+		},
+		Observe: func(ctx context.Context, cs kubernetes.Interface,
+			ns string) ([]runtime.Object, error) {
+			l, err := cs.CoreV1().Nodes().List(ctx, mine(ns))
+			if err != nil {
+				return nil, err
+			}
+			for i := range l.Items {
+				l.Items[i].Kind = "Node"
+			}
+			evs, err := nodeEvents(ctx, cs, ns)
+			if err != nil {
+				return nil, err
+			}
+			return append(objects(l.Items,
+				func(n *corev1.Node) runtime.Object { return n }), evs), nil
+		},
+		Settled: func(state []map[string]any) bool { return count(state, "Node") == 1 },
+		Cleanup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			return cs.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, mine(ns))
+		},
+	})
+}
