@@ -69,7 +69,7 @@ type config struct {
 	mapper    meta.RESTMapper
 	scales    scale.ScalesGetter
 	discovery discovery.DiscoveryInterface
-	metrics   workloop.Options
+	loopOpts  workloop.Options // Metrics; the clock is set from clock
 	log       logr.Logger
 
 	pods         cache.SharedIndexInformer
@@ -107,7 +107,7 @@ func newFromContext(ctx context.Context, cc descriptor.Context,
 	return newController(config{
 		name: cc.Name, workers: workers, client: client, recorder: cc.EventRecorder,
 		clock: clock.RealClock{}, mapper: cc.RESTMapper, scales: scales,
-		discovery: client.Discovery(), metrics: workloop.Options{Metrics: cc.Metrics},
+		discovery: client.Discovery(), loopOpts: workloop.Options{Metrics: cc.Metrics},
 		log:          logr.FromContextOrDiscard(ctx),
 		pods:         f.Core().V1().Pods().Informer(),
 		pdbs:         f.Policy().V1().PodDisruptionBudgets().Informer(),
@@ -147,7 +147,7 @@ func newController(cfg config) (*controller, error) {
 	// The loops exist before any handler is registered: a running informer
 	// (warm standby) calls the handlers at once. Released here on failure,
 	// otherwise by Run.
-	opts := cfg.metrics
+	opts := cfg.loopOpts
 	opts.Clock = cfg.clock
 	c.loop = workloop.New(cfg.name, c.sync, opts)
 	c.stale = workloop.New(cfg.name+"-stale-pod-disruption", c.syncStalePod, opts)
