@@ -33,6 +33,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/ctbpublisher"
 	"github.com/ctrlhost/ctrlhost/controllers/daemonset"
 	"github.com/ctrlhost/ctrlhost/controllers/deployment"
+	"github.com/ctrlhost/ctrlhost/controllers/disruption"
 	"github.com/ctrlhost/ctrlhost/controllers/endpoints"
 	"github.com/ctrlhost/ctrlhost/controllers/endpointslice"
 	"github.com/ctrlhost/ctrlhost/controllers/endpointslicemirroring"
@@ -99,6 +100,7 @@ type Options struct {
 	PodGroupProtection     podgroupprotection.Options
 	TTL                    ttl.Options
 	TaintEviction          tainteviction.Options
+	Disruption             disruption.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
@@ -138,6 +140,7 @@ func NewOptions() *Options {
 		PodGroupProtection:     podgroupprotection.NewOptions(),
 		TTL:                    ttl.NewOptions(),
 		TaintEviction:          tainteviction.NewOptions(),
+		Disruption:             disruption.NewOptions(),
 	}
 }
 
@@ -175,6 +178,7 @@ func (o *Options) List() []Builtin {
 		{job.Descriptor(o.Job), o.Job.AddFlags, job.FeatureSpecs()},
 		{podgroupprotection.Descriptor(o.PodGroupProtection), nil,
 			podgroupprotection.FeatureSpecs()},
+		{disruption.Descriptor(o.Disruption), o.Disruption.AddFlags, nil},
 		{cronjob.Descriptor(o.CronJob), o.CronJob.AddFlags, nil},
 		{csrsigning.Descriptor(o.CSRSigning), o.CSRSigning.AddFlags, nil},
 		{csrapproving.Descriptor(o.CSRApproving), nil, nil},
@@ -241,6 +245,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.GarbageCollector.AddFlags(fs)
 	o.Ephemeral.AddFlags(fs)
 	o.LegacyTokenCleaner.AddFlags(fs)
+	o.Disruption.AddFlags(fs)
 }
 
 // FeatureSpecs returns every feature gate a built-in consults, with its

@@ -26,8 +26,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() { pending = append(pending, disruption.Descriptor(disruption.NewOptions())) }
-
 // pdbHold keeps an evicted bare pod, deleted, in the API server: without a
 // kubelet an unscheduled pod would go at once, and the budget would never
 // see it terminating.
