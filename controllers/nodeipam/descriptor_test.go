@@ -32,6 +32,17 @@ func TestDescriptor(t *testing.T) {
 	if got := d.Informers(); len(got) != 1 || got[0].Resource != "nodes" {
 		t.Errorf("informers %v, want nodes", got)
 	}
+	// The cache keeps what the controller reads of a node.
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "u"},
+		Spec: corev1.NodeSpec{PodCIDR: "10.0.0.0/24", PodCIDRs: []string{"10.0.0.0/24"},
+			ProviderID: "x"},
+		Status: corev1.NodeStatus{Phase: corev1.NodeRunning}}
+	p := controllertest.Pruned(t, d, n)[0]
+	if p.Name != "a" || p.UID != "u" || p.Spec.PodCIDR != "10.0.0.0/24" ||
+		!slices.Equal(p.Spec.PodCIDRs, n.Spec.PodCIDRs) || p.Spec.ProviderID != "" ||
+		p.Status.Phase != "" {
+		t.Errorf("the cache would hold %+v", p)
+	}
 }
 
 // TestFlags: KCM's names and defaults, and parsing.

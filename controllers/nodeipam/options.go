@@ -298,5 +298,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 		}
 		return newController(ctx, cc, s)
 	}).WithAliases(Alias).WithEventSource(EventSource).WithValidator(o.Validate).
-		WithInformers(nodes)
+		WithInformers(nodes).
+		// Its writes are patches: of a node it reads its CIDRs (and
+		// metadata: name, UID, deletion).
+		WithReads(nodes, "spec.podCIDR", "spec.podCIDRs")
 }
