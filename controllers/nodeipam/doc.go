@@ -45,7 +45,10 @@
 //     node condition is written (KCM's range allocator writes none);
 //   - a node's CIDRs are released when its deletion is observed, in the
 //     same event handler that queues other nodes, so a node added after a
-//     deletion sees the released blocks; a node being deleted is skipped.
+//     deletion sees the released blocks; a node being deleted is skipped;
+//   - every add and update of a node queues it, as in KCM; of a cached node
+//     it reads only spec.podCIDR, spec.podCIDRs and metadata (declared
+//     with WithReads, so the host may prune the rest).
 //
 // Differences from KCM:
 //   - --secondary-service-cluster-ip-range does not exist in KCM either:
