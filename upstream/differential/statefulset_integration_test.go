@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -472,4 +473,134 @@ func TestStatefulSetPVCRetention(t *testing.T) {
 		!strings.Contains(got, "data-keep-1") {
 		t.Error("native side: keep's claims are gone")
 	}
+}
+
+// TestStatefulSetParallelMaxUnavailable: a Parallel set of 4 with
+// maxUnavailable 2 rolls a new template out two pods at a time and ends
+// with every pod updated and the update complete.
+func TestStatefulSetParallelMaxUnavailable(t *testing.T) {
+	var change onceWhen
+	compare(t, differential.Scenario{
+		Name:       "statefulset parallel rolling update with maxUnavailable",
+		Controller: statefulset.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			s := statefulSetObj("web", 4)
+			s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+			s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{
+				Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{
+					MaxUnavailable: ptr.To(intstr.FromInt32(2))},
+			}
+			_, err := cs.AppsV1().StatefulSets(ns).Create(ctx, s, metav1.CreateOptions{})
+			return err
+		}),
+		Act: acts(stsKubelet, change.act("web", readyAt(4), func(s *appsv1.StatefulSet) {
+			s.Spec.Template.Annotations = map[string]string{"rollout": "2"}
+		})),
+		Observe: observeStatefulSets(nil),
+		Settled: func(state []map[string]any) bool {
+			return count(state, "ControllerRevision") == 2 && count(state, "Pod") == 4 &&
+				stsStatus(state, "web", "updatedReplicas") == "4" &&
+				stsStatus(state, "web", "currentReplicas") == "4" &&
+				stsStatus(state, "web", "readyReplicas") == "4"
+		},
+		Cleanup: stsCleanup,
+	})
+}
+
+// TestStatefulSetHistoryAndMinReady: with minReadySeconds 2 and
+// revisionHistoryLimit 1, two template changes, each once the previous
+// one rolled out, leave two revisions (the current one and the newest old
+// one), and pods count as available only once ready for two seconds.
+func TestStatefulSetHistoryAndMinReady(t *testing.T) {
+	var first, second onceWhen
+	rolledOut := func(step string) func(*appsv1.StatefulSet) bool {
+		return func(s *appsv1.StatefulSet) bool {
+			return s.Spec.Template.Annotations["rollout"] == step &&
+				s.Status.AvailableReplicas == 2 && s.Status.UpdatedReplicas == 2 &&
+				s.Status.CurrentRevision == s.Status.UpdateRevision
+		}
+	}
+	compare(t, differential.Scenario{
+		Name: "statefulset history limit and minReadySeconds", Controller: statefulset.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			s := statefulSetObj("web", 2)
+			s.Spec.MinReadySeconds = 2
+			s.Spec.RevisionHistoryLimit = ptr.To[int32](1)
+			_, err := cs.AppsV1().StatefulSets(ns).Create(ctx, s, metav1.CreateOptions{})
+			return err
+		}),
+		Act: acts(stsKubelet,
+			first.act("web", rolledOut(""), func(s *appsv1.StatefulSet) {
+				s.Spec.Template.Annotations = map[string]string{"rollout": "2"}
+			}),
+			second.act("web", rolledOut("2"), func(s *appsv1.StatefulSet) {
+				s.Spec.Template.Annotations = map[string]string{"rollout": "3"}
+			})),
+		Observe: observeStatefulSets(nil),
+		Settled: func(state []map[string]any) bool {
+			return count(state, "ControllerRevision") == 2 && count(state, "Pod") == 2 &&
+				stsStatus(state, "web", "availableReplicas") == "2" &&
+				stsStatus(state, "web", "updatedReplicas") == "2" &&
+				strings.Contains(fmt.Sprint(state), "rollout:3")
+		},
+		Cleanup: stsCleanup,
+	})
+}
+
+// TestStatefulSetAdoptsAndReplaces: a running orphan pod named web-0 that
+// matches the selector is adopted and given its identity labels, then
+// replaced for lacking the revision (RollingUpdate); an orphan named
+// other-0 is left alone. A pod of the set that fails is replaced.
+func TestStatefulSetAdoptsAndReplaces(t *testing.T) {
+	var mu sync.Mutex
+	failed := map[string]bool{}
+	failOnce := func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed[ns] {
+			return nil
+		}
+		s, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil || !readyAt(2)(s) || s.Status.CurrentRevision != s.Status.UpdateRevision {
+			return client(err)
+		}
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "web-1", metav1.GetOptions{})
+		if err != nil {
+			return client(err)
+		}
+		if err := setPhase(ctx, cs, p, corev1.PodFailed, 1); err != nil {
+			return client(err)
+		}
+		failed[ns] = true
+		return nil
+	}
+	compare(t, differential.Scenario{
+		Name: "statefulset adopts an orphan and replaces pods", Controller: statefulset.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			for _, name := range []string{"web-0", "other-0"} {
+				p := pod(name, map[string]string{"app": "web"})
+				p.Spec.NodeName = "differential-statefulset-node"
+				created, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+				if err != nil {
+					return err
+				}
+				if err := setPhase(ctx, cs, created, corev1.PodRunning, 0); err != nil {
+					return err
+				}
+			}
+			s := statefulSetObj("web", 2)
+			s.Spec.VolumeClaimTemplates = nil // a pod's volumes cannot change
+			_, err := cs.AppsV1().StatefulSets(ns).Create(ctx, s, metav1.CreateOptions{})
+			return err
+		}),
+		Act:     acts(stsKubelet, failOnce),
+		Observe: observeStatefulSets(nil),
+		Settled: func(state []map[string]any) bool {
+			return count(state, "Pod") == 3 && stsStatus(state, "web", "readyReplicas") == "2" &&
+				stsStatus(state, "web", "updatedReplicas") == "2" &&
+				strings.Contains(fmt.Sprint(state), "SuccessfulDelete")
+		},
+		Cleanup: stsCleanup,
+	})
 }
