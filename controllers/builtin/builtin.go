@@ -42,6 +42,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/job"
 	"github.com/ctrlhost/ctrlhost/controllers/legacytokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/namespace"
+	"github.com/ctrlhost/ctrlhost/controllers/nodeipam"
 	"github.com/ctrlhost/ctrlhost/controllers/pcrcleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/podgc"
 	"github.com/ctrlhost/ctrlhost/controllers/podgroupprotection"
@@ -66,6 +67,13 @@ import (
 // package (ReplicaSet's serve both the replicaset and the
 // replicationcontroller controllers, as KCM's do).
 type Options struct {
+	// ClusterName is KCM's --cluster-name (default "kubernetes"), which
+	// kubeadm's command line sets. KCM v1.37 accepts it and none of its
+	// controllers reads it (its readers, the cloud CIDR allocator and the
+	// in-tree cloud volume plugins, are gone); no built-in reads it
+	// either. It is here so that a KCM command line runs unchanged.
+	ClusterName string
+
 	ReplicaSet             replicaset.Options
 	PodGC                  podgc.Options
 	ServiceAccount         serviceaccount.Options
@@ -101,11 +109,13 @@ type Options struct {
 	TTL                    ttl.Options
 	TaintEviction          tainteviction.Options
 	Disruption             disruption.Options
+	NodeIPAM               nodeipam.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
 func NewOptions() *Options {
 	return &Options{
+		ClusterName:            "kubernetes",
 		ReplicaSet:             replicaset.NewOptions(),
 		PodGC:                  podgc.NewOptions(),
 		ServiceAccount:         serviceaccount.NewOptions(),
@@ -141,6 +151,7 @@ func NewOptions() *Options {
 		TTL:                    ttl.NewOptions(),
 		TaintEviction:          tainteviction.NewOptions(),
 		Disruption:             disruption.NewOptions(),
+		NodeIPAM:               nodeipam.NewOptions(),
 	}
 }
 
@@ -168,6 +179,7 @@ func (o *Options) List() []Builtin {
 		{serviceaccount.Descriptor(o.ServiceAccount), nil, nil},
 		{bootstrapsigner.Descriptor(o.BootstrapSigner), nil, nil},
 		{tokencleaner.Descriptor(o.TokenCleaner), nil, nil},
+		{nodeipam.Descriptor(o.NodeIPAM), o.NodeIPAM.AddFlags, nil},
 		{rootcacertpublisher.Descriptor(o.RootCACertPublisher), o.RootCACertPublisher.AddFlags,
 			nil},
 		{ctbpublisher.Descriptor(o.CTBPublisher), o.CTBPublisher.AddFlags,
@@ -220,10 +232,12 @@ func (o *Options) Descriptors() []descriptor.Descriptor {
 	return out
 }
 
-// AddFlags adds every built-in's KCM flags to fs, once each (the
-// service-account token controller shares --root-ca-file with the root-CA
-// publisher).
+// AddFlags adds every built-in's KCM flags to fs, and KCM's --cluster-name,
+// once each (the service-account token controller shares --root-ca-file
+// with the root-CA publisher).
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName,
+		"The instance prefix for the cluster. Accepted as KCM accepts it; no controller reads it.")
 	o.ReplicaSet.AddFlags(fs)
 	o.PodGC.AddFlags(fs)
 	o.ServiceAccount.AddFlags(fs)
@@ -246,6 +260,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Ephemeral.AddFlags(fs)
 	o.LegacyTokenCleaner.AddFlags(fs)
 	o.Disruption.AddFlags(fs)
+	o.NodeIPAM.AddFlags(fs)
 }
 
 // FeatureSpecs returns every feature gate a built-in consults, with its

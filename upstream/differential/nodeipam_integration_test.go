@@ -23,8 +23,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/kcm"
 )
 
-func init() { pending = append(pending, nodeipam.Descriptor(nodeipam.NewOptions())) }
-
 // The settings both sides allocate with: a dual-stack cluster CIDR of four
 // blocks per family, the last IPv4 block a Service CIDR's; the IPv6
 // Service CIDR lies outside the cluster CIDR and takes nothing.

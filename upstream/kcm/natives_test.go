@@ -47,6 +47,16 @@ func TestNativeBuiltinsAreKCMs(t *testing.T) {
 		}
 		return found
 	}
+	// Every flag of the list's AddFlags (the built-ins' and KCM's shared
+	// --cluster-name) is KCM's, with KCM's default.
+	all := pflag.NewFlagSet("builtin", pflag.ContinueOnError)
+	builtin.NewOptions().AddFlags(all)
+	all.VisitAll(func(f *pflag.Flag) {
+		if k := lookup(f.Name); k == nil || k.DefValue != f.DefValue {
+			t.Errorf("builtin.Options.AddFlags: --%s (default %q) is not KCM's (%v)",
+				f.Name, f.DefValue, k)
+		}
+	})
 	upGates := utilfeature.DefaultMutableFeatureGate.GetAll()
 	for _, b := range builtin.NewOptions().List() {
 		n := native{b.Descriptor, b.AddFlags, b.FeatureSpecs}
