@@ -28,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	custommetricsv1beta2 "k8s.io/metrics/pkg/apis/custom_metrics/v1beta2"
+	externalmetricsv1beta1 "k8s.io/metrics/pkg/apis/external_metrics/v1beta1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	"k8s.io/utils/ptr"
 
@@ -50,83 +52,121 @@ const (
 	hpaCPUInitPeriod = time.Millisecond
 )
 
-// fakeMetricsAPI serves metrics.k8s.io/v1beta1 from a table: every pod of
-// a namespace uses the table's milli-CPU for it. It lists the pods from
-// the API server, so both sides see the same samples for the same pods.
+// fakeMetricsAPI serves the metrics APIs from a table of values by
+// namespace and metric name, in milli-units: metrics.k8s.io (every pod of
+// a namespace uses its "cpu" in milli-CPU), custom.metrics.k8s.io/v1beta2
+// (every pod has the namespace's value of a pods metric; any object the
+// value of an object metric) and external.metrics.k8s.io/v1beta1 (one
+// value). It lists pods from the API server, so both sides see the same
+// samples for the same pods.
 type fakeMetricsAPI struct {
-	cs  kubernetes.Interface
-	srv *httptest.Server
-	mu  sync.Mutex
-	cpu map[string]int64
+	cs     kubernetes.Interface
+	srv    *httptest.Server
+	mu     sync.Mutex
+	values map[string]map[string]int64
 }
 
-func (m *fakeMetricsAPI) set(ns string, milliCPU int64) {
+func (m *fakeMetricsAPI) set(ns, metric string, milli int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.cpu[ns] = milliCPU
+	if m.values[ns] == nil {
+		m.values[ns] = map[string]int64{}
+	}
+	m.values[ns][metric] = milli
 }
 
-func (m *fakeMetricsAPI) load(ns string) (int64, bool) {
+func (m *fakeMetricsAPI) load(ns, metric string) (int64, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	v, ok := m.cpu[ns]
+	v, ok := m.values[ns][metric]
 	return v, ok
 }
 
-const metricsGV = "metrics.k8s.io/v1beta1"
+const (
+	metricsGV  = "metrics.k8s.io/v1beta1"
+	customGV   = "custom.metrics.k8s.io/v1beta2"
+	externalGV = "external.metrics.k8s.io/v1beta1"
+)
+
+var fakeMetricsGVs = []string{metricsGV, customGV, externalGV}
 
 func (m *fakeMetricsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	reply := func(v any) {
+	reply := func(v any, err error) {
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		if err := json.NewEncoder(w).Encode(v); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 		}
 	}
-	gv := metav1.GroupVersionForDiscovery{GroupVersion: metricsGV, Version: "v1beta1"}
-	group := metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
-		Name: "metrics.k8s.io", Versions: []metav1.GroupVersionForDiscovery{gv},
-		PreferredVersion: gv}
+	groups := map[string]metav1.APIGroup{}
+	var list []metav1.APIGroup
+	for _, s := range fakeMetricsGVs {
+		gv, _ := schema.ParseGroupVersion(s)
+		d := metav1.GroupVersionForDiscovery{GroupVersion: s, Version: gv.Version}
+		g := metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
+			Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{d},
+			PreferredVersion: d}
+		groups[gv.Group] = g
+		list = append(list, g)
+	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	q := r.URL.Query()
 	switch {
 	case r.URL.Path == "/apis":
 		reply(metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList",
-			APIVersion: "v1"}, Groups: []metav1.APIGroup{group}})
-	case r.URL.Path == "/apis/metrics.k8s.io":
-		reply(group)
-	case r.URL.Path == "/apis/"+metricsGV:
+			APIVersion: "v1"}, Groups: list}, nil)
+	case len(parts) == 2 && groups[parts[1]].Name != "":
+		reply(groups[parts[1]], nil)
+	case len(parts) == 3 && slices.Contains(fakeMetricsGVs, parts[1]+"/"+parts[2]):
 		verbs := metav1.Verbs{"get", "list"}
-		reply(metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList",
-			APIVersion: "v1"}, GroupVersion: metricsGV, APIResources: []metav1.APIResource{
-			{Name: "pods", Namespaced: true, Kind: "PodMetrics", Verbs: verbs},
-			{Name: "nodes", Kind: "NodeMetrics", Verbs: verbs},
-		}})
-	case len(parts) == 6 && parts[3] == "namespaces" && parts[5] == "pods":
-		list, err := m.podMetrics(r.Context(), parts[4], r.URL.Query())
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
+		res := []metav1.APIResource{{Name: "pods", Namespaced: true, Kind: "PodMetrics",
+			Verbs: verbs}, {Name: "nodes", Kind: "NodeMetrics", Verbs: verbs}}
+		if parts[1]+"/"+parts[2] != metricsGV {
+			res = nil
 		}
-		reply(list)
+		reply(metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList",
+			APIVersion: "v1"}, GroupVersion: parts[1] + "/" + parts[2],
+			APIResources: res}, nil)
+	case len(parts) < 6 || parts[3] != "namespaces":
+		http.NotFound(w, r)
+	case parts[1]+"/"+parts[2] == metricsGV && len(parts) == 6 && parts[5] == "pods":
+		reply(m.podMetrics(r.Context(), parts[4], q))
+	case parts[1]+"/"+parts[2] == customGV && len(parts) == 8:
+		reply(m.customMetrics(r.Context(), parts[4], parts[5], parts[6], parts[7], q))
+	case parts[1]+"/"+parts[2] == externalGV && len(parts) == 6:
+		reply(m.externalMetrics(parts[4], parts[5]))
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+func (m *fakeMetricsAPI) pods(ctx context.Context, ns string, q url.Values) ([]corev1.Pod,
+	error) {
+	l, err := m.cs.CoreV1().Pods(ns).List(ctx,
+		metav1.ListOptions{LabelSelector: q.Get("labelSelector")})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
 }
 
 func (m *fakeMetricsAPI) podMetrics(ctx context.Context, ns string,
 	q url.Values) (*metricsv1beta1.PodMetricsList, error) {
 	list := &metricsv1beta1.PodMetricsList{TypeMeta: metav1.TypeMeta{Kind: "PodMetricsList",
 		APIVersion: metricsGV}}
-	cpu, ok := m.load(ns)
+	cpu, ok := m.load(ns, "cpu")
 	if !ok {
 		return list, nil
 	}
-	pods, err := m.cs.CoreV1().Pods(ns).List(ctx,
-		metav1.ListOptions{LabelSelector: q.Get("labelSelector")})
+	pods, err := m.pods(ctx, ns, q)
 	if err != nil {
 		return nil, err
 	}
 	now := metav1.Now()
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		list.Items = append(list.Items, metricsv1beta1.PodMetrics{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.Name, Labels: p.Labels},
 			Timestamp:  now, Window: metav1.Duration{Duration: time.Second},
@@ -137,20 +177,69 @@ func (m *fakeMetricsAPI) podMetrics(ctx context.Context, ns string,
 	return list, nil
 }
 
+// customMetrics answers a metric of every pod the selector matches (name
+// "*"), or of one object.
+func (m *fakeMetricsAPI) customMetrics(ctx context.Context, ns, res, name, metric string,
+	q url.Values) (*custommetricsv1beta2.MetricValueList, error) {
+	list := &custommetricsv1beta2.MetricValueList{TypeMeta: metav1.TypeMeta{
+		Kind: "MetricValueList", APIVersion: customGV}}
+	v, ok := m.load(ns, metric)
+	if !ok {
+		return list, nil
+	}
+	value := func(kind, apiVersion, name string) custommetricsv1beta2.MetricValue {
+		return custommetricsv1beta2.MetricValue{
+			DescribedObject: corev1.ObjectReference{Kind: kind, APIVersion: apiVersion,
+				Namespace: ns, Name: name},
+			Metric:    custommetricsv1beta2.MetricIdentifier{Name: metric},
+			Timestamp: metav1.Now(), WindowSeconds: ptr.To[int64](1),
+			Value: *resource.NewMilliQuantity(v, resource.DecimalSI),
+		}
+	}
+	if name != "*" {
+		list.Items = append(list.Items, value(res, "", name))
+		return list, nil
+	}
+	if res != "pods" {
+		return nil, fmt.Errorf("only pods are listed, not %s", res)
+	}
+	pods, err := m.pods(ctx, ns, q)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods {
+		list.Items = append(list.Items, value("Pod", "v1", p.Name))
+	}
+	return list, nil
+}
+
+func (m *fakeMetricsAPI) externalMetrics(ns,
+	metric string) (*externalmetricsv1beta1.ExternalMetricValueList, error) {
+	list := &externalmetricsv1beta1.ExternalMetricValueList{TypeMeta: metav1.TypeMeta{
+		Kind: "ExternalMetricValueList", APIVersion: externalGV}}
+	if v, ok := m.load(ns, metric); ok {
+		list.Items = append(list.Items, externalmetricsv1beta1.ExternalMetricValue{
+			MetricName: metric, Timestamp: metav1.Now(),
+			Value: *resource.NewMilliQuantity(v, resource.DecimalSI)})
+	}
+	return list, nil
+}
+
 var hpaAPIServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io",
 	Version: "v1", Resource: "apiservices"}
 
 // startFakeMetricsAPI serves the fake metrics API in the test process and
 // registers it as v1beta1.metrics.k8s.io, behind an ExternalName Service
-// of localhost the aggregator reaches it through, then waits until
-// discovery serves it.
+// of localhost the aggregator reaches it through (and as
+// v1beta2.custom.metrics.k8s.io and v1beta1.external.metrics.k8s.io),
+// then waits until discovery serves them.
 func startFakeMetricsAPI(t *testing.T, e *testenv.Env) *fakeMetricsAPI {
 	ctx := t.Context()
 	cs, err := kubernetes.NewForConfig(e.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &fakeMetricsAPI{cs: cs, cpu: map[string]int64{}}
+	m := &fakeMetricsAPI{cs: cs, values: map[string]map[string]int64{}}
 	m.srv = httptest.NewTLSServer(m)
 	t.Cleanup(m.srv.Close)
 	u, err := url.Parse(m.srv.URL)
@@ -177,27 +266,31 @@ func startFakeMetricsAPI(t *testing.T, e *testenv.Env) *fakeMetricsAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-		"metadata": map[string]any{"name": "v1beta1.metrics.k8s.io"},
-		"spec": map[string]any{
-			"group": "metrics.k8s.io", "version": "v1beta1",
-			"service": map[string]any{"namespace": svcNS, "name": "metrics",
-				"port": int64(port)},
-			"insecureSkipTLSVerify": true, "groupPriorityMinimum": int64(100),
-			"versionPriority": int64(100),
-		},
-	}}
-	if _, err := dyn.Resource(hpaAPIServices).Create(ctx, svc,
-		metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, s := range fakeMetricsGVs {
+		gv, _ := schema.ParseGroupVersion(s)
+		svc := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+			"metadata": map[string]any{"name": gv.Version + "." + gv.Group},
+			"spec": map[string]any{
+				"group": gv.Group, "version": gv.Version,
+				"service": map[string]any{"namespace": svcNS, "name": "metrics",
+					"port": int64(port)},
+				"insecureSkipTLSVerify": true, "groupPriorityMinimum": int64(100),
+				"versionPriority": int64(100),
+			},
+		}}
+		if _, err := dyn.Resource(hpaAPIServices).Create(ctx, svc,
+			metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var last error
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true,
 		func(ctx context.Context) (bool, error) {
-			_, last = cs.Discovery().ServerResourcesForGroupVersion(metricsGV)
-			if last != nil {
-				return false, nil
+			for _, gv := range fakeMetricsGVs {
+				if _, last = cs.Discovery().ServerResourcesForGroupVersion(gv); last != nil {
+					return false, nil
+				}
 			}
 			_, last = cs.RESTClient().Get().AbsPath("/apis/" + metricsGV +
 				"/namespaces/default/pods").DoRaw(ctx)
@@ -258,49 +351,12 @@ func hpaRunner(t *testing.T, e *testenv.Env) differential.Runner {
 // metrics and replica counts), the Deployment, the pod count, the HPA's
 // rescale events and every event reason.
 func TestHPAScalesDeploymentOnCPU(t *testing.T) {
-	e, err := testenv.Start(t.Context(), testenv.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	m := startFakeMetricsAPI(t, e)
-	const (
-		high, low = 150, 30
-		settle    = time.Second // how long pods are ready before the next step
-	)
+	e, m := startHPAEnv(t)
+	const high, low = 150, 30
 	labels := map[string]string{"app": "web"}
+	allReadyFor := podsReadyFor(time.Second)
 	var mu sync.Mutex
-	readySince := map[string]time.Time{} // namespace+step → when its pods were all ready
-	atPeak := map[string]string{}        // namespace → the HPA's status when the load dropped
-	// allReadyFor: every pod of ns is Running and ready, there are n, and
-	// they have been for settle, as seen by earlier calls for step.
-	allReadyFor := func(ctx context.Context, cs kubernetes.Interface, ns, step string,
-		n int) (bool, error) {
-		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		ready := len(l.Items) == n
-		for _, p := range l.Items {
-			ready = ready && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if !ready {
-			delete(readySince, ns+step)
-			return false, nil
-		}
-		since, ok := readySince[ns+step]
-		if !ok {
-			readySince[ns+step] = time.Now()
-			return false, nil
-		}
-		return time.Since(since) >= settle, nil
-	}
+	atPeak := map[string]string{} // namespace → the HPA's status when the load dropped
 	autoscaler := &autoscalingv2.HorizontalPodAutoscaler{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
@@ -331,7 +387,7 @@ func TestHPAScalesDeploymentOnCPU(t *testing.T) {
 		Controller: hpa.Name,
 		With:       []string{"deployment-controller", "replicaset-controller"},
 		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
-			m.set(ns, high)
+			m.set(ns, "cpu", high)
 			_, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
 				ObjectMeta: metav1.ObjectMeta{Name: "web"},
 				Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2),
@@ -361,7 +417,7 @@ func TestHPAScalesDeploymentOnCPU(t *testing.T) {
 			case err != nil:
 				return err
 			}
-			if cpu, _ := m.load(ns); cpu != high || h.Status.CurrentReplicas != 4 ||
+			if cpu, _ := m.load(ns, "cpu"); cpu != high || h.Status.CurrentReplicas != 4 ||
 				h.Status.DesiredReplicas != 4 {
 				return nil
 			}
@@ -371,47 +427,23 @@ func TestHPAScalesDeploymentOnCPU(t *testing.T) {
 			mu.Lock()
 			atPeak[ns] = hpaStatusLine(h)
 			mu.Unlock()
-			m.set(ns, low)
+			m.set(ns, "cpu", low)
 			return nil
 		},
 		Observe: func(ctx context.Context, cs kubernetes.Interface,
 			ns string) ([]runtime.Object, error) {
-			var objs []runtime.Object
-			h, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web",
-				metav1.GetOptions{})
-			switch {
-			case err == nil:
-				h.Kind = "HorizontalPodAutoscaler"
-				objs = append(objs, h)
-			case !apierrors.IsNotFound(err):
-				return nil, err
-			}
-			d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+			objs, err := hpaObserve(ctx, cs, ns)
 			if err != nil {
 				return nil, err
 			}
-			d.Kind = "Deployment"
-			pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return nil, err
-			}
-			cpu, _ := m.load(ns)
+			cpu, _ := m.load(ns, "cpu")
 			mu.Lock()
 			peak := atPeak[ns]
 			mu.Unlock()
-			rescales, err := hpaRescales(ctx, cs, ns)
-			if err != nil {
-				return nil, err
-			}
-			summary := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "Summary"},
-				ObjectMeta: metav1.ObjectMeta{Name: "summary"},
-				Data: map[string]string{"pods": fmt.Sprint(len(pods.Items)),
-					"load": fmt.Sprint(cpu), "rescales": rescales, "atPeak": peak}}
-			events, err := differential.EventSummary(ctx, cs, ns, nil)
-			if err != nil {
-				return nil, err
-			}
-			return append(objs, d, summary, events), nil
+			summary := objs[len(objs)-1].(*corev1.ConfigMap)
+			summary.Data["load"] = fmt.Sprint(cpu)
+			summary.Data["atPeak"] = peak
+			return objs, nil
 		},
 		Settled: func(state []map[string]any) bool {
 			s := fmt.Sprint(state)
@@ -427,6 +459,7 @@ func TestHPAScalesDeploymentOnCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s: both sides settled in %v", sc.Name, time.Since(start).Round(time.Millisecond))
+	logHPASummary(t, res.Native)
 	if d := res.Diff(); d != "" {
 		t.Errorf("%s: native and upstream differ:\n%s", sc.Name, d)
 	}
@@ -476,9 +509,28 @@ func hpaStatusLine(h *autoscalingv2.HorizontalPodAutoscaler) string {
 		parts = append(parts, fmt.Sprintf("%s=%s %s", c.Type, c.Status, c.Reason))
 	}
 	for _, mt := range h.Status.CurrentMetrics {
-		if r := mt.Resource; r != nil && r.Current.AverageUtilization != nil {
-			parts = append(parts, fmt.Sprintf("%s=%d%%", r.Name, *r.Current.AverageUtilization))
+		var name string
+		var cur autoscalingv2.MetricValueStatus
+		switch {
+		case mt.Resource != nil:
+			name, cur = string(mt.Resource.Name), mt.Resource.Current
+		case mt.External != nil:
+			name, cur = mt.External.Metric.Name, mt.External.Current
+		case mt.Object != nil:
+			name, cur = mt.Object.Metric.Name, mt.Object.Current
+		case mt.Pods != nil:
+			name, cur = mt.Pods.Metric.Name, mt.Pods.Current
 		}
+		v := []string{}
+		if cur.AverageUtilization != nil {
+			v = append(v, fmt.Sprintf("%d%%", *cur.AverageUtilization))
+		}
+		for _, q := range []*resource.Quantity{cur.AverageValue, cur.Value} {
+			if q != nil {
+				v = append(v, q.String())
+			}
+		}
+		parts = append(parts, name+"="+strings.Join(v, " "))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -501,4 +553,229 @@ func hpaCleanup(ctx context.Context, cs kubernetes.Interface, ns string) error {
 		return err
 	}
 	return deletePods(ctx, cs, ns)
+}
+
+// startHPAEnv starts an API server of the scenario's own with the fake
+// metrics APIs behind its aggregator: the APIServices are cluster-wide,
+// and would change discovery for every other scenario on a shared one.
+func startHPAEnv(t *testing.T) (*testenv.Env, *fakeMetricsAPI) {
+	e, err := testenv.Start(t.Context(), testenv.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e, startFakeMetricsAPI(t, e)
+}
+
+// podsReadyFor returns a check that every pod of ns is Running, that
+// there are n, and that they have been so for settle, as seen by its
+// earlier calls for the same step.
+func podsReadyFor(settle time.Duration) func(context.Context, kubernetes.Interface, string,
+	string, int) (bool, error) {
+	var mu sync.Mutex
+	since := map[string]time.Time{}
+	return func(ctx context.Context, cs kubernetes.Interface, ns, step string,
+		n int) (bool, error) {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		ready := len(l.Items) == n
+		for _, p := range l.Items {
+			ready = ready && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !ready {
+			delete(since, ns+step)
+			return false, nil
+		}
+		at, ok := since[ns+step]
+		if !ok {
+			since[ns+step] = time.Now()
+			return false, nil
+		}
+		return time.Since(at) >= settle, nil
+	}
+}
+
+// TestHPAScalesOnCustomAndExternalMetrics: an HPA without behaviour over
+// a Deployment of one pod with three metrics: an external queue of 30
+// (an average of 10 a pod wanted), an object metric of the Deployment at
+// 50 (100 wanted) and a pods metric at 5 a pod (10 wanted). The queue
+// wins and asks for 3; once the three pods are ready the queue drops to
+// 5, the other metrics ask for 2, and the default 5-minute downscale
+// window holds the 3 (ScaleDownStabilized). Compared as in
+// TestHPAScalesDeploymentOnCPU, with every metric's current value.
+func TestHPAScalesOnCustomAndExternalMetrics(t *testing.T) {
+	e, m := startHPAEnv(t)
+	readyFor := podsReadyFor(time.Second)
+	var mu sync.Mutex
+	atPeak := map[string]string{}
+	labels := map[string]string{"app": "worker"}
+	qty := func(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+	autoscaler := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1",
+				Kind: "Deployment", Name: "web"},
+			MaxReplicas: 5,
+			Metrics: []autoscalingv2.MetricSpec{
+				{Type: autoscalingv2.ExternalMetricSourceType,
+					External: &autoscalingv2.ExternalMetricSource{
+						Metric: autoscalingv2.MetricIdentifier{Name: "queue_depth"},
+						Target: autoscalingv2.MetricTarget{
+							Type: autoscalingv2.AverageValueMetricType, AverageValue: qty("10")}}},
+				{Type: autoscalingv2.ObjectMetricSourceType,
+					Object: &autoscalingv2.ObjectMetricSource{
+						DescribedObject: autoscalingv2.CrossVersionObjectReference{
+							APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+						Metric: autoscalingv2.MetricIdentifier{Name: "requests"},
+						Target: autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType,
+							Value: qty("100")}}},
+				{Type: autoscalingv2.PodsMetricSourceType,
+					Pods: &autoscalingv2.PodsMetricSource{
+						Metric: autoscalingv2.MetricIdentifier{Name: "qps"},
+						Target: autoscalingv2.MetricTarget{
+							Type: autoscalingv2.AverageValueMetricType, AverageValue: qty("10")}}},
+			},
+		},
+	}
+	podSpec := pod("", nil).Spec
+	sc := differential.Scenario{
+		Name:       "hpa scales a deployment on external, object and pods metrics",
+		Controller: hpa.Name,
+		With:       []string{"deployment-controller", "replicaset-controller"},
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			m.set(ns, "queue_depth", 30000)
+			m.set(ns, "requests", 50000)
+			m.set(ns, "qps", 5000)
+			_, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+				ObjectMeta: metav1.ObjectMeta{Name: "web"},
+				Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1),
+					Selector: &metav1.LabelSelector{MatchLabels: labels},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+						Spec: podSpec}},
+			}, metav1.CreateOptions{})
+			return err
+		}),
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := runReady(ctx, cs, ns); err != nil {
+				return err
+			}
+			h, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web",
+				metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				if ok, err := readyFor(ctx, cs, ns, "start", 1); !ok || err != nil {
+					return err
+				}
+				_, err = cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx,
+					autoscaler.DeepCopy(), metav1.CreateOptions{})
+				return err
+			case err != nil:
+				return err
+			}
+			if q, _ := m.load(ns, "queue_depth"); q != 30000 || h.Status.CurrentReplicas != 3 ||
+				h.Status.DesiredReplicas != 3 || !strings.Contains(fmt.Sprint(h.Status),
+				"AverageValue:10") {
+				return nil
+			}
+			if ok, err := readyFor(ctx, cs, ns, "up", 3); !ok || err != nil {
+				return err
+			}
+			mu.Lock()
+			atPeak[ns] = hpaStatusLine(h)
+			mu.Unlock()
+			m.set(ns, "queue_depth", 5000)
+			return nil
+		},
+		Observe: func(ctx context.Context, cs kubernetes.Interface,
+			ns string) ([]runtime.Object, error) {
+			objs, err := hpaObserve(ctx, cs, ns)
+			if err != nil {
+				return nil, err
+			}
+			q, _ := m.load(ns, "queue_depth")
+			mu.Lock()
+			peak := atPeak[ns]
+			mu.Unlock()
+			summary := objs[len(objs)-1].(*corev1.ConfigMap)
+			summary.Data["queue"] = fmt.Sprint(q)
+			summary.Data["atPeak"] = peak
+			return objs, nil
+		},
+		Settled: func(state []map[string]any) bool {
+			s := fmt.Sprint(state)
+			return strings.Contains(s, "queue:5000") && strings.Contains(s, "pods:3") &&
+				strings.Contains(s, "reason:ScaleDownStabilized")
+		},
+		Cleanup: hpaCleanup,
+	}
+	start := time.Now()
+	res, err := hpaRunner(t, e).Run(t.Context(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: both sides settled in %v", sc.Name, time.Since(start).Round(time.Millisecond))
+	logHPASummary(t, res.Native)
+	if d := res.Diff(); d != "" {
+		t.Errorf("%s: native and upstream differ:\n%s", sc.Name, d)
+	}
+	if s := fmt.Sprint(res.Native); !strings.Contains(s, "New size: 3; reason: external "+
+		"metric queue_depth(nil) above target") {
+		t.Errorf("the native side did not scale to 3 on the queue: %s", s)
+	}
+}
+
+// hpaObserve returns the HPA named web (when there is one), the
+// Deployment web, the event summary and last a Summary with the pod count
+// and the HPA's events.
+func hpaObserve(ctx context.Context, cs kubernetes.Interface, ns string) ([]runtime.Object,
+	error) {
+	var objs []runtime.Object
+	h, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web",
+		metav1.GetOptions{})
+	switch {
+	case err == nil:
+		h.Kind = "HorizontalPodAutoscaler"
+		objs = append(objs, h)
+	case !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	d.Kind = "Deployment"
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	rescales, err := hpaRescales(ctx, cs, ns)
+	if err != nil {
+		return nil, err
+	}
+	events, err := differential.EventSummary(ctx, cs, ns, nil)
+	if err != nil {
+		return nil, err
+	}
+	summary := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "Summary"},
+		ObjectMeta: metav1.ObjectMeta{Name: "summary"},
+		Data:       map[string]string{"pods": fmt.Sprint(len(pods.Items)), "rescales": rescales}}
+	return append(objs, d, events, summary), nil
+}
+
+// logHPASummary logs the Summary of a side's state: the HPA at the peak
+// and its events.
+func logHPASummary(t *testing.T, state []map[string]any) {
+	for _, o := range state {
+		if o["kind"] == "Summary" {
+			t.Logf("native summary: %v", o["data"])
+		}
+	}
 }
