@@ -82,7 +82,10 @@
 //     eviction is never run inside this controller.
 //
 // Non-guarantees: health is judged on the monitor period's ticks, so a
-// node is marked Unknown up to one period after its grace period ends;
+// node is marked Unknown up to one period after its grace period ends; as
+// in KCM, the pass after a node's status heartbeat changed takes its Lease
+// as renewed (the Lease seen with the older status is not kept), so a
+// node's silence counts from that pass;
 // NoExecute taints come at each zone's rate, in the order nodes were
 // queued. The zone queues and probe times are in memory: a new leader
 // starts over (every node's probe time is "now" when first seen).

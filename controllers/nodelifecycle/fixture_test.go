@@ -112,7 +112,7 @@ func (f *fixture) refresh() {
 // pass runs one health pass and refreshes the caches.
 func (f *fixture) pass() {
 	f.t.Helper()
-	if err := f.c.monitorNodeHealth(context.Background()); err != nil {
+	if err := f.c.monitorNodeHealth(controllertest.LogContext(f.t)); err != nil {
 		f.t.Fatal(err)
 	}
 	f.refresh()

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -132,3 +134,64 @@ func TestLeaseConsistency(t *testing.T) {
 type rvStore struct{ rv string }
 
 func (s *rvStore) LastStoreSyncResourceVersion() string { return s.rv }
+
+// TestNoExecuteSwap: a node tainted not-ready:NoExecute that goes
+// Unknown is swapped to unreachable at once, without waiting for a token;
+// the eviction is counted once, by the tainting pass that added the first.
+func TestNoExecuteSwap(t *testing.T) {
+	f := zoneFixture(t, testOptions(), 2)
+	// n0's kubelet says NotReady.
+	f.clock.Step(time.Second)
+	n := f.node("n0")
+	ready := readyCondition(&n.Status)
+	ready.Status = corev1.ConditionFalse
+	ready.LastHeartbeatTime.Time = f.clock.Now()
+	ready.LastTransitionTime.Time = f.clock.Now()
+	if _, err := f.client.CoreV1().Nodes().UpdateStatus(t.Context(), n,
+		updateOptions); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh()
+	f.renew("n1")
+	f.pass()
+	f.taintPass()
+	if got := taintKeys(f.node("n0")); len(got) != 1 ||
+		got[0] != "node.kubernetes.io/not-ready:NoExecute" {
+		t.Fatalf("taints %v", got)
+	}
+	// Then it goes silent: the swap needs no token (there is none left).
+	// As in KCM, the pass after a status heartbeat forgets the Lease seen
+	// with the old status, takes the Lease as renewed and probes again, so
+	// the silence counts from then.
+	for range 2 {
+		f.clock.Step(11 * time.Second)
+		f.renew("n1")
+		f.pass()
+	}
+	if got := taintKeys(f.node("n0")); len(got) != 1 ||
+		got[0] != "node.kubernetes.io/unreachable:NoExecute" {
+		t.Fatalf("taints after the swap %v", got)
+	}
+	if got := value(t, f.c.metrics.evictions.WithLabelValues(zoneZ)); got != 1 {
+		t.Errorf("evictions_total %v, want 1", got)
+	}
+	if got := value(t, f.c.metrics.unhealthyNodes.WithLabelValues(zoneZ)); got != 1 {
+		t.Errorf("unhealthy_nodes_in_zone %v, want 1", got)
+	}
+	if got := value(t, f.c.metrics.zoneHealth.WithLabelValues(zoneZ)); got != 50 {
+		t.Errorf("zone_health %v, want 50", got)
+	}
+}
+
+// value reads a gauge or counter.
+func value(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := m.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Counter != nil {
+		return d.Counter.GetValue()
+	}
+	return d.Gauge.GetValue()
+}
