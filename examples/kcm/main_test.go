@@ -17,9 +17,9 @@ func TestCommandLine(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown KCM flag", []string{"--concurrent-statefulset-syncs=5"}, 2, "unknown flag: --concurrent-statefulset-syncs"},
-		{"unknown controller", []string{"--controllers=*,statefulset-controller", "--kubeconfig=/nonexistent"}, 1, `"statefulset-controller" is not a known controller`},
-		{"unknown controller: where to find it", []string{"--controllers=*,statefulset", "--kubeconfig=/nonexistent"}, 1, "Every kube-controller-manager controller is in the upstream module's drop-in binary, github.com/ctrlhost/ctrlhost/upstream/cmd/kube-controller-manager"},
+		{"unknown KCM flag", []string{"--attach-detach-reconcile-sync-period=1m"}, 2, "unknown flag: --attach-detach-reconcile-sync-period"},
+		{"unknown controller", []string{"--controllers=*,attach-detach-controller", "--kubeconfig=/nonexistent"}, 1, `"attach-detach-controller" is not a known controller`},
+		{"unknown controller: where to find it", []string{"--controllers=*,attachdetach", "--kubeconfig=/nonexistent"}, 1, "Every kube-controller-manager controller is in the upstream module's drop-in binary, github.com/ctrlhost/ctrlhost/upstream/cmd/kube-controller-manager"},
 		{"bad worker count", []string{"--concurrent-replicaset-syncs=-1", "--kubeconfig=/nonexistent"}, 1, "--concurrent-replicaset-syncs"},
 		{"bad duration", []string{"--controller-shutdown-timeout=0"}, 2, "must be a positive duration"},
 		{"help", []string{"--help"}, 0, "--terminated-pod-gc-threshold"},
