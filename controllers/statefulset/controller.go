@@ -69,7 +69,9 @@ type controller struct {
 	staleGuard, maxUnavailable, semanticRevisions bool
 	equal                                         equalityCache
 
-	// enqueueAfter is loop.AddAfter; tests replace it to observe requeues.
+	// enqueue and enqueueAfter are loop.Add and loop.AddAfter; tests
+	// replace them to observe what the handlers queue.
+	enqueue      func(key string)
 	enqueueAfter func(key string, d time.Duration)
 }
 
@@ -110,6 +112,7 @@ func newController(cfg config) (*controller, error) {
 		claimInf.HasSynced, revInf.HasSynced}
 	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{Clock: cfg.clock,
 		Metrics: cfg.metrics})
+	c.enqueue = c.loop.Add
 	c.enqueueAfter = c.loop.AddAfter
 	// As KCM, only sets and pods enqueue; claims feed the staleness guard.
 	for _, reg := range []struct {
@@ -148,7 +151,7 @@ func keyOf(set *appsv1.StatefulSet) string { return set.Namespace + "/" + set.Na
 func (c *controller) addSet(obj any) {
 	c.loop.Observe(obj)
 	if set, ok := obj.(*appsv1.StatefulSet); ok {
-		c.loop.Add(keyOf(set))
+		c.enqueue(keyOf(set))
 	}
 }
 
@@ -157,7 +160,7 @@ func (c *controller) updateSet(_, obj any) { c.addSet(obj) }
 func (c *controller) deleteSet(obj any) {
 	c.loop.ObserveDelete(obj)
 	if set, ok := workloop.Object[*appsv1.StatefulSet](obj); ok {
-		c.loop.Add(keyOf(set))
+		c.enqueue(keyOf(set))
 	}
 }
 
@@ -210,12 +213,12 @@ func (c *controller) addPod(obj any) {
 	}
 	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
 		if set := c.resolve(p.Namespace, ref); set != nil {
-			c.loop.Add(keyOf(set))
+			c.enqueue(keyOf(set))
 		}
 		return
 	}
 	for _, set := range c.selecting(p) {
-		c.loop.Add(keyOf(set))
+		c.enqueue(keyOf(set))
 	}
 }
 
@@ -230,7 +233,7 @@ func (c *controller) updatePodEvent(oldObj, newObj any) {
 	refChanged := !equality.Semantic.DeepEqual(curRef, oldRef)
 	if refChanged && oldRef != nil {
 		if set := c.resolve(old.Namespace, oldRef); set != nil {
-			c.loop.Add(keyOf(set))
+			c.enqueue(keyOf(set))
 		}
 	}
 	if curRef != nil {
@@ -238,7 +241,7 @@ func (c *controller) updatePodEvent(oldObj, newObj any) {
 		if set == nil {
 			return
 		}
-		c.loop.Add(keyOf(set))
+		c.enqueue(keyOf(set))
 		if !podstate.IsReady(old) && podstate.IsReady(cur) && set.Spec.MinReadySeconds > 0 {
 			c.enqueueAfter(keyOf(set), time.Duration(set.Spec.MinReadySeconds)*time.Second)
 		}
@@ -246,7 +249,7 @@ func (c *controller) updatePodEvent(oldObj, newObj any) {
 	}
 	if refChanged || !equality.Semantic.DeepEqual(old.Labels, cur.Labels) {
 		for _, set := range c.selecting(cur) {
-			c.loop.Add(keyOf(set))
+			c.enqueue(keyOf(set))
 		}
 	}
 }
@@ -261,7 +264,7 @@ func (c *controller) deletePodEvent(obj any) {
 	}
 	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
 		if set := c.resolve(p.Namespace, ref); set != nil {
-			c.loop.Add(keyOf(set))
+			c.enqueue(keyOf(set))
 		}
 	}
 }
