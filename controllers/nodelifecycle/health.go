@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/util/workqueue"
-	nodetopology "k8s.io/component-helpers/node/topology"
 )
 
 // Reasons and messages of the conditions the controller writes, KCM's.
@@ -218,7 +217,7 @@ func (c *controller) updateNode(ctx context.Context, cached *corev1.Node, mu *sy
 		}
 	}
 	if _, ok := node.Labels[excludeDisruptionLabel]; !ok {
-		zone := nodetopology.GetZoneKey(node)
+		zone := zoneKey(node)
 		mu.Lock()
 		zones[zone] = append(zones[zone], current)
 		mu.Unlock()

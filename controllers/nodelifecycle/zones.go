@@ -9,7 +9,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	nodetopology "k8s.io/component-helpers/node/topology"
 )
 
 // zoneState is a zone's health, KCM's four.
@@ -39,7 +38,7 @@ func (c *controller) classifyNodes(nodes []*corev1.Node) (added, deleted,
 	for _, n := range nodes {
 		if _, ok := c.knownNodes[n.Name]; !ok {
 			added = append(added, n)
-		} else if _, ok := c.zoneStates[nodetopology.GetZoneKey(n)]; !ok {
+		} else if _, ok := c.zoneStates[zoneKey(n)]; !ok {
 			newZones = append(newZones, n)
 		}
 	}
@@ -63,7 +62,7 @@ func (c *controller) classifyNodes(nodes []*corev1.Node) (added, deleted,
 func (c *controller) addZone(log logr.Logger, node *corev1.Node) {
 	c.zoneMu.Lock()
 	defer c.zoneMu.Unlock()
-	zone := nodetopology.GetZoneKey(node)
+	zone := zoneKey(node)
 	if _, ok := c.zoneStates[zone]; ok {
 		return
 	}
@@ -76,7 +75,7 @@ func (c *controller) addZone(log logr.Logger, node *corev1.Node) {
 func (c *controller) zoneQueue(node *corev1.Node) *zoneQueue {
 	c.zoneMu.Lock()
 	defer c.zoneMu.Unlock()
-	return c.zoneQueues[nodetopology.GetZoneKey(node)]
+	return c.zoneQueues[zoneKey(node)]
 }
 
 // processTaintBasedEviction swaps a NoExecute taint that no longer fits
@@ -175,7 +174,7 @@ func (c *controller) noExecuteTaintingPass(ctx context.Context) {
 			}
 			ok := c.swapTaints(ctx, node, []corev1.Taint{add}, []corev1.Taint{opposite})
 			if ok {
-				c.metrics.evictions.WithLabelValues(nodetopology.GetZoneKey(node)).Inc()
+				c.metrics.evictions.WithLabelValues(zoneKey(node)).Inc()
 			}
 			return ok, 0
 		})
@@ -320,4 +319,22 @@ func (c *controller) handleDisruption(ctx context.Context,
 
 func sortedZones(states map[string]zoneState) []string {
 	return slices.Sorted(maps.Keys(states))
+}
+
+// zoneKey is a node's zone as KCM keys it: the region and zone labels
+// (the deprecated failure-domain ones first), joined by ":\x00:" (no
+// label value holds a NUL), or "" for a node with neither.
+func zoneKey(node *corev1.Node) string {
+	label := func(deprecated, stable string) string {
+		if v, ok := node.Labels[deprecated]; ok {
+			return v
+		}
+		return node.Labels[stable]
+	}
+	zone := label(corev1.LabelFailureDomainBetaZone, corev1.LabelTopologyZone)
+	region := label(corev1.LabelFailureDomainBetaRegion, corev1.LabelTopologyRegion)
+	if region == "" && zone == "" {
+		return ""
+	}
+	return region + ":\x00:" + zone
 }

@@ -195,3 +195,24 @@ func value(t *testing.T, m prometheus.Metric) float64 {
 	}
 	return d.Gauge.GetValue()
 }
+
+func TestZoneKey(t *testing.T) {
+	tests := []struct {
+		labels map[string]string
+		want   string
+	}{
+		{nil, ""},
+		{map[string]string{"x": "y"}, ""},
+		{map[string]string{corev1.LabelTopologyZone: "z"}, ":\x00:z"},
+		{map[string]string{corev1.LabelTopologyZone: "z", corev1.LabelFailureDomainBetaZone: "old",
+			corev1.LabelTopologyRegion: "r"}, "r:\x00:old"},
+		{map[string]string{corev1.LabelFailureDomainBetaRegion: "r"}, "r:\x00:"},
+	}
+	for _, tc := range tests {
+		n := &corev1.Node{}
+		n.Labels = tc.labels
+		if got := zoneKey(n); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.labels, got, tc.want)
+		}
+	}
+}
