@@ -59,6 +59,9 @@
 //   - pods: when a node turns not Ready, its pods' Ready conditions are
 //     set False (a Warning NodeNotReady event each), retried next pass on
 //     failure; a pod bound later to a node not Ready is marked too;
+//   - cache: nodes and Leases are read whole (a node's status is written
+//     back whole, as KCM's UpdateStatus does); of pods, only spec.nodeName
+//     and status.conditions (WithReads), indexed by node;
 //   - events RegisteredNode, RemovingNode and NodeNotReady on nodes;
 //     metrics node_collector_zone_health, zone_size,
 //     unhealthy_nodes_in_zone, evictions_total,
