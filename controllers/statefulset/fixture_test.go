@@ -26,7 +26,7 @@ import (
 
 // fixture is a controller over a fake clientset whose informers are never
 // started: refresh copies the fake API server's objects into the informer
-// stores (pods pruned as the host caches them), and tests call sync.
+// stores (pods and claims pruned as the host caches them), and tests call sync.
 type fixture struct {
 	t        *testing.T
 	client   *fake.Clientset
@@ -113,6 +113,15 @@ func (f *fixture) refresh() {
 		pruned = append(pruned, controllertest.Pruned(f.t, Descriptor(Options{}), p)[0])
 	}
 	if err := pods.Replace(pruned, ""); err != nil {
+		f.t.Fatal(err)
+	}
+	claims := f.factory.Core().V1().PersistentVolumeClaims().Informer().GetStore()
+	pruned = nil
+	for _, o := range claims.List() {
+		c := o.(*corev1.PersistentVolumeClaim)
+		pruned = append(pruned, controllertest.Pruned(f.t, Descriptor(Options{}), c)[0])
+	}
+	if err := claims.Replace(pruned, ""); err != nil {
 		f.t.Fatal(err)
 	}
 }
