@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,6 +49,7 @@ type controller struct {
 	selectors *selectorStore
 	clock     clock.PassiveClock
 	loop      *workloop.Loop
+	monitor   *monitor
 
 	syncPeriod      time.Duration
 	downscaleWindow time.Duration
@@ -84,6 +86,7 @@ type deps struct {
 	gates      func(f featuregate.Feature, def bool) bool
 	invalidate func(stop <-chan struct{})
 	loopOpts   workloop.Options
+	registry   prometheus.Registerer // for the monitor's metrics; nil: unregistered
 }
 
 func newFromContext(_ context.Context, cc descriptor.Context, o Options) (*controller,
@@ -134,6 +137,7 @@ func newFromContext(_ context.Context, cc descriptor.Context, o Options) (*contr
 			customclient.PeriodicallyInvalidate(versions, o.SyncPeriod, stop)
 		},
 		loopOpts: workloop.Options{Metrics: cc.Metrics},
+		registry: cc.Metrics,
 	})
 }
 
@@ -143,6 +147,10 @@ func newController(o Options, d deps) (*controller, error) {
 	}
 	if d.recorder == nil {
 		d.recorder = &record.FakeRecorder{}
+	}
+	mon, err := newMonitor(d.registry)
+	if err != nil {
+		return nil, err
 	}
 	c := &controller{
 		hpaClient:             d.hpaClient,
@@ -162,6 +170,7 @@ func newController(o Options, d deps) (*controller, error) {
 		scaleToZero:           d.gates(FeatureHPAScaleToZero, true),
 		staleGuard:            d.gates(FeatureStaleControllerConsistencyHPA, true),
 		invalidate:            d.invalidate,
+		monitor:               mon,
 	}
 	c.hpas = autoscalinglisters.NewHorizontalPodAutoscalerLister(d.hpas.GetIndexer())
 	c.calc = &calculator{metrics: d.metrics, pods: c.pods, clock: o.Clock,
@@ -210,7 +219,9 @@ func (c *controller) added(obj any) {
 	if !ok {
 		return
 	}
-	c.selectors.putIfAbsent(k, labels.Nothing())
+	if c.selectors.putIfAbsent(k, labels.Nothing()) {
+		c.monitor.hpas.Inc()
+	}
 	c.loop.Add(k)
 }
 
@@ -238,6 +249,7 @@ func (c *controller) deleted(obj any) {
 		return
 	}
 	c.selectors.delete(k)
+	c.monitor.hpas.Dec()
 }
 
 // sync reconciles one HPA and schedules its next sync a period later
@@ -279,16 +291,19 @@ func splitNS(k string) string {
 	return ns
 }
 
-func (s *selectorStore) putIfAbsent(k string, sel labels.Selector) {
+// putIfAbsent registers an HPA; false when it was already.
+func (s *selectorStore) putIfAbsent(k string, sel labels.Selector) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ns := splitNS(k)
 	if s.sel[ns] == nil {
 		s.sel[ns] = map[string]labels.Selector{}
 	}
-	if _, ok := s.sel[ns][k]; !ok {
-		s.sel[ns][k] = sel
+	if _, ok := s.sel[ns][k]; ok {
+		return false
 	}
+	s.sel[ns][k] = sel
+	return true
 }
 
 // putIfPresent sets the selector of a registered HPA; false when it is

@@ -56,13 +56,21 @@
 //     SelectorRequired, InvalidSelector, AmbiguousSelector,
 //     FailedUpdateStatus;
 //   - after a status write the HPA's syncs wait for the informer to
-//     deliver it (StaleControllerConsistencyHPA).
+//     deliver it (StaleControllerConsistencyHPA);
+//   - KCM's metrics: reconciliations_total and
+//     reconciliation_duration_seconds{action,error},
+//     metric_computation_total and
+//     metric_computation_duration_seconds{action,error,metric_type},
+//     num_horizontal_pod_autoscalers, desired_replicas{namespace,hpa_name},
+//     under horizontal_pod_autoscaler_controller_.
 //
 // Differences from KCM:
 //   - a sync held back for a stale cache is retried after a second (or
 //     on the HPA's next event), not after the sync period;
-//   - KCM's horizontal_pod_autoscaler_controller_* metrics are not
-//     exported;
+//   - of KCM's horizontal_pod_autoscaler_controller_* metrics,
+//     stale_sync_skips_total is not exported: the kit counts those skips
+//     as workloop_stale_syncs_skipped_total{controller}; the others are
+//     registered on the host's registry, their gauges reset each term;
 //   - an HPA whose behaviour lacks scaleUp, scaleDown or selectPolicy
 //     (the API server always defaults them) gets the API server's
 //     defaults; KCM would panic on it;

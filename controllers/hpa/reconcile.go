@@ -23,6 +23,8 @@ import (
 // replicas its metrics ask for, bound them, scale, and write the status.
 func (c *controller) reconcile(ctx context.Context, shared *autoscalingv2.HorizontalPodAutoscaler,
 	k string) (retErr error) {
+	action, began := actionNone, time.Now()
+	defer func() { c.monitor.reconciled(action, retErr, time.Since(began)) }()
 	log := logr.FromContextOrDiscard(ctx)
 	hpa := shared.DeepCopy()
 	original := hpa.Status.DeepCopy()
@@ -42,7 +44,7 @@ func (c *controller) reconcile(ctx context.Context, shared *autoscalingv2.Horizo
 	gv, err := schema.ParseGroupVersion(hpa.Spec.ScaleTargetRef.APIVersion)
 	if err != nil {
 		failedGetScale(err)
-		return fmt.Errorf("invalid API version in scale target reference: %v", err)
+		return fmt.Errorf("invalid API version in scale target reference: %v%w", err, errSpec)
 	}
 	mappings, err := c.mapper.RESTMappings(schema.GroupKind{Group: gv.Group,
 		Kind: hpa.Spec.ScaleTargetRef.Kind})
@@ -172,12 +174,17 @@ func (c *controller) reconcile(ctx context.Context, shared *autoscalingv2.Horizo
 			setCondition(hpa, autoscalingv2.ScaledToZero, corev1.ConditionFalse,
 				"NotScaledToZero", "the HPA controller did not scale the workload to zero", now)
 		}
+		action = actionScaleDown
+		if desired > current {
+			action = actionScaleUp
+		}
 	} else {
 		log.V(4).Info("Decided not to scale", "scaleTarget", ref, "desiredReplicas", desired,
 			"lastScaleTime", hpa.Status.LastScaleTime)
 		desired = current
 	}
 	c.setStatus(hpa, current, desired, statuses, rescale, now)
+	c.monitor.desired.WithLabelValues(hpa.Namespace, hpa.Name).Set(float64(desired))
 	if err := c.updateStatusIfNeeded(ctx, original, hpa); err != nil {
 		return err
 	}
@@ -248,8 +255,10 @@ func (c *controller) replicasForMetrics(ctx context.Context,
 		firstCondition autoscalingv2.HorizontalPodAutoscalerCondition
 	)
 	for i, spec := range specs {
+		began := time.Now()
 		n, name, ts, cond, err := c.replicasForMetric(ctx, hpa, spec, sc.Spec.Replicas,
 			sc.Status.Replicas, selector, &statuses[i])
+		c.monitor.computed(n, hpa.Status.CurrentReplicas, err, time.Since(began), spec.Type)
 		if err != nil {
 			if invalid == 0 {
 				firstErr, firstCondition = err, cond
@@ -402,7 +411,7 @@ func (c *controller) replicasForMetric(ctx context.Context,
 		}
 		return n, name, ts, condition{}, nil
 	}
-	err := fmt.Errorf("unknown metric source type %q", string(spec.Type))
+	err := fmt.Errorf("unknown metric source type %q%w", string(spec.Type), errSpec)
 	return 0, "", time.Time{}, c.unable(hpa, "InvalidMetricSourceType", err), err
 }
 
