@@ -43,6 +43,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/legacytokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/namespace"
 	"github.com/ctrlhost/ctrlhost/controllers/nodeipam"
+	"github.com/ctrlhost/ctrlhost/controllers/nodelifecycle"
 	"github.com/ctrlhost/ctrlhost/controllers/pcrcleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/podgc"
 	"github.com/ctrlhost/ctrlhost/controllers/podgroupprotection"
@@ -110,6 +111,7 @@ type Options struct {
 	TaintEviction          tainteviction.Options
 	Disruption             disruption.Options
 	NodeIPAM               nodeipam.Options
+	NodeLifecycle          nodelifecycle.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
@@ -152,6 +154,7 @@ func NewOptions() *Options {
 		TaintEviction:          tainteviction.NewOptions(),
 		Disruption:             disruption.NewOptions(),
 		NodeIPAM:               nodeipam.NewOptions(),
+		NodeLifecycle:          nodelifecycle.NewOptions(),
 	}
 }
 
@@ -180,6 +183,8 @@ func (o *Options) List() []Builtin {
 		{bootstrapsigner.Descriptor(o.BootstrapSigner), nil, nil},
 		{tokencleaner.Descriptor(o.TokenCleaner), nil, nil},
 		{nodeipam.Descriptor(o.NodeIPAM), o.NodeIPAM.AddFlags, nil},
+		{nodelifecycle.Descriptor(o.NodeLifecycle), o.NodeLifecycle.AddFlags,
+			nodelifecycle.FeatureSpecs()},
 		{rootcacertpublisher.Descriptor(o.RootCACertPublisher), o.RootCACertPublisher.AddFlags,
 			nil},
 		{ctbpublisher.Descriptor(o.CTBPublisher), o.CTBPublisher.AddFlags,
@@ -261,6 +266,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.LegacyTokenCleaner.AddFlags(fs)
 	o.Disruption.AddFlags(fs)
 	o.NodeIPAM.AddFlags(fs)
+	o.NodeLifecycle.AddFlags(fs)
 }
 
 // FeatureSpecs returns every feature gate a built-in consults, with its

@@ -27,8 +27,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/kcm"
 )
 
-func init() { pending = append(pending, nodelifecycle.Descriptor(nodelifecycle.NewOptions())) }
-
 // The node lifecycle settings both sides get: short, so that a node goes
 // silent within seconds.
 const (
