@@ -237,7 +237,9 @@ func stsCleanup(ctx context.Context, cs kubernetes.Interface, ns string) error {
 	return nil
 }
 
-// onceWhen runs step in a namespace once cond holds of the named set.
+// onceWhen runs step in a namespace once cond holds of the named set. The
+// key act's function is called with is the namespace, or "<ns>/<label>"
+// for one onceWhen doing several steps in a namespace.
 type onceWhen struct {
 	mu   sync.Mutex
 	done map[string]bool
@@ -245,15 +247,16 @@ type onceWhen struct {
 
 func (o *onceWhen) act(name string, cond func(*appsv1.StatefulSet) bool,
 	step func(*appsv1.StatefulSet)) func(context.Context, kubernetes.Interface, string) error {
-	return func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	return func(ctx context.Context, cs kubernetes.Interface, key string) error {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		if o.done == nil {
 			o.done = map[string]bool{}
 		}
-		if o.done[ns] {
+		if o.done[key] {
 			return nil
 		}
+		ns, _, _ := strings.Cut(key, "/")
 		set, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil || set.Status.ObservedGeneration != set.Generation || !cond(set) {
 			return client(err)
@@ -263,7 +266,7 @@ func (o *onceWhen) act(name string, cond func(*appsv1.StatefulSet) bool,
 			metav1.UpdateOptions{}); err != nil {
 			return client(err)
 		}
-		o.done[ns] = true
+		o.done[key] = true
 		return nil
 	}
 }
@@ -386,67 +389,86 @@ func TestStatefulSetPartitionedRollingUpdate(t *testing.T) {
 	}
 }
 
-// TestStatefulSetPVCRetention: two sets of 2 scale to 1 and are then
-// deleted. "drop" (whenScaled and whenDeleted Delete) hands web-1's claim
-// to its pod, and the others to the set, so that the garbage collector
-// deletes all three claims; "keep" (Retain, Retain) leaves its claims
-// without owners, and they stay.
+// TestStatefulSetPVCRetention: four sets of 2, one per retention policy,
+// scale to 1 and are then deleted, with the garbage collector and the
+// claim protection controller running. whenScaled Delete hands the
+// condemned pod's claim to the pod (the collector deletes it with the
+// pod); whenDeleted Delete hands the kept claims to the set (deleted with
+// it); Retain leaves claims without owners. Left: keep's two claims and
+// scaled's first.
 func TestStatefulSetPVCRetention(t *testing.T) {
-	var scaleDrop, scaleKeep, del onceWhen
+	const (
+		retain = appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+		del    = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	)
+	policies := []struct {
+		set              string
+		scaled, deleted  appsv1.PersistentVolumeClaimRetentionPolicyType
+		keepsScaledClaim bool
+	}{
+		{"drop", del, del, false},
+		{"keep", retain, retain, true},
+		{"owned", retain, del, true},
+		{"scaled", del, retain, false},
+	}
+	var scaleDown onceWhen
+	var mu sync.Mutex
+	deleted := map[string]bool{}
+	// Once every set runs one ready pod and the claims of scaled-down pods
+	// that should go are gone, delete the sets.
 	deleteWhenScaled := func(ctx context.Context, cs kubernetes.Interface, ns string) error {
-		del.mu.Lock()
-		defer del.mu.Unlock()
-		if del.done == nil {
-			del.done = map[string]bool{}
-		}
-		if del.done[ns] {
+		mu.Lock()
+		defer mu.Unlock()
+		if deleted[ns] {
 			return nil
 		}
 		pvcs, err := cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
-		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		// The scale-down is done once drop's web-1 claim is gone and each
-		// set has one ready pod.
+		claims := map[string]bool{}
 		for _, c := range pvcs.Items {
-			if c.Name == "data-drop-1" {
+			claims[c.Name] = true
+		}
+		for _, p := range policies {
+			if claims["data-"+p.set+"-1"] != p.keepsScaledClaim || !claims["data-"+p.set+"-0"] {
 				return nil
 			}
-		}
-		if len(pods.Items) != 2 || len(pvcs.Items) != 3 {
-			return nil
-		}
-		for _, name := range []string{"drop", "keep"} {
-			s, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+			s, err := cs.AppsV1().StatefulSets(ns).Get(ctx, p.set, metav1.GetOptions{})
 			if err != nil || s.Status.ReadyReplicas != 1 || s.Status.Replicas != 1 {
 				return client(err)
 			}
 		}
-		for _, name := range []string{"drop", "keep"} {
-			if err := cs.AppsV1().StatefulSets(ns).Delete(ctx, name, metav1.DeleteOptions{
+		for _, p := range policies {
+			if err := cs.AppsV1().StatefulSets(ns).Delete(ctx, p.set, metav1.DeleteOptions{
 				PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
 				return client(err)
 			}
 		}
-		del.done[ns] = true
+		deleted[ns] = true
+		return nil
+	}
+	// scaleAll scales each set to 1 once it runs 2 ready pods.
+	scaleAll := func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+		for _, p := range policies {
+			err := scaleDown.act(p.set, readyAt(2), func(s *appsv1.StatefulSet) {
+				s.Spec.Replicas = ptr.To[int32](1)
+			})(ctx, cs, ns+"/"+p.set)
+			if err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	res := compare(t, differential.Scenario{
 		Name: "statefulset PVC retention", Controller: statefulset.Name,
 		With: []string{garbagecollector.Name, pvcprotection.Name},
 		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
-			drop := statefulSetObj("drop", 2)
-			drop.Spec.PersistentVolumeClaimRetentionPolicy =
-				&appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
-					WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
-					WhenScaled:  appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
-				}
-			keep := statefulSetObj("keep", 2)
-			for _, s := range []*appsv1.StatefulSet{drop, keep} {
+			for _, p := range policies {
+				s := statefulSetObj(p.set, 2)
+				s.Spec.PersistentVolumeClaimRetentionPolicy =
+					&appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+						WhenScaled: p.scaled, WhenDeleted: p.deleted}
 				if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, s,
 					metav1.CreateOptions{}); err != nil {
 					return err
@@ -454,24 +476,19 @@ func TestStatefulSetPVCRetention(t *testing.T) {
 			}
 			return nil
 		}),
-		Act: acts(stsKubelet,
-			scaleDrop.act("drop", readyAt(2), func(s *appsv1.StatefulSet) {
-				s.Spec.Replicas = ptr.To[int32](1)
-			}),
-			scaleKeep.act("keep", readyAt(2), func(s *appsv1.StatefulSet) {
-				s.Spec.Replicas = ptr.To[int32](1)
-			}),
-			deleteWhenScaled),
+		Act:     acts(stsKubelet, scaleAll, deleteWhenScaled),
 		Observe: observeStatefulSets(nil),
 		Settled: func(state []map[string]any) bool {
 			return count(state, "StatefulSet") == 0 && count(state, "Pod") == 0 &&
-				count(state, "PersistentVolumeClaim") == 2
+				count(state, "PersistentVolumeClaim") == 3
 		},
 		Cleanup: stsCleanup,
 	})
-	if got := fmt.Sprint(res.Native); !strings.Contains(got, "data-keep-0") ||
-		!strings.Contains(got, "data-keep-1") {
-		t.Error("native side: keep's claims are gone")
+	got := fmt.Sprint(res.Native)
+	for _, name := range []string{"data-keep-0", "data-keep-1", "data-scaled-0"} {
+		if !strings.Contains(got, "name:"+name+" ") {
+			t.Errorf("native side: claim %s is gone", name)
+		}
 	}
 }
 
