@@ -470,24 +470,29 @@ func TestHPAScalesDeploymentOnCPU(t *testing.T) {
 	}
 }
 
-// hpaRescales lists the messages of the HPA's rescale events, in order
-// of their first time (ties by message).
+// hpaRescales lists the HPAs' events, by HPA, then in order of their
+// first time (ties by message).
 func hpaRescales(ctx context.Context, cs kubernetes.Interface, ns string) (string, error) {
 	evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", err
 	}
 	type ev struct {
+		hpa string
 		at  time.Time
 		msg string
 	}
 	var out []ev
 	for _, e := range evs.Items {
 		if e.InvolvedObject.Kind == "HorizontalPodAutoscaler" {
-			out = append(out, ev{e.FirstTimestamp.Time, e.Reason + ": " + e.Message})
+			out = append(out, ev{e.InvolvedObject.Name, e.FirstTimestamp.Time,
+				e.Reason + ": " + e.Message})
 		}
 	}
 	slices.SortFunc(out, func(a, b ev) int {
+		if c := strings.Compare(a.hpa, b.hpa); c != 0 {
+			return c
+		}
 		if c := a.at.Compare(b.at); c != 0 {
 			return c
 		}
@@ -495,7 +500,7 @@ func hpaRescales(ctx context.Context, cs kubernetes.Interface, ns string) (strin
 	})
 	msgs := make([]string, 0, len(out))
 	for _, e := range out {
-		msgs = append(msgs, e.msg)
+		msgs = append(msgs, e.hpa+" "+e.msg)
 	}
 	return strings.Join(msgs, "\n"), nil
 }
@@ -777,5 +782,136 @@ func logHPASummary(t *testing.T, state []map[string]any) {
 		if o["kind"] == "Summary" {
 			t.Logf("native summary: %v", o["data"])
 		}
+	}
+}
+
+// TestHPAReportsWhatStopsIt: HPAs that cannot scale say why, as KCM's do:
+// a target that does not exist (FailedGetScale), pods without a CPU
+// request (FailedGetResourceMetric, FailedComputeMetricsReplicas), a
+// target at zero (ScalingDisabled), and a target above maxReplicas,
+// brought down without metrics (then without pods, no metrics). The
+// targets are StatefulSets with pods of fixed names, and no controller
+// but the HPA runs.
+func TestHPAReportsWhatStopsIt(t *testing.T) {
+	e, m := startHPAEnv(t)
+	cpuHPA := func(name, kind string, maxReplicas int32) *autoscalingv2.HorizontalPodAutoscaler {
+		return &autoscalingv2.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1",
+					Kind: kind, Name: name},
+				MaxReplicas: maxReplicas,
+				Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType,
+					Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU,
+						Target: autoscalingv2.MetricTarget{
+							Type:               autoscalingv2.UtilizationMetricType,
+							AverageUtilization: ptr.To[int32](50)}}}},
+			},
+		}
+	}
+	statefulSet := func(name string, replicas int32) *appsv1.StatefulSet {
+		labels := map[string]string{"app": name}
+		return &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(replicas),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: pod("", nil).Spec}},
+		}
+	}
+	sc := differential.Scenario{
+		Name:       "hpa reports what stops it from scaling",
+		Controller: hpa.Name,
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			m.set(ns, "cpu", 100)
+			for _, s := range []*appsv1.StatefulSet{statefulSet("norequest", 1),
+				statefulSet("zero", 0), statefulSet("big", 3)} {
+				if _, err := cs.AppsV1().StatefulSets(ns).Create(ctx, s,
+					metav1.CreateOptions{}); err != nil {
+					return err
+				}
+			}
+			if _, err := cs.CoreV1().Pods(ns).Create(ctx,
+				pod("norequest-0", map[string]string{"app": "norequest"}),
+				metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			return nil
+		}),
+		// The pod runs; then the HPAs come, once it has been ready a second.
+		Act: func() func(context.Context, kubernetes.Interface, string) error {
+			readyFor := podsReadyFor(time.Second)
+			return func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+				if err := runReady(ctx, cs, ns); err != nil {
+					return err
+				}
+				if ok, err := readyFor(ctx, cs, ns, "start", 1); !ok || err != nil {
+					return err
+				}
+				for _, h := range []*autoscalingv2.HorizontalPodAutoscaler{
+					cpuHPA("missing", "Deployment", 5), cpuHPA("norequest", "StatefulSet", 5),
+					cpuHPA("zero", "StatefulSet", 5), cpuHPA("big", "StatefulSet", 2),
+				} {
+					_, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, h,
+						metav1.CreateOptions{})
+					if err != nil && !apierrors.IsAlreadyExists(err) {
+						return err
+					}
+				}
+				return nil
+			}
+		}(),
+		Observe: func(ctx context.Context, cs kubernetes.Interface,
+			ns string) ([]runtime.Object, error) {
+			var objs []runtime.Object
+			hs, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx,
+				metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			for i := range hs.Items {
+				hs.Items[i].Kind = "HorizontalPodAutoscaler"
+				objs = append(objs, &hs.Items[i])
+			}
+			ss, err := cs.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			for i := range ss.Items {
+				ss.Items[i].Kind = "StatefulSet"
+				objs = append(objs, &ss.Items[i])
+			}
+			events, err := hpaRescales(ctx, cs, ns)
+			if err != nil {
+				return nil, err
+			}
+			return append(objs, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "Summary"},
+				ObjectMeta: metav1.ObjectMeta{Name: "summary"},
+				Data:       map[string]string{"events": events}}), nil
+		},
+		Settled: func(state []map[string]any) bool {
+			s := fmt.Sprint(state)
+			return strings.Contains(s, "reason:FailedGetScale") &&
+				strings.Contains(s, "reason:ScalingDisabled") &&
+				strings.Count(s, "reason:FailedGetResourceMetric") == 2 &&
+				strings.Contains(s, "New size: 2")
+		},
+		Cleanup: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).DeleteCollection(ctx,
+				metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+				return err
+			}
+			return deletePods(ctx, cs, ns)
+		},
+	}
+	start := time.Now()
+	res, err := hpaRunner(t, e).Run(t.Context(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: both sides settled in %v", sc.Name, time.Since(start).Round(time.Millisecond))
+	logHPASummary(t, res.Native)
+	if d := res.Diff(); d != "" {
+		t.Errorf("%s: native and upstream differ:\n%s", sc.Name, d)
 	}
 }
