@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -173,7 +175,8 @@ func (c *controller) updatePods(ctx context.Context, set *appsv1.StatefulSet,
 	if err != nil {
 		return nil, err
 	}
-	if set.Spec.UpdateStrategy.Type == appsv1.RecreateStatefulSetStrategyType {
+	recreate := set.Spec.UpdateStrategy.Type == appsv1.RecreateStatefulSetStrategyType
+	if recreate && !c.recreate {
 		err := fmt.Errorf("statefulset %s/%s uses Recreate strategy but feature gate %s "+
 			"is disabled",
 			set.Namespace, set.Name, "StatefulSetRecreateStrategy")
@@ -241,6 +244,17 @@ func (c *controller) updatePods(ctx context.Context, set *appsv1.StatefulSet,
 	}
 	monotonic := !parallel(set)
 	recount := func() { countStatus(&st, minReady, cur, upd, now, replicas, condemned) }
+	if recreate {
+		gone, err := c.recreateDeleteAndWait(ctx, set, upd, replicas, condemned, &st)
+		if err != nil || !gone {
+			recount()
+			return &st, err
+		}
+		if cur.Name != upd.Name {
+			c.setProgressing(&st, corev1.ConditionTrue, ReasonRecreateInProgress,
+				"Waiting for new-revision pods to be created")
+		}
+	}
 
 	if stop, err := forAll(replicas, func(i int) (bool, error) {
 		return c.processReplica(ctx, set, updSet, monotonic, replicas, i, now)
@@ -270,7 +284,7 @@ func (c *controller) updatePods(ctx context.Context, set *appsv1.StatefulSet,
 		return &st, err
 	}
 	recount()
-	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+	if set.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType || recreate {
 		return &st, nil
 	}
 	if c.maxUnavailable {
@@ -485,6 +499,11 @@ func (c *controller) writeStatus(ctx context.Context, set *appsv1.StatefulSet,
 	if st.UpdatedReplicas == n && st.ReadyReplicas == n && st.Replicas == n {
 		st.CurrentReplicas = st.UpdatedReplicas
 		st.CurrentRevision = st.UpdateRevision
+		if progressing(st) != nil && c.recreate &&
+			set.Spec.UpdateStrategy.Type == appsv1.RecreateStatefulSetStrategyType {
+			c.setProgressing(st, corev1.ConditionFalse, ReasonRecreateCompleted,
+				"All pods recreated successfully")
+		}
 	}
 	if c.maxUnavailable {
 		if ru := set.Spec.UpdateStrategy.RollingUpdate; ru != nil {
@@ -522,4 +541,71 @@ func statusChanged(set *appsv1.StatefulSet, st *appsv1.StatefulSetStatus) bool {
 		st.AvailableReplicas != o.AvailableReplicas || st.UpdateRevision != o.UpdateRevision ||
 		!equality.Semantic.DeepEqual(o.Conditions, st.Conditions) &&
 			!(len(o.Conditions) == 0 && len(st.Conditions) == 0)
+}
+
+// Reasons of the Progressing condition under the Recreate strategy.
+const (
+	ReasonRecreateInProgress = "RecreateInProgress"
+	ReasonRecreateCompleted  = "RecreateCompleted"
+)
+
+// recreateDeleteAndWait deletes every created pod not at the update
+// revision (Recreate), in slow-start batches, and reports whether none is
+// left, terminating ones included; while some are, the Progressing
+// condition says so.
+func (c *controller) recreateDeleteAndWait(ctx context.Context, set *appsv1.StatefulSet,
+	upd *appsv1.ControllerRevision, replicas, condemned []*corev1.Pod,
+	st *appsv1.StatefulSetStatus) (bool, error) {
+	all := slices.Concat(replicas, condemned)
+	var inProgress atomic.Bool
+	if _, err := forAll(all, func(i int) (bool, error) {
+		p := all[i]
+		if p == nil || !isCreated(p) || podRevision(p) == upd.Name {
+			return false, nil
+		}
+		inProgress.Store(true)
+		if isTerminating(p) {
+			return false, nil
+		}
+		logr.FromContextOrDiscard(ctx).V(4).Info("Recreate: deleting old revision pod",
+			"statefulSet", keyOf(set), "pod", p.Name)
+		return true, c.deletePod(ctx, set, p)
+	}, false); err != nil {
+		return false, err
+	}
+	if inProgress.Load() {
+		c.setProgressing(st, corev1.ConditionTrue, ReasonRecreateInProgress,
+			"Deleting old revision pods")
+		return false, nil
+	}
+	return true, nil
+}
+
+func progressing(st *appsv1.StatefulSetStatus) *appsv1.StatefulSetCondition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == appsv1.StatefulSetProgressing {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// setProgressing sets the Progressing condition; its transition time
+// moves only when its status changes.
+func (c *controller) setProgressing(st *appsv1.StatefulSetStatus, status corev1.ConditionStatus,
+	reason, message string) {
+	cond := progressing(st)
+	if cond == nil {
+		st.Conditions = append(st.Conditions, appsv1.StatefulSetCondition{
+			Type: appsv1.StatefulSetProgressing, Status: status, Reason: reason,
+			Message: message, LastTransitionTime: metav1.NewTime(c.clock.Now())})
+		return
+	}
+	if cond.Status == status && cond.Reason == reason && cond.Message == message {
+		return
+	}
+	if cond.Status != status {
+		cond.LastTransitionTime = metav1.NewTime(c.clock.Now())
+	}
+	cond.Status, cond.Reason, cond.Message = status, reason, message
 }

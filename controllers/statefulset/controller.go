@@ -45,7 +45,7 @@ type config struct {
 	// clock: nil means the real clock.
 	clock clock.WithTicker
 	// The gates.
-	staleGuard, maxUnavailable, semanticRevisions bool
+	staleGuard, maxUnavailable, semanticRevisions, recreate bool
 	// log is for event handlers, which have no context.
 	log logr.Logger
 }
@@ -66,8 +66,8 @@ type controller struct {
 	loop    *workloop.Loop
 	workers int
 
-	staleGuard, maxUnavailable, semanticRevisions bool
-	equal                                         equalityCache
+	staleGuard, maxUnavailable, semanticRevisions, recreate bool
+	equal                                                   equalityCache
 
 	// enqueue and enqueueAfter are loop.Add and loop.AddAfter; tests
 	// replace them to observe what the handlers queue.
@@ -96,6 +96,7 @@ func newController(cfg config) (*controller, error) {
 		staleGuard:        cfg.staleGuard,
 		maxUnavailable:    cfg.maxUnavailable,
 		semanticRevisions: cfg.semanticRevisions,
+		recreate:          cfg.recreate,
 	}
 	setInf := cfg.sets.Informer()
 	revInf := cfg.revisions.Informer()

@@ -39,7 +39,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 			maxUnavailable: gate.Enabled(cc.FeatureGate, FeatureMaxUnavailable, true),
 			semanticRevisions: gate.Enabled(cc.FeatureGate,
 				FeatureSemanticRevisionComparison, true),
-			log: logr.FromContextOrDiscard(ctx),
+			recreate: gate.Enabled(cc.FeatureGate, FeatureRecreateStrategy, false),
+			log:      logr.FromContextOrDiscard(ctx),
 		})
 		if err != nil {
 			return nil, err

@@ -60,14 +60,19 @@ func TestFeatureSpecs(t *testing.T) {
 		statefulset.FeatureMaxUnavailable:             true,
 		statefulset.FeatureStaleControllerConsistency: true,
 		statefulset.FeatureSemanticRevisionComparison: true,
+		statefulset.FeatureRecreateStrategy:           false,
 	}
 	specs := statefulset.FeatureSpecs()
 	if len(specs) != len(want) {
 		t.Errorf("%d specs, want %d", len(specs), len(want))
 	}
 	for f, def := range want {
-		if s, ok := specs[f]; !ok || s.Default != def || s.PreRelease != featuregate.Beta {
-			t.Errorf("%s: %+v, want beta, default %v", f, s, def)
+		stage := featuregate.Beta
+		if f == statefulset.FeatureRecreateStrategy {
+			stage = featuregate.Alpha
+		}
+		if s, ok := specs[f]; !ok || s.Default != def || s.PreRelease != stage {
+			t.Errorf("%s: %+v, want %s, default %v", f, s, stage, def)
 		}
 	}
 }

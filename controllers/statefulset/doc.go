@@ -32,11 +32,15 @@
 // MaxUnavailableStatefulSet (beta, on in 1.37) up to maxUnavailable pods
 // at once (Parallel: outdated unavailable pods first, then available ones
 // within the budget), without it one at a time, each once the one above
-// is available. OnDelete replaces only what is deleted. Status carries
-// replicas, readyReplicas, availableReplicas, currentReplicas,
-// updatedReplicas, currentRevision, updateRevision, collisionCount and
-// observedGeneration; currentRevision becomes updateRevision once every
-// replica is updated and ready. A set with minReadySeconds is requeued
+// is available. OnDelete replaces only what is deleted. Recreate, under
+// the alpha StatefulSetRecreateStrategy gate (off in 1.37; without it an
+// UnknownStrategy warning and a retried error, as KCM), deletes every
+// outdated pod, waits until all are gone, then makes the new ones, with
+// the Progressing condition (RecreateInProgress, then RecreateCompleted).
+// Status carries replicas, readyReplicas, availableReplicas,
+// currentReplicas, updatedReplicas, currentRevision, updateRevision,
+// collisionCount, observedGeneration and conditions; currentRevision
+// becomes updateRevision once every replica is updated and ready. A set with minReadySeconds is requeued
 // when its next pod becomes available.
 //
 // persistentVolumeClaimRetentionPolicy is kept through owner references,
@@ -72,9 +76,6 @@
 //     namespace (orphan adoption, claims by name), and sets are few.
 //
 // Differences from KCM:
-//   - The Recreate update strategy is refused (UnknownStrategy event and a
-//     retried error), as KCM refuses it with StatefulSetRecreateStrategy
-//     off (its 1.37 default); the alpha gate itself is not supported.
 //   - StatefulSetSemanticRevisionComparison re-encodes the newest revision
 //     without applying the API's defaults first (KCM defaults it through
 //     its scheme): a revision written by an older encoder that lacks a

@@ -39,6 +39,11 @@ const (
 	// which restores to the same template, keeps that revision (beta, on
 	// by default).
 	FeatureSemanticRevisionComparison featuregate.Feature = "StatefulSetSemanticRevisionComparison"
+	// FeatureRecreateStrategy: the Recreate update strategy deletes every
+	// outdated pod, waits for them all to go, then makes the new ones
+	// (alpha, off by default in 1.37; the API server accepts the strategy
+	// only under its own gate of that name).
+	FeatureRecreateStrategy featuregate.Feature = "StatefulSetRecreateStrategy"
 )
 
 // FeatureSpecs returns the gates above with their Kubernetes 1.37
@@ -49,6 +54,7 @@ func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
 		FeatureMaxUnavailable:             {Default: true, PreRelease: featuregate.Beta},
 		FeatureStaleControllerConsistency: {Default: true, PreRelease: featuregate.Beta},
 		FeatureSemanticRevisionComparison: {Default: true, PreRelease: featuregate.Beta},
+		FeatureRecreateStrategy:           {Default: false, PreRelease: featuregate.Alpha},
 	}
 }
 

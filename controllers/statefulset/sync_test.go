@@ -438,6 +438,44 @@ func TestCreateErrors(t *testing.T) {
 	})
 }
 
+// TestRecreateStrategy: with StatefulSetRecreateStrategy on, a new
+// template deletes every old pod, makes the new ones only once all are
+// gone, and reports progress in the Progressing condition.
+func TestRecreateStrategy(t *testing.T) {
+	f := newFixture(t, []runtime.Object{newSet("web", 3, func(s *appsv1.StatefulSet) {
+		s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{
+			Type: appsv1.RecreateStatefulSetStrategyType}
+	})}, func(c *config) { c.recreate = true })
+	f.settle("web", 10)
+	if got := f.podNames(); got != "web-0 web-1 web-2" {
+		t.Fatalf("pods %q", got)
+	}
+	if c := progressing(&f.set("web").Status); c != nil {
+		t.Fatalf("Progressing %+v before any update", c)
+	}
+	s := f.set("web")
+	s.Spec.Template.Annotations = map[string]string{"rollout": "2"}
+	f.update(s)
+	f.mustSync("web")
+	if got := f.podNames(); got != "" {
+		t.Fatalf("pods %q, want every old pod deleted at once", got)
+	}
+	c := progressing(&f.set("web").Status)
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != ReasonRecreateInProgress {
+		t.Fatalf("Progressing %+v", c)
+	}
+	f.settle("web", 10)
+	st := f.set("web").Status
+	if st.UpdatedReplicas != 3 || st.CurrentRevision != st.UpdateRevision {
+		t.Fatalf("status %+v", st)
+	}
+	c = progressing(&st)
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonRecreateCompleted ||
+		c.Message != "All pods recreated successfully" {
+		t.Errorf("Progressing %+v", c)
+	}
+}
+
 // TestRecreateStrategyIsRefused: as KCM with its gate off.
 func TestRecreateStrategyIsRefused(t *testing.T) {
 	f := newFixture(t, []runtime.Object{newSet("web", 1, func(s *appsv1.StatefulSet) {
