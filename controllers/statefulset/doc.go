@@ -40,8 +40,8 @@
 // Status carries replicas, readyReplicas, availableReplicas,
 // currentReplicas, updatedReplicas, currentRevision, updateRevision,
 // collisionCount, observedGeneration and conditions; currentRevision
-// becomes updateRevision once every replica is updated and ready. A set with minReadySeconds is requeued
-// when its next pod becomes available.
+// becomes updateRevision once every replica is updated and ready. A set
+// with minReadySeconds is requeued when its next pod becomes available.
 //
 // persistentVolumeClaimRetentionPolicy is kept through owner references,
 // as KCM keeps it: Retain/Retain none; whenDeleted Delete a controller
