@@ -915,3 +915,132 @@ func TestHPAReportsWhatStopsIt(t *testing.T) {
 		t.Errorf("%s: native and upstream differ:\n%s", sc.Name, d)
 	}
 }
+
+// TestHPAScalesToZeroAndBack: with minReplicas 0 (HPAScaleToZero, on in
+// 1.37) and an external metric, an HPA takes its Deployment from 1 to 2
+// pods on a queue of 20 (10 a pod wanted), to zero when the queue empties
+// (ScaledToZero True), keeps computing at zero, and brings it back to 3
+// when 30 arrive (ScaledToZero False). Its behaviour has no windows and
+// policies of ten minutes, so that the limits do not depend on timing.
+func TestHPAScalesToZeroAndBack(t *testing.T) {
+	e, m := startHPAEnv(t)
+	readyFor := podsReadyFor(time.Second)
+	var mu sync.Mutex
+	steps := map[string][]string{} // namespace → the HPA's status at each step
+	labels := map[string]string{"app": "jobs"}
+	policies := func(t autoscalingv2.HPAScalingPolicyType,
+		v int32) *autoscalingv2.HPAScalingRules {
+		return &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0),
+			Policies: []autoscalingv2.HPAScalingPolicy{{Type: t, Value: v,
+				PeriodSeconds: 600}}}
+	}
+	avg := resource.MustParse("10")
+	autoscaler := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1",
+				Kind: "Deployment", Name: "web"},
+			MinReplicas: ptr.To[int32](0), MaxReplicas: 3,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ExternalMetricSourceType,
+				External: &autoscalingv2.ExternalMetricSource{
+					Metric: autoscalingv2.MetricIdentifier{Name: "jobs"},
+					Target: autoscalingv2.MetricTarget{
+						Type: autoscalingv2.AverageValueMetricType, AverageValue: &avg}}}},
+			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
+				ScaleUp:   policies(autoscalingv2.PodsScalingPolicy, 4),
+				ScaleDown: policies(autoscalingv2.PercentScalingPolicy, 100),
+			},
+		},
+	}
+	// step moves the queue from one value to the next once the HPA holds
+	// n replicas and the n pods have been ready a second, recording the
+	// HPA's status.
+	step := func(ctx context.Context, cs kubernetes.Interface, ns string,
+		h *autoscalingv2.HorizontalPodAutoscaler, from, to int64, n int32) error {
+		if jobs, _ := m.load(ns, "jobs"); jobs != from || h.Status.CurrentReplicas != n ||
+			h.Status.DesiredReplicas != n {
+			return nil
+		}
+		if ok, err := readyFor(ctx, cs, ns, fmt.Sprint(from), int(n)); !ok || err != nil {
+			return err
+		}
+		mu.Lock()
+		steps[ns] = append(steps[ns], hpaStatusLine(h))
+		mu.Unlock()
+		m.set(ns, "jobs", to)
+		return nil
+	}
+	sc := differential.Scenario{
+		Name:       "hpa scales a deployment to zero and back on an external metric",
+		Controller: hpa.Name,
+		With:       []string{"deployment-controller", "replicaset-controller"},
+		Setup: withDefaultSA(func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			m.set(ns, "jobs", 20000)
+			_, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+				ObjectMeta: metav1.ObjectMeta{Name: "web"},
+				Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1),
+					Selector: &metav1.LabelSelector{MatchLabels: labels},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+						Spec: pod("", nil).Spec}},
+			}, metav1.CreateOptions{})
+			return err
+		}),
+		Act: func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+			if err := runReady(ctx, cs, ns); err != nil {
+				return err
+			}
+			h, err := cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "web",
+				metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				if ok, err := readyFor(ctx, cs, ns, "start", 1); !ok || err != nil {
+					return err
+				}
+				_, err = cs.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx,
+					autoscaler.DeepCopy(), metav1.CreateOptions{})
+				return err
+			case err != nil:
+				return err
+			}
+			if err := step(ctx, cs, ns, h, 20000, 0, 2); err != nil {
+				return err
+			}
+			return step(ctx, cs, ns, h, 0, 30000, 0)
+		},
+		Observe: func(ctx context.Context, cs kubernetes.Interface,
+			ns string) ([]runtime.Object, error) {
+			objs, err := hpaObserve(ctx, cs, ns)
+			if err != nil {
+				return nil, err
+			}
+			jobs, _ := m.load(ns, "jobs")
+			mu.Lock()
+			seen := strings.Join(steps[ns], "\n")
+			mu.Unlock()
+			summary := objs[len(objs)-1].(*corev1.ConfigMap)
+			summary.Data["jobs"] = fmt.Sprint(jobs)
+			summary.Data["steps"] = seen
+			return objs, nil
+		},
+		Settled: func(state []map[string]any) bool {
+			s := fmt.Sprint(state)
+			return strings.Contains(s, "jobs:30000") && strings.Contains(s, "pods:3") &&
+				strings.Contains(s, "currentReplicas:3 desiredReplicas:3")
+		},
+		Cleanup: hpaCleanup,
+	}
+	start := time.Now()
+	res, err := hpaRunner(t, e).Run(t.Context(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: both sides settled in %v", sc.Name, time.Since(start).Round(time.Millisecond))
+	logHPASummary(t, res.Native)
+	if d := res.Diff(); d != "" {
+		t.Errorf("%s: native and upstream differ:\n%s", sc.Name, d)
+	}
+	if s := fmt.Sprint(res.Native); !strings.Contains(s, "ScaledToZero=True ScaledToZero") ||
+		!strings.Contains(s, "New size: 0") {
+		t.Errorf("the native side did not scale to zero: %s", s)
+	}
+}
