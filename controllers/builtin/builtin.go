@@ -55,6 +55,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/serviceaccount"
 	"github.com/ctrlhost/ctrlhost/controllers/serviceaccounttoken"
 	"github.com/ctrlhost/ctrlhost/controllers/servicecidr"
+	"github.com/ctrlhost/ctrlhost/controllers/statefulset"
 	"github.com/ctrlhost/ctrlhost/controllers/storageversiongc"
 	"github.com/ctrlhost/ctrlhost/controllers/tainteviction"
 	"github.com/ctrlhost/ctrlhost/controllers/tokencleaner"
@@ -112,6 +113,7 @@ type Options struct {
 	Disruption             disruption.Options
 	NodeIPAM               nodeipam.Options
 	NodeLifecycle          nodelifecycle.Options
+	StatefulSet            statefulset.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
@@ -155,6 +157,7 @@ func NewOptions() *Options {
 		Disruption:             disruption.NewOptions(),
 		NodeIPAM:               nodeipam.NewOptions(),
 		NodeLifecycle:          nodelifecycle.NewOptions(),
+		StatefulSet:            statefulset.NewOptions(),
 	}
 }
 
@@ -196,6 +199,8 @@ func (o *Options) List() []Builtin {
 		{podgroupprotection.Descriptor(o.PodGroupProtection), nil,
 			podgroupprotection.FeatureSpecs()},
 		{disruption.Descriptor(o.Disruption), o.Disruption.AddFlags, nil},
+		{statefulset.Descriptor(o.StatefulSet), o.StatefulSet.AddFlags,
+			statefulset.FeatureSpecs()},
 		{cronjob.Descriptor(o.CronJob), o.CronJob.AddFlags, nil},
 		{csrsigning.Descriptor(o.CSRSigning), o.CSRSigning.AddFlags, nil},
 		{csrapproving.Descriptor(o.CSRApproving), nil, nil},
@@ -267,6 +272,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Disruption.AddFlags(fs)
 	o.NodeIPAM.AddFlags(fs)
 	o.NodeLifecycle.AddFlags(fs)
+	o.StatefulSet.AddFlags(fs)
 }
 
 // FeatureSpecs returns every feature gate a built-in consults, with its

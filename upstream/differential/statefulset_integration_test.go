@@ -26,8 +26,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
-func init() { pending = append(pending, statefulset.Descriptor(statefulset.NewOptions())) }
-
 // stsLog records, per namespace, the order in which the scenario's
 // kubelet saw StatefulSet pods appear and go: "+web-0", "-web-2", … It is
 // compared as a Summary, so that the order, not only the end, must agree.
