@@ -354,3 +354,50 @@ func ptrQuantity(s string) *resource.Quantity {
 	q := resource.MustParse(s)
 	return &q
 }
+
+// TestScaleToZero: with minReplicas 0 and an external metric, an empty
+// queue takes the target to zero (ScaledToZero True); at zero the HPA
+// keeps computing, and a queue brings it back.
+func TestScaleToZero(t *testing.T) {
+	h := cpuHPA(50, 10)
+	h.Spec.MinReplicas = ptr.To[int32](0)
+	avg := resource.MustParse("10")
+	h.Spec.Metrics = []autoscalingv2.MetricSpec{{Type: autoscalingv2.ExternalMetricSourceType,
+		External: &autoscalingv2.ExternalMetricSource{
+			Metric: autoscalingv2.MetricIdentifier{Name: "jobs"},
+			Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType,
+				AverageValue: &avg}}}}
+	h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{
+		ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0)}}
+	f := newFixture(t, h, 2, twoPods()...)
+	f.metrics.externalValues = []int64{0}
+	st, err := f.sync()
+	if err != nil || !slices.Equal(f.updates, []int32{0}) {
+		t.Fatalf("to zero: %v, updates %v", err, f.updates)
+	}
+	if got := cond(st, autoscalingv2.ScaledToZero); got != "True ScaledToZero: the HPA "+
+		"controller scaled the workload to zero" {
+		t.Errorf("ScaledToZero %s", got)
+	}
+	if st, err = f.sync(); err != nil || len(f.updates) != 1 ||
+		cond(st, autoscalingv2.ScalingActive) == "False ScalingDisabled" {
+		t.Fatalf("at zero: %v, updates %v, status %+v", err, f.updates, st)
+	}
+	f.metrics.externalValues = []int64{30000}
+	st, err = f.sync()
+	if err != nil || !slices.Equal(f.updates, []int32{0, 3}) {
+		t.Fatalf("back: %v, updates %v", err, f.updates)
+	}
+	if got := cond(st, autoscalingv2.ScaledToZero); !strings.HasPrefix(got,
+		"False NotScaledToZero") {
+		t.Errorf("ScaledToZero %s", got)
+	}
+	// With the gate off, a target at zero is left alone.
+	f.c.scaleToZero = false
+	f.replicas = 0
+	if st, err = f.sync(); err != nil || cond(st, autoscalingv2.ScalingActive) !=
+		"False ScalingDisabled: scaling is disabled since the replica count of the target "+
+			"is zero" || cond(st, autoscalingv2.ScaledToZero) != "<none>" {
+		t.Errorf("gate off: %v, %+v", err, st)
+	}
+}

@@ -84,6 +84,10 @@
 // Non-guarantees: recommendations and scale events live in memory, as in
 // KCM: a restart or a new leader starts the stabilization windows and
 // policy periods afresh. Scaling follows the metrics APIs, which may lag.
+// KCM's arithmetic is kept where it is odd: at zero status replicas an
+// object or external metric's average reads 0/0, whatever the platform
+// makes of that (KCM writes the same), and an external metric with a
+// Value target scales the ready pods by the ratio of the sum.
 // Not sharded: a target's pods may be selected by an HPA of the same
 // namespace only, but the stabilization history of an HPA would move
 // with its slot, and KCM does not shard it either.
