@@ -198,11 +198,14 @@ func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	log.Info("Starting HPA controller")
 	defer log.Info("Shutting down HPA controller")
+	// The refresh stops with the workers, whichever way they return.
+	refreshCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	if c.invalidate != nil {
-		wg.Go(func() { c.invalidate(ctx.Done()) })
+		wg.Go(func() { c.invalidate(refreshCtx.Done()) })
 	}
 	defer wg.Wait()
+	defer stop()
 	return c.loop.RunWorkers(ctx, c.workers)
 }
 
