@@ -17,6 +17,8 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/builtin"
 	"github.com/ctrlhost/ctrlhost/controllers/csrsigning"
 	"github.com/ctrlhost/ctrlhost/controllers/ctbpublisher"
+	"github.com/ctrlhost/ctrlhost/controllers/nodeipam"
+	"github.com/ctrlhost/ctrlhost/controllers/podgroupprotection"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
 	"github.com/ctrlhost/ctrlhost/controllers/serviceaccounttoken"
 	"github.com/ctrlhost/ctrlhost/controllers/storageversiongc"
@@ -90,9 +92,10 @@ func TestBuiltinsTakeOverWarmCaches(t *testing.T) {
 	}
 	// These choose not to start here, as KCM's do: no
 	// --service-account-private-key-file, no --cluster-signing-* files, no
-	// CA for the trust bundle, StorageVersionAPI off.
+	// CA for the trust bundle, StorageVersionAPI and GenericWorkload off, no
+	// --allocate-node-cidrs.
 	notStarted := []string{serviceaccounttoken.Name, csrsigning.Name, ctbpublisher.Name,
-		storageversiongc.Name}
+		storageversiongc.Name, podgroupprotection.Name, nodeipam.Name}
 	var all []string
 	for _, d := range builtins(t) {
 		if !slices.Contains(notStarted, d.Name()) {
