@@ -20,7 +20,6 @@ require (
 	k8s.io/client-go v0.37.2
 	k8s.io/cluster-bootstrap v0.37.1
 	k8s.io/component-base v0.37.2
-	k8s.io/component-helpers v0.37.1
 	k8s.io/endpointslice v0.37.2
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/metrics v0.37.1

@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	resourcehelpers "k8s.io/component-helpers/resource"
 	"k8s.io/utils/clock"
 )
 
@@ -427,8 +428,8 @@ func (c *calculator) requests(list []*corev1.Pod, container string,
 	res corev1.ResourceName) (map[string]int64, error) {
 	out := make(map[string]int64, len(list))
 	for _, p := range list {
-		if c.podLevelRequests && container == "" && resourcehelpers.IsPodLevelRequestsSet(p) {
-			q, ok := resourcehelpers.PodRequests(p, resourcehelpers.PodResourcesOptions{})[res]
+		if c.podLevelRequests && container == "" && podLevelRequestsSet(p) {
+			q, ok := podRequest(p, res)
 			if !ok {
 				return nil, fmt.Errorf("missing pod-level request for %s in Pod %s", res, p.Name)
 			}
@@ -503,4 +504,90 @@ func usageRatio(metrics podMetrics, target int64) (float64, int64) {
 	}
 	avg := total / int64(len(metrics))
 	return float64(avg) / float64(target), avg
+}
+
+// podLevelResource: the resources a pod-level request may set (as
+// component-helpers' IsSupportedPodLevelResource says).
+func podLevelResource(res corev1.ResourceName) bool {
+	return res == corev1.ResourceCPU || res == corev1.ResourceMemory ||
+		strings.HasPrefix(string(res), corev1.ResourceHugePagesPrefix)
+}
+
+// podLevelRequestsSet: the pod sets a pod-level request of a resource
+// that may have one.
+func podLevelRequestsSet(p *corev1.Pod) bool {
+	if p.Spec.Resources == nil {
+		return false
+	}
+	for res := range p.Spec.Resources.Requests {
+		if podLevelResource(res) {
+			return true
+		}
+	}
+	return false
+}
+
+// podRequest is a pod's request of res as the scheduler counts it (what
+// component-helpers' PodRequests gives for it, with no option): its
+// pod-level request, else its containers' (the regular ones and the
+// sidecars, or the largest init container with the sidecars started
+// before it, whichever is more); plus its overhead. False when nothing
+// requests res.
+func podRequest(p *corev1.Pod, res corev1.ResourceName) (resource.Quantity, bool) {
+	var total resource.Quantity
+	ok := false
+	if p.Spec.Resources != nil {
+		total, ok = p.Spec.Resources.Requests[res]
+	}
+	if ok && podLevelResource(res) {
+		total = total.DeepCopy()
+	} else {
+		total, ok = containersRequest(p, res)
+	}
+	if q, has := p.Spec.Overhead[res]; has {
+		total.Add(q)
+		ok = true
+	}
+	return total, ok
+}
+
+// containersRequest sums the containers' requests of res as
+// component-helpers aggregates them.
+func containersRequest(p *corev1.Pod, res corev1.ResourceName) (resource.Quantity, bool) {
+	var sum, sidecars, initPeak resource.Quantity
+	var inSum, inSidecars, inInit bool
+	for _, c := range p.Spec.Containers {
+		if q, has := c.Resources.Requests[res]; has {
+			sum.Add(q)
+			inSum = true
+		}
+	}
+	for _, c := range p.Spec.InitContainers {
+		q, has := c.Resources.Requests[res]
+		var cur resource.Quantity
+		present := false
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			if has {
+				sum.Add(q)
+				sidecars.Add(q)
+				inSum, inSidecars = true, true
+			}
+			cur, present = sidecars.DeepCopy(), inSidecars
+		} else {
+			if has {
+				cur.Add(q)
+			}
+			if inSidecars {
+				cur.Add(sidecars)
+			}
+			present = has || inSidecars
+		}
+		if present && (!inInit || cur.Cmp(initPeak) > 0) {
+			initPeak, inInit = cur, true
+		}
+	}
+	if inInit && (!inSum || initPeak.Cmp(sum) > 0) {
+		return initPeak, true
+	}
+	return sum, inSum
 }

@@ -250,3 +250,52 @@ func TestStabilizeWithBehavior(t *testing.T) {
 			"reused)", got)
 	}
 }
+
+func TestPodRequest(t *testing.T) {
+	q := resource.MustParse
+	requests := func(cpu string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: q(cpu)}}
+	}
+	always := ptr.To(corev1.ContainerRestartPolicyAlways)
+	for _, tc := range []struct {
+		name string
+		spec corev1.PodSpec
+		want string // "" for no request
+	}{
+		{"the pod-level request wins", corev1.PodSpec{
+			Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: q("400m")}},
+			Containers: []corev1.Container{{Resources: requests("100m")}}}, "400m"},
+		{"a pod-level request of memory only: the containers' CPU", corev1.PodSpec{
+			Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceMemory: q("1Gi")}},
+			Containers: []corev1.Container{{Resources: requests("100m")},
+				{Resources: requests("50m")}}}, "150m"},
+		{"a larger init container", corev1.PodSpec{
+			InitContainers: []corev1.Container{{Resources: requests("300m")}},
+			Containers:     []corev1.Container{{Resources: requests("100m")}}}, "300m"},
+		{"an init container after a sidecar runs beside it", corev1.PodSpec{
+			InitContainers: []corev1.Container{{Resources: requests("50m"), RestartPolicy: always},
+				{Resources: requests("200m")}},
+			Containers: []corev1.Container{{Resources: requests("100m")}}}, "250m"},
+		{"sidecars add to the containers", corev1.PodSpec{
+			InitContainers: []corev1.Container{{Resources: requests("50m"), RestartPolicy: always},
+				{Resources: requests("20m")}},
+			Containers: []corev1.Container{{Resources: requests("100m")}}}, "150m"},
+		{"overhead adds", corev1.PodSpec{
+			Overhead: corev1.ResourceList{corev1.ResourceCPU: q("10m")},
+			Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: q("400m")}}}, "410m"},
+		{"no request", corev1.PodSpec{Resources: &corev1.ResourceRequirements{},
+			Containers: []corev1.Container{{}}}, ""},
+	} {
+		got, ok := podRequest(&corev1.Pod{Spec: tc.spec}, corev1.ResourceCPU)
+		switch {
+		case tc.want == "" && ok:
+			t.Errorf("%s: %s, want none", tc.name, got.String())
+		case tc.want != "" && (!ok || got.Cmp(q(tc.want)) != 0):
+			t.Errorf("%s: %s (%v), want %s", tc.name, got.String(), ok, tc.want)
+		}
+	}
+}
