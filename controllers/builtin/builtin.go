@@ -39,6 +39,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/endpointslicemirroring"
 	"github.com/ctrlhost/ctrlhost/controllers/ephemeral"
 	"github.com/ctrlhost/ctrlhost/controllers/garbagecollector"
+	"github.com/ctrlhost/ctrlhost/controllers/hpa"
 	"github.com/ctrlhost/ctrlhost/controllers/job"
 	"github.com/ctrlhost/ctrlhost/controllers/legacytokencleaner"
 	"github.com/ctrlhost/ctrlhost/controllers/namespace"
@@ -114,6 +115,7 @@ type Options struct {
 	NodeIPAM               nodeipam.Options
 	NodeLifecycle          nodelifecycle.Options
 	StatefulSet            statefulset.Options
+	HPA                    hpa.Options
 }
 
 // NewOptions returns every built-in's options with KCM's defaults.
@@ -158,6 +160,7 @@ func NewOptions() *Options {
 		NodeIPAM:               nodeipam.NewOptions(),
 		NodeLifecycle:          nodelifecycle.NewOptions(),
 		StatefulSet:            statefulset.NewOptions(),
+		HPA:                    hpa.NewOptions(),
 	}
 }
 
@@ -199,6 +202,7 @@ func (o *Options) List() []Builtin {
 			podgroupprotection.FeatureSpecs()},
 		{deployment.Descriptor(o.Deployment), o.Deployment.AddFlags, deployment.FeatureSpecs()},
 		{replicaset.Descriptor(o.ReplicaSet), o.ReplicaSet.AddFlags, replicaset.FeatureSpecs()},
+		{hpa.Descriptor(o.HPA), o.HPA.AddFlags, hpa.FeatureSpecs()},
 		{disruption.Descriptor(o.Disruption), o.Disruption.AddFlags, nil},
 		{statefulset.Descriptor(o.StatefulSet), o.StatefulSet.AddFlags,
 			statefulset.FeatureSpecs()},
@@ -273,6 +277,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.NodeIPAM.AddFlags(fs)
 	o.NodeLifecycle.AddFlags(fs)
 	o.StatefulSet.AddFlags(fs)
+	o.HPA.AddFlags(fs)
 }
 
 // FeatureSpecs returns every feature gate a built-in consults, with its

@@ -93,5 +93,7 @@
 // with its slot, and KCM does not shard it either.
 //
 // The controller needs a REST config (the metrics and scale clients are
-// built from it): a host over ready-made clients cannot run it.
+// built from it): on a host over ready-made clients (unit tests on fake
+// clientsets) it is not started, and logs why; the host's other
+// controllers run.
 package hpa

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -212,10 +213,18 @@ var podReads = []string{
 }
 
 // Descriptor returns the controller's descriptor. Invalid options are
-// reported by manager.Builder.Build.
+// reported by manager.Builder.Build. On a host built over ready-made
+// clients (manager.Builder.WithClient, as in unit tests), which has no
+// REST config for the metrics APIs and the scale subresource, the
+// controller is not started, and says so in the log.
 func Descriptor(o Options) descriptor.Descriptor {
 	return descriptor.New(Name, func(ctx context.Context,
 		cc descriptor.Context) (descriptor.Controller, error) {
+		if _, err := cc.ClientBuilder.Config(clientName); err != nil {
+			logr.FromContextOrDiscard(ctx).Info("Not starting: the metrics APIs and the "+
+				"scale subresource need a REST config", "controller", cc.Name, "reason", err)
+			return nil, nil
+		}
 		return newFromContext(ctx, cc, o.withDefaults())
 	}).WithAliases(Alias).
 		WithValidator(o.Validate).

@@ -17,6 +17,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/builtin"
 	"github.com/ctrlhost/ctrlhost/controllers/csrsigning"
 	"github.com/ctrlhost/ctrlhost/controllers/ctbpublisher"
+	"github.com/ctrlhost/ctrlhost/controllers/hpa"
 	"github.com/ctrlhost/ctrlhost/controllers/nodeipam"
 	"github.com/ctrlhost/ctrlhost/controllers/podgroupprotection"
 	"github.com/ctrlhost/ctrlhost/controllers/replicaset"
@@ -93,9 +94,10 @@ func TestBuiltinsTakeOverWarmCaches(t *testing.T) {
 	// These choose not to start here, as KCM's do: no
 	// --service-account-private-key-file, no --cluster-signing-* files, no
 	// CA for the trust bundle, StorageVersionAPI and GenericWorkload off, no
-	// --allocate-node-cidrs.
+	// --allocate-node-cidrs; and the HPA controller, which needs a REST
+	// config the fake clients do not have.
 	notStarted := []string{serviceaccounttoken.Name, csrsigning.Name, ctbpublisher.Name,
-		storageversiongc.Name, podgroupprotection.Name, nodeipam.Name}
+		storageversiongc.Name, podgroupprotection.Name, nodeipam.Name, hpa.Name}
 	var all []string
 	for _, d := range builtins(t) {
 		if !slices.Contains(notStarted, d.Name()) {

@@ -41,8 +41,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/upstream/kcm"
 )
 
-func init() { pending = append(pending, hpa.Descriptor(hpa.NewOptions())) }
-
 // The HPA settings both sides get, under KCM's flag names: a short sync
 // period, and a CPU initialization period short enough that a pod's
 // samples count as soon as it is ready (the fake metrics' times are of
