@@ -26,6 +26,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/expectations"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podcontrol"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 	"github.com/ctrlhost/ctrlhost/workloop"
@@ -258,13 +259,7 @@ func (c *controller) deleteDaemonSet(obj any) {
 // resolve returns the DaemonSet ref names, from the cache, if it is one and
 // has the same UID.
 func (c *controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.DaemonSet {
-	if ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	ds, err := c.dsLister.DaemonSets(namespace).Get(ref.Name)
-	if err != nil || ds.UID != ref.UID {
-		return nil
-	}
+	ds, _ := ownership.Owner(ref, controllerKind.Kind, c.dsLister.DaemonSets(namespace).Get)
 	return ds
 }
 
@@ -278,14 +273,8 @@ func (c *controller) selecting(namespace string, lbls map[string]string) []*apps
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.DaemonSet
-	for _, ds := range all {
-		sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(lbls)) {
-			continue
-		}
-		out = append(out, ds)
-	}
+	out := ownership.Selecting(all,
+		func(ds *appsv1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }, lbls)
 	if len(out) > 1 {
 		c.log.Info("More than one DaemonSet selects an object; only one can adopt it", "namespace", namespace, "labels", lbls)
 	}

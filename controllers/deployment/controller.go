@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
@@ -160,13 +161,7 @@ func (c *controller) deleteDeployment(obj any) {
 // resolve returns the Deployment ref names, from the cache, if it has the
 // same UID.
 func (c *controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref.Kind != deploymentKind.Kind {
-		return nil
-	}
-	d, err := c.dLister.Deployments(namespace).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
+	d, _ := ownership.Owner(ref, deploymentKind.Kind, c.dLister.Deployments(namespace).Get)
 	return d
 }
 
@@ -180,14 +175,8 @@ func (c *controller) selecting(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.Deployment
-	for _, d := range all {
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(rs.Labels)) {
-			continue
-		}
-		out = append(out, d)
-	}
+	out := ownership.Selecting(all,
+		func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }, rs.Labels)
 	if len(out) > 1 {
 		c.log.V(4).Info("More than one Deployment selects a ReplicaSet; only one can adopt it", "replicaSet", rs.Namespace+"/"+rs.Name, "labels", rs.Labels)
 	}

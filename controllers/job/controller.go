@@ -25,6 +25,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/expectations"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podcontrol"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
@@ -267,13 +268,7 @@ func (c *controller) deleteJob(obj any) {
 
 // resolve returns the Job ref names, from the cache, if it has ref's UID.
 func (c *controller) resolve(namespace string, ref *metav1.OwnerReference) *batchv1.Job {
-	if ref.Kind != jobKind.Kind {
-		return nil
-	}
-	j, err := c.jobLister.Jobs(namespace).Get(ref.Name)
-	if err != nil || j.UID != ref.UID {
-		return nil
-	}
+	j, _ := ownership.Owner(ref, jobKind.Kind, c.jobLister.Jobs(namespace).Get)
 	return j
 }
 

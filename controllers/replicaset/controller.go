@@ -22,6 +22,7 @@ import (
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/expectations"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podcontrol"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 	"github.com/ctrlhost/ctrlhost/workloop"
@@ -207,13 +208,9 @@ func (c *controller) deleteOwner(obj any) {
 // resolve returns the owner that ref names, from the cache, if it is of
 // this controller's kind and has the same UID.
 func (c *controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref.Kind != c.kindName {
-		return nil
-	}
-	rs, err := c.kind.get(namespace, ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil
-	}
+	rs, _ := ownership.Owner(ref, c.kindName, func(name string) (*appsv1.ReplicaSet, error) {
+		return c.kind.get(namespace, name)
+	})
 	return rs
 }
 

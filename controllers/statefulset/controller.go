@@ -168,13 +168,7 @@ func (c *controller) deleteSet(obj any) {
 // resolve returns the StatefulSet ref names, from the cache, if it is one
 // and has the same UID.
 func (c *controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.StatefulSet {
-	if ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	set, err := c.setLister.StatefulSets(namespace).Get(ref.Name)
-	if err != nil || set.UID != ref.UID {
-		return nil
-	}
+	set, _ := ownership.Owner(ref, controllerKind.Kind, c.setLister.StatefulSets(namespace).Get)
 	return set
 }
 
@@ -187,14 +181,8 @@ func (c *controller) selecting(p *corev1.Pod) []*appsv1.StatefulSet {
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.StatefulSet
-	for _, set := range all {
-		sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		out = append(out, set)
-	}
+	out := ownership.Selecting(all,
+		func(set *appsv1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector }, p.Labels)
 	if len(out) > 1 {
 		c.log.Info("More than one StatefulSet is selecting pods with same labels",
 			"namespace", p.Namespace, "podLabels", p.Labels)

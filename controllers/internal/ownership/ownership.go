@@ -265,3 +265,38 @@ func ReleasePatch(dependent, owner types.UID) ([]byte, error) {
 		},
 	})
 }
+
+// Owner returns the owner ref names as get finds it (from a cache): when
+// ref is of kind and get returns an object of ref's UID. A recreated
+// namesake (another UID) is not the owner.
+func Owner[T metav1.Object](ref *metav1.OwnerReference, kind string,
+	get func(name string) (T, error)) (T, bool) {
+	var none T
+	if ref.Kind != kind {
+		return none, false
+	}
+	obj, err := get(ref.Name)
+	if err != nil || obj.GetUID() != ref.UID {
+		return none, false
+	}
+	return obj, true
+}
+
+// Selecting returns those of candidates whose label selector matches lbls
+// (an orphan's labels), as a controller looks for the owners that may adopt
+// an orphan. No labels, and an empty or invalid selector, match nothing.
+func Selecting[T any](candidates []T, selector func(T) *metav1.LabelSelector,
+	lbls map[string]string) []T {
+	if len(lbls) == 0 {
+		return nil
+	}
+	var out []T
+	for _, c := range candidates {
+		sel, err := metav1.LabelSelectorAsSelector(selector(c))
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(lbls)) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}

@@ -280,3 +280,68 @@ func TestInvalidRefsErrorType(t *testing.T) {
 		t.Errorf("valid references rejected: %v", err)
 	}
 }
+
+// TestOwner: the owner a reference names is found only with its kind and
+// UID; a recreated namesake or a missing one is not it.
+func TestOwner(t *testing.T) {
+	cached := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "now"}}
+	get := func(name string) (*appsv1.ReplicaSet, error) {
+		if name != cached.Name {
+			return nil, errors.New("not found")
+		}
+		return cached, nil
+	}
+	ref := func(kind, name string, uid types.UID) metav1.OwnerReference {
+		return metav1.OwnerReference{Kind: kind, Name: name, UID: uid}
+	}
+	for _, tc := range []struct {
+		name string
+		ref  metav1.OwnerReference
+		want bool
+	}{
+		{"same kind, name and UID", ref("ReplicaSet", "web", "now"), true},
+		{"a recreated namesake", ref("ReplicaSet", "web", "before"), false},
+		{"another kind", ref("Deployment", "web", "now"), false},
+		{"not cached", ref("ReplicaSet", "db", "now"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := Owner(&tc.ref, "ReplicaSet", get)
+			if ok != tc.want || (ok && got != cached) || (!ok && got != nil) {
+				t.Errorf("Owner = %v, %v; want found=%v", got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestSelecting: owners whose selector matches the labels, in their
+// order; no labels, an empty or an invalid selector match nothing.
+func TestSelecting(t *testing.T) {
+	sel := func(m map[string]string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: m}
+	}
+	invalid := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "app", Operator: "Bogus"}}}
+	owners := []*metav1.LabelSelector{sel(map[string]string{"app": "web"}), sel(nil), invalid,
+		sel(map[string]string{"app": "web", "tier": "front"}), sel(map[string]string{"app": "db"})}
+	id := func(s *metav1.LabelSelector) *metav1.LabelSelector { return s }
+	for _, tc := range []struct {
+		name string
+		lbls map[string]string
+		want []int
+	}{
+		{"one label", map[string]string{"app": "web"}, []int{0}},
+		{"two labels", map[string]string{"app": "web", "tier": "front"}, []int{0, 3}},
+		{"no labels", nil, nil},
+		{"no match", map[string]string{"app": "cache"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want []*metav1.LabelSelector
+			for _, i := range tc.want {
+				want = append(want, owners[i])
+			}
+			if got := Selecting(owners, id, tc.lbls); !slices.Equal(got, want) {
+				t.Errorf("Selecting(%v) = %v, want %v", tc.lbls, got, want)
+			}
+		})
+	}
+}
