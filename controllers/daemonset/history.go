@@ -3,7 +3,6 @@ package daemonset
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,44 +21,13 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 )
 
-// revisionData is what a revision stores: a strategic-merge patch that
-// replaces the DaemonSet's spec.template with the current one,
-// {"spec":{"template":{...,"$patch":"replace"}}}, encoded as KCM encodes it
-// (the DaemonSet through JSON, keys sorted), so that the bytes, which decide
-// whether a revision is current, are KCM's.
-func revisionData(ds *appsv1.DaemonSet) ([]byte, error) {
-	b, err := json.Marshal(ds)
-	if err != nil {
-		return nil, err
-	}
-	var whole map[string]any
-	if err := json.Unmarshal(b, &whole); err != nil {
-		return nil, err
-	}
-	spec, _ := whole["spec"].(map[string]any)
-	tmpl, ok := spec["template"].(map[string]any)
-	if !ok {
-		return nil, errors.New("spec.template is missing")
-	}
-	tmpl["$patch"] = "replace"
-	return json.Marshal(map[string]any{"spec": map[string]any{"template": tmpl}})
-}
-
 // isCurrent reports whether cr records ds's current template.
 func isCurrent(ds *appsv1.DaemonSet, cr *appsv1.ControllerRevision) (bool, error) {
-	data, err := revisionData(ds)
+	data, err := podtemplate.RevisionPatch(ds)
 	if err != nil {
 		return false, err
 	}
 	return bytes.Equal(data, cr.Data.Raw), nil
-}
-
-// revisionName is "<ds>-<hash>", the prefix cut at 223 characters.
-func revisionName(dsName, hash string) string {
-	if len(dsName) > 223 {
-		dsName = dsName[:223]
-	}
-	return dsName + "-" + hash
 }
 
 // history finds ds's revisions (adopting and releasing as needed), makes
@@ -173,12 +141,12 @@ func maxRevision(crs []*appsv1.ControllerRevision) int64 {
 // hash collision: status.collisionCount is raised (on a fresh read of ds)
 // and the sync fails, to be retried under the new hash.
 func (c *controller) snapshot(ctx context.Context, ds *appsv1.DaemonSet, revision int64) (*appsv1.ControllerRevision, error) {
-	data, err := revisionData(ds)
+	data, err := podtemplate.RevisionPatch(ds)
 	if err != nil {
 		return nil, err
 	}
 	hash := podtemplate.Hash(&ds.Spec.Template, ds.Status.CollisionCount)
-	name := revisionName(ds.Name, hash)
+	name := podtemplate.RevisionName(ds.Name, hash)
 	lbls := maps.Clone(ds.Spec.Template.Labels)
 	if lbls == nil {
 		lbls = map[string]string{}

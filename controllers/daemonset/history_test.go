@@ -63,7 +63,7 @@ func TestTemplateHashIsKCMs(t *testing.T) {
 func TestRevisionDataIsKCMs(t *testing.T) {
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns"}, Spec: appsv1.DaemonSetSpec{Template: hashTemplates()[1]}}
 	const want = `{"spec":{"template":{"$patch":"replace","metadata":{"annotations":{"rollout":"2"},"labels":{"app":"agent"}},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["x"]}]}]}}},"containers":[{"image":"registry.k8s.io/pause:3.10","name":"c","resources":{}}],"nodeSelector":{"role":"agent"},"terminationGracePeriodSeconds":30,"tolerations":[{"effect":"NoSchedule","key":"example.com/dedicated","operator":"Equal","value":"db"}]}}}}`
-	got, err := revisionData(ds)
+	got, err := podtemplate.RevisionPatch(ds)
 	if err != nil || string(got) != want {
 		t.Errorf("revisionData = %s, %v\nwant %s", got, err, want)
 	}
@@ -161,7 +161,7 @@ func TestCollisionCount(t *testing.T) {
 // are relabelled.
 func TestDuplicateCurrentRevisions(t *testing.T) {
 	ds := newDS("agent")
-	data, err := revisionData(ds)
+	data, err := podtemplate.RevisionPatch(ds)
 	if err != nil {
 		t.Fatal(err)
 	}

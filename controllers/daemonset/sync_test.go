@@ -271,7 +271,7 @@ func TestAdoptsAndReleases(t *testing.T) {
 	h := podtemplate.Hash(&ds.Spec.Template, nil)
 	orphan := daemonPod("orphan", ds, "a", h, epoch.Add(-time.Hour), func(p *corev1.Pod) { p.OwnerReferences = nil })
 	stray := daemonPod("stray", ds, "b", h, epoch.Add(-time.Hour), func(p *corev1.Pod) { p.Labels = map[string]string{"app": "other"} })
-	data, err := revisionData(ds)
+	data, err := podtemplate.RevisionPatch(ds)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -20,34 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 )
 
 // HashLabel is the label a ControllerRevision carries its hash under.
 const HashLabel = "controller.kubernetes.io/hash"
-
-// revisionData is what a revision stores: a strategic-merge patch that
-// replaces spec.template with set's, {"spec":{"template":{...,
-// "$patch":"replace"}}}. It goes through encoding/json both ways, as KCM's
-// does (keys sorted, numbers as float64), so that the bytes, which name the
-// revision through their hash and decide which revision is current, are
-// KCM's.
-func revisionData(set *appsv1.StatefulSet) ([]byte, error) {
-	b, err := json.Marshal(set)
-	if err != nil {
-		return nil, err
-	}
-	var whole map[string]any
-	if err := json.Unmarshal(b, &whole); err != nil {
-		return nil, err
-	}
-	spec, _ := whole["spec"].(map[string]any)
-	tmpl, ok := spec["template"].(map[string]any)
-	if !ok {
-		return nil, errors.New("spec.template is missing")
-	}
-	tmpl["$patch"] = "replace"
-	return json.Marshal(map[string]any{"spec": map[string]any{"template": tmpl}})
-}
 
 // hashRevision is KCM's revision hash: 32-bit FNV-1 over the data, then
 // over the decimal collision count if there is one, printed in decimal and
@@ -61,20 +38,12 @@ func hashRevision(data []byte, probe *int32) string {
 	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
 }
 
-// revisionName is "<set>-<hash>", the set's name cut at 223 characters.
-func revisionName(setName, hash string) string {
-	if len(setName) > 223 {
-		setName = setName[:223]
-	}
-	return setName + "-" + hash
-}
-
 // newRevision is the revision recording set's template, numbered
 // revision, labelled with the template's labels and the hash, annotated
 // with the set's annotations, controlled by set.
 func newRevision(set *appsv1.StatefulSet, revision int64,
 	collisionCount *int32) (*appsv1.ControllerRevision, error) {
-	data, err := revisionData(set)
+	data, err := podtemplate.RevisionPatch(set)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +59,7 @@ func newRevision(set *appsv1.StatefulSet, revision int64,
 	}
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            revisionName(set.Name, hash),
+			Name:            podtemplate.RevisionName(set.Name, hash),
 			Namespace:       set.Namespace,
 			Labels:          lbls,
 			Annotations:     annotations,
@@ -159,7 +128,7 @@ func (c *controller) createRevision(ctx context.Context, set *appsv1.StatefulSet
 	cr *appsv1.ControllerRevision, collisionCount *int32) (*appsv1.ControllerRevision, error) {
 	clone := cr.DeepCopy()
 	for {
-		clone.Name = revisionName(set.Name, hashRevision(cr.Data.Raw, collisionCount))
+		clone.Name = podtemplate.RevisionName(set.Name, hashRevision(cr.Data.Raw, collisionCount))
 		revs := c.client.AppsV1().ControllerRevisions(set.Namespace)
 		created, err := revs.Create(ctx, clone, metav1.CreateOptions{})
 		if !apierrors.IsAlreadyExists(err) {

@@ -1,11 +1,15 @@
 // Package podtemplate computes the hash KCM names a template's revisions
 // with: a Deployment's ReplicaSets (<deployment>-<hash>, and the
-// pod-template-hash label) and a DaemonSet's ControllerRevisions. One
-// copy, so that those names never drift apart from KCM's, or each other.
+// pod-template-hash label) and a DaemonSet's ControllerRevisions; and what
+// a DaemonSet's or a StatefulSet's ControllerRevision holds, and its name.
+// One copy, so that those names never drift apart from KCM's, or each
+// other.
 package podtemplate
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -29,4 +33,38 @@ func Hash(t *corev1.PodTemplateSpec, collisionCount *int32) string {
 		_, _ = h.Write(b)
 	}
 	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
+}
+
+// RevisionPatch is what KCM stores in a DaemonSet's or a StatefulSet's
+// ControllerRevision: a strategic-merge patch that replaces the owner's
+// spec.template with the current one, {"spec":{"template":{...,
+// "$patch":"replace"}}}. The owner goes through encoding/json both ways, as
+// in KCM (keys sorted, numbers as float64), so that the bytes, which decide
+// whether a revision is current (and name a StatefulSet's revisions through
+// their hash), are KCM's.
+func RevisionPatch(owner any) ([]byte, error) {
+	b, err := json.Marshal(owner)
+	if err != nil {
+		return nil, err
+	}
+	var whole map[string]any
+	if err := json.Unmarshal(b, &whole); err != nil {
+		return nil, err
+	}
+	spec, _ := whole["spec"].(map[string]any)
+	tmpl, ok := spec["template"].(map[string]any)
+	if !ok {
+		return nil, errors.New("spec.template is missing")
+	}
+	tmpl["$patch"] = "replace"
+	return json.Marshal(map[string]any{"spec": map[string]any{"template": tmpl}})
+}
+
+// RevisionName is KCM's name of an owner's ControllerRevision:
+// "<owner>-<hash>", the owner's name cut at 223 characters.
+func RevisionName(owner, hash string) string {
+	if len(owner) > 223 {
+		owner = owner[:223]
+	}
+	return owner + "-" + hash
 }
