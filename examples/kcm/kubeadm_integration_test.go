@@ -4,12 +4,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctrlhost/ctrlhost/internal/poll"
+	"github.com/ctrlhost/ctrlhost/test/gobuild"
+	"github.com/ctrlhost/ctrlhost/test/procs"
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
 
@@ -51,29 +52,17 @@ func kubeadmArgs(t *testing.T, env *testenv.Env) []string {
 	}
 }
 
-// lockedBuffer is run's stderr, read while run writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// program is this program, built once (with -race when the test is): it
+// runs as a process of its own, as kubeadm's static pod runs KCM (run sets
+// klog's global logger, which a test's own clients read concurrently).
+var program = gobuild.New("github.com/ctrlhost/ctrlhost/examples/kcm").RaceLikeTest()
 
 // TestKubeadmCommandLine: kubeadm's command line for KCM, as is (plus a
 // free secure port), runs this program against a real API server: it
 // takes KCM's Lease, node-ipam gives a new node a pod CIDR from
 // --cluster-cidr, the bootstrap signer (selected by name, as kubeadm does)
-// signs cluster-info with a bootstrap token, and it stops cleanly.
+// signs cluster-info with a bootstrap token, and it stops cleanly on
+// SIGTERM.
 func TestKubeadmCommandLine(t *testing.T) {
 	env, err := testenv.Start(t.Context(), testenv.Options{})
 	if err != nil {
@@ -88,29 +77,18 @@ func TestKubeadmCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	args := append(kubeadmArgs(t, env), "--secure-port="+strconv.Itoa(freePort(t)))
-	var stderr lockedBuffer
-	exit := make(chan int, 1)
-	go func() { exit <- run(ctx, args, &stderr) }()
-	// On a failure: its output, and it is stopped before the API server.
-	t.Cleanup(func() {
-		cancel()
-		if t.Failed() {
-			t.Logf("its stderr:\n%s", stderr.String())
-		}
-		select {
-		case <-exit:
-		case <-time.After(time.Minute):
-			t.Errorf("still running a minute after its context ended")
-		}
-	})
+	p := procs.Start(t, "kcm", program.Path(t), args...)
+	failed := func(what string) string { return what + "; its last lines:\n" + p.LastLines() }
 
 	poll.Within(2*time.Minute).UntilContext(t, "it holds KCM's Lease",
 		func(ctx context.Context) (bool, error) {
 			l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, component,
 				metav1.GetOptions{})
-			return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
+			if err != nil {
+				return false, errors.New(failed(err.Error()))
+			}
+			return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
 		})
 
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kubeadm-node"}}
@@ -122,36 +100,27 @@ func TestKubeadmCommandLine(t *testing.T) {
 		func(ctx context.Context) (bool, error) {
 			n, err := cs.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 			if err != nil || n.Spec.PodCIDR == "" {
-				return false, nil
+				return false, errors.New(failed("no pod CIDR yet"))
 			}
 			ip, cidr, err := net.ParseCIDR(n.Spec.PodCIDR)
 			if err != nil || !clusterCIDR.Contains(ip) {
 				return false, fmt.Errorf("pod CIDR %q is not in %v", n.Spec.PodCIDR, clusterCIDR)
 			}
 			if ones, _ := cidr.Mask.Size(); ones != 24 {
-				return false, fmt.Errorf("pod CIDR %q, want a /24 (KCM's IPv4 default)", n.Spec.PodCIDR)
+				return false, fmt.Errorf("pod CIDR %q, want a /24 (KCM's IPv4 default)",
+					n.Spec.PodCIDR)
 			}
 			return true, nil
 		})
 
-	signBootstrapToken(t, cs)
-
-	cancel()
-	select {
-	case code := <-exit:
-		exit <- code // for the cleanup
-		if code != 0 {
-			t.Errorf("exit code %d after its context ended, want 0", code)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("still running a minute after its context ended")
-	}
+	signBootstrapToken(t, cs, failed)
+	p.Stop(time.Minute) // a clean exit, or the test fails
 }
 
 // signBootstrapToken creates kube-public/cluster-info and a signing
 // bootstrap token, as kubeadm init does, and waits for the token's
 // signature in cluster-info.
-func signBootstrapToken(t *testing.T, cs kubernetes.Interface) {
+func signBootstrapToken(t *testing.T, cs kubernetes.Interface, failed func(string) string) {
 	t.Helper()
 	ctx := t.Context()
 	info := &corev1.ConfigMap{
@@ -179,7 +148,10 @@ func signBootstrapToken(t *testing.T, cs kubernetes.Interface) {
 		func(ctx context.Context) (bool, error) {
 			cm, err := cs.CoreV1().ConfigMaps("kube-public").Get(ctx, "cluster-info",
 				metav1.GetOptions{})
-			return err == nil && cm.Data["jws-kubeconfig-abcdef"] != "", nil
+			if err != nil || cm.Data["jws-kubeconfig-abcdef"] == "" {
+				return false, errors.New(failed("not signed yet"))
+			}
+			return true, nil
 		})
 }
 
