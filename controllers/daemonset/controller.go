@@ -339,10 +339,10 @@ func (c *controller) deleteRevision(obj any) {
 
 // addPodUnlessListed skips the pods of the informer's initial list: every
 // DaemonSet is enqueued by its own initial list, and expectations are
-// empty in a new term.
+// empty in a new term. Nor does the staleness guard see them: no write of
+// this term can be among them (as workloop.Loop.Watch).
 func (c *controller) addPodUnlessListed(obj any, isInInitialList bool) {
 	if isInInitialList {
-		c.loop.Observe(obj)
 		return
 	}
 	c.addPod(obj)
