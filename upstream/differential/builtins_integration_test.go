@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/builtin"
@@ -108,6 +109,46 @@ func runner(t *testing.T, e *testenv.Env) differential.Runner {
 			return nil
 		},
 	}
+}
+
+// gatedRunner starts an API server of the test's own that serves the
+// group version runtimeConfig names ("group/version") with gate on, and
+// returns it with a runner for it whose two sides have gate on too:
+// upstream through KCM's default gate, native through a gate of specs.
+// For a built-in KCM and ctrlhost leave off by default.
+func gatedRunner(t *testing.T, gate featuregate.Feature,
+	specs map[featuregate.Feature]featuregate.FeatureSpec,
+	runtimeConfig string) (differential.Runner, *testenv.Env) {
+	t.Helper()
+	e, err := testenv.Start(t.Context(), testenv.Options{
+		FeatureGates:        map[string]bool{string(gate): true},
+		ExtraAPIServerFlags: []string{"--runtime-config=" + runtimeConfig + "=true"},
+		Logf:                t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, gate, true)
+	native := featuregate.NewFeatureGate()
+	if err := native.Add(specs); err != nil {
+		t.Fatal(err)
+	}
+	if err := native.SetFromMap(map[string]bool{string(gate): true}); err != nil {
+		t.Fatal(err)
+	}
+	r := runner(t, e)
+	r.FeatureGate = func(side differential.Side) featuregate.FeatureGate {
+		if side == differential.Upstream {
+			return utilfeature.DefaultMutableFeatureGate
+		}
+		return native
+	}
+	return r, e
 }
 
 // upstreamAfterSync makes r's upstream side start the controller name

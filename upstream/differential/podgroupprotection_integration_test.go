@@ -13,14 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/component-base/featuregate"
-	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/podgroupprotection"
-	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
@@ -38,36 +34,8 @@ const pgKept = "podgroups-kept-while-used"
 // pod fails.
 func TestPodGroupProtection(t *testing.T) {
 	ctx := t.Context()
-	e, err := testenv.Start(ctx, testenv.Options{
-		FeatureGates:        map[string]bool{"GenericWorkload": true},
-		ExtraAPIServerFlags: []string{"--runtime-config=scheduling.k8s.io/v1beta1=true"},
-		Logf:                t.Logf,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	// Upstream reads KCM's gate; native, a gate of its own gates.
-	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate,
-		podgroupprotection.FeatureGenericWorkload, true)
-	native := featuregate.NewFeatureGate()
-	if err := native.Add(podgroupprotection.FeatureSpecs()); err != nil {
-		t.Fatal(err)
-	}
-	if err := native.SetFromMap(map[string]bool{"GenericWorkload": true}); err != nil {
-		t.Fatal(err)
-	}
-	r := runner(t, e)
-	r.FeatureGate = func(side differential.Side) featuregate.FeatureGate {
-		if side == differential.Upstream {
-			return utilfeature.DefaultMutableFeatureGate
-		}
-		return native
-	}
+	r, _ := gatedRunner(t, podgroupprotection.FeatureGenericWorkload,
+		podgroupprotection.FeatureSpecs(), "scheduling.k8s.io/v1beta1")
 
 	podGroup := func(name string) *schedulingv1beta1.PodGroup {
 		return &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name},

@@ -18,14 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericfeatures "k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/storageversion"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/component-base/featuregate"
-	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/storageversiongc"
-	"github.com/ctrlhost/ctrlhost/testenv"
 	"github.com/ctrlhost/ctrlhost/upstream/differential"
 )
 
@@ -40,36 +36,8 @@ const svgcIdentity = "apiserver.kubernetes.io/identity"
 // an API server whose lease is deleted go then.
 func TestStorageVersionGC(t *testing.T) {
 	ctx := t.Context()
-	e, err := testenv.Start(ctx, testenv.Options{
-		FeatureGates:        map[string]bool{"StorageVersionAPI": true},
-		ExtraAPIServerFlags: []string{"--runtime-config=internal.apiserver.k8s.io/v1alpha1=true"},
-		Logf:                t.Logf,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	// Upstream reads KCM's gate; native, a gate of its own gates.
-	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate,
-		genericfeatures.StorageVersionAPI, true)
-	native := featuregate.NewFeatureGate()
-	if err := native.Add(storageversiongc.FeatureSpecs()); err != nil {
-		t.Fatal(err)
-	}
-	if err := native.SetFromMap(map[string]bool{"StorageVersionAPI": true}); err != nil {
-		t.Fatal(err)
-	}
-	r := runner(t, e)
-	r.FeatureGate = func(side differential.Side) featuregate.FeatureGate {
-		if side == differential.Upstream {
-			return utilfeature.DefaultMutableFeatureGate
-		}
-		return native
-	}
+	r, e := gatedRunner(t, genericfeatures.StorageVersionAPI, storageversiongc.FeatureSpecs(),
+		"internal.apiserver.k8s.io/v1alpha1")
 
 	byNS := func(ns string) metav1.ListOptions {
 		return metav1.ListOptions{LabelSelector: "differential=" + ns}
