@@ -20,6 +20,7 @@ import (
 	autoscalingclient "k8s.io/client-go/kubernetes/typed/autoscaling/v2"
 	autoscalinglisters "k8s.io/client-go/listers/autoscaling/v2"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/scale"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -89,13 +90,8 @@ type deps struct {
 	registry   prometheus.Registerer // for the monitor's metrics; nil: unregistered
 }
 
-func newFromContext(_ context.Context, cc descriptor.Context, o Options) (*controller,
-	error) {
-	cfg, err := cc.ClientBuilder.Config(clientName)
-	if err != nil {
-		return nil, fmt.Errorf("the HPA controller reads the metrics APIs and the scale "+
-			"subresource through a REST config, which the host has none of: %w", err)
-	}
+func newFromContext(_ context.Context, cc descriptor.Context, o Options,
+	cfg *rest.Config) (*controller, error) {
 	client, err := cc.ClientBuilder.Client(clientName)
 	if err != nil {
 		return nil, err

@@ -220,12 +220,13 @@ var podReads = []string{
 func Descriptor(o Options) descriptor.Descriptor {
 	return descriptor.New(Name, func(ctx context.Context,
 		cc descriptor.Context) (descriptor.Controller, error) {
-		if _, err := cc.ClientBuilder.Config(clientName); err != nil {
+		cfg, err := cc.ClientBuilder.Config(clientName)
+		if err != nil {
 			logr.FromContextOrDiscard(ctx).Info("Not starting: the metrics APIs and the "+
 				"scale subresource need a REST config", "controller", cc.Name, "reason", err)
 			return nil, nil
 		}
-		return newFromContext(ctx, cc, o.withDefaults())
+		return newFromContext(ctx, cc, o.withDefaults(), cfg)
 	}).WithAliases(Alias).
 		WithValidator(o.Validate).
 		WithEventSource(eventSource).
