@@ -1,18 +1,25 @@
 // Package events records one controller's events for one term: a client-go
-// event broadcaster whose sink writes with the controller's own client (its
+// event broadcaster and correlator (aggregation, spam filtering), whose
+// events this package writes itself, with the controller's own client (its
 // user agent, its ServiceAccount under --use-service-account-credentials,
-// its fenced transport), checks the term's write gate when the write leaves
-// the process, and ends with the term.
+// its fenced transport), checking the term's write gate when the write
+// leaves the process; it ends with the term.
 //
 // Guarantees:
 //   - No event is written once the gate refuses the controller's writes: the
-//     sink checks the gate before each write, and the client's fenced
+//     writer checks the gate before each write, and the client's fenced
 //     transport checks it again as the request leaves.
-//   - Once Stop returned, nothing this Recorder started writes: later events
-//     are dropped, and the writes in flight have returned (Stop waits for
-//     them within its context, then cancels them).
+//   - Once Stop returned, no code of this Recorder runs: later events are
+//     dropped, a write waiting to be retried is given up, and the writes in
+//     flight have returned and been logged (Stop waits for them within its
+//     context, then cancels them). Nothing it started logs after Stop, so a
+//     program may undo its logging setup (logging.ForProgram's done) then.
 //   - A dropped event (fenced, or recorded after Stop) is logged at V(2)
 //     and never as an error, so a clean stop logs none.
+//   - Writes follow client-go's recorder: an aggregated event (count > 1)
+//     is patched, and created when gone; a request that cannot be built or
+//     that the server refused is not retried; a transport error is retried
+//     up to 12 times, 10 s apart (the first wait randomised).
 //
 // Non-guarantees: events still queued in the broadcaster when Stop is
 // called may be dropped (as kube-controller-manager's are when it exits);
@@ -23,17 +30,27 @@ package events
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ctrlhost/ctrlhost/fence"
+)
+
+// Write retries, as client-go's recorder: a transport error is retried up
+// to maxTries times, retryDelay apart, the first wait randomised so that
+// clients do not retry in step after an API server outage.
+const (
+	maxTries   = 12
+	retryDelay = 10 * time.Second
 )
 
 // Recorder is one controller's event recording in one term. Create it with
@@ -41,7 +58,7 @@ import (
 type Recorder struct {
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
-	sink        *sink
+	writer      *writer
 }
 
 // New starts recording for controller: events name source as their
@@ -50,15 +67,19 @@ type Recorder struct {
 func New(client typedcorev1.EventsGetter, gate *fence.Gate, controller, source string, scheme *runtime.Scheme,
 	log logr.Logger) *Recorder {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &sink{
+	w := &writer{
 		events: client.Events(""), gate: gate, controller: controller, log: log,
-		ctx: ctx, cancel: cancel,
+		correlator: record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{}),
+		ctx:        ctx, cancel: cancel, stopping: make(chan struct{}),
 	}
+	// The broadcaster's own goroutine hands each event to w.handle, and
+	// logs nothing of its own once running; its context carries log for
+	// the one line it may write while starting.
 	b := record.NewBroadcaster(record.WithContext(logr.NewContext(context.Background(), log)))
-	b.StartRecordingToSink(s)
+	b.StartEventWatcher(w.handle)
 	return &Recorder{
 		broadcaster: b,
-		sink:        s,
+		writer:      w,
 		recorder:    b.NewRecorder(scheme, corev1.EventSource{Component: source}),
 	}
 }
@@ -67,13 +88,13 @@ func New(client typedcorev1.EventsGetter, gate *fence.Gate, controller, source s
 // Stop are dropped quietly.
 func (r *Recorder) EventRecorder() record.EventRecorder { return stoppable{r} }
 
-// Stop drops later events, shuts the broadcaster down, and waits for the
-// writes in flight until ctx is done, then cancels them and waits for them
-// to return.
+// Stop drops later events, gives up the writes waiting to be retried,
+// shuts the broadcaster down, and waits for the writes in flight until ctx
+// is done, then cancels them and waits for them to return.
 func (r *Recorder) Stop(ctx context.Context) {
-	r.sink.close()
+	r.writer.close()
 	r.broadcaster.Shutdown()
-	r.sink.wait(ctx)
+	r.writer.wait(ctx)
 }
 
 // stoppable drops events once the Recorder stopped, instead of handing
@@ -81,120 +102,170 @@ func (r *Recorder) Stop(ctx context.Context) {
 type stoppable struct{ r *Recorder }
 
 func (s stoppable) Event(obj runtime.Object, eventtype, reason, message string) {
-	if s.r.sink.open() {
+	if s.r.writer.open() {
 		s.r.recorder.Event(obj, eventtype, reason, message)
 	}
 }
 
 func (s stoppable) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	if s.r.sink.open() {
+	if s.r.writer.open() {
 		s.r.recorder.Eventf(obj, eventtype, reason, messageFmt, args...)
 	}
 }
 
 func (s stoppable) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason,
 	messageFmt string, args ...any) {
-	if s.r.sink.open() {
+	if s.r.writer.open() {
 		s.r.recorder.AnnotatedEventf(obj, annotations, eventtype, reason, messageFmt, args...)
 	}
 }
 
-// sink is the broadcaster's record.EventSink.
-type sink struct {
+// writer writes the events the broadcaster hands it. client-go's own
+// sink loop (StartRecordingToSink) is not used: its goroutine goes on
+// logging through klog's globals after the sink returned, so a Stop could
+// not wait for it.
+type writer struct {
 	events     typedcorev1.EventInterface
 	gate       *fence.Gate
 	controller string
 	log        logr.Logger
-	ctx        context.Context // cancelled when Stop gives up waiting
+	correlator *record.EventCorrelator // used by the broadcaster's one goroutine only
+	ctx        context.Context         // cancelled when Stop gives up waiting
 	cancel     context.CancelFunc
+	stopping   chan struct{} // closed by close: retries are given up
 
 	mu       sync.Mutex
 	closed   bool
 	inflight sync.WaitGroup
 }
 
-func (s *sink) open() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !s.closed
+func (w *writer) open() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.closed
 }
 
-func (s *sink) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
+func (w *writer) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.closed = true
+		close(w.stopping)
+	}
 }
 
-// wait waits for the writes in flight, cancelling them once ctx is done.
-func (s *sink) wait(ctx context.Context) {
+// enter admits the handling of one event: false once closed.
+func (w *writer) enter() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return false
+	}
+	w.inflight.Add(1)
+	return true
+}
+
+// wait waits for the events being handled, cancelling their writes once
+// ctx is done.
+func (w *writer) wait(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.inflight.Wait()
+		w.inflight.Wait()
 	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
-		s.cancel()
+		w.cancel()
 		<-done
 	}
-	s.cancel()
+	w.cancel()
 }
 
-// dropped is what the sink answers for an event it does not write:
-// client-go's recorder gives up on an AlreadyExists without retrying and
-// logs it at V(5) only.
-func dropped(ev *corev1.Event) error {
-	return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "events"}, ev.Name)
+// handle correlates ev with the events before it and writes the result,
+// retrying transport errors.
+func (w *writer) handle(ev *corev1.Event) {
+	if !w.enter() {
+		return // queued when Stop came; dropped, as documented
+	}
+	defer w.inflight.Done()
+	ev = ev.DeepCopy() // the broadcaster's other watchers share it
+	res, err := w.correlator.EventCorrelate(ev)
+	if err != nil {
+		w.log.Error(err, "Event correlation failed", "controller", w.controller, "reason", ev.Reason)
+	}
+	if res.Skip {
+		return
+	}
+	for try := 1; ; try++ {
+		if w.write(res.Event, res.Patch) {
+			return
+		}
+		if try >= maxTries {
+			w.log.Error(nil, "Gave up writing an event after retries", "controller", w.controller,
+				"reason", ev.Reason, "tries", try)
+			return
+		}
+		delay := retryDelay
+		if try == 1 {
+			delay = time.Duration(rand.Float64() * float64(delay))
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-w.stopping:
+			t.Stop()
+			w.log.V(2).Info("Dropped an event waiting to be retried when the term stopped",
+				"controller", w.controller, "reason", ev.Reason)
+			return
+		case <-t.C:
+		}
+	}
 }
 
-// begin admits one write: false when the sink is closed or the gate
-// refuses it.
-func (s *sink) begin(ev *corev1.Event) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		s.log.V(2).Info("Dropped an event recorded while the term stopped",
-			"controller", s.controller, "reason", ev.Reason)
-		return false
+// write makes one attempt to write ev (a patch of an existing event when
+// aggregated, else a create) and tells whether it is done with ev: written,
+// dropped, or refused for good. false asks for a retry.
+func (w *writer) write(ev *corev1.Event, patch []byte) bool {
+	if err := w.gate.Check(w.controller); err != nil {
+		w.log.V(2).Info("Dropped an event", "controller", w.controller, "reason", ev.Reason, "err", err.Error())
+		return true
 	}
-	if err := s.gate.Check(s.controller); err != nil {
-		s.log.V(2).Info("Dropped an event", "controller", s.controller, "reason", ev.Reason, "err", err.Error())
-		return false
+	var out *corev1.Event
+	var err error
+	aggregated := ev.Count > 1
+	if aggregated {
+		out, err = w.events.PatchWithEventNamespaceWithContext(w.ctx, ev, patch)
 	}
-	s.inflight.Add(1)
-	return true
-}
-
-func (s *sink) write(ev *corev1.Event, f func(ctx context.Context) (*corev1.Event, error)) (*corev1.Event, error) {
-	if !s.begin(ev) {
-		return nil, dropped(ev)
+	if !aggregated || apierrors.IsNotFound(err) {
+		ev.ResourceVersion = ""
+		out, err = w.events.CreateWithEventNamespaceWithContext(w.ctx, ev)
 	}
-	defer s.inflight.Done()
-	out, err := f(s.ctx)
-	if errors.Is(err, fence.ErrFenced) || (err != nil && s.ctx.Err() != nil) {
+	var construction *rest.RequestConstructionError
+	var status *apierrors.StatusError
+	switch {
+	case err == nil:
+		w.correlator.UpdateState(out)
+		return true
+	case errors.Is(err, fence.ErrFenced) || w.ctx.Err() != nil:
 		// The gate shut while the event was on its way out, or the
 		// term's stop gave up on it.
-		s.log.V(2).Info("Dropped an event", "controller", s.controller, "reason", ev.Reason, "err", err.Error())
-		return nil, dropped(ev)
+		w.log.V(2).Info("Dropped an event", "controller", w.controller, "reason", ev.Reason, "err", err.Error())
+		return true
+	case errors.As(err, &construction):
+		w.log.Error(err, "Cannot build an event's request; not retried", "controller", w.controller,
+			"reason", ev.Reason)
+		return true
+	case errors.As(err, &status):
+		if apierrors.IsAlreadyExists(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			w.log.V(5).Info("The server refused an event; not retried", "controller", w.controller,
+				"reason", ev.Reason, "err", err.Error())
+		} else {
+			w.log.Error(err, "The server refused an event; not retried", "controller", w.controller,
+				"reason", ev.Reason)
+		}
+		return true
+	default:
+		w.log.Error(err, "Cannot write an event; retrying", "controller", w.controller, "reason", ev.Reason)
+		return false
 	}
-	return out, err
-}
-
-func (s *sink) Create(ev *corev1.Event) (*corev1.Event, error) {
-	return s.write(ev, func(ctx context.Context) (*corev1.Event, error) {
-		return s.events.CreateWithEventNamespaceWithContext(ctx, ev)
-	})
-}
-
-func (s *sink) Update(ev *corev1.Event) (*corev1.Event, error) {
-	return s.write(ev, func(ctx context.Context) (*corev1.Event, error) {
-		return s.events.UpdateWithEventNamespaceWithContext(ctx, ev)
-	})
-}
-
-func (s *sink) Patch(ev *corev1.Event, data []byte) (*corev1.Event, error) {
-	return s.write(ev, func(ctx context.Context) (*corev1.Event, error) {
-		return s.events.PatchWithEventNamespaceWithContext(ctx, ev, data)
-	})
 }

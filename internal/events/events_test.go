@@ -2,20 +2,26 @@ package events_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/internal/events"
@@ -189,5 +195,82 @@ func TestEventsAreWrittenWithTheControllersClient(t *testing.T) {
 	defer mu.Unlock()
 	if len(agents) == 0 || agents[0] != "host/widget-controller" {
 		t.Errorf("events written with user agents %q, want the controller's client's", agents)
+	}
+}
+
+// Stop returns only once the Recorder's code is done with every event it
+// took: here the log line of a failed write is held, and Stop waits for it.
+// Before, client-go's sink loop logged (through klog's globals) after the
+// sink's write had returned, so Stop returned first, and a program undoing
+// its klog routing after the manager stopped raced with that line.
+func TestNothingTheRecorderStartedRunsAfterStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := fake.NewClientset()
+		cs.PrependReactor("create", "events", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, errors.New("connection refused")
+		})
+		logging, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		log := funcr.New(func(_, args string) {
+			if strings.Contains(args, "connection refused") {
+				once.Do(func() {
+					close(logging)
+					<-release
+				})
+			}
+		}, funcr.Options{Verbosity: 10})
+		r := events.New(cs.CoreV1(), nil, "widget-controller", "widget-controller", scheme.Scheme, log)
+		r.EventRecorder().Event(pod, corev1.EventTypeNormal, "Started", "the write fails")
+		<-logging
+
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			r.Stop(context.Background())
+		}()
+		synctest.Wait()
+		select {
+		case <-stopped:
+			t.Error("Stop returned while the recorder was still logging a failed write")
+		default:
+		}
+		close(release)
+		<-stopped
+	})
+}
+
+// A transport error is retried, as client-go's recorder does, and a server
+// refusal is not; the retries wait on the clock (fake here).
+func TestATransportErrorIsRetriedAndARefusalIsNot(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		creates int
+	}{
+		{"transport error", errors.New("connection refused"), 2},
+		{"refusal", apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "e", errors.New("no")), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cs := fake.NewClientset()
+				var creates int
+				cs.PrependReactor("create", "events", func(clienttesting.Action) (bool, runtime.Object, error) {
+					creates++
+					if creates == 1 {
+						return true, nil, tc.err
+					}
+					return false, nil, nil
+				})
+				r := events.New(cs.CoreV1(), nil, "widget-controller", "widget-controller", scheme.Scheme,
+					logr.Discard())
+				r.EventRecorder().Event(pod, corev1.EventTypeNormal, "Started", "first write fails")
+				<-time.After(time.Minute) // the bubble's fake clock: past the longest first wait
+				synctest.Wait()
+				r.Stop(context.Background())
+				if creates != tc.creates {
+					t.Errorf("%d creates, want %d", creates, tc.creates)
+				}
+			})
+		})
 	}
 }
