@@ -49,16 +49,8 @@ func (l *Loop) Watch(inf cache.SharedInformer, m Mapper, filters ...Filter) erro
 		}
 	}
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		// The initial list (or the replay a running informer gives a new
-		// handler) is not shown to the staleness guard: the workers start
-		// once it has been delivered, so no write of this Loop can be in
-		// it, and remembering it would hold an entry per cached object
-		// until the next event (in a quiet cluster, for good; 50,000 per
-		// pod-watching Loop at 50,000 pods).
 		AddFunc: func(obj any, isInInitialList bool) {
-			if !isInInitialList {
-				l.Observe(obj)
-			}
+			l.ObserveAdd(obj, isInInitialList)
 			enqueue(nil, obj)
 		},
 		UpdateFunc: func(old, obj any) {

@@ -111,6 +111,18 @@ func (l *Loop) Wrote(key string, obj any) {
 // before it enqueues.
 func (l *Loop) Observe(obj any) { l.guard.observe(obj, false) }
 
+// ObserveAdd is Observe for a cache.ResourceEventHandlerDetailedFuncs
+// AddFunc: it does not show the guard the informer's initial list (or the
+// replay a running informer gives a new handler). A Loop's workers start
+// once that list has been delivered, so none of its writes can be in it,
+// and remembering it would hold an entry per cached object until the next
+// event on it: in a quiet cluster, for good.
+func (l *Loop) ObserveAdd(obj any, isInInitialList bool) {
+	if !isInInitialList {
+		l.Observe(obj)
+	}
+}
+
 // ObserveDelete tells the staleness guard an informer delivered obj's
 // deletion (obj may be a cache.DeletedFinalStateUnknown).
 func (l *Loop) ObserveDelete(obj any) { l.guard.observe(obj, true) }

@@ -110,3 +110,21 @@ func TestWatchedInitialListLeavesNoEntry(t *testing.T) {
 			first.guard.seenCount(), second.guard.seenCount())
 	}
 }
+
+// TestObserveAddSkipsTheInitialList: a handler registered without Watch
+// shows the guard its adds through ObserveAdd, which skips the initial
+// list as Watch does and remembers a later add.
+func TestObserveAddSkipsTheInitialList(t *testing.T) {
+	l := New("observe-add", func(context.Context, string) error { return nil }, Options{})
+	defer l.ShutDown()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u",
+		ResourceVersion: "10"}}
+	l.ObserveAdd(pod, true)
+	if n := l.guard.seenCount(); n != 0 {
+		t.Errorf("after an add from the initial list the guard remembers %d deliveries, want 0", n)
+	}
+	l.ObserveAdd(pod, false)
+	if n := l.guard.seenCount(); n != 1 {
+		t.Errorf("after a later add the guard remembers %d deliveries, want 1", n)
+	}
+}

@@ -165,8 +165,10 @@ func newController(cfg config) (*controller, error) {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
-		{dsInf, cache.ResourceEventHandlerFuncs{AddFunc: c.addDaemonSet, UpdateFunc: c.updateDaemonSet, DeleteFunc: c.deleteDaemonSet}},
-		{revInf, cache.ResourceEventHandlerFuncs{AddFunc: c.addRevision, UpdateFunc: c.updateRevision, DeleteFunc: c.deleteRevision}},
+		{dsInf, cache.ResourceEventHandlerDetailedFuncs{AddFunc: c.addDaemonSet,
+			UpdateFunc: c.updateDaemonSet, DeleteFunc: c.deleteDaemonSet}},
+		{revInf, cache.ResourceEventHandlerFuncs{AddFunc: c.addRevision,
+			UpdateFunc: c.updateRevision, DeleteFunc: c.deleteRevision}},
 		{podInf, cache.ResourceEventHandlerDetailedFuncs{AddFunc: c.addPodUnlessListed, UpdateFunc: c.updatePod, DeleteFunc: c.deletePod}},
 		{nodeInf, cache.ResourceEventHandlerDetailedFuncs{AddFunc: c.addNode, UpdateFunc: c.updateNode}},
 	} {
@@ -223,8 +225,8 @@ func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 // them into keys and, as upstream does, record observed creations and
 // deletions in the expectations.
 
-func (c *controller) addDaemonSet(obj any) {
-	c.loop.Observe(obj)
+func (c *controller) addDaemonSet(obj any, isInInitialList bool) {
+	c.loop.ObserveAdd(obj, isInInitialList)
 	if ds, ok := obj.(*appsv1.DaemonSet); ok {
 		c.loop.Add(keyOf(ds))
 	}

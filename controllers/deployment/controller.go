@@ -110,8 +110,10 @@ func newController(cfg config) (*controller, error) {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
-		{dInf, cache.ResourceEventHandlerFuncs{AddFunc: c.addDeployment, UpdateFunc: c.updateDeployment, DeleteFunc: c.deleteDeployment}},
-		{rsInf, cache.ResourceEventHandlerFuncs{AddFunc: c.addReplicaSet, UpdateFunc: c.updateReplicaSet, DeleteFunc: c.deleteReplicaSet}},
+		{dInf, cache.ResourceEventHandlerDetailedFuncs{AddFunc: c.addDeployment,
+			UpdateFunc: c.updateDeployment, DeleteFunc: c.deleteDeployment}},
+		{rsInf, cache.ResourceEventHandlerDetailedFuncs{AddFunc: c.addReplicaSet,
+			UpdateFunc: c.updateReplicaSet, DeleteFunc: c.deleteReplicaSet}},
 		{podInf, cache.ResourceEventHandlerFuncs{DeleteFunc: c.deletePod}},
 	} {
 		reg, err := h.inf.AddEventHandler(h.h)
@@ -142,14 +144,14 @@ func (c *controller) enqueue(d *appsv1.Deployment) { c.enqueueKey(keyOf(d)) }
 // Event handlers: they only turn objects into keys (and feed the staleness
 // guard); objects from caches are never modified.
 
-func (c *controller) addDeployment(obj any) {
-	c.loop.Observe(obj)
+func (c *controller) addDeployment(obj any, isInInitialList bool) {
+	c.loop.ObserveAdd(obj, isInInitialList)
 	if d, ok := obj.(*appsv1.Deployment); ok {
 		c.enqueue(d)
 	}
 }
 
-func (c *controller) updateDeployment(_, obj any) { c.addDeployment(obj) }
+func (c *controller) updateDeployment(_, obj any) { c.addDeployment(obj, false) }
 
 func (c *controller) deleteDeployment(obj any) {
 	c.loop.ObserveDelete(obj)
@@ -183,8 +185,8 @@ func (c *controller) selecting(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
 	return out
 }
 
-func (c *controller) addReplicaSet(obj any) {
-	c.loop.Observe(obj)
+func (c *controller) addReplicaSet(obj any, isInInitialList bool) {
+	c.loop.ObserveAdd(obj, isInInitialList)
 	rs, ok := obj.(*appsv1.ReplicaSet)
 	if !ok {
 		return

@@ -51,13 +51,17 @@ func TestEventHandlers(t *testing.T) {
 		event func(c *controller)
 		want  []string
 	}{
-		{"deployment added", func(c *controller) { c.addDeployment(web) }, []string{"ns/web"}},
+		{"deployment added", func(c *controller) { c.addDeployment(web, false) },
+			[]string{"ns/web"}},
 		{"deployment deleted (tombstone)", func(c *controller) {
 			c.deleteDeployment(cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: web})
 		}, []string{"ns/web"}},
-		{"owned ReplicaSet added", func(c *controller) { c.addReplicaSet(owned) }, []string{"ns/web"}},
-		{"ReplicaSet of a deleted namesake", func(c *controller) { c.addReplicaSet(stale) }, nil},
-		{"orphan added wakes the selecting Deployment", func(c *controller) { c.addReplicaSet(orphan) }, []string{"ns/web"}},
+		{"owned ReplicaSet added", func(c *controller) { c.addReplicaSet(owned, false) },
+			[]string{"ns/web"}},
+		{"ReplicaSet of a deleted namesake", func(c *controller) { c.addReplicaSet(stale, false) },
+			nil},
+		{"orphan added wakes the selecting Deployment",
+			func(c *controller) { c.addReplicaSet(orphan, false) }, []string{"ns/web"}},
 		{"orphan relabelled wakes the newly selecting one", func(c *controller) { c.updateReplicaSet(withRV(orphan, "1"), relabelled) }, []string{"ns/other"}},
 		{"resync (same resourceVersion) wakes nobody", func(c *controller) { c.updateReplicaSet(withRV(owned, "1"), withRV(owned, "1")) }, nil},
 		{"controller changed wakes old and new owner", func(c *controller) {

@@ -175,7 +175,7 @@ func newController(o Options, d deps) (*controller, error) {
 	lo := d.loopOpts
 	lo.RateLimiter = fixedInterval(o.SyncPeriod)
 	c.loop = workloop.New(d.name, c.sync, lo)
-	reg, err := d.hpas.AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+	reg, err := d.hpas.AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    c.added,
 		UpdateFunc: c.updated,
 		DeleteFunc: c.deleted,
@@ -212,8 +212,8 @@ func key(obj any) (string, bool) {
 
 // added registers the HPA with a selector that matches nothing (its
 // target's is learnt on its first sync) and syncs it at once.
-func (c *controller) added(obj any) {
-	c.loop.Observe(obj)
+func (c *controller) added(obj any, isInInitialList bool) {
+	c.loop.ObserveAdd(obj, isInInitialList)
 	k, ok := key(obj)
 	if !ok {
 		return
@@ -232,7 +232,7 @@ func (c *controller) updated(old, obj any) {
 	o, ok1 := old.(*autoscalingv2.HorizontalPodAutoscaler)
 	n, ok2 := obj.(*autoscalingv2.HorizontalPodAutoscaler)
 	if ok1 && ok2 && c.generation && o.Generation != n.Generation {
-		c.added(obj)
+		c.added(obj, false)
 		return
 	}
 	if k, ok := key(obj); ok {

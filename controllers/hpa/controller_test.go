@@ -266,7 +266,7 @@ func TestAmbiguousSelector(t *testing.T) {
 	if err := f.hpaIdx.Add(other); err != nil {
 		t.Fatal(err)
 	}
-	f.c.added(other)
+	f.c.added(other, false)
 	f.c.selectors.putIfPresent(ns+"/other", mustSelector(t, "app=web"))
 	f.metrics.cpu = map[string]int64{"a": 150, "b": 150}
 	st, err := f.sync()

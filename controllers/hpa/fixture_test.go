@@ -180,7 +180,7 @@ func newFixture(t *testing.T, hpa *autoscalingv2.HorizontalPodAutoscaler, replic
 			t.Fatal(err)
 		}
 	}
-	c.added(hpa)
+	c.added(hpa, false)
 	return f
 }
 

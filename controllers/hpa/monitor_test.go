@@ -30,8 +30,8 @@ func TestMonitor(t *testing.T) {
 	f.c.monitor = m
 	other := cpuHPA(50, 10)
 	other.Name = "other"
-	f.c.added(other)
-	f.c.added(other) // registered already: not counted again
+	f.c.added(other, false)
+	f.c.added(other, false) // registered already: not counted again
 	f.metrics.cpu = map[string]int64{"a": 150, "b": 150}
 	if _, err := f.sync(); err != nil {
 		t.Fatal(err)

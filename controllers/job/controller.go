@@ -168,7 +168,7 @@ func newController(cfg config) (*controller, error) {
 	})
 	c.enqueueAfter = c.loop.AddAfter
 	shutDown := func() { c.loop.ShutDown(); c.orphans.ShutDown() }
-	if _, err := jobInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := jobInf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    c.addJob,
 		UpdateFunc: c.updateJob,
 		DeleteFunc: c.deleteJob,
@@ -176,7 +176,7 @@ func newController(cfg config) (*controller, error) {
 		shutDown()
 		return nil, fmt.Errorf("job event handler: %w", err)
 	}
-	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    c.addPod,
 		UpdateFunc: c.updatePod,
 		DeleteFunc: func(obj any) { c.deletePod(obj, true) },
@@ -218,8 +218,8 @@ func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 // them into keys and record observed creations, deletions and finalizer
 // removals in the expectations, as KCM does.
 
-func (c *controller) addJob(obj any) {
-	c.loop.Observe(obj)
+func (c *controller) addJob(obj any, isInInitialList bool) {
+	c.loop.ObserveAdd(obj, isInInitialList)
 	if j, ok := obj.(*batchv1.Job); ok {
 		c.loop.Add(jobKey(j))
 	}
@@ -288,8 +288,8 @@ func (c *controller) jobsSelecting(p *corev1.Pod) []*batchv1.Job {
 	return out
 }
 
-func (c *controller) addPod(obj any) {
-	c.loop.Observe(obj)
+func (c *controller) addPod(obj any, isInInitialList bool) {
+	c.loop.ObserveAdd(obj, isInInitialList)
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return

@@ -118,7 +118,7 @@ func (f *fixture) deliver() {
 		if ok {
 			f.c.updateJob(old, j)
 		} else {
-			f.c.addJob(j)
+			f.c.addJob(j, false)
 		}
 	}
 	pods, err := f.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
@@ -137,7 +137,7 @@ func (f *fixture) deliver() {
 		if ok {
 			f.c.updatePod(old, p)
 		} else {
-			f.c.addPod(p)
+			f.c.addPod(p, false)
 		}
 	}
 	for _, o := range podStore.List() {

@@ -23,11 +23,11 @@ func TestHandlersObserveExpectations(t *testing.T) {
 	key := "ns/work"
 
 	f.c.exp.ExpectCreations(key, 1)
-	f.c.addPod(cached(t, newPod("other", newJob("other")))[0])
+	f.c.addPod(cached(t, newPod("other", newJob("other")))[0], false)
 	if f.c.exp.Satisfied(key) {
 		t.Fatal("another Job's pod met the creation")
 	}
-	f.c.addPod(cached(t, newPod("a", j))[0])
+	f.c.addPod(cached(t, newPod("a", j))[0], false)
 	if !f.c.exp.Satisfied(key) {
 		t.Error("the pod's creation was not observed")
 	}

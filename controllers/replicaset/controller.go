@@ -129,7 +129,7 @@ func newController(cfg config) (*controller, error) {
 	// The queue exists from here on; release it if construction fails.
 	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{Metrics: cfg.metrics})
 	c.enqueueAfter = c.loop.AddAfter
-	if _, err := owners.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := owners.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    c.addOwner,
 		UpdateFunc: c.updateOwner,
 		DeleteFunc: c.deleteOwner,
@@ -166,8 +166,8 @@ func (c *controller) enqueue(rs *appsv1.ReplicaSet) {
 	c.loop.Add(rs.Namespace + "/" + rs.Name)
 }
 
-func (c *controller) addOwner(obj any) {
-	c.loop.Observe(obj)
+func (c *controller) addOwner(obj any, isInInitialList bool) {
+	c.loop.ObserveAdd(obj, isInInitialList)
 	if rs, ok := c.kind.view(obj); ok {
 		c.enqueue(rs)
 	}

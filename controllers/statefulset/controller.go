@@ -120,12 +120,12 @@ func newController(cfg config) (*controller, error) {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
 	}{
-		{setInf, cache.ResourceEventHandlerFuncs{AddFunc: c.addSet,
+		{setInf, cache.ResourceEventHandlerDetailedFuncs{AddFunc: c.addSet,
 			UpdateFunc: c.updateSet, DeleteFunc: c.deleteSet}},
-		{podInf, cache.ResourceEventHandlerFuncs{AddFunc: c.addPod,
+		{podInf, cache.ResourceEventHandlerDetailedFuncs{AddFunc: c.addPod,
 			UpdateFunc: c.updatePodEvent, DeleteFunc: c.deletePodEvent}},
-		{claimInf, cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.loop.Observe,
+		{claimInf, cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc:    c.loop.ObserveAdd,
 			UpdateFunc: func(_, obj any) { c.loop.Observe(obj) },
 			DeleteFunc: c.loop.ObserveDelete}},
 	} {
@@ -149,14 +149,14 @@ func (c *controller) Run(ctx context.Context) error {
 
 func keyOf(set *appsv1.StatefulSet) string { return set.Namespace + "/" + set.Name }
 
-func (c *controller) addSet(obj any) {
-	c.loop.Observe(obj)
+func (c *controller) addSet(obj any, isInInitialList bool) {
+	c.loop.ObserveAdd(obj, isInInitialList)
 	if set, ok := obj.(*appsv1.StatefulSet); ok {
 		c.enqueue(keyOf(set))
 	}
 }
 
-func (c *controller) updateSet(_, obj any) { c.addSet(obj) }
+func (c *controller) updateSet(_, obj any) { c.addSet(obj, false) }
 
 func (c *controller) deleteSet(obj any) {
 	c.loop.ObserveDelete(obj)
@@ -190,8 +190,8 @@ func (c *controller) selecting(p *corev1.Pod) []*appsv1.StatefulSet {
 	return out
 }
 
-func (c *controller) addPod(obj any) {
-	c.loop.Observe(obj)
+func (c *controller) addPod(obj any, isInInitialList bool) {
+	c.loop.ObserveAdd(obj, isInInitialList)
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return

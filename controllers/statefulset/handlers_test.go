@@ -48,12 +48,13 @@ func TestPodHandlers(t *testing.T) {
 		want     []string
 		requeued []time.Duration
 	}{
-		{"add owned", func(c *controller) { c.addPod(owned(nil)) }, []string{"ns/web"}, nil},
-		{"add orphan", func(c *controller) { c.addPod(orphan(map[string]string{"app": "db"})) },
+		{"add owned", func(c *controller) { c.addPod(owned(nil), false) }, []string{"ns/web"}, nil},
+		{"add orphan",
+			func(c *controller) { c.addPod(orphan(map[string]string{"app": "db"}), false) },
 			[]string{"ns/db"}, nil},
-		{"add unlabelled orphan", func(c *controller) { c.addPod(orphan(nil)) }, nil, nil},
+		{"add unlabelled orphan", func(c *controller) { c.addPod(orphan(nil), false) }, nil, nil},
 		{"add owned by a stranger", func(c *controller) {
-			c.addPod(owned(func(p *corev1.Pod) { p.OwnerReferences[0].UID = "other" }))
+			c.addPod(owned(func(p *corev1.Pod) { p.OwnerReferences[0].UID = "other" }), false)
 		}, nil, nil},
 		{"update, same version", func(c *controller) { c.updatePodEvent(owned(nil), owned(nil)) },
 			nil, nil},
@@ -99,7 +100,7 @@ func TestSetHandlers(t *testing.T) {
 	f := newFixture(t, nil)
 	keys := recordKeys(f)
 	set := newSet("web", 1)
-	f.c.addSet(set)
+	f.c.addSet(set, false)
 	f.c.updateSet(set, set)
 	f.c.deleteSet(cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: set})
 	if got := *keys; !slices.Equal(got, []string{"ns/web", "ns/web", "ns/web"}) {
