@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ctrlhost/ctrlhost/internal/sharedflag"
 )
 
 // Options configure the cloud controllers, under cloud-controller-manager
@@ -67,12 +69,15 @@ func NewOptions() Options {
 // AddFlags binds o to fs under upstream's names, with o's values as the
 // defaults shown.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "The instance prefix for the cluster.")
-	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR, "CIDR Range for Pods in cluster.")
-	fs.BoolVar(&o.AllocateNodeCIDRs, "allocate-node-cidrs", o.AllocateNodeCIDRs, "Should CIDRs for Pods be allocated and set on the cloud provider. Accepted for compatibility; no cloud controller reads it.")
+	sharedflag.String(fs, &o.ClusterName, "cluster-name", "The instance prefix for the cluster.")
+	sharedflag.String(fs, &o.ClusterCIDR, "cluster-cidr", "CIDR Range for Pods in cluster.")
+	sharedflag.Bool(fs, &o.AllocateNodeCIDRs, "allocate-node-cidrs",
+		"Should CIDRs for Pods be allocated and set on the cloud provider. "+
+			"Accepted for compatibility; no cloud controller reads it.")
 	fs.BoolVar(&o.ConfigureCloudRoutes, "configure-cloud-routes", o.ConfigureCloudRoutes, "Should CIDRs allocated by allocate-node-cidrs be configured on the cloud provider.")
 	fs.DurationVar(&o.RouteReconciliationPeriod, "route-reconciliation-period", o.RouteReconciliationPeriod, "The period for reconciling routes created for Nodes by cloud provider.")
-	fs.DurationVar(&o.NodeMonitorPeriod, "node-monitor-period", o.NodeMonitorPeriod, "The period for syncing NodeStatus in CloudNodeLifecycleController.")
+	sharedflag.Duration(fs, &o.NodeMonitorPeriod, "node-monitor-period",
+		"The period for syncing NodeStatus in CloudNodeLifecycleController.")
 	fs.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency", o.NodeStatusUpdateFrequency, "Specifies how often the controller updates nodes' status.")
 	fs.Int32Var(&o.ConcurrentNodeSyncs, "concurrent-node-syncs", o.ConcurrentNodeSyncs, "Number of workers concurrently synchronizing nodes.")
 	fs.Int32Var(&o.ConcurrentNodeStatusUpdates, "concurrent-node-status-updates", o.ConcurrentNodeStatusUpdates, "Number of workers concurrently updating node statuses. If unspecified or 0, --concurrent-node-syncs is used instead")

@@ -64,6 +64,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/ttlafterfinished"
 	"github.com/ctrlhost/ctrlhost/controllers/vacprotection"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/sharedflag"
 )
 
 // Options are the options of every native built-in, one field per
@@ -250,7 +251,7 @@ func (o *Options) Descriptors() []descriptor.Descriptor {
 // once each (the service-account token controller shares --root-ca-file
 // with the root-CA publisher).
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName,
+	sharedflag.String(fs, &o.ClusterName, "cluster-name",
 		"The instance prefix for the cluster. Accepted as KCM accepts it; no controller reads it.")
 	o.ReplicaSet.AddFlags(fs)
 	o.PodGC.AddFlags(fs)

@@ -14,7 +14,7 @@ import (
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
-	"github.com/ctrlhost/ctrlhost/controllers/internal/sharedflag"
+	"github.com/ctrlhost/ctrlhost/internal/sharedflag"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 

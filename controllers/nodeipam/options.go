@@ -13,6 +13,7 @@ import (
 	netutils "k8s.io/utils/net"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/sharedflag"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -79,10 +80,10 @@ func NewOptions() Options { return Options{CIDRAllocatorType: RangeAllocator} }
 // AddFlags binds o to fs under KCM's names, with o's current values as the
 // defaults shown.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.AllocateNodeCIDRs, "allocate-node-cidrs", o.AllocateNodeCIDRs,
+	sharedflag.Bool(fs, &o.AllocateNodeCIDRs, "allocate-node-cidrs",
 		"Should CIDRs for Pods be allocated and set on the cloud provider. "+
 			"Requires --cluster-cidr.")
-	fs.StringVar(&o.ClusterCIDR, "cluster-cidr", o.ClusterCIDR,
+	sharedflag.String(fs, &o.ClusterCIDR, "cluster-cidr",
 		"CIDR Range for Pods in cluster. Only used when --allocate-node-cidrs=true; "+
 			"if false, this option will be ignored.")
 	fs.StringVar(&o.CIDRAllocatorType, "cidr-allocator-type", o.CIDRAllocatorType,

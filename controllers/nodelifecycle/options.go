@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/sharedflag"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -138,7 +139,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		o.UnhealthyZoneThreshold,
 		"Fraction of Nodes in a zone which needs to be not Ready (minimum 3) for zone "+
 			"to be treated as unhealthy. ")
-	fs.DurationVar(&o.NodeMonitorPeriod, "node-monitor-period", o.NodeMonitorPeriod,
+	sharedflag.Duration(fs, &o.NodeMonitorPeriod, "node-monitor-period",
 		"The period for syncing NodeStatus in NodeLifecycleController.")
 }
 

@@ -12,7 +12,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
-	"github.com/ctrlhost/ctrlhost/controllers/internal/sharedflag"
+	"github.com/ctrlhost/ctrlhost/internal/sharedflag"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
