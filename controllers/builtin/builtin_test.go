@@ -1,13 +1,17 @@
 package builtin_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
 	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ctrlhost/ctrlhost/controllers/builtin"
 )
@@ -106,5 +110,48 @@ func TestNewFeatureGate(t *testing.T) {
 	}
 	if err := g.Set("PodDeletionCost=false"); err != nil {
 		t.Errorf("setting a built-in's gate: %v", err)
+	}
+}
+
+// The built-ins that index pods share one index per key, as KCM's share
+// its podNodeName index: one index declared under two names would be kept
+// twice on the one pod informer (the daemonset, node lifecycle and taint
+// eviction controllers each had a by-node index of their own). Two
+// declared pod indexes that key a set of varied pods alike must be one.
+func TestBuiltinsSharePodIndexes(t *testing.T) {
+	pods := corev1.SchemeGroupVersion.WithResource("pods")
+	yes := true
+	bound := func(name, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec: corev1.PodSpec{NodeName: node}}
+	}
+	owned := bound("owned", "n2")
+	owned.OwnerReferences = []metav1.OwnerReference{
+		{Kind: "ReplicaSet", Name: "rs", UID: "u", Controller: &yes}}
+	claims := bound("claims", "")
+	claims.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}
+	samples := []*corev1.Pod{bound("bound", "n1"), bound("unbound", ""), owned, claims}
+	byKeys := map[string]string{} // the keys an index gives the samples → its name
+	for _, b := range builtin.NewOptions().List() {
+		for name, f := range b.Descriptor.Indexers(pods) {
+			var keys []string
+			for _, p := range samples {
+				k, err := f(p)
+				if err != nil {
+					t.Fatalf("%s: index %s: %v", b.Descriptor.Name(), name, err)
+				}
+				keys = append(keys, fmt.Sprint(k))
+			}
+			sig := strings.Join(keys, ";")
+			if strings.Trim(sig, "[];") == "" {
+				continue // no sample is indexed: the samples cannot tell it apart
+			}
+			if other, ok := byKeys[sig]; ok && other != name {
+				t.Errorf("%s: pod index %q keys pods as %q does; share one "+
+					"(controllers/internal/index)", b.Descriptor.Name(), name, other)
+			}
+			byKeys[sig] = name
+		}
 	}
 }

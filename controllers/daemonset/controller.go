@@ -34,10 +34,7 @@ import (
 
 // Pod index names. An index name means one function across every
 // controller that adds it to the shared pod informer.
-const (
-	// podByNodeIndex maps a pod to the node it is bound to, if any.
-	podByNodeIndex = "ctrlhost.daemonset/pod-node"
-)
+const ()
 
 // Failed-pod back-off, as KCM configures it: 1s doubling up to 15m per
 // DaemonSet, generation and node; entries idle for twice the maximum are
@@ -148,7 +145,7 @@ func newController(cfg config) (*controller, error) {
 	if err := index.AddPodsByController(podInf); err != nil {
 		return nil, err
 	}
-	if err := index.Add(podInf, podByNodeIndex, indexPodByNode); err != nil {
+	if err := index.AddPodsByNode(podInf); err != nil {
 		return nil, err
 	}
 	// Everything the handlers use exists before they are registered: an
@@ -207,14 +204,6 @@ func (c *controller) Run(ctx context.Context) error {
 	err := c.loop.RunWorkers(ctx, c.workers)
 	cancel()
 	return err
-}
-
-func indexPodByNode(obj any) ([]string, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok || p.Spec.NodeName == "" {
-		return nil, nil
-	}
-	return []string{p.Spec.NodeName}, nil
 }
 
 func keyOf(ds *appsv1.DaemonSet) string { return ds.Namespace + "/" + ds.Name }
@@ -467,7 +456,7 @@ func (c *controller) nodeChanged(node *corev1.Node) {
 	if err != nil || len(all) == 0 {
 		return
 	}
-	onNode, err := c.podIndexer.ByIndex(podByNodeIndex, node.Name)
+	onNode, err := c.podIndexer.ByIndex(index.PodsByNode, node.Name)
 	if err != nil {
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
@@ -84,7 +83,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 			corev1.SchemeGroupVersion.WithResource("nodes")).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
 		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...).
-		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), cache.Indexers{podByNodeIndex: indexPodByNode})
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByNodeIndexers())
 }
 
 // podReads are the fields of a pod the controller reads besides its

@@ -31,17 +31,6 @@ const (
 	retryWait      = 20 * time.Millisecond
 )
 
-// podsByNodeIndex keys pods by the node they are bound to.
-const podsByNodeIndex = "ctrlhost.nodelifecycle/pod-node"
-
-func podNode(obj any) ([]string, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok || p.Spec.NodeName == "" {
-		return nil, nil
-	}
-	return []string{p.Spec.NodeName}, nil
-}
-
 // controller is KCM's node lifecycle controller.
 type controller struct {
 	o        Options
@@ -105,7 +94,7 @@ func newFromContext(ctx context.Context, cc descriptor.Context,
 		zoneQueues:  map[string]*zoneQueue{},
 		zoneStates:  map[string]zoneState{},
 	}
-	if err := index.Add(podInf.Informer(), podsByNodeIndex, podNode); err != nil {
+	if err := index.AddPodsByNode(podInf.Informer()); err != nil {
 		return nil, err
 	}
 	// The loops exist before their handlers: a running informer (warm

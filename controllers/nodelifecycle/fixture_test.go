@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 )
 
 // epoch is the fake clock's start.
@@ -43,7 +44,7 @@ func newFixture(t *testing.T, o Options, objs ...runtime.Object) *fixture {
 	f.nodeIdx = controllertest.ClusterIndexer[*corev1.Node](t)
 	f.leaseIdx = controllertest.NamespacedIndexer[*coordinationv1.Lease](t)
 	f.podIdx = controllertest.NamespacedIndexer[*corev1.Pod](t)
-	if err := f.podIdx.AddIndexers(cache.Indexers{podsByNodeIndex: podNode}); err != nil {
+	if err := f.podIdx.AddIndexers(index.PodsByNodeIndexers()); err != nil {
 		t.Fatal(err)
 	}
 	o.Clock = f.clock

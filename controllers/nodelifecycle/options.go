@@ -9,10 +9,10 @@ import (
 	"github.com/spf13/pflag"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/internal/sharedflag"
 )
@@ -208,6 +208,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithEventSource(eventSource).
 		WithInformers(corev1.SchemeGroupVersion.WithResource("nodes"),
 			coordinationv1.SchemeGroupVersion.WithResource("leases"), pods).
-		WithIndexers(pods, cache.Indexers{podsByNodeIndex: podNode}).
+		WithIndexers(pods, index.PodsByNodeIndexers()).
 		WithReads(pods, podReads...)
 }

@@ -12,11 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 )
 
 // podsOn returns the cached pods bound to the named node.
 func (c *controller) podsOn(node string) ([]*corev1.Pod, error) {
-	objs, err := c.podIndex.ByIndex(podsByNodeIndex, node)
+	objs, err := c.podIndex.ByIndex(index.PodsByNode, node)
 	if err != nil {
 		return nil, err
 	}

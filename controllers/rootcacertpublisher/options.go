@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	certutil "k8s.io/client-go/util/cert"
 
-	"github.com/ctrlhost/ctrlhost/internal/sharedflag"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/sharedflag"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
 

@@ -12,8 +12,8 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
-	"github.com/ctrlhost/ctrlhost/internal/sharedflag"
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/sharedflag"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.

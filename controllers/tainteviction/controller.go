@@ -81,7 +81,7 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 	}
 	podInf := cc.InformerFactory.Core().V1().Pods()
 	nodeInf := cc.InformerFactory.Core().V1().Nodes()
-	if err := index.Add(podInf.Informer(), podsByNode, indexByNode); err != nil {
+	if err := index.AddPodsByNode(podInf.Informer()); err != nil {
 		return nil, fmt.Errorf("adding the pods-by-node index: %w", err)
 	}
 	c := &controller{
@@ -218,7 +218,7 @@ func (c *controller) syncNode(ctx context.Context, name string) error {
 	// The taints are recorded before the pods are listed: a pod added
 	// later is decided by its own event, against these taints.
 	c.setTaints(name, taints)
-	objs, err := c.podIndexer.ByIndex(podsByNode, name)
+	objs, err := c.podIndexer.ByIndex(index.PodsByNode, name)
 	if err != nil {
 		return fmt.Errorf("listing the pods of node %s: %w", name, err)
 	}

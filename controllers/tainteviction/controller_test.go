@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/controllertest"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 )
 
 var (
@@ -76,7 +77,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		clock:    clocktesting.NewFakeClock(controllertest.Epoch),
 		recorder: record.NewFakeRecorder(100),
 		podStore: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
-			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, podsByNode: indexByNode}),
+			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, index.PodsByNode: index.PodsByNodeIndexers()[index.PodsByNode]}),
 		nodes: controllertest.ClusterIndexer[*corev1.Node](t),
 	}
 	for _, o := range objs {

@@ -6,11 +6,11 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
@@ -75,9 +75,6 @@ var (
 	nodes = corev1.SchemeGroupVersion.WithResource("nodes")
 )
 
-// podsByNode names the pod index by the node a pod is bound to.
-const podsByNode = "ctrlhost.tainteviction/pod-node"
-
 // Descriptor returns the controller's descriptor. It is not sharded: see
 // the package documentation.
 func Descriptor(o Options) descriptor.Descriptor {
@@ -91,19 +88,10 @@ func Descriptor(o Options) descriptor.Descriptor {
 		return newController(cc, o)
 	}).
 		WithInformers(pods, nodes).
-		WithIndexers(pods, cache.Indexers{podsByNode: indexByNode}).
+		WithIndexers(pods, index.PodsByNodeIndexers()).
 		// Of a pod it reads where it runs and what it tolerates; the
 		// deletion reads the pod afresh from the API server. Of a node,
 		// its taints.
 		WithReads(pods, "spec.nodeName", "spec.tolerations").
 		WithReads(nodes, "spec.taints")
-}
-
-// indexByNode maps a pod to the node it is bound to, if any.
-func indexByNode(obj any) ([]string, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok || p.Spec.NodeName == "" {
-		return nil, nil
-	}
-	return []string{p.Spec.NodeName}, nil
 }

@@ -103,6 +103,29 @@ func OwnedAndOrphans(indexer cache.Indexer, namespace, kind, name string, uid ty
 	return append(owned, orphans...), nil
 }
 
+// PodsByNode names the pod index keyed by the node each pod is bound to;
+// pods not bound to a node are not indexed. The daemonset, node lifecycle
+// and taint eviction controllers share it (KCM's podNodeName index).
+const PodsByNode = "ctrlhost.io/pod-node"
+
+// PodsByNodeIndexers is that index, for a descriptor's WithIndexers.
+func PodsByNodeIndexers() cache.Indexers {
+	return cache.Indexers{PodsByNode: podByNode}
+}
+
+// AddPodsByNode adds the index to a pod informer.
+func AddPodsByNode(pods cache.SharedIndexInformer) error {
+	return Add(pods, PodsByNode, podByNode)
+}
+
+func podByNode(obj any) ([]string, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || p.Spec.NodeName == "" {
+		return nil, nil
+	}
+	return []string{p.Spec.NodeName}, nil
+}
+
 // ByControllerUID names the index of any resource keyed by the UID of each
 // object's controller; objects without one are not indexed. (A ReplicaSet
 // by its Deployment's UID, a Job by its CronJob's.)

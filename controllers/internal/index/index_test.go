@@ -99,3 +99,27 @@ func TestByControllerUID(t *testing.T) {
 		t.Errorf("index keys %v, want only u1 (objects without a controller are not indexed)", keys)
 	}
 }
+
+func TestPodsByNode(t *testing.T) {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, PodsByNodeIndexers())
+	bound := func(name, node string) *corev1.Pod {
+		p := pod(name, "ns", nil)
+		p.Spec.NodeName = node
+		return p
+	}
+	for _, p := range []*corev1.Pod{bound("a", "n1"), bound("b", "n1"), bound("c", "n2"), bound("d", "")} {
+		if err := idx.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := idx.ByIndex(PodsByNode, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 2 {
+		t.Errorf("%d pods on n1, want 2", len(objs))
+	}
+	if keys := idx.ListIndexFuncValues(PodsByNode); len(keys) != 2 {
+		t.Errorf("index keys %v, want n1 and n2 only (an unbound pod is not indexed)", keys)
+	}
+}
