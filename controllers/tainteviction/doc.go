@@ -60,9 +60,11 @@
 //     are far beyond every bucket;
 //   - a deletion that finishes after its pod's deletion was cancelled and
 //     scheduled anew leaves the new one in place (KCM's forgets it);
-//   - the pods-by-node index is the controller's own. KCM's reads the
-//     spec.nodeName index of the shared pod informer, which the daemonset
-//     and node lifecycle controllers add: a KCM running this controller
+//   - the controller adds the shared pods-by-node index itself (the one
+//     the daemonset and node lifecycle controllers add too, kept once).
+//     KCM's reads the spec.nodeName index of the shared pod informer
+//     without adding it; the daemonset and node lifecycle controllers
+//     add it: a KCM running this controller
 //     without either finds no pod of a node, and acts on pod events only
 //     (a node's new taints reach only pods added or changed later, and
 //     the removal of its taints cancels nothing);
