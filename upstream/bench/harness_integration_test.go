@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -167,19 +168,40 @@ func (h *harness) pprofErr(port int, path string) ([]byte, error) {
 
 var heapAllocLine = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
 
-// settledHeapMiB forces a collection in the program serving on port and
-// returns its live heap then (runtime.MemStats.HeapAlloc, as the heap
-// profile's text form reports it): what it holds once startup's garbage is
-// gone, where gctrace's last collection may have caught a list in flight.
+// settledHeapMiB returns the live heap of the program serving on port once
+// it has settled: it forces a collection every second and reads
+// runtime.MemStats.HeapAlloc after it (as the heap profile's text form
+// reports it), until two readings in a row differ by at most 1 % (or
+// 1 MiB), or two minutes have passed. The first action comes while other
+// controllers still work through their initial lists (queues full, event
+// handlers' buffers, the garbage collector's graph being built), so one
+// reading right after it measures startup's transients, not what the
+// program holds.
 func (h *harness) settledHeapMiB(port int) float64 {
 	h.tb.Helper()
-	body := h.pprof(port, "/debug/pprof/heap?gc=1&debug=1")
-	m := heapAllocLine.FindSubmatch(body)
-	if m == nil {
-		h.tb.Fatalf("no HeapAlloc in the heap profile's text form: %.300s", body)
+	read := func() float64 {
+		body := h.pprof(port, "/debug/pprof/heap?gc=1&debug=1")
+		m := heapAllocLine.FindSubmatch(body)
+		if m == nil {
+			h.tb.Fatalf("no HeapAlloc in the heap profile's text form: %.300s", body)
+		}
+		b, _ := strconv.ParseFloat(string(m[1]), 64)
+		return b / (1 << 20)
 	}
-	b, _ := strconv.ParseFloat(string(m[1]), 64)
-	return b / (1 << 20)
+	last := read()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		<-tick.C
+		now := read()
+		if math.Abs(now-last) <= max(1, last/100) {
+			return now
+		}
+		last = now
+	}
+	h.tb.Logf("the heap did not settle within two minutes; last reading %.1f MiB", last)
+	return last
 }
 
 // cpuProfile saves a CPU profile of the program serving on port, taken
