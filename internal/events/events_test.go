@@ -274,3 +274,29 @@ func TestATransportErrorIsRetriedAndARefusalIsNot(t *testing.T) {
 		})
 	}
 }
+
+// A write waiting to be retried is given up when the Recorder stops, so a
+// stop does not wait out the retry delay (10 s) nor write after it.
+func TestStopGivesUpAWriteWaitingToBeRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := fake.NewClientset()
+		var creates int
+		cs.PrependReactor("create", "events", func(clienttesting.Action) (bool, runtime.Object, error) {
+			creates++
+			return true, nil, errors.New("connection refused")
+		})
+		r := events.New(cs.CoreV1(), nil, "widget-controller", "widget-controller", scheme.Scheme,
+			logr.Discard())
+		r.EventRecorder().Event(pod, corev1.EventTypeNormal, "Started", "every write fails")
+		synctest.Wait() // the first write failed; the retry waits on the clock
+		start := time.Now()
+		r.Stop(context.Background())
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("Stop waited %v of the bubble's clock for the retry", waited)
+		}
+		<-time.After(time.Minute) // the bubble's fake clock: past every retry delay
+		if creates != 1 {
+			t.Errorf("%d creates, want the one before Stop", creates)
+		}
+	})
+}
