@@ -77,7 +77,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		clock:    clocktesting.NewFakeClock(controllertest.Epoch),
 		recorder: record.NewFakeRecorder(100),
 		podStore: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{
-			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, index.PodsByNode: index.PodsByNodeIndexers()[index.PodsByNode]}),
+			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+			index.PodsByNode:     index.PodsByNodeIndexers()[index.PodsByNode]}),
 		nodes: controllertest.ClusterIndexer[*corev1.Node](t),
 	}
 	for _, o := range objs {

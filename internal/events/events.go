@@ -192,7 +192,8 @@ func (w *writer) handle(ev *corev1.Event) {
 	ev = ev.DeepCopy() // the broadcaster's other watchers share it
 	res, err := w.correlator.EventCorrelate(ev)
 	if err != nil {
-		w.log.Error(err, "Event correlation failed", "controller", w.controller, "reason", ev.Reason)
+		w.log.Error(err, "Event correlation failed", "controller", w.controller,
+			"reason", ev.Reason)
 	}
 	if res.Skip {
 		return
@@ -227,7 +228,8 @@ func (w *writer) handle(ev *corev1.Event) {
 // dropped, or refused for good. false asks for a retry.
 func (w *writer) write(ev *corev1.Event, patch []byte) bool {
 	if err := w.gate.Check(w.controller); err != nil {
-		w.log.V(2).Info("Dropped an event", "controller", w.controller, "reason", ev.Reason, "err", err.Error())
+		w.log.V(2).Info("Dropped an event", "controller", w.controller, "reason", ev.Reason,
+			"err", err.Error())
 		return true
 	}
 	var out *corev1.Event
@@ -249,14 +251,16 @@ func (w *writer) write(ev *corev1.Event, patch []byte) bool {
 	case errors.Is(err, fence.ErrFenced) || w.ctx.Err() != nil:
 		// The gate shut while the event was on its way out, or the
 		// term's stop gave up on it.
-		w.log.V(2).Info("Dropped an event", "controller", w.controller, "reason", ev.Reason, "err", err.Error())
+		w.log.V(2).Info("Dropped an event", "controller", w.controller, "reason", ev.Reason,
+			"err", err.Error())
 		return true
 	case errors.As(err, &construction):
 		w.log.Error(err, "Cannot build an event's request; not retried", "controller", w.controller,
 			"reason", ev.Reason)
 		return true
 	case errors.As(err, &status):
-		if apierrors.IsAlreadyExists(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		terminating := apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+		if apierrors.IsAlreadyExists(err) || terminating {
 			w.log.V(5).Info("The server refused an event; not retried", "controller", w.controller,
 				"reason", ev.Reason, "err", err.Error())
 		} else {
@@ -265,7 +269,8 @@ func (w *writer) write(ev *corev1.Event, patch []byte) bool {
 		}
 		return true
 	default:
-		w.log.Error(err, "Cannot write an event; retrying", "controller", w.controller, "reason", ev.Reason)
+		w.log.Error(err, "Cannot write an event; retrying", "controller", w.controller,
+			"reason", ev.Reason)
 		return false
 	}
 }

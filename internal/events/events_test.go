@@ -206,9 +206,7 @@ func TestEventsAreWrittenWithTheControllersClient(t *testing.T) {
 func TestNothingTheRecorderStartedRunsAfterStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cs := fake.NewClientset()
-		cs.PrependReactor("create", "events", func(clienttesting.Action) (bool, runtime.Object, error) {
-			return true, nil, errors.New("connection refused")
-		})
+		failCreates(cs, func(int) error { return errors.New("connection refused") })
 		logging, release := make(chan struct{}), make(chan struct{})
 		var once sync.Once
 		log := funcr.New(func(_, args string) {
@@ -219,7 +217,7 @@ func TestNothingTheRecorderStartedRunsAfterStop(t *testing.T) {
 				})
 			}
 		}, funcr.Options{Verbosity: 10})
-		r := events.New(cs.CoreV1(), nil, "widget-controller", "widget-controller", scheme.Scheme, log)
+		r := newRecorder(cs, log)
 		r.EventRecorder().Event(pod, corev1.EventTypeNormal, "Started", "the write fails")
 		<-logging
 
@@ -248,21 +246,21 @@ func TestATransportErrorIsRetriedAndARefusalIsNot(t *testing.T) {
 		creates int
 	}{
 		{"transport error", errors.New("connection refused"), 2},
-		{"refusal", apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "e", errors.New("no")), 1},
+		{"refusal", apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "e",
+			errors.New("no")), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cs := fake.NewClientset()
 				var creates int
-				cs.PrependReactor("create", "events", func(clienttesting.Action) (bool, runtime.Object, error) {
-					creates++
-					if creates == 1 {
-						return true, nil, tc.err
+				failCreates(cs, func(n int) error {
+					creates = n
+					if n == 1 {
+						return tc.err
 					}
-					return false, nil, nil
+					return nil
 				})
-				r := events.New(cs.CoreV1(), nil, "widget-controller", "widget-controller", scheme.Scheme,
-					logr.Discard())
+				r := newRecorder(cs, logr.Discard())
 				r.EventRecorder().Event(pod, corev1.EventTypeNormal, "Started", "first write fails")
 				<-time.After(time.Minute) // the bubble's fake clock: past the longest first wait
 				synctest.Wait()
@@ -281,12 +279,11 @@ func TestStopGivesUpAWriteWaitingToBeRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cs := fake.NewClientset()
 		var creates int
-		cs.PrependReactor("create", "events", func(clienttesting.Action) (bool, runtime.Object, error) {
-			creates++
-			return true, nil, errors.New("connection refused")
+		failCreates(cs, func(n int) error {
+			creates = n
+			return errors.New("connection refused")
 		})
-		r := events.New(cs.CoreV1(), nil, "widget-controller", "widget-controller", scheme.Scheme,
-			logr.Discard())
+		r := newRecorder(cs, logr.Discard())
 		r.EventRecorder().Event(pod, corev1.EventTypeNormal, "Started", "every write fails")
 		synctest.Wait() // the first write failed; the retry waits on the clock
 		start := time.Now()
@@ -299,4 +296,23 @@ func TestStopGivesUpAWriteWaitingToBeRetried(t *testing.T) {
 			t.Errorf("%d creates, want the one before Stop", creates)
 		}
 	})
+}
+
+// failCreates makes cs answer its n-th event create (from 1) with
+// answer(n), and lets it through when that is nil.
+func failCreates(cs *fake.Clientset, answer func(n int) error) {
+	n := 0
+	cs.PrependReactor("create", "events", func(clienttesting.Action) (bool, runtime.Object, error) {
+		n++
+		if err := answer(n); err != nil {
+			return true, nil, err
+		}
+		return false, nil, nil
+	})
+}
+
+// newRecorder records for widget-controller through cs, unfenced.
+func newRecorder(cs *fake.Clientset, log logr.Logger) *events.Recorder {
+	const name = "widget-controller"
+	return events.New(cs.CoreV1(), nil, name, name, scheme.Scheme, log)
 }

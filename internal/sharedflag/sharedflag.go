@@ -55,8 +55,9 @@ func share(fs *pflag.FlagSet, name string, define func(*pflag.FlagSet)) {
 	define(own)
 	mine := own.Lookup(name).Value
 	if err := mine.Set(f.Value.String()); err != nil {
-		f.Value = &broken{Value: f.Value, err: fmt.Errorf("--%s is registered twice, as a %s "+
-			"and as a %s: one program cannot hold both sets of options", name, f.Value.Type(), mine.Type())}
+		err := fmt.Errorf("--%s is registered twice, as a %s and as a %s: one program "+
+			"cannot hold both sets of options", name, f.Value.Type(), mine.Type())
+		f.Value = &broken{Value: f.Value, err: err}
 		return
 	}
 	f.Value = &tee{Value: f.Value, also: mine}

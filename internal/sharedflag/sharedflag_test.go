@@ -58,7 +58,8 @@ func TestBoolAndDurationShareOneFlag(t *testing.T) {
 		wantBool bool
 		wantDur  time.Duration
 	}{
-		{"set", []string{"--allocate-node-cidrs", "--node-monitor-period=7s"}, true, 7 * time.Second},
+		{"set", []string{"--allocate-node-cidrs", "--node-monitor-period=7s"}, true,
+			7 * time.Second},
 		{"set false", []string{"--allocate-node-cidrs=false"}, false, 5 * time.Second},
 		{"not set", nil, false, 5 * time.Second},
 	} {
@@ -90,7 +91,8 @@ func TestTypesThatCannotShareRefuseTheFlag(t *testing.T) {
 	String(fs, &s, "cluster-cidr", "")
 	Bool(fs, &b, "cluster-cidr", "")
 	err := fs.Parse([]string{"--cluster-cidr=10.0.0.0/8"})
-	if err == nil || !strings.Contains(err.Error(), "--cluster-cidr is registered twice, as a string and as a bool") {
+	want := "--cluster-cidr is registered twice, as a string and as a bool"
+	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("parse error %v, want one naming the flag and both types", err)
 	}
 }

@@ -58,7 +58,8 @@ func kcmRegistrationOrder(t *testing.T) []string {
 	file, _ := fn.FileLine(fn.Entry())
 	appDir := filepath.Dir(file)
 	if _, err := os.Stat(file); err != nil {
-		t.Fatalf("KCM's source is not where the binary says it was built from (-trimpath?): %v", err)
+		t.Fatalf("KCM's source is not where the binary says it was built from "+
+			"(-trimpath?): %v", err)
 	}
 	fset := token.NewFileSet()
 	consts := stringConsts(t, fset, filepath.Join(appDir, "..", "names"))

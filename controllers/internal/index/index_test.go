@@ -107,7 +107,8 @@ func TestPodsByNode(t *testing.T) {
 		p.Spec.NodeName = node
 		return p
 	}
-	for _, p := range []*corev1.Pod{bound("a", "n1"), bound("b", "n1"), bound("c", "n2"), bound("d", "")} {
+	pods := []*corev1.Pod{bound("a", "n1"), bound("b", "n1"), bound("c", "n2"), bound("d", "")}
+	for _, p := range pods {
 		if err := idx.Add(p); err != nil {
 			t.Fatal(err)
 		}
