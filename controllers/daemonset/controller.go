@@ -32,10 +32,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
-// Pod index names. An index name means one function across every
-// controller that adds it to the shared pod informer.
-const ()
-
 // Failed-pod back-off, as KCM configures it: 1s doubling up to 15m per
 // DaemonSet, generation and node; entries idle for twice the maximum are
 // collected every backoffGCInterval.
