@@ -63,7 +63,11 @@ func (d Descriptor) WithFeatureGates(gates ...featuregate.Feature) Descriptor {
 // lease. Declaring them also promises that the InitFunc is ready for its
 // event handlers to be called as soon as it registers them (a running
 // informer replays its objects at once): whatever the handlers use, such as
-// the work queue, must exist before AddEventHandler.
+// the work queue, must exist before AddEventHandler. A controller that
+// declares its informers is taken at its word about the typed informers
+// it requests: a warm set keeps whole objects of a resource for a
+// controller that did not declare what it reads of it (WithReads), unless
+// its declared informers leave that resource out.
 func (d Descriptor) WithInformers(gvrs ...schema.GroupVersionResource) Descriptor {
 	d.informers = append(slices.Clone(d.informers), gvrs...)
 	return d
@@ -249,10 +253,14 @@ func (d Descriptor) Sharded(keying shard.Keying) Descriptor {
 // term the host builds and starts it once discovery lists all of them, and
 // stops it (within ControllerShutdownTimeout, as a term stops its
 // controllers) once one is gone; it starts it again when they are back.
-// Such a controller runs over informers of its own, started with it and
-// stopped with it, so that its handlers go and its caches are freed when it
-// stops: it shares no informer with the term's other controllers. It
-// cannot be StartFirst. Until its resources are served it is in phase
+// Such a controller holds the term's informers as any controller started
+// while the term runs does: it shares those that run already (and keep
+// every field it reads) with the term's other controllers, and gets new
+// ones for the rest, started with it. When it stops, the event handlers it
+// added are removed and the informers no other controller holds are
+// stopped, their caches freed. An index it added to a shared informer
+// stays there (client-go cannot drop an index); adding it again, under the
+// same name with the same function, shares it. It cannot be StartFirst. Until its resources are served it is in phase
 // "unserved", which passes readiness with a note naming what is missing.
 func (d Descriptor) WhenServed(gvrs ...schema.GroupVersionResource) Descriptor {
 	d.served = append(slices.Clone(d.served), gvrs...)

@@ -33,11 +33,13 @@ type core struct {
 	strip    bool
 	intern   bool
 	plans    plans
-	expected []string // Options.Anticipate
+	expected []string                        // Options.Anticipate
+	requests map[string]map[reflect.Type]bool // Options.Informers, by Go type
 
 	mu        sync.Mutex
 	wants     map[wantKey]*prune.Plan // wantLocked's answers, made once
 	entries   map[key]*entry
+	variants  map[key]int // by key of variant 0: how many variant numbers were used
 	handlers  map[string][]registration // by holder
 	factories []*added
 	holders   int             // how many views For made, for their names
@@ -101,6 +103,9 @@ type entry struct {
 	users   map[string]bool
 	cancel  context.CancelFunc // set once it runs
 	done    chan struct{}      // closed once it returned; nil before it runs
+	// indexMu serialises the indexes its holders add (addIndexers): the
+	// informer's indexer hands out its index map unlocked.
+	indexMu sync.Mutex
 }
 
 // added is a factory a user added (AddFactory).
@@ -126,10 +131,14 @@ func (c *core) view(user string) *Set {
 // acquire returns the Set's informer k, made by mk when the Set has none
 // that serves holder, and counts holder among its users.
 //
-// A typed informer keeps only the fields its holders read (plans): one
-// not started yet widens to what holder reads; a started one that drops a
-// field holder reads does not serve it, and holder gets one of its own
-// (the next variant of k), that starts at the next Start.
+// A typed informer keeps only the fields its holders read (plans). Of the
+// variants of k the Set has (informers of one type that keep different
+// fields), holder gets the first that keeps every field it reads, started
+// or not; else the first not started yet, widened to what holder reads;
+// else a new variant of its own, that starts at the next Start. A holder
+// that comes back (a controller restarted, a WhenServed one whose
+// resources came back) thus shares whichever variant covers it, even when
+// the variant it got before is gone.
 func (c *core) acquire(k key, holder string,
 	mk func() (cache.SharedIndexInformer, kinformers.GenericInformer)) *entry {
 	c.mu.Lock()
@@ -138,21 +147,40 @@ func (c *core) acquire(k key, holder string,
 	if k.kind == typedKind {
 		want = c.wantLocked(holder, k.typ)
 	}
-	for k.variant = 0; ; k.variant++ {
-		e, ok := c.entries[k]
-		if !ok {
-			break
+	var variants []*entry
+	free := -1 // the first variant number not in use
+	for v := 0; v < c.variants[k]; v++ {
+		kv := k
+		kv.variant = v
+		if e, ok := c.entries[kv]; ok {
+			variants = append(variants, e)
+		} else if free < 0 {
+			free = v
 		}
-		switch {
-		case want == nil || e.plan.Covers(want):
-		case e.done == nil:
-			e.plan = e.plan.Union(want)
-		default:
-			continue
+	}
+	pick := func() *entry {
+		for _, e := range variants {
+			if want == nil || e.plan.Covers(want) {
+				return e
+			}
 		}
+		for _, e := range variants {
+			if e.done == nil {
+				e.plan = e.plan.Union(want)
+				return e
+			}
+		}
+		return nil
+	}
+	if e := pick(); e != nil {
 		e.users[holder] = true
 		return e
 	}
+	if free < 0 {
+		free = c.variants[k]
+		c.variants[k]++
+	}
+	k.variant = free
 	inf, gi := mk()
 	e := &entry{key: k, inf: inf, generic: gi, plan: want, users: map[string]bool{}}
 	if k.kind != customKind {
@@ -181,12 +209,44 @@ func (c *core) wantLocked(holder string, typ reflect.Type) *prune.Plan {
 	}
 	p := c.plans.planFor(holder, typ)
 	for _, u := range c.expected {
-		if d := c.plans.declared(u, typ); d != nil {
+		switch d := c.plans.declared(u, typ); {
+		case d != nil:
 			p = p.Union(d)
+		case c.mayRequest(u, typ):
+			// It did not say what it reads of typ: it reads it whole.
+			p = prune.All(typ.Elem())
 		}
 	}
 	c.wants[k] = p
 	return p
+}
+
+// mayRequest reports whether user may request a typed informer of typ (a
+// pointer type): unless it declared its informers (Options.Informers) and
+// none is of typ.
+func (c *core) mayRequest(user string, typ reflect.Type) bool {
+	types, ok := c.requests[user]
+	return !ok || types[typ.Elem()]
+}
+
+// typesOf maps each user's declared informers to the Go types of their
+// typed informers; a user that declared none is left out (it may request
+// any).
+func typesOf(declared map[string][]schema.GroupVersionResource) map[string]map[reflect.Type]bool {
+	out := map[string]map[reflect.Type]bool{}
+	for user, gvrs := range declared {
+		if len(gvrs) == 0 {
+			continue
+		}
+		types := map[reflect.Type]bool{}
+		for _, gvr := range gvrs {
+			if r, ok := typedResources()[gvr]; ok {
+				types[r.typ] = true
+			}
+		}
+		out[user] = types
+	}
+	return out
 }
 
 // addFactory adds f for user, started at once if the Set runs.

@@ -64,7 +64,7 @@ func (s *Set) customFor(gvr schema.GroupVersionResource,
 	mk := func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
 		return newCustom(c, gvr, newObj), nil
 	}
-	return s.handOut(c.acquire(k, s.holder, mk).inf), nil
+	return s.handOut(c.acquire(k, s.holder, mk)), nil
 }
 
 // newCustom makes the custom informer of gvr, converting each object into
@@ -126,7 +126,7 @@ func (f gvrFactory) ForResource(gvr schema.GroupVersionResource) kinformers.Gene
 		}
 		return gi.Informer(), gi
 	}
-	return f.s.handOutGeneric(c.acquire(key{kind: f.kind, gvr: gvr}, f.s.holder, mk).generic)
+	return f.s.handOutGeneric(c.acquire(key{kind: f.kind, gvr: gvr}, f.s.holder, mk))
 }
 
 // Start starts the Set's informers not started yet (Set.Start).

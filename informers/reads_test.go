@@ -218,27 +218,54 @@ func TestAnyResourceReadsMetadataOfWhatIsNotNamed(t *testing.T) {
 
 // TestAnticipatedReadersWidenAnInformerBeforeItStarts: a warm set's
 // informer covers the controllers that will hold it only once the term
-// runs, so that they need no informer of their own.
+// runs, so that they need no informer of their own: what they declared
+// they read, or the whole object for one that did not say (unless it
+// declared its informers, none of that type).
 func TestAnticipatedReadersWidenAnInformerBeforeItStarts(t *testing.T) {
-	opts := informers.Options{
-		Reads: map[string]informers.Fields{
-			"nodes":  {podsGVR: {"spec.nodeName"}},
-			"phases": {podsGVR: {"status.phase"}},
-			"other":  {corev1.SchemeGroupVersion.WithResource("nodes"): nil},
-		},
-		Anticipate: []string{"phases", "other", "undeclared"},
+	nodesGVR := corev1.SchemeGroupVersion.WithResource("nodes")
+	reads := map[string]informers.Fields{
+		"nodes":  {podsGVR: {"spec.nodeName"}},
+		"phases": {podsGVR: {"status.phase"}},
+		"other":  {nodesGVR: nil},
 	}
-	f := newFixture(t, opts, []runtime.Object{fullPod("p")}, nil)
-	nodes := f.set.For("nodes")
-	nodes.Typed().Core().V1().Pods().Informer()
-	start(t, f.set)
-	p := cachedPod(t, nodes, "p")
-	if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != "node-1" ||
-		len(p.Spec.Containers) != 0 {
-		t.Errorf("informer keeps %+v, want nodeName and the anticipated phase only", p)
-	}
-	f.set.For("phases").Typed().Core().V1().Pods().Informer()
-	if n := f.set.Informers(); n != 1 {
-		t.Errorf("%d informers once the anticipated reader came, want 1", n)
+	for _, tc := range []struct {
+		name       string
+		anticipate []string
+		informers  map[string][]schema.GroupVersionResource
+		whole      bool
+	}{
+		{"declared readers", []string{"phases", "other"},
+			map[string][]schema.GroupVersionResource{"other": {nodesGVR}}, false},
+		{"a reader that declared nothing", []string{"phases", "undeclared"}, nil, true},
+		{"a reader that did not say what informers it takes", []string{"phases", "other"}, nil, true},
+		{"a reader that declared informers of other resources", []string{"phases", "undeclared"},
+			map[string][]schema.GroupVersionResource{"undeclared": {nodesGVR}}, false},
+		{"a reader that declared the pods informer without its fields", []string{"phases", "undeclared"},
+			map[string][]schema.GroupVersionResource{"undeclared": {podsGVR}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := informers.Options{Reads: reads, Anticipate: tc.anticipate, Informers: tc.informers}
+			f := newFixture(t, opts, []runtime.Object{fullPod("p")}, nil)
+			nodes := f.set.For("nodes")
+			nodes.Typed().Core().V1().Pods().Informer()
+			start(t, f.set)
+			p := cachedPod(t, nodes, "p")
+			switch {
+			case p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != "node-1":
+				t.Errorf("informer keeps %+v, want nodeName and the anticipated phase", p)
+			case tc.whole && len(p.Spec.Containers) == 0:
+				t.Errorf("informer keeps %+v, want whole pods", p)
+			case !tc.whole && len(p.Spec.Containers) != 0:
+				t.Errorf("informer keeps %+v, want nodeName and the anticipated phase only", p)
+			}
+			for _, user := range tc.anticipate {
+				if tc.whole || user == "phases" { // the others said they take no pods
+					f.set.For(user).Typed().Core().V1().Pods().Informer()
+				}
+			}
+			if n := f.set.Informers(); n != 1 {
+				t.Errorf("%d informers once the anticipated readers came, want 1", n)
+			}
+		})
 	}
 }

@@ -49,12 +49,20 @@ type Options struct {
 	Reads map[string]Fields
 	// Anticipate names users (as Reads does) that may hold the Set's
 	// informers once they run: a typed informer made before it starts
-	// also keeps what they declared they read of its type (those that did
-	// not declare its type are not counted), so that it covers them when
-	// they come and they need no informer of their own. A warm set
-	// (StartWarm) anticipates the controllers that do not declare their
-	// informers. Default: none.
+	// also keeps what they read of its type, so that it covers them when
+	// they come and they need no informer of their own. What an
+	// anticipated user reads of a type is what it declared (Reads); one
+	// that did not declare the type reads it whole, unless Informers says
+	// it requests no informer of that type. A warm set (StartWarm)
+	// anticipates every controller of the term that will adopt it.
+	// Default: none.
 	Anticipate []string
+	// Informers names, by user (as Reads does), the informers each user
+	// declared it requests (descriptor.WithInformers), for Anticipate: a
+	// user listed here with resources requests no typed informer of any
+	// other resource. A user not listed, or listed with none, may request
+	// any. Default: nil.
+	Informers map[string][]schema.GroupVersionResource
 	// InternStrings makes the strings of typed and metadata informers'
 	// objects that repeat across objects share one copy (label keys and
 	// values, namespaces, owner and node names), which a decoder copies
@@ -89,8 +97,10 @@ func New(client kubernetes.Interface, metadataClient metadata.Interface, opts Op
 		intern:   opts.InternStrings,
 		plans:    compilePlans(opts.Reads),
 		expected: slices.Clone(opts.Anticipate),
+		requests: typesOf(opts.Informers),
 		wants:    map[wantKey]*prune.Plan{},
 		entries:  map[key]*entry{},
+		variants: map[key]int{},
 		handlers: map[string][]registration{},
 	}
 	return c.view("")

@@ -62,7 +62,7 @@ func (f *typedFactory) InformerFor(obj runtime.Object,
 	mk := func() (cache.SharedIndexInformer, kinformers.GenericInformer) {
 		return newFunc(c.client, c.resync), nil
 	}
-	return f.s.handOut(c.acquire(k, f.s.holder, mk).inf)
+	return f.s.handOut(c.acquire(k, f.s.holder, mk))
 }
 
 // InformerName is nil: the Set's informers carry no name for client-go's

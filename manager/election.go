@@ -100,9 +100,10 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 					migration.LeaseName()
 				if s.enabled.Load() {
 					s.skip(reason)
-				} else {
-					s.fixed = reason
 				}
+				// SetControllers may neither stop nor start it: it is not
+				// this component's to run.
+				s.fixed = reason
 				continue
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -161,7 +162,16 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		if spec.slot != nil {
 			client, dyn = spec.slot.client, spec.slot.dynamic
 		}
-		env.set = informers.New(client, m.metaClient, m.informerOptions(dyn, spec.states))
+		// The informers the term's first build requests are made before
+		// they start, and widen to what each holder reads; a WhenServed
+		// controller comes later, and is anticipated.
+		var later []*state
+		for _, s := range spec.states {
+			if len(s.desc.Served()) > 0 {
+				later = append(later, s)
+			}
+		}
+		env.set = informers.New(client, m.metaClient, m.informerOptions(dyn, later))
 	}
 	if lease != nil {
 		env.gate = lease.Gate()
@@ -311,12 +321,21 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 			if ctx.Err() != nil {
 				return al, errStopping
 			}
-			c, err := m.build(ctx, log, s, env, r, env.set.For(s.desc.Name()))
+			view := env.set.For(s.desc.Name())
+			c, err := m.build(ctx, log, s, env, r, view)
 			if err != nil {
 				return al, err
 			}
 			switch {
 			case c == nil:
+				// Nothing of it runs in this term: what it requested, and
+				// what a warm set holds for it, is released now, before
+				// the informers start (or while they run, warm).
+				s.takeInformers()
+				view.Shutdown()
+				if spec.warm != nil {
+					spec.warm.Release(s.desc.Name())
+				}
 			case first:
 				// Its Run is called, without the start interval's jitter,
 				// before any other InitFunc.
@@ -493,25 +512,31 @@ func (m *Manager) resyncPeriod() time.Duration {
 
 // informerOptions are the options of a term's informer set, and of a warm
 // one: a resync period, the dynamic client, what each controller declared
-// it reads (descriptor.WithReads), shared copies of repeated strings, and
-// the readers an informer made before it starts must cover: those of
-// states that will run in the term, whether or not they declared their
-// informers (a warm set is made before any of them holds one).
-func (m *Manager) informerOptions(dyn dynamic.Interface, states []*state) informers.Options {
+// it reads (descriptor.WithReads) and the informers it declared
+// (WithInformers), shared copies of repeated strings, and the controllers
+// of anticipate that are selected: those that will hold the set's
+// informers once they started, after the informers did (a warm set's
+// controllers, a term's WhenServed ones), which an informer made before
+// it starts must cover.
+func (m *Manager) informerOptions(dyn dynamic.Interface, anticipate []*state) informers.Options {
 	reads := map[string]informers.Fields{}
+	requests := map[string][]schema.GroupVersionResource{}
 	for name, s := range m.states {
 		if r := s.desc.Reads(); len(r) > 0 {
 			reads[name] = r
 		}
+		if gvrs := s.desc.Informers(); len(gvrs) > 0 {
+			requests[name] = gvrs
+		}
 	}
-	var anticipate []string
-	for _, s := range states {
+	var names []string
+	for _, s := range anticipate {
 		if s.enabled.Load() {
-			anticipate = append(anticipate, s.desc.Name())
+			names = append(names, s.desc.Name())
 		}
 	}
 	return informers.Options{Resync: m.resyncPeriod(), Dynamic: dyn, Reads: reads,
-		Anticipate: anticipate, InternStrings: true}
+		Informers: requests, Anticipate: names, InternStrings: true}
 }
 
 // panicValue logs a recovered panic of controller name with its stack,

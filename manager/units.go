@@ -177,6 +177,18 @@ func (u *termUnits) releaseIdle(s *state) {
 	}
 }
 
+// releaseUnstarted releases what a controller whose InitFunc chose not to
+// start it holds: the informers it requested (view), and what the warm set
+// holds for its declarations. Nothing of it will run in this term, so
+// informers only it wanted stop (or never start), as for a controller that
+// stopped.
+func (u *termUnits) releaseUnstarted(s *state, view *informers.Set) {
+	if view != nil {
+		view.Shutdown()
+	}
+	u.releaseIdle(s)
+}
+
 // tellToStop stops a running unit that should not run, unless it was told
 // already.
 func (u *termUnits) tellToStop(s *state, un *unit, enabled bool, missing []string) {
@@ -185,6 +197,9 @@ func (u *termUnits) tellToStop(s *state, un *unit, enabled bool, missing []strin
 	if un.why.phase != "" {
 		return
 	}
+	// Keys sent to it from now on are held for its next start: the queue
+	// it handed them to is about to shut down.
+	u.env.queues.Forget(s.desc.Name())
 	if !enabled {
 		un.why.phase, un.why.reason = PhaseDisabled, disabledAtRuntime
 		u.log.Info("Stopping controller: disabled at runtime", "controller", s.desc.Name())
@@ -221,10 +236,15 @@ func (u *termUnits) stopStatic(s *state) {
 		return
 	}
 	delete(u.static, s)
+	u.env.queues.Forget(s.desc.Name())
 	stopped, ok := u.r.stopOne(s)
 	if !ok {
-		// Its InitFunc chose not to start it: nothing runs.
+		// Its InitFunc chose not to start it: nothing runs, and what it
+		// held was released when it chose so (releaseUnstarted); this
+		// releases it again, in case.
 		s.disable()
+		view := s.takeInformers()
+		u.cleanups.Go(func() { u.releaseUnstarted(s, view) })
 		return
 	}
 	un := &unit{cancel: func() {}, set: s.takeInformers(), done: make(chan struct{})}
@@ -263,7 +283,9 @@ func (u *termUnits) start(s *state) {
 		case errors.Is(err, errStopping):
 		case err != nil:
 			u.r.Fail(err)
-		case c != nil:
+		case c == nil:
+			u.releaseUnstarted(s, un.set)
+		default:
 			un.set.Start(uctx.Done())
 			close(env.started)
 			ur.startNow(s, c)

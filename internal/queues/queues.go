@@ -2,10 +2,13 @@
 // controller host: descriptor.Queues, one view per controller.
 //
 // Guarantees: a key sent to a controller that has not called Handle (it is
-// being built, or stopped and not started again) is held, up to
+// being built, or told to stop and not started again) is held, up to
 // MaxPending per controller (the oldest dropped first), and handed to the
-// next Handle; aliases name the same controller; a Send to a name the term
-// does not run is an error naming the ones it runs.
+// next Handle of a start after that; once Forget was called for a
+// controller, the views handed out before it (to the start being stopped)
+// take no key, even if they call Handle later; aliases name the same
+// controller; a Send to a name the term does not run is an error naming
+// the ones it runs.
 //
 // Non-guarantees: keys are not de-duplicated (the receiver's workqueue
 // does that), and nothing is kept across terms.
@@ -30,13 +33,16 @@ type Term struct {
 	mu       sync.Mutex
 	handlers map[string]func(string)
 	pending  map[string][]string
+	// gen counts Forget calls, by controller: a view made before the last
+	// one belongs to a start that was told to stop.
+	gen map[string]int
 }
 
 // New returns the queues of a term whose controllers are named by the keys
 // of controllers, each with its aliases.
 func New(controllers map[string][]string) *Term {
 	q := &Term{names: map[string]string{}, handlers: map[string]func(string){},
-		pending: map[string][]string{}}
+		pending: map[string][]string{}, gen: map[string]int{}}
 	for name, aliases := range controllers {
 		q.names[name] = name
 		for _, a := range aliases {
@@ -46,25 +52,38 @@ func New(controllers map[string][]string) *Term {
 	return q
 }
 
-// Forget drops the handler of controller name, which stopped: keys sent
-// to it are held again until it runs and calls Handle.
+// Forget drops the handler of controller name, which is told to stop (or
+// stopped): keys sent to it are held again until a later start calls
+// Handle. The views For handed out so far take no key any more: a Handle
+// call from the start being stopped is ignored.
 func (q *Term) Forget(name string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.handlers, name)
+	q.gen[name]++
 }
 
-// For is the view of controller name.
-func (q *Term) For(name string) descriptor.Queues { return queuesOf{q, name} }
+// For is the view of controller name, for one start of it.
+func (q *Term) For(name string) descriptor.Queues {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return queuesOf{q, name, q.gen[name]}
+}
 
 type queuesOf struct {
 	q    *Term
 	name string
+	gen  int // Term.gen when it was made
 }
 
 func (v queuesOf) Handle(add func(string)) {
 	q := v.q
 	q.mu.Lock()
+	if q.gen[v.name] != v.gen {
+		// Its start was told to stop: the keys wait for the next one.
+		q.mu.Unlock()
+		return
+	}
 	q.handlers[v.name] = add
 	held := q.pending[v.name]
 	delete(q.pending, v.name)

@@ -52,3 +52,30 @@ func TestTerm(t *testing.T) {
 		t.Errorf("Send to an unknown controller: %v, want an error naming those the term runs", err)
 	}
 }
+
+// TestForgetSilencesTheStoppedStart: once Forget was called, the start
+// being stopped takes no key, not even by a Handle it calls late; the keys
+// wait for the next start.
+func TestForgetSilencesTheStoppedStart(t *testing.T) {
+	q := queues.New(map[string][]string{"a-controller": nil, "b-controller": nil})
+	from := q.For("b-controller")
+	stopping := q.For("a-controller")
+	var old, next []string
+	stopping.Handle(func(k string) { old = append(old, k) })
+	q.Forget("a-controller")
+	if err := from.Send("a-controller", "while-stopping"); err != nil {
+		t.Fatal(err)
+	}
+	stopping.Handle(func(k string) { old = append(old, k) }) // late, from the stopped start
+	if err := from.Send("a-controller", "after-late-handle"); err != nil {
+		t.Fatal(err)
+	}
+	if len(old) != 0 {
+		t.Errorf("the stopped start got %v; keys sent once it was told to stop must wait", old)
+	}
+	q.For("a-controller").Handle(func(k string) { next = append(next, k) })
+	if want := []string{"while-stopping", "after-late-handle"}; !slices.Equal(next, want) {
+		t.Errorf("the next start got %v, want %v", next, want)
+	}
+}
+
