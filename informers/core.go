@@ -33,13 +33,13 @@ type core struct {
 	strip    bool
 	intern   bool
 	plans    plans
-	expected []string                        // Options.Anticipate
+	expected []string                         // Options.Anticipate
 	requests map[string]map[reflect.Type]bool // Options.Informers, by Go type
 
 	mu        sync.Mutex
 	wants     map[wantKey]*prune.Plan // wantLocked's answers, made once
 	entries   map[key]*entry
-	variants  map[key]int // by key of variant 0: how many variant numbers were used
+	variants  map[key]int               // by key of variant 0: how many variant numbers were used
 	handlers  map[string][]registration // by holder
 	factories []*added
 	holders   int             // how many views For made, for their names

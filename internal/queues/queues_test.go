@@ -78,4 +78,3 @@ func TestForgetSilencesTheStoppedStart(t *testing.T) {
 		t.Errorf("the next start got %v, want %v", next, want)
 	}
 }
-
