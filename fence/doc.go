@@ -23,17 +23,32 @@
 // could take over). Close shuts it for good: package leader closes a term's
 // Gate the moment the lease is lost and when the term has returned.
 //
+// A Gate counts the writes in flight: those that passed the check and that
+// the API server has not answered. A caller whose context ends gets its
+// error at once, as from any client, but its request is not cancelled with
+// it: it goes on until the server answers, so that the Gate knows when it
+// was applied. Drain shuts the Gate and waits for them; package leader
+// drains a term's Gate before it releases the lease, and keeps the lease
+// (left to expire) when writes are still in flight after the renewal
+// deadline.
+//
 // Guarantees:
 //   - A closed Gate never reopens. A Gate whose deadline passed opens again
 //     only when Extend is called with a later deadline, that is when a renewal
 //     of the lease succeeded.
 //   - A refused request never reaches the network.
+//   - Once Drain returned 0, every write that passed the Gate has been
+//     answered by the API server: none can be applied after that moment.
 //
 // Non-guarantees:
-//   - A request that passed the check before the Gate closed may still be in
-//     flight and be applied by the API server afterwards: the residual window
-//     is one request's latency (bounded by the client's timeout). See
-//     docs/election.md's measurement ("Fenced writes").
+//   - A request that passed the check before the lease was lost (and not
+//     released) may still be in flight and be applied by the API server
+//     after another replica took over: the residual window is one
+//     request's latency. See docs/election.md's measurement ("Fenced
+//     writes").
+//   - Drain gives up at its context's end: the writes it gives up are
+//     cancelled, and the API server may still apply one (which is why
+//     package leader then does not release the lease).
 //   - Writes made with credentials or clients that did not come from the
 //     term (a client a controller built from its own kubeconfig, a fake
 //     clientset injected with manager.Builder.WithClient) are not fenced.

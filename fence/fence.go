@@ -1,8 +1,10 @@
 package fence
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -25,6 +27,15 @@ type Gate struct {
 	mu     sync.Mutex
 	until  time.Time // writes are allowed strictly before this instant
 	closed string    // why the gate closed for good; "" while it may open
+	// inflight counts the writes that passed the check and have not been
+	// answered; idle is closed (and replaced) whenever it drops to zero.
+	inflight int
+	idle     chan struct{}
+	// writes runs the writes whose callers stopped waiting; abandon
+	// cancels them (Drain gave up).
+	writes  sync.WaitGroup
+	abandon context.Context
+	cancel  context.CancelFunc
 }
 
 // NewGate returns a Gate for the named term (for example "main (lock
@@ -34,7 +45,9 @@ func NewGate(term string, clk clock.PassiveClock) *Gate {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Gate{term: term, clock: clk}
+	g := &Gate{term: term, clock: clk, idle: make(chan struct{})}
+	g.abandon, g.cancel = context.WithCancel(context.Background())
+	return g
 }
 
 // Term names the term the Gate guards.
@@ -82,6 +95,11 @@ func (g *Gate) Check(controller string) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.checkLocked(controller)
+}
+
+// checkLocked is Check; g.mu is held.
+func (g *Gate) checkLocked(controller string) error {
 	var reason string
 	switch now := g.clock.Now(); {
 	case g.closed != "":
@@ -95,6 +113,76 @@ func (g *Gate) Check(controller string) error {
 		return nil
 	}
 	return &Error{Controller: controller, Term: g.term, Reason: reason}
+}
+
+// admit checks a write of controller and counts it in flight; done must be
+// called once the API server answered it (or it was given up).
+func (g *Gate) admit(controller string) (done func(), err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.checkLocked(controller); err != nil {
+		return nil, err
+	}
+	g.inflight++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.inflight--
+			if g.inflight == 0 {
+				close(g.idle)
+				g.idle = make(chan struct{})
+			}
+		})
+	}, nil
+}
+
+// InFlight returns how many writes passed the Gate and have not been
+// answered by the API server yet, whether or not their callers still
+// wait for them.
+func (g *Gate) InFlight() int {
+	if g == nil {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.inflight
+}
+
+// Drain closes the Gate for good (reason as Close's) and waits until every
+// write that passed it has been answered by the API server, or ctx is
+// done. It returns how many were still in flight then: those it gives up,
+// cancelling their requests (the API server may still apply one), and it
+// returns only once their goroutines have ended. A term's owner drains its
+// Gate before it lets another replica take over (package leader does,
+// before it releases the lease), so that no write of the term can be
+// applied after the release: a caller that stops waiting for its write
+// (its context ended) gets its error at once, but the request goes on
+// until the server answers it.
+func (g *Gate) Drain(ctx context.Context, reason string) int {
+	if g == nil {
+		return 0
+	}
+	g.Close(reason)
+	for {
+		g.mu.Lock()
+		n, idle := g.inflight, g.idle
+		g.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-idle:
+			continue
+		case <-ctx.Done():
+		}
+		g.cancel()
+		g.writes.Wait()
+		return n
+	}
+	g.writes.Wait()
+	return 0
 }
 
 // Error is the error a refused write returns. It wraps ErrFenced.
@@ -195,15 +283,116 @@ type roundTripper struct {
 }
 
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if mutating(req) {
-		if err := rt.gate.Check(rt.controller); err != nil {
-			if req.Body != nil {
-				_ = req.Body.Close() // RoundTrippers must close the body, even on error
-			}
-			return nil, err
+	if !mutating(req) {
+		return rt.next.RoundTrip(req)
+	}
+	done, err := rt.gate.admit(rt.controller)
+	if err != nil {
+		if req.Body != nil {
+			_ = req.Body.Close() // RoundTrippers must close the body, even on error
+		}
+		return nil, err
+	}
+	return rt.gate.send(rt.next, req, done)
+}
+
+// send sends a write that passed the gate and returns its answer, or the
+// caller's context error as soon as that ends. The request itself is not
+// cancelled with the caller's context: it goes on, on a goroutine the
+// Gate tracks, until the API server answers it (its answer is then
+// discarded) or Drain gives it up, so that the Gate knows when it was
+// applied. done is called once it was answered or given up.
+func (g *Gate) send(next http.RoundTripper, req *http.Request,
+	done func()) (*http.Response, error) {
+	ctx := req.Context()
+	out := req.Clone(context.WithoutCancel(ctx))
+	if req.Body != nil && req.GetBody != nil {
+		// Its own copy of the body: the caller counts its body closed once
+		// RoundTrip returned, even while this request still runs.
+		if b, err := req.GetBody(); err == nil {
+			_ = req.Body.Close()
+			out.Body = b
 		}
 	}
-	return rt.next.RoundTrip(req)
+	detached, cancel := context.WithCancel(out.Context())
+	stopAbandon := context.AfterFunc(g.abandon, cancel)
+	release := func() { stopAbandon(); cancel() }
+	out = out.WithContext(detached)
+	w := &write{answer: make(chan answer, 1)}
+	g.writes.Go(func() {
+		defer done()
+		resp, err := next.RoundTrip(out)
+		if resp != nil {
+			// The request's context lives as long as the caller reads the
+			// answer's body.
+			resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
+		} else {
+			release()
+		}
+		w.deliver(answer{resp, err})
+	})
+	select {
+	case a := <-w.answer:
+		return a.resp, a.err
+	case <-ctx.Done():
+		if a, ok := w.leave(); ok {
+			return a.resp, a.err
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// releasingBody is an answer's body that ends its request's context once
+// closed.
+type releasingBody struct {
+	io.ReadCloser
+	release func()
+	once    sync.Once
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.release)
+	return err
+}
+
+// write hands a write's answer to its caller, or discards it once the
+// caller left.
+type write struct {
+	answer chan answer // buffered: the sender never blocks
+	mu     sync.Mutex
+	left   bool
+}
+
+type answer struct {
+	resp *http.Response
+	err  error
+}
+
+func (w *write) deliver(a answer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.left {
+		if a.resp != nil {
+			_, _ = io.Copy(io.Discard, a.resp.Body)
+			_ = a.resp.Body.Close()
+		}
+		return
+	}
+	w.answer <- a
+}
+
+// leave marks the caller gone, unless the answer came meanwhile.
+func (w *write) leave() (answer, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case a := <-w.answer:
+		return a, true
+	default:
+		w.left = true
+		return answer{}, false
+	}
 }
 
 // WrappedRoundTripper lets client-go's debugging helpers see the transport

@@ -228,3 +228,67 @@ func TestClientThroughGate(t *testing.T) {
 	g.Close("lease lost")
 	run(false)
 }
+
+// roundTripperFunc is a transport made of a function.
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A write whose caller stopped waiting is still in flight until the
+// server answers it, and Drain waits for it; one never answered is given
+// up when Drain's context ends (its request cancelled), and counted.
+func TestDrainWaitsForWritesWhoseCallersLeft(t *testing.T) {
+	for _, answered := range []bool{true, false} {
+		t.Run(map[bool]string{true: "answered", false: "given up"}[answered], func(t *testing.T) {
+			clk := clocktesting.NewFakePassiveClock(time.Now())
+			g := fence.NewGate("main", clk)
+			g.Extend(clk.Now().Add(time.Hour))
+			arrived, answer := make(chan struct{}), make(chan struct{})
+			var cancelled atomic.Bool
+			server := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+				close(arrived)
+				select {
+				case <-answer:
+					return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+				case <-r.Context().Done():
+					cancelled.Store(true)
+					return nil, r.Context().Err()
+				}
+			})
+			rt := fence.RoundTripper(g, "writer", server)
+			ctx, cancel := context.WithCancel(context.Background())
+			req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://x/api/v1/namespaces/a/configmaps",
+				strings.NewReader("{}"))
+			sent := make(chan error, 1)
+			go func() {
+				_, err := rt.RoundTrip(req)
+				sent <- err
+			}()
+			<-arrived
+			cancel()
+			if err := <-sent; !errors.Is(err, context.Canceled) {
+				t.Fatalf("the caller got %v, want context.Canceled at once", err)
+			}
+			if n := g.InFlight(); n != 1 {
+				t.Fatalf("InFlight = %d once the caller left, want 1: the server has not answered", n)
+			}
+			drain, stop := context.WithCancel(context.Background())
+			if answered {
+				close(answer)
+			} else {
+				stop()
+			}
+			n := g.Drain(drain, "term ended")
+			stop()
+			if want := map[bool]int{true: 0, false: 1}[answered]; n != want || g.InFlight() != 0 {
+				t.Errorf("Drain = %d (InFlight %d after), want %d", n, g.InFlight(), want)
+			}
+			if cancelled.Load() == answered {
+				t.Errorf("the request was cancelled: %v, want %v", cancelled.Load(), !answered)
+			}
+			if err := g.Check("writer"); err == nil || !strings.Contains(err.Error(), "term ended") {
+				t.Errorf("after Drain the gate answers %v, want it closed", err)
+			}
+		})
+	}
+}

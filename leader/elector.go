@@ -198,14 +198,14 @@ func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error)
 		if s == nil {
 			return nil
 		}
-		lost, termErr := e.lead(ctx, s, lctx, term)
+		lost, abandoned, termErr := e.lead(ctx, s, lctx, term)
 		switch {
 		case lost:
 			// Checked before ctx: a lease lost while the term was already
 			// stopping is still a loss the caller must hear of.
 			// The term has returned, so giving the lease back (if the API
 			// server still names us) cannot make two terms overlap.
-			e.releaseUnlessRunning(base, c, termErr)
+			e.releaseUnlessRunning(base, c, termErr, abandoned)
 			lostErr := fmt.Errorf("leader: lock %s: identity %s: %w", e.desc, e.cfg.Identity, ErrLeaseLost)
 			if termErr != nil && !errors.Is(termErr, context.Canceled) {
 				e.log.Error(termErr, "Term failed after the lease was lost")
@@ -223,14 +223,14 @@ func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error)
 			if e.cfg.KeepLeaseOnCancel {
 				e.log.Info("Term stopped; keeping the lease until it expires (KeepLeaseOnCancel)")
 			} else {
-				e.releaseUnlessRunning(base, c, termErr)
+				e.releaseUnlessRunning(base, c, termErr, abandoned)
 			}
 			if errors.Is(termErr, context.Canceled) || errors.Is(termErr, ctx.Err()) {
 				return nil
 			}
 			return termErr
 		default:
-			e.releaseUnlessRunning(base, c, termErr)
+			e.releaseUnlessRunning(base, c, termErr, abandoned)
 			if termErr != nil {
 				e.log.Error(termErr, "Term failed; lease released")
 			} else {
@@ -514,7 +514,13 @@ func (e *Elector) nextAttempt(c *campaign) (time.Duration, string, bool) {
 // lead runs term while this replica leads and returns once term returned
 // and the session ended; lost reports that the lease was lost before term
 // returned.
-func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context, term func(context.Context) error) (lost bool, err error) {
+//
+// Once term returned, the term's gate is shut and its writes still in
+// flight are waited for (fence.Gate.Drain, within drainBound) while the
+// lease is still held; abandoned counts those given up, after which the
+// lease must not be released.
+func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context,
+	term func(context.Context) error) (lost bool, abandoned int, err error) {
 	t := &Term{
 		gate: fence.NewGate(fmt.Sprintf("lock %s, identity %s", e.desc, e.cfg.Identity), e.clock),
 		lost: make(chan struct{}),
@@ -542,7 +548,9 @@ func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context, te
 	var wg sync.WaitGroup
 	wg.Go(func() { e.watchTerm(ctx, lctx, termDone, cancelTerm, t) })
 	defer func() {
-		t.gate.Close("the term ended")
+		drain, cancelDrain := context.WithTimeout(context.Background(), e.drainBound())
+		abandoned = t.gate.Drain(drain, "the term ended")
+		cancelDrain()
 		close(termDone)
 		cancelTerm()
 		wg.Wait()
@@ -556,7 +564,7 @@ func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context, te
 		e.mu.Unlock()
 		e.log.Info("Stopped leading", "termDuration", e.clock.Since(start), "leaseLost", lost)
 	}()
-	return false, term(termCtx)
+	return false, 0, term(termCtx)
 }
 
 // watchTerm cancels the term's context when ctx is done or the lease is lost.
@@ -620,14 +628,26 @@ func (e *Elector) resetStatus() {
 }
 
 // releaseUnlessRunning releases the lease unless the term left work
-// running (ErrTermStillRunning), in which case the lease must expire.
-func (e *Elector) releaseUnlessRunning(base context.Context, c *campaign, termErr error) {
-	if errors.Is(termErr, ErrTermStillRunning) {
+// running (ErrTermStillRunning) or abandoned writes in flight (the API
+// server may still apply them), in which case the lease must expire.
+func (e *Elector) releaseUnlessRunning(base context.Context, c *campaign, termErr error,
+	abandoned int) {
+	switch {
+	case errors.Is(termErr, ErrTermStillRunning):
 		e.log.Info("Term returned with work still running; keeping the lease until it expires")
+		return
+	case abandoned > 0:
+		e.log.Info("Writes of the term were still in flight when it ended; keeping the lease "+
+			"until it expires", "writes", abandoned)
 		return
 	}
 	e.release(base, c)
 }
+
+// drainBound is how long a term's writes in flight are waited for once it
+// returned, before the lease is released: the renewal deadline (the lease
+// is renewed meanwhile), on the real clock client-go's timers run on.
+func (e *Elector) drainBound() time.Duration { return e.onRealClock(e.cfg.RenewDeadline) }
 
 // release gives the lease back if the API server still names this replica
 // as its holder. Only called after the term returned and the session ended.

@@ -313,10 +313,12 @@ func TestAControllerThatChoseNotToStartHoldsNothing(t *testing.T) {
 
 // keyReceiver is a controller that records, per start, the keys the
 // term's queues hand it; when told to stop it tells the test (stopping)
-// and waits for it (resume) before it records an event and returns.
+// once the event it records is being written (writing), and waits for it
+// (resume) before it returns.
 type keyReceiver struct {
 	mu       sync.Mutex
 	keys     [][]string
+	writing  chan struct{}
 	stopping chan struct{}
 	resume   chan struct{}
 }
@@ -344,10 +346,14 @@ func (k *keyReceiver) descriptor() descriptor.Descriptor {
 			})
 			<-ctx.Done()
 			if start == 0 {
-				close(k.stopping)
-				<-k.resume
+				// An event whose write is still out when Run returns: the
+				// host flushes it (up to a second) before it forgets this
+				// start.
 				ref := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}}
 				cc.EventRecorder.Event(ref, corev1.EventTypeNormal, "Stopping", "stopping")
+				<-k.writing
+				close(k.stopping)
+				<-k.resume
 			}
 			return nil
 		}), nil
@@ -358,7 +364,8 @@ func (k *keyReceiver) descriptor() descriptor.Descriptor {
 // just after its Run returned, are held for its next start (the term's
 // queues), not handed to the queue of the start that is going away.
 func TestKeysSentToAStoppingControllerWaitForItsNextStart(t *testing.T) {
-	k := &keyReceiver{stopping: make(chan struct{}), resume: make(chan struct{})}
+	k := &keyReceiver{writing: make(chan struct{}), stopping: make(chan struct{}),
+		resume: make(chan struct{})}
 	var sender descriptor.Queues
 	var mu sync.Mutex
 	send := descriptor.New("sender-controller", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
@@ -370,10 +377,10 @@ func TestKeysSentToAStoppingControllerWaitForItsNextStart(t *testing.T) {
 	h := managertest.New(t, "test", []descriptor.Descriptor{send, k.descriptor()})
 	// The stopping start's event write waits, so that the host's flush of
 	// its events (after its Run returned) takes a while.
-	flushing, unblock := make(chan struct{}), make(chan struct{})
+	unblock := make(chan struct{})
 	var once sync.Once
 	h.Client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
-		once.Do(func() { close(flushing) })
+		once.Do(func() { close(k.writing) })
 		<-unblock
 		return false, nil, nil
 	})
@@ -401,8 +408,8 @@ func TestKeysSentToAStoppingControllerWaitForItsNextStart(t *testing.T) {
 	<-k.stopping
 	sendKey("while-stopping")
 	close(k.resume)
-	<-flushing // its Run returned; the host flushes its events
-	h.WaitFor("receiver-controller", manager.PhaseStopped)
+	// Its Run returned; the host flushes its events.
+	h.WaitFor("receiver-controller", manager.PhaseStopped, manager.PhaseDisabled)
 	sendKey("after-run-returned")
 	close(unblock)
 	h.WaitFor("receiver-controller", manager.PhaseDisabled)
