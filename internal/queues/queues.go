@@ -36,13 +36,18 @@ type Term struct {
 	// gen counts Forget calls, by controller: a view made before the last
 	// one belongs to a start that was told to stop.
 	gen map[string]int
+	// handing counts, by controller, the keys being handed to its handler
+	// now; Forget waits for them (done is signalled when one ends).
+	handing map[string]int
+	done    *sync.Cond
 }
 
 // New returns the queues of a term whose controllers are named by the keys
 // of controllers, each with its aliases.
 func New(controllers map[string][]string) *Term {
 	q := &Term{names: map[string]string{}, handlers: map[string]func(string){},
-		pending: map[string][]string{}, gen: map[string]int{}}
+		pending: map[string][]string{}, gen: map[string]int{}, handing: map[string]int{}}
+	q.done = sync.NewCond(&q.mu)
 	for name, aliases := range controllers {
 		q.names[name] = name
 		for _, a := range aliases {
@@ -55,12 +60,17 @@ func New(controllers map[string][]string) *Term {
 // Forget drops the handler of controller name, which is told to stop (or
 // stopped): keys sent to it are held again until a later start calls
 // Handle. The views For handed out so far take no key any more: a Handle
-// call from the start being stopped is ignored.
+// call from the start being stopped is ignored. It returns once no key is
+// being handed to the handler it dropped, so that a caller that then stops
+// the controller stops no queue a key is still on its way to.
 func (q *Term) Forget(name string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.handlers, name)
 	q.gen[name]++
+	for q.handing[name] > 0 {
+		q.done.Wait()
+	}
 }
 
 // For is the view of controller name, for one start of it.
@@ -87,10 +97,20 @@ func (v queuesOf) Handle(add func(string)) {
 	q.handlers[v.name] = add
 	held := q.pending[v.name]
 	delete(q.pending, v.name)
+	q.handing[v.name]++
 	q.mu.Unlock()
+	defer q.handed(v.name)
 	for _, k := range held {
 		add(k)
 	}
+}
+
+// handed records that a key (or the held ones) reached name's handler.
+func (q *Term) handed(name string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.handing[name]--
+	q.done.Broadcast()
 }
 
 func (v queuesOf) Send(controller, key string) error {
@@ -115,10 +135,12 @@ func (v queuesOf) Send(controller, key string) error {
 			held = held[len(held)-MaxPending:]
 		}
 		q.pending[name] = held
+		q.mu.Unlock()
+		return nil
 	}
+	q.handing[name]++
 	q.mu.Unlock()
-	if add != nil {
-		add(key)
-	}
+	defer q.handed(name)
+	add(key)
 	return nil
 }

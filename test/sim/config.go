@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,13 +37,19 @@ type Config struct {
 	// Toggles change every replica's selection (Manager.SetControllers,
 	// and the --controllers of replicas started later).
 	Toggles []Toggle
+	// Keys: the controllers of the main lock (neither sharded nor migrated)
+	// send each other keys through the term's queues (descriptor.Queues).
+	Keys bool
 }
 
 // Toggle is a change of selection: from At on, every controller runs but
-// those in Off.
+// those in Off. Refused names controllers whose change SetControllers
+// must refuse (sharded ones, those leader migration leaves to another
+// component): the whole change is refused, then made without them.
 type Toggle struct {
-	At  time.Duration
-	Off []string
+	At      time.Duration
+	Off     []string
+	Refused []string
 }
 
 // StopKind is how a controller's Run stops.
@@ -75,6 +82,31 @@ type ControllerSpec struct {
 	Sharded  bool
 	Served   bool          // WhenServed: runs only while gadgets are served
 	Period   time.Duration // between writes
+	// Unowned: the migration file leaves it to another component (only
+	// with Migration; neither Migrated nor Sharded).
+	Unowned bool
+	// Reads is what it declares it reads of ConfigMaps (pruned caches).
+	Reads ReadKind
+	// Index: it adds an index of its own to the shared informer of every
+	// ConfigMap at each start, with client-go's AddIndexers.
+	Index bool
+	// Declines: its InitFunc chooses not to start it (returns nil), after
+	// it requested its informers, one start in two.
+	Declines bool
+}
+
+// ReadKind is what a controller declares it reads of ConfigMaps.
+type ReadKind int
+
+const (
+	ReadsWhole      ReadKind = iota // declares the informer, not its fields: whole objects
+	ReadsData                       // declares data (binaryData dropped)
+	ReadsMetadata                   // declares metadata only
+	ReadsUndeclared                 // declares neither informers nor reads
+)
+
+func (k ReadKind) String() string {
+	return [...]string{"whole", "data", "metadata", "undeclared"}[k]
 }
 
 // cooperative reports whether the controller always stops within its
@@ -170,7 +202,53 @@ func NewConfig(seed uint64) Config {
 	rng2 := rand.New(rand.NewPCG(seed, 0x9ad9e7))
 	c.drawGadgets(rng2)
 	c.drawToggles(rng2)
+	c.drawRuntime(rand.New(rand.NewPCG(seed, 0x7e57ab)))
 	return c
+}
+
+// drawRuntime, from a stream of its own, picks what controllers that come
+// and go meet: in one seed out of two, pruned caches (what each declares
+// it reads of ConfigMaps, so that informers of several variants run),
+// indexes added at each start, InitFuncs that decline now and then, keys
+// sent between the main lock's controllers; with migration, controllers
+// left to another component; and toggles that name controllers
+// SetControllers must refuse (sharded, left to another component).
+func (c *Config) drawRuntime(rng *rand.Rand) {
+	if rng.IntN(2) != 0 {
+		return
+	}
+	for i := range c.Controllers {
+		s := &c.Controllers[i]
+		s.Reads = ReadKind(rng.IntN(4))
+		s.Index = rng.IntN(3) == 0
+		s.Declines = s.Init == InitOK && rng.IntN(5) == 0
+		s.Unowned = c.Migration && !s.Migrated && !s.Sharded && rng.IntN(3) == 0
+	}
+	c.Keys = rng.IntN(2) == 0
+	for i := range c.Toggles {
+		t := &c.Toggles[i]
+		t.Off = slices.DeleteFunc(t.Off, func(name string) bool {
+			return c.spec(name).Unowned // they never run: toggling them is refused
+		})
+		if rng.IntN(3) != 0 {
+			continue
+		}
+		for _, s := range c.Controllers {
+			if (s.Sharded || s.Unowned) && rng.IntN(2) == 0 {
+				t.Refused = append(t.Refused, s.Name)
+			}
+		}
+	}
+}
+
+// spec is the controller of that name.
+func (c Config) spec(name string) ControllerSpec {
+	for _, s := range c.Controllers {
+		if s.Name == name {
+			return s
+		}
+	}
+	return ControllerSpec{}
 }
 
 // drawToggles, in one seed out of three, changes the selection at random
@@ -199,6 +277,16 @@ func (c *Config) drawToggles(rng *rand.Rand) {
 func (t Toggle) Selection() []string {
 	out := []string{"*"}
 	for _, name := range t.Off {
+		out = append(out, "-"+name)
+	}
+	return out
+}
+
+// Asked is the list SetControllers is first given: Selection, with the
+// refused controllers turned off too.
+func (t Toggle) Asked() []string {
+	out := t.Selection()
+	for _, name := range t.Refused {
 		out = append(out, "-"+name)
 	}
 	return out
@@ -279,11 +367,15 @@ func (c Config) String() string {
 		c.Migration, c.Sharding, c.Slots, c.Warm, c.Credentials, c.StartInterval, c.ShutdownTimeout)
 	for _, s := range c.Controllers {
 		fmt.Fprintf(&b, "\n  %s: stop %d (%v), init %d (%v), migrated %v, sharded %v, served %v, "+
-			"period %v", s.Name, s.Stop, s.StopTime, s.Init, s.InitTime, s.Migrated, s.Sharded,
-			s.Served, s.Period)
+			"period %v, unowned %v, reads %v, index %v, declines %v", s.Name, s.Stop, s.StopTime,
+			s.Init, s.InitTime, s.Migrated, s.Sharded, s.Served, s.Period, s.Unowned, s.Reads,
+			s.Index, s.Declines)
+	}
+	if c.Keys {
+		b.WriteString("\n  keys sent between the main lock's controllers")
 	}
 	for _, t := range c.Toggles {
-		fmt.Fprintf(&b, "\n  at %v: controllers %v", t.At, t.Selection())
+		fmt.Fprintf(&b, "\n  at %v: controllers %v (refused first: %v)", t.At, t.Selection(), t.Refused)
 	}
 	if len(c.GadgetFlips) > 0 || c.GadgetsAtStart {
 		fmt.Fprintf(&b, "\n  gadgets served at start %v, flipped at %v",

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,12 +44,32 @@ func (r *replica) descriptor(s ControllerSpec) descriptor.Descriptor {
 		if err != nil {
 			return nil, err
 		}
-		cc.InformerFactory.Core().V1().ConfigMaps().Informer()
+		w := r.w
 		c := &controller{r: r, spec: s, client: cs, events: cc.EventRecorder, key: s.Name,
-			term: leader.TermFrom(ctx)}
+			term: leader.TermFrom(ctx), queues: cc.Queues}
+		shared := cc.InformerFactory.Core().V1().ConfigMaps().Informer()
+		if s.Index {
+			if err := shared.AddIndexers(cache.Indexers{writerIndex: byWriter}); err != nil {
+				return nil, err
+			}
+		}
+		own := cc.NamespacedInformerFactory("own-" + s.Name).Core().V1().ConfigMaps().Informer()
+		c.informers = []cache.SharedIndexInformer{shared, own}
 		if s.Served {
-			c.gadgets = cc.DynamicInformerFactory.ForResource(gadgetsGVR).Informer()
-			r.w.holdsGadgets(r.identity, c.gadgets)
+			gadgets := cc.DynamicInformerFactory.ForResource(gadgetsGVR).Informer()
+			c.informers = append(c.informers, gadgets)
+		}
+		if s.Declines && decline(rng, &r.mu) {
+			// As node-ipam without --allocate-node-cidrs: it requested its
+			// informers, and chooses not to start; the host must let go of
+			// what only it holds.
+			for _, inf := range c.informers {
+				w.holds(r.identity, s.Name+" (declined)", inf, false)
+			}
+			return nil, nil
+		}
+		for _, inf := range c.informers {
+			w.holds(r.identity, s.Name, inf, true)
 		}
 		c.namespaces = []string{namespaces[hashOf(s.Name)%uint32(len(namespaces))]}
 		if sc := cc.Shard; sc != nil {
@@ -61,7 +82,15 @@ func (r *replica) descriptor(s ControllerSpec) descriptor.Descriptor {
 			}
 		}
 		return c, nil
-	}).WithInformers(configMapsGVR)
+	})
+	switch s.Reads {
+	case ReadsWhole:
+		d = d.WithInformers(configMapsGVR)
+	case ReadsData:
+		d = d.WithInformers(configMapsGVR).WithReads(configMapsGVR, "data")
+	case ReadsMetadata:
+		d = d.WithInformers(configMapsGVR).WithReads(configMapsGVR)
+	}
 	if s.Sharded {
 		d = d.Sharded(shard.ByNamespace)
 	}
@@ -69,6 +98,25 @@ func (r *replica) descriptor(s ControllerSpec) descriptor.Descriptor {
 		d = d.WhenServed(gadgetsGVR)
 	}
 	return d
+}
+
+// writerIndex is the index Index controllers add: ConfigMaps by writer.
+const writerIndex = "sim.ctrlhost.io/writer"
+
+func byWriter(obj any) ([]string, error) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return nil, nil
+	}
+	return []string{cm.Data["writer"]}, nil
+}
+
+// decline draws whether a Declines controller's InitFunc declines this
+// time: one start in two.
+func decline(rng *rand.Rand, mu *sync.Mutex) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	return rng.IntN(2) == 0
 }
 
 func hashOf(s string) uint32 {
@@ -124,9 +172,10 @@ type controller struct {
 	namespaces []string
 	n          int
 	term       *leader.Term // the lease the controller runs under
-	// gadgets is a Served controller's informer of gadgets: it must stop
-	// soon after its Run returns.
-	gadgets cache.SharedIndexInformer
+	// informers are those its InitFunc requested: each must stop soon
+	// after the Run of the last controller holding it returned.
+	informers []cache.SharedIndexInformer
+	queues    descriptor.Queues
 }
 
 // fenced reports whether the controller's term refuses its writes.
@@ -134,14 +183,25 @@ func (c *controller) fenced() bool { return c.term.Gate().Check(c.spec.Name) != 
 
 func (c *controller) Run(ctx context.Context) error {
 	w := c.r.w
-	if c.gadgets != nil {
-		defer w.mustStop(c.key, c.gadgets)
+	for _, inf := range c.informers {
+		defer w.mustStop(c.key, inf)
 	}
 	if ctx.Err() != nil {
 		return nil // called with a done context: its term ended before it started
 	}
 	in := w.started(c.key, c.r.identity, c.fenced, len(c.namespaces) == 0)
 	defer w.stopped(c.key, in)
+	mail := w.keys != nil && w.keys.takes(c.spec)
+	if mail {
+		// A key handed to a start told to stop is lost, as in a workqueue
+		// shut down.
+		c.queues.Handle(func(key string) {
+			if ctx.Err() == nil {
+				w.keys.received(key)
+			}
+		})
+		w.keys.handled(c.r.identity, c.term, c.spec.Name)
+	}
 	tick := time.NewTicker(c.spec.Period)
 	defer tick.Stop()
 	wctx, stop := ctx, ctx.Done()
@@ -149,6 +209,9 @@ func (c *controller) Run(ctx context.Context) error {
 		select {
 		case <-tick.C:
 			c.write(wctx)
+			if mail {
+				w.keys.send(c.r.identity, c.term, c.spec.Name, c.queues)
+			}
 		case <-stop:
 			if wctx != ctx {
 				return nil // the run ended

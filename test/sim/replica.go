@@ -93,6 +93,7 @@ func (w *World) startReplica(i, gen int, migrationFile string) (*replica, error)
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	w.tracef("%s starts (clock scale %.4f)", r.identity, cfg.Scale[i])
+	w.disturb(r.identity)
 	go func() {
 		defer close(r.done)
 		r.err = m.Run(ctx)
@@ -118,8 +119,11 @@ func writeMigrationFile(dir string, cfg Config) (string, error) {
 	}
 	b.WriteString("controllerLeaders:\n")
 	for _, s := range cfg.Controllers {
-		if s.Migrated {
+		switch {
+		case s.Migrated:
 			fmt.Fprintf(&b, "- name: %s\n  component: \"*\"\n", s.Name)
+		case s.Unowned:
+			fmt.Fprintf(&b, "- name: %s\n  component: other-component\n", s.Name)
 		}
 	}
 	path := filepath.Join(dir, "migration.yaml")
@@ -134,6 +138,7 @@ func (r *replica) wrap(next http.RoundTripper) http.RoundTripper {
 		req = req.Clone(req.Context())
 		req.Header.Set(headerReplica, r.identity)
 		req.Header.Set(headerSent, strconv.FormatInt(time.Now().UnixNano(), 10))
+		req.Header.Set(headerSeq, strconv.FormatInt(r.w.seq.Add(1), 10))
 		if err := r.gate(req); err != nil {
 			if req.Body != nil {
 				_ = req.Body.Close()
@@ -145,6 +150,9 @@ func (r *replica) wrap(next http.RoundTripper) http.RoundTripper {
 			return nil, err
 		}
 		resp.Body = &faultyBody{r: r, ctx: req.Context(), ReadCloser: resp.Body}
+		if q := req.URL.Query(); q.Get("watch") == "true" || q.Get("watch") == "1" {
+			resp.Body = r.w.watchOpened(r.identity, resp.Body)
+		}
 		return resp, nil
 	})
 }

@@ -61,6 +61,11 @@ func Run(cfg Config, dir string) Result {
 	for _, u := range w.unnamed() {
 		w.violate("overlap: %s ran, fenced, beside another replica's instance, but its replica never named it", u)
 	}
+	if w.keys != nil {
+		for _, k := range w.keys.lost() {
+			w.violate("queues: a key was lost: %s", k)
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return Result{Violations: slices.Clone(w.violations), Trace: slices.Clone(w.trace)}
@@ -140,9 +145,11 @@ func (d *driver) loop() {
 		for len(flips) > 0 && flips[0] <= now {
 			flips, served = flips[1:], !served
 			d.w.serveGadgets(served)
+			d.w.disturb("")
 		}
 		for len(toggles) > 0 && toggles[0].At <= now {
-			d.toggle(toggles[0].Selection())
+			d.toggle(toggles[0])
+			d.w.disturb("")
 			toggles = toggles[1:]
 		}
 		for len(faults) > 0 && faults[0].At <= now {
@@ -150,6 +157,7 @@ func (d *driver) loop() {
 			faults = faults[1:]
 			r := d.replicas[f.Replica]
 			d.disturbed = time.Now()
+			d.w.disturb(r.identity)
 			d.w.tracef("fault: %s on %s for %v", f.Kind, r.identity, f.For)
 			switch f.Kind {
 			case PartitionHang, PartitionFail, SlowLeases:
@@ -163,6 +171,7 @@ func (d *driver) loop() {
 				r.cancel()
 			case APIRestart:
 				d.w.server.DropWatches()
+				d.w.disturb("")
 			}
 		}
 		lifts = slices.DeleteFunc(lifts, func(l lift) bool {
@@ -170,6 +179,7 @@ func (d *driver) loop() {
 				return false
 			}
 			l.r.setFault(l.kind, 0, false)
+			d.w.disturb(l.r.identity)
 			d.w.tracef("fault lifted: %s on %s", l.kind, l.r.identity)
 			d.disturbed = time.Now()
 			return true
@@ -203,13 +213,25 @@ func (d *driver) loop() {
 }
 
 // toggle changes the selection of every replica that runs, and of those
-// started later. A change SetControllers refuses is a violation: the
-// toggles leave sharded and migrated controllers alone.
-func (d *driver) toggle(entries []string) {
+// started later. A toggle that names controllers SetControllers must
+// refuse (sharded, left to another component) is first asked as is: every
+// replica must refuse it whole, naming each of them; then it is asked
+// without them. A change SetControllers refuses otherwise is a violation.
+func (d *driver) toggle(t Toggle) {
+	entries := t.Selection()
 	d.w.setSelection(entries)
 	for _, r := range d.replicas {
 		if r.returned() {
 			continue
+		}
+		if len(t.Refused) > 0 {
+			err := r.m.SetControllers(t.Asked())
+			for _, name := range t.Refused {
+				if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("controller %q cannot be", name)) {
+					d.w.violate("%s: SetControllers(%q) = %v, want it refused, naming %s",
+						r.identity, t.Asked(), err, name)
+				}
+			}
 		}
 		if err := r.m.SetControllers(entries); err != nil {
 			d.w.violate("%s: SetControllers(%q): %v", r.identity, entries, err)
@@ -273,6 +295,12 @@ func (d *driver) check(r *replica) {
 			}
 		}
 	}
+	for _, ce := range controllerErrors(err) {
+		if s, ok := d.w.specs[ce.Controller]; ok && s.Init != InitFlaky {
+			d.w.violate("%s: Run names %s as failed, but it never fails on its own: %v",
+				r.identity, ce.Controller, ce)
+		}
+	}
 	cooperative := true
 	for _, s := range d.w.cfg.Controllers {
 		cooperative = cooperative && s.cooperative()
@@ -325,4 +353,28 @@ func (d *driver) checkReadiness() {
 				time.Since(d.disturbed).Round(time.Millisecond), rec.Code, rec.Body.String())
 		}
 	}
+}
+
+// controllerErrors finds every *manager.ControllerError in err's tree.
+func controllerErrors(err error) []*manager.ControllerError {
+	var out []*manager.ControllerError
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil {
+			return
+		}
+		if ce, ok := err.(*manager.ControllerError); ok {
+			out = append(out, ce)
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
+	return out
 }

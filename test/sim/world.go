@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -29,6 +32,7 @@ const (
 	shardGroup     = "sim-shard"
 	headerReplica  = "X-Sim-Replica"
 	headerSent     = "X-Sim-Sent"
+	headerSeq      = "X-Sim-Seq"
 )
 
 // Namespaces the controllers write into.
@@ -58,18 +62,34 @@ type World struct {
 	trace      []string
 	specs      map[string]ControllerSpec
 	applied    map[string]int // ConfigMap writes the server took, by controller
-	// gadgetInformers are the Served controllers' informers of gadgets,
+	// informers are the informers the controllers' InitFuncs requested,
 	// by cache, with their users: each must stop within informerStopBound
-	// of its last user's Run returning.
-	gadgetInformers map[cache.Indexer]*gadgetInformer
+	// of its last user's Run returning (or of its request, when no
+	// controller that runs holds it).
+	informers map[cache.Indexer]*heldInformer
 	// selection is the --controllers list in force (Config.Toggles); nil
 	// selects every controller.
 	selection []string
+	// keys follows the keys sent between controllers (Config.Keys).
+	keys *keyBook
+	// seq orders what happens within one instant of fake time: each
+	// request leaving a replica and each Lease write the server applied
+	// takes the next number.
+	seq atomic.Int64
+	// calm is, by replica identity, when that replica was last disturbed
+	// (started, a fault on it began or ended) and, under "", when the
+	// cluster was (an API server restart, a change of selection, gadgets
+	// installed or removed).
+	calm map[string]time.Time
+	// watches counts, by replica identity, the watches open now; leaked
+	// names the replicas reported for watches open after their Run returned.
+	watches map[string]int
+	leaked  map[string]bool
 }
 
-// gadgetInformer is one informer of gadgets, shared by the Served
-// controllers of one term of one replica.
-type gadgetInformer struct {
+// heldInformer is one informer the controllers of one term of one replica
+// requested, shared by those that hold it.
+type heldInformer struct {
 	inf     cache.SharedIndexInformer
 	replica string
 	holders int       // built controllers whose Run has not returned
@@ -77,9 +97,9 @@ type gadgetInformer struct {
 	at      time.Time // when it did
 }
 
-// informerStopBound bounds how long an informer of WhenServed controllers
-// may run after the last of them returned: its unit flushes its events
-// (one second at most), then releases its informers.
+// informerStopBound bounds how long an informer may run after the last
+// controller holding it returned: a stopped controller's events are
+// flushed (one second at most), then its informers released.
 const informerStopBound = 3 * time.Second
 
 // debugLease, when set (by a test being debugged), traces every write of
@@ -89,6 +109,8 @@ var debugLease = os.Getenv("SIM_DEBUG_LEASE")
 // leaseState is a Lease as the server stored it at a moment.
 type leaseState struct {
 	at       time.Time
+	seq      int64  // World.seq when it was recorded
+	by       string // the replica that wrote it
 	holder   string
 	renew    time.Time
 	duration time.Duration
@@ -124,6 +146,12 @@ func newWorld(cfg Config) *World {
 		returned:  map[string]time.Time{},
 		specs:     map[string]ControllerSpec{},
 		applied:   map[string]int{},
+		calm:      map[string]time.Time{},
+		watches:   map[string]int{},
+		leaked:    map[string]bool{},
+	}
+	if cfg.Keys {
+		w.keys = newKeyBook(w, cfg)
 	}
 	for _, s := range cfg.Controllers {
 		w.specs[s.Name] = s
@@ -184,6 +212,7 @@ func (w *World) violate(format string, args ...any) {
 // ServeHTTP serves the API and records every Lease write the server
 // applied, in order, for the fencing check.
 func (w *World) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
+	w.checkList(req)
 	if !strings.Contains(req.URL.Path, "/leases") || req.Method == http.MethodGet {
 		if debugLease != "" && req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/"+debugLease) {
 			w.tracef("lease %s: read by %s", debugLease, req.Header.Get(headerReplica))
@@ -208,7 +237,7 @@ func (w *World) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		_ = json.Unmarshal(rec.body, &body)
 		name = body.Metadata.Name
 	}
-	w.recordLease(name)
+	w.recordLease(name, req.Header.Get(headerReplica))
 }
 
 type statusWriter struct {
@@ -227,9 +256,9 @@ func (s *statusWriter) Write(p []byte) (int, error) {
 	return s.ResponseWriter.Write(p)
 }
 
-func (w *World) recordLease(name string) {
+func (w *World) recordLease(name, by string) {
 	l := w.server.Get(leaseGVR, namespace, name)
-	st := leaseState{at: time.Now()}
+	st := leaseState{at: time.Now(), seq: w.seq.Add(1), by: by}
 	if l != nil {
 		spec, _ := l["spec"].(map[string]any)
 		st.holder, _ = spec["holderIdentity"].(string)
@@ -250,14 +279,15 @@ func (w *World) recordLease(name string) {
 	w.leases[name] = append(h, st)
 }
 
-// validAt reports whether identity held Lease name, unexpired, at t, by the
-// server's own record.
-func (w *World) validAt(name, identity string, t time.Time) (bool, string) {
+// validAt reports whether identity held Lease name, unexpired, when a
+// request left at t, numbered seq (World.seq), by the server's own record:
+// the Lease writes recorded before seq count.
+func (w *World) validAt(name, identity string, t time.Time, seq int64) (bool, string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var last *leaseState
 	for i := range w.leases[name] {
-		if w.leases[name][i].at.After(t) {
+		if w.leases[name][i].seq > seq {
 			break
 		}
 		last = &w.leases[name][i]
@@ -281,9 +311,42 @@ func (w *World) leaseOf(controller, ns string) string {
 		return migrationLease
 	case s.Sharded:
 		slot := shard.Space{Slots: w.cfg.Slots, Keying: shard.ByNamespace}.SlotOfKey(ns)
-		return fmt.Sprintf("%s-slot-%d", shardGroup, slot)
+		return slotLease(slot)
 	}
 	return component
+}
+
+func slotLease(slot int) string { return fmt.Sprintf("%s-slot-%d", shardGroup, slot) }
+
+// leasesOf are the Leases under which controller may mint its
+// ServiceAccount's tokens: its lease, or, sharded, any slot's.
+func (w *World) leasesOf(controller string) []string {
+	if !w.specs[controller].Sharded {
+		return []string{w.leaseOf(controller, "")}
+	}
+	var out []string
+	for slot := range w.cfg.Slots {
+		out = append(out, slotLease(slot))
+	}
+	return out
+}
+
+// releasedBy reports whether identity, having held Lease name, released
+// it (wrote it with no holder) since it last held it: a write of it that
+// the server applies now comes after its release.
+func (w *World) releasedBy(name, identity string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.leases[name]
+	for i := len(h) - 1; i >= 0; i-- {
+		switch {
+		case h[i].holder == identity:
+			return false
+		case h[i].holder == "" && h[i].by == identity:
+			return true
+		}
+	}
+	return false
 }
 
 // hook checks every write that reaches the server, and answers
@@ -295,6 +358,7 @@ func (w *World) hook(rw http.ResponseWriter, r *fakeapi.Request) error {
 	identity := r.Header.Get(headerReplica)
 	sentNanos, _ := strconv.ParseInt(r.Header.Get(headerSent), 10, 64)
 	sent := time.Unix(0, sentNanos)
+	seq, _ := strconv.ParseInt(r.Header.Get(headerSeq), 10, 64)
 	w.mu.Lock()
 	returnedAt, returned := w.returned[identity]
 	w.mu.Unlock()
@@ -304,6 +368,18 @@ func (w *World) hook(rw http.ResponseWriter, r *fakeapi.Request) error {
 	}
 	switch r.Resource.GVR.Resource {
 	case "serviceaccounts":
+		// Minting a controller's ServiceAccount token (creating the
+		// ServiceAccount, requesting the token) is a write of its term.
+		controller := r.Name
+		if r.Subresource == "" {
+			var sa struct {
+				Metadata metav1.ObjectMeta `json:"metadata"`
+			}
+			_ = json.Unmarshal(r.Body, &sa)
+			controller = sa.Metadata.Name
+		}
+		w.checkWrite(identity, controller, w.leasesOf(controller), sent, seq,
+			fmt.Sprintf("%s serviceaccounts %s/%s", r.Subresource, r.Namespace, r.Name))
 		if r.Subresource == "token" {
 			return w.answerToken(rw)
 		}
@@ -314,11 +390,8 @@ func (w *World) hook(rw http.ResponseWriter, r *fakeapi.Request) error {
 				r.Resource.GVR.Resource, r.Namespace, r.Name, identity, r.UserAgent)
 			return nil
 		}
-		lease := w.leaseOf(controller, ns)
-		if ok, why := w.validAt(lease, identity, sent); !ok {
-			w.violate("fencing: %s's %s wrote %s %s/%s sent at %v while it held no valid Lease %s (%s)",
-				identity, controller, r.Resource.GVR.Resource, r.Namespace, r.Name, sent.Sub(w.origin), lease, why)
-		}
+		w.checkWrite(identity, controller, []string{w.leaseOf(controller, ns)}, sent, seq,
+			fmt.Sprintf("%s %s/%s", r.Resource.GVR.Resource, r.Namespace, r.Name))
 		if r.Resource.GVR.Resource == "configmaps" {
 			w.mu.Lock()
 			w.applied[controller]++
@@ -326,6 +399,37 @@ func (w *World) hook(rw http.ResponseWriter, r *fakeapi.Request) error {
 		}
 	}
 	return nil
+}
+
+// checkWrite checks a controller's write the server is about to apply:
+// when it left its replica, the replica held one of leases, valid; and
+// the replica has not released that lease since (a write applied after
+// the release may follow another replica's first write).
+func (w *World) checkWrite(identity, controller string, leases []string, sent time.Time,
+	seq int64, what string) {
+	if _, ok := w.specs[controller]; !ok {
+		w.violate("a write (%s) by %s names no simulated controller", what, identity)
+		return
+	}
+	var why []string
+	valid := ""
+	for _, lease := range leases {
+		ok, reason := w.validAt(lease, identity, sent, seq)
+		if ok {
+			valid = lease
+			break
+		}
+		why = append(why, lease+": "+reason)
+	}
+	if valid == "" {
+		w.violate("fencing: %s's %s wrote (%s) sent at %v while it held no valid Lease (%s)",
+			identity, controller, what, sent.Sub(w.origin), strings.Join(why, "; "))
+		return
+	}
+	if w.releasedBy(valid, identity) {
+		w.violate("fencing: %s's %s wrote (%s), sent at %v, applied after %s released Lease %s",
+			identity, controller, what, sent.Sub(w.origin), identity, valid)
+	}
 }
 
 // writer is the controller a write belongs to, and the namespace it is
@@ -418,28 +522,35 @@ func (w *World) stopped(key string, in *instance) {
 	w.trace = append(w.trace, fmt.Sprintf("%9v %s stops %s", w.since(), in.replica, key))
 }
 
-// holdsGadgets records that a Served controller's InitFunc took inf.
-func (w *World) holdsGadgets(replica string, inf cache.SharedIndexInformer) {
+// holds records that a controller's InitFunc requested inf: held, it
+// holds it until its Run returns (mustStop); not held (its InitFunc
+// declined), it counts for nothing, and an informer no controller holds
+// must stop within informerStopBound.
+func (w *World) holds(replica, key string, inf cache.SharedIndexInformer, held bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.gadgetInformers == nil {
-		w.gadgetInformers = map[cache.Indexer]*gadgetInformer{}
+	if w.informers == nil {
+		w.informers = map[cache.Indexer]*heldInformer{}
 	}
-	g := w.gadgetInformers[inf.GetIndexer()]
+	g := w.informers[inf.GetIndexer()]
 	if g == nil {
-		g = &gadgetInformer{inf: inf, replica: replica}
-		w.gadgetInformers[inf.GetIndexer()] = g
+		g = &heldInformer{inf: inf, replica: replica, at: time.Now(), last: key}
+		w.informers[inf.GetIndexer()] = g
 	}
-	g.holders++
+	if held {
+		g.holders++
+	} else if g.holders == 0 {
+		g.last, g.at = key, time.Now()
+	}
 }
 
-// mustStop records that the Run of a Served controller holding inf
-// returned: once none holds it, it must stop within informerStopBound
-// (checked every tick by progressTick).
+// mustStop records that the Run of a controller holding inf returned: once
+// none holds it, it must stop within informerStopBound (checked every tick
+// by progressTick).
 func (w *World) mustStop(key string, inf cache.SharedIndexInformer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	g := w.gadgetInformers[inf.GetIndexer()]
+	g := w.informers[inf.GetIndexer()]
 	if g == nil {
 		return // stopped and forgotten already: its term ended first
 	}
@@ -448,22 +559,22 @@ func (w *World) mustStop(key string, inf cache.SharedIndexInformer) {
 }
 
 // checkInformersLocked reports informers that outlived their last user;
-// w.mu is held. One never started (its term stopped before it could) runs
-// nothing, but is watched on: were it started later, nobody holding it, it
-// would be a leak.
+// w.mu is held. One never started (its term stopped before it could, or
+// the host let go of it before it started) runs nothing, but is watched
+// on: were it started later, nobody holding it, it would be a leak.
 func (w *World) checkInformersLocked() {
-	for idx, g := range w.gadgetInformers {
+	for idx, g := range w.informers {
 		switch {
 		case g.inf.IsStopped():
-			delete(w.gadgetInformers, idx)
+			delete(w.informers, idx)
 		case !hasStarted(g.inf):
 		case g.holders == 0 && time.Since(g.at) > informerStopBound:
-			msg := fmt.Sprintf("%v: leak: an informer of gadgets on %s still runs %v "+
+			msg := fmt.Sprintf("%v: leak: an informer on %s still runs %v "+
 				"after the Run of its last user (%s) returned", w.since(), g.replica,
 				time.Since(g.at).Round(time.Millisecond), g.last)
 			w.violations = append(w.violations, msg)
 			w.trace = append(w.trace, "VIOLATION "+msg)
-			delete(w.gadgetInformers, idx)
+			delete(w.informers, idx)
 		}
 	}
 }
@@ -524,6 +635,7 @@ func (w *World) progressTick(dt time.Duration, reachable func(replica string) bo
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.checkInformersLocked()
+	w.checkWatchesLocked()
 	for _, ins := range w.instances {
 		for _, in := range ins {
 			if in.end.IsZero() && !in.idle && !in.told && reachable(in.replica) {
@@ -586,9 +698,117 @@ func (w *World) holder(name string) string {
 }
 
 // hasStarted reports whether inf was started, as client-go's informers
-// (and the host's views of them) say; one that cannot say counts as
-// started.
+// (and the host's views of them) say, looking through client-go's typed
+// wrappers (the generated accessors wrap an informer in one that embeds
+// it); one that cannot say counts as started.
 func hasStarted(inf cache.SharedIndexInformer) bool {
-	s, ok := inf.(interface{ HasStarted() bool })
-	return !ok || s.HasStarted()
+	if s, ok := inf.(interface{ HasStarted() bool }); ok {
+		return s.HasStarted()
+	}
+	v := reflect.ValueOf(inf)
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		v = v.Elem()
+	}
+	if v.Kind() == reflect.Struct {
+		if f := v.FieldByName("SharedIndexInformer"); f.IsValid() && f.CanInterface() {
+			if inner, ok := f.Interface().(cache.SharedIndexInformer); ok && inner != nil {
+				return hasStarted(inner)
+			}
+		}
+	}
+	return true
+}
+
+// disturb records that something happened to replica identity ("": to the
+// whole cluster) now: the moment calm is measured from.
+func (w *World) disturb(identity string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.calm[identity] = time.Now()
+}
+
+// checkList checks, under warm standby, that a replica that takes the main
+// lease over in calm (nothing happened to it or to the cluster for two
+// seconds before) lists no ConfigMaps in its term's first second: its
+// term adopts the warm set, whose informer of ConfigMaps was listed long
+// before and covers every controller of the term. Seeds with migration or
+// sharding are left out: their migration and slot terms make informer
+// sets of their own when the main lease is taken.
+func (w *World) checkList(req *http.Request) {
+	cfg := w.cfg
+	q := req.URL.Query()
+	if !cfg.Warm || cfg.Migration || cfg.Sharding || req.Method != http.MethodGet ||
+		!strings.HasSuffix(req.URL.Path, "/configmaps") || q.Get("watch") == "true" ||
+		q.Get("watch") == "1" || q.Get("labelSelector") != "" || q.Get("fieldSelector") != "" {
+		return
+	}
+	identity := req.Header.Get(headerReplica)
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var acquired time.Time
+	h := w.leases[component]
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].holder != identity {
+			break
+		}
+		acquired = h[i].at
+	}
+	if acquired.IsZero() || now.Sub(acquired) > time.Second {
+		return
+	}
+	calm := w.calm[identity]
+	if w.calm[""].After(calm) {
+		calm = w.calm[""]
+	}
+	if acquired.Sub(calm) < 2*time.Second {
+		return
+	}
+	msg := fmt.Sprintf("%v: warm standby: %s listed ConfigMaps %v after taking the lease "+
+		"over in calm: its term did not adopt the warm informer", w.since(), identity,
+		now.Sub(acquired).Round(time.Millisecond))
+	w.violations = append(w.violations, msg)
+	w.trace = append(w.trace, "VIOLATION "+msg)
+}
+
+// watchOpened counts a watch of identity open until its body is closed.
+func (w *World) watchOpened(identity string, body io.ReadCloser) io.ReadCloser {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.watches[identity]++
+	return &countedBody{ReadCloser: body, close: func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.watches[identity]--
+	}}
+}
+
+type countedBody struct {
+	io.ReadCloser
+	once  sync.Once
+	close func()
+}
+
+func (b *countedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.close)
+	return err
+}
+
+// watchLeakBound is how long after a replica's Run returned a watch of it
+// may stay open: none should.
+const watchLeakBound = time.Second
+
+// checkWatchesLocked reports replicas whose Run returned with watches
+// still open (held by nobody); w.mu is held.
+func (w *World) checkWatchesLocked() {
+	for identity, at := range w.returned {
+		if w.watches[identity] > 0 && time.Since(at) > watchLeakBound && !w.leaked[identity] {
+			w.leaked[identity] = true
+			msg := fmt.Sprintf("%v: leak: %s has %d watches open %v after its Run returned",
+				w.since(), identity, w.watches[identity], time.Since(at).Round(time.Millisecond))
+			w.violations = append(w.violations, msg)
+			w.trace = append(w.trace, "VIOLATION "+msg)
+		}
+	}
 }

@@ -1,0 +1,115 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/leader"
+)
+
+// keyBook follows the keys the main lock's controllers send each other
+// through the term's queues (Config.Keys), to check the promise of
+// descriptor.Queues: a key sent to a controller that is not running (being
+// built, told to stop, stopped) is held for its next start in the term.
+// A key is lost when its receiver never took it although the receiver
+// called Handle again in the same term of the same replica after the key
+// was sent: that start must have been handed it.
+type keyBook struct {
+	w     *World
+	order []string // the controllers that send and take keys, in turn
+
+	mu      sync.Mutex
+	seq     int64
+	n       int
+	sent    map[string]sentKey
+	got     map[string]bool
+	handles []handleCall
+}
+
+type sentKey struct {
+	seq              int64
+	replica, to      string
+	term             *leader.Term
+	description      string
+}
+
+// handleCall is a start of a controller calling Queues.Handle.
+type handleCall struct {
+	seq                 int64
+	replica, controller string
+	term                *leader.Term
+}
+
+func newKeyBook(w *World, cfg Config) *keyBook {
+	k := &keyBook{w: w, sent: map[string]sentKey{}, got: map[string]bool{}}
+	for _, s := range cfg.Controllers {
+		if k.takes(s) {
+			k.order = append(k.order, s.Name)
+		}
+	}
+	return k
+}
+
+// takes reports whether the controller sends and takes keys: one of the
+// main lock's, which share the main term's queues.
+func (k *keyBook) takes(s ControllerSpec) bool {
+	return k.w.cfg.Keys && !s.Sharded && !s.Migrated && !s.Unowned
+}
+
+// send sends the next key from one controller to the next in turn.
+func (k *keyBook) send(replica string, term *leader.Term, from string, q descriptor.Queues) {
+	i := slices.Index(k.order, from)
+	if i < 0 {
+		return
+	}
+	to := k.order[(i+1)%len(k.order)]
+	k.mu.Lock()
+	k.n++
+	k.seq++
+	key := fmt.Sprintf("%s>%s#%d", from, to, k.n)
+	k.sent[key] = sentKey{seq: k.seq, replica: replica, to: to, term: term,
+		description: fmt.Sprintf("%v: %s's %s sent %q to %s", k.w.since(), replica, from, key, to)}
+	k.mu.Unlock()
+	if err := q.Send(to, key); err != nil {
+		k.w.violate("%s's %s: Queues.Send(%q): %v", replica, from, to, err)
+	}
+}
+
+// received records that a receiver took key while running.
+func (k *keyBook) received(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.got[key] = true
+}
+
+// handled records that a start of controller called Handle.
+func (k *keyBook) handled(replica string, term *leader.Term, controller string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.seq++
+	k.handles = append(k.handles, handleCall{seq: k.seq, replica: replica,
+		controller: controller, term: term})
+}
+
+// lost describes the keys a later start of their receiver should have
+// taken, and did not.
+func (k *keyBook) lost() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for key, s := range k.sent {
+		if k.got[key] {
+			continue
+		}
+		if slices.ContainsFunc(k.handles, func(h handleCall) bool {
+			return h.seq > s.seq && h.replica == s.replica && h.term == s.term &&
+				h.controller == s.to
+		}) {
+			out = append(out, s.description+", and a later start of it in the same term never got it")
+		}
+	}
+	slices.Sort(out)
+	return out
+}
