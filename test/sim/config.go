@@ -40,6 +40,9 @@ type Config struct {
 	// Keys: the controllers of the main lock (neither sharded nor migrated)
 	// send each other keys through the term's queues (descriptor.Queues).
 	Keys bool
+	// Handoffs are the moments the replica that holds the main lease then
+	// is sent SIGTERM (a rolling update).
+	Handoffs []time.Duration
 }
 
 // Toggle is a change of selection: from At on, every controller runs but
@@ -219,12 +222,27 @@ func (c *Config) drawRuntime(rng *rand.Rand) {
 	}
 	for i := range c.Controllers {
 		s := &c.Controllers[i]
-		s.Reads = ReadKind(rng.IntN(4))
+		switch r := rng.IntN(20); {
+		case r < 6:
+			s.Reads = ReadsUndeclared
+		case r < 12:
+			s.Reads = ReadsData
+		case r < 17:
+			s.Reads = ReadsMetadata
+		default:
+			s.Reads = ReadsWhole
+		}
 		s.Index = rng.IntN(3) == 0
 		s.Declines = s.Init == InitOK && rng.IntN(5) == 0
 		s.Unowned = c.Migration && !s.Migrated && !s.Sharded && rng.IntN(3) == 0
 	}
 	c.Keys = rng.IntN(2) == 0
+	// Rolling updates: the leader of the moment is sent SIGTERM, and hands
+	// over to a follower (a warm one under warm standby).
+	for range 1 + rng.IntN(2) {
+		c.Handoffs = append(c.Handoffs, time.Duration(5000+rng.IntN(30000))*time.Millisecond)
+	}
+	slices.Sort(c.Handoffs)
 	for i := range c.Toggles {
 		t := &c.Toggles[i]
 		t.Off = slices.DeleteFunc(t.Off, func(name string) bool {
@@ -373,6 +391,9 @@ func (c Config) String() string {
 	}
 	if c.Keys {
 		b.WriteString("\n  keys sent between the main lock's controllers")
+	}
+	if len(c.Handoffs) > 0 {
+		fmt.Fprintf(&b, "\n  the leader is sent SIGTERM at %v", c.Handoffs)
 	}
 	for _, t := range c.Toggles {
 		fmt.Fprintf(&b, "\n  at %v: controllers %v (refused first: %v)", t.At, t.Selection(), t.Refused)

@@ -17,6 +17,12 @@
 //   - controllers that stop at once, slowly (within the stop budget) or
 //     never, and InitFuncs that block (honouring their context or not),
 //     fail or panic now and then;
+//   - controllers that come and go (SetControllers toggles, some of which
+//     must be refused; WhenServed ones on a resource that flaps) while
+//     they declare different reads (pruned caches of several variants),
+//     add indexes at each start, request informers of their own, decline
+//     to start now and then, and send each other keys through the term's
+//     queues;
 //   - a fault schedule: partitions of one replica (its requests, and its
 //     open watches, hang or fail), slow Lease writes, SIGTERM-like
 //     cancellation, crashes (the replica vanishes without releasing
@@ -33,7 +39,14 @@
 //     and events) that left its replica while the writer did not hold a
 //     valid lease for that controller (the main Lease, the migration Lease,
 //     or the slot's Lease), as the server's own Lease history tells;
-//   - after a replica's Run returned, nothing it started writes;
+//   - after a replica's Run returned, nothing it started writes, and no
+//     write of it is applied after it released a Lease;
+//   - no informer (a second after its last holder stopped) and no watch (a
+//     second after its replica's Run returned) is held by nobody;
+//   - a warm takeover in calm lists nothing again;
+//   - no key sent through the queues is lost across a stop and a start;
+//   - SetControllers refuses exactly what the docs say, and a controller
+//     is named failed only when it fails on its own;
 //   - a follower that knows the leader is ready (/readyz) once the cluster
 //     has been calm for two lease durations;
 //   - a term whose controllers honour cancellation stops within its

@@ -29,10 +29,10 @@ type keyBook struct {
 }
 
 type sentKey struct {
-	seq              int64
-	replica, to      string
-	term             *leader.Term
-	description      string
+	seq         int64
+	replica, to string
+	term        *leader.Term
+	description string
 }
 
 // handleCall is a start of a controller calling Queues.Handle.

@@ -141,11 +141,24 @@ func (d *driver) loop() {
 	restarts := map[int]time.Time{}
 	flips, served := slices.Clone(cfg.GadgetFlips), cfg.GadgetsAtStart
 	toggles := slices.Clone(cfg.Toggles)
+	handoffs := slices.Clone(cfg.Handoffs)
 	for now := time.Duration(0); now < cfg.Duration; now = d.w.since() {
 		for len(flips) > 0 && flips[0] <= now {
 			flips, served = flips[1:], !served
 			d.w.serveGadgets(served)
 			d.w.disturb("")
+		}
+		for len(handoffs) > 0 && handoffs[0] <= now {
+			handoffs = handoffs[1:]
+			holder := d.w.holder(component)
+			for _, r := range d.replicas {
+				if r.identity == holder && !r.returned() {
+					d.disturbed = time.Now()
+					d.w.disturb(r.identity)
+					d.w.tracef("handoff: SIGTERM to the leader %s", r.identity)
+					r.cancel()
+				}
+			}
 		}
 		for len(toggles) > 0 && toggles[0].At <= now {
 			d.toggle(toggles[0])
