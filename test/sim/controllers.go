@@ -63,13 +63,14 @@ func (r *replica) descriptor(s ControllerSpec) descriptor.Descriptor {
 			// As node-ipam without --allocate-node-cidrs: it requested its
 			// informers, and chooses not to start; the host must let go of
 			// what only it holds.
-			for _, inf := range c.informers {
-				w.holds(r.identity, s.Name+" (declined)", inf, false)
+			for i, inf := range c.informers {
+				w.holds(r.identity, s.Name+" (declined)", inf, false, c.term, i == 0)
 			}
 			return nil, nil
 		}
-		for _, inf := range c.informers {
-			w.holds(r.identity, s.Name, inf, true)
+		w.checkShared(r.identity, c.term, s, shared)
+		for i, inf := range c.informers {
+			w.holds(r.identity, s.Name, inf, true, c.term, i == 0)
 		}
 		c.namespaces = []string{namespaces[hashOf(s.Name)%uint32(len(namespaces))]}
 		if sc := cc.Shard; sc != nil {

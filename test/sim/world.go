@@ -17,10 +17,12 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/internal/fakeapi"
+	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
 
@@ -87,9 +89,17 @@ type World struct {
 	leaked  map[string]bool
 }
 
+// The ConfigMap that shows what fields an informer keeps.
+const (
+	probeNamespace = "sim-probe"
+	probeName      = "probe"
+)
+
 // heldInformer is one informer the controllers of one term of one replica
 // requested, shared by those that hold it.
 type heldInformer struct {
+	term    *leader.Term // of the controllers that requested it
+	shared  bool         // the term's informer of every ConfigMap
 	inf     cache.SharedIndexInformer
 	replica string
 	holders int       // built controllers whose Run has not returned
@@ -160,6 +170,14 @@ func newWorld(cfg Config) *World {
 	w.server.SetHook(w.hook)
 	if cfg.GadgetsAtStart {
 		w.serveGadgets(true)
+	}
+	// The probe shows which fields an informer of ConfigMaps keeps: data,
+	// binaryData, or neither (metadata only).
+	probe := map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": probeName, "namespace": probeNamespace},
+		"data":     map[string]any{"probe": "1"}, "binaryData": map[string]any{"probe": "AQ=="}}
+	if err := w.server.Create(configMapsGVR, probe); err != nil {
+		w.violate("creating the probe ConfigMap: %v", err)
 	}
 	return w
 }
@@ -526,7 +544,8 @@ func (w *World) stopped(key string, in *instance) {
 // holds it until its Run returns (mustStop); not held (its InitFunc
 // declined), it counts for nothing, and an informer no controller holds
 // must stop within informerStopBound.
-func (w *World) holds(replica, key string, inf cache.SharedIndexInformer, held bool) {
+func (w *World) holds(replica, key string, inf cache.SharedIndexInformer, held bool,
+	term *leader.Term, shared bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.informers == nil {
@@ -534,7 +553,8 @@ func (w *World) holds(replica, key string, inf cache.SharedIndexInformer, held b
 	}
 	g := w.informers[inf.GetIndexer()]
 	if g == nil {
-		g = &heldInformer{inf: inf, replica: replica, at: time.Now(), last: key}
+		g = &heldInformer{inf: inf, replica: replica, at: time.Now(), last: key, term: term,
+			shared: shared}
 		w.informers[inf.GetIndexer()] = g
 	}
 	if held {
@@ -737,9 +757,13 @@ func (w *World) disturb(identity string) {
 func (w *World) checkList(req *http.Request) {
 	cfg := w.cfg
 	q := req.URL.Query()
+	// A list, or a watch that streams the initial list (client-go's
+	// informers list so where the server offers it).
+	watch := q.Get("watch") == "true" || q.Get("watch") == "1"
+	listing := !watch || q.Get("sendInitialEvents") == "true"
 	if !cfg.Warm || cfg.Migration || cfg.Sharding || req.Method != http.MethodGet ||
-		!strings.HasSuffix(req.URL.Path, "/configmaps") || q.Get("watch") == "true" ||
-		q.Get("watch") == "1" || q.Get("labelSelector") != "" || q.Get("fieldSelector") != "" {
+		!strings.HasSuffix(req.URL.Path, "/configmaps") || !listing ||
+		q.Get("labelSelector") != "" || q.Get("fieldSelector") != "" {
 		return
 	}
 	identity := req.Header.Get(headerReplica)
@@ -809,6 +833,64 @@ func (w *World) checkWatchesLocked() {
 				w.since(), identity, w.watches[identity], time.Since(at).Round(time.Millisecond))
 			w.violations = append(w.violations, msg)
 			w.trace = append(w.trace, "VIOLATION "+msg)
+		}
+	}
+}
+
+// keeps reports what an informer of every ConfigMap keeps, from the probe
+// in its cache; false when it cannot tell (not synced yet).
+func keeps(inf cache.SharedIndexInformer) (k ReadKind, ok bool) {
+	if !inf.HasSynced() {
+		return 0, false
+	}
+	obj, found, err := inf.GetStore().GetByKey(probeNamespace + "/" + probeName)
+	cm, isCM := obj.(*corev1.ConfigMap)
+	switch {
+	case err != nil || !found || !isCM:
+		return 0, false
+	case len(cm.BinaryData) > 0:
+		return ReadsWhole, true
+	case len(cm.Data) > 0:
+		return ReadsData, true
+	}
+	return ReadsMetadata, true
+}
+
+// covers reports whether an informer that keeps k serves a reader of r.
+func covers(k, r ReadKind) bool {
+	switch r {
+	case ReadsMetadata:
+		return true
+	case ReadsData:
+		return k == ReadsData || k == ReadsWhole
+	}
+	return k == ReadsWhole
+}
+
+// checkShared checks, when a controller of replica's term got inf (its
+// informer of every ConfigMap) to hold, that no other informer of the
+// term held and synced then keeps every field it reads (spec.Reads): the
+// host must have handed it that one instead of a second LIST and cache.
+func (w *World) checkShared(replica string, term *leader.Term, s ControllerSpec,
+	inf cache.SharedIndexInformer) {
+	w.mu.Lock()
+	var others []*heldInformer
+	for idx, g := range w.informers {
+		if idx != inf.GetIndexer() && g.shared && g.term == term && g.replica == replica &&
+			g.holders > 0 && !g.inf.IsStopped() {
+			others = append(others, g)
+		}
+	}
+	w.mu.Unlock()
+	if k, ok := keeps(inf); ok && covers(k, s.Reads) {
+		return // it got one that serves it; whether it is the only one is not its business
+	}
+	for _, g := range others {
+		if k, ok := keeps(g.inf); ok && covers(k, s.Reads) {
+			w.violate("%s's %s (reads %v) got an informer of ConfigMaps of its own, although "+
+				"one the term ran (keeping %v, held by %s) serves it: a second LIST and cache",
+				replica, s.Name, s.Reads, k, g.last)
+			return
 		}
 	}
 }
