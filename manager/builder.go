@@ -245,7 +245,7 @@ func (b *Builder) Build() (*Manager, error) {
 			}
 			switch {
 			case !controllers.Enabled(d):
-				st = newState(d, PhaseDisabled, "not selected by --controllers")
+				st = newState(d, PhaseDisabled, "not selected by "+opts.flagName("controllers"))
 				if reason != "" {
 					// It could not run even if selected at runtime.
 					st.fixed = reason
@@ -274,8 +274,8 @@ func (b *Builder) Build() (*Manager, error) {
 	}
 	// Every line names the component: serving's, leader election's and
 	// sharding's too, so that two Managers in one process can be told
-	// apart.
-	m.log = m.log.WithValues("component", b.component)
+	// apart; and the flags as this Manager's user types them.
+	m.log = opts.renameLog(m.log.WithValues("component", b.component))
 	m.registry = b.registry
 	if m.registry == nil {
 		m.registry = metrics.NewRegistry()
@@ -314,19 +314,19 @@ func (b *Builder) Build() (*Manager, error) {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) == 0 && fg != given {
+	if fg != given {
 		// Several Managers may share one gate (one process, one gate):
-		// flipping a gate a running one set otherwise is an error, not a
-		// silent change under its controllers (Run checks again).
-		if err := featuregates.Check(given, opts.FeatureGates); err != nil {
-			errs = append(errs, err)
-		} else if err := featuregates.Apply(given, opts.FeatureGates); err != nil {
+		// flipping a gate that another one built or running set otherwise
+		// is an error, reported with the others, and not a silent change
+		// under its controllers (Run checks again).
+		if err := setSharedGate(given, opts.FeatureGates, m, len(errs) == 0); err != nil {
 			errs = append(errs, err)
 		}
 		m.featureGate = given
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("manager %q: invalid configuration:\n%w", b.component, errors.Join(errs...))
+		return nil, opts.renameErr(fmt.Errorf("manager %q: invalid configuration:\n%w", b.component,
+			errors.Join(errs...)))
 	}
 	m.health = h
 	m.handler = m.newMux(b.zpages(m))

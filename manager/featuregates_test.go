@@ -119,8 +119,8 @@ func TestBuildLeavesTheCallersInputsAlone(t *testing.T) {
 // the gates they set while they run. A Build that would flip a gate a
 // running Manager set otherwise fails naming both, and leaves the gate
 // (it was silently flipped under the first Manager's controllers); a
-// Manager whose setting another Build changed after its own refuses to
-// Run; once the first has stopped, another setting is free.
+// Manager whose setting was changed after its Build refuses to Run; once
+// the first has stopped, another setting is free.
 func TestSharedGateConflict(t *testing.T) {
 	const gate featuregate.Feature = "PodDeletionCost"
 	fg := featuregate.NewFeatureGate()
@@ -170,8 +170,11 @@ func TestSharedGateConflict(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	// first has stopped: a new setting is free; first, were it run again
-	// (a new one built like it), would find its setting changed.
+	// first has stopped: a new setting is free. A Manager built and not
+	// yet run holds its setting: a Build that disagrees fails and leaves
+	// the gate (TestSecondBuildReportsSharedGateConflict); a gate set
+	// otherwise outside ctrlhost after a Manager's Build makes its Run
+	// refuse.
 	if _, err := build("later", true); err != nil {
 		t.Fatalf("after first stopped: %v", err)
 	}
@@ -179,11 +182,15 @@ func TestSharedGateConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := build("later-still", true); err != nil {
+	if _, err := build("later-still", true); err == nil || fg.Enabled(gate) {
+		t.Fatalf("a Build disagreeing with stale, built and not run: %v (gate set: %v)", err,
+			fg.Enabled(gate))
+	}
+	if err := fg.SetFromMap(map[string]bool{string(gate): true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := stale.Run(t.Context()); err == nil ||
 		!strings.Contains(err.Error(), "PodDeletionCost=false no longer holds") {
-		t.Errorf("Run of a Manager whose setting another Build changed: %v", err)
+		t.Errorf("Run of a Manager whose setting was changed after its Build: %v", err)
 	}
 }

@@ -74,11 +74,24 @@ func (m *Manager) Component() string { return m.component }
 // Options returns the defaulted options the Manager runs with.
 func (m *Manager) Options() Options { return m.opts }
 
-// Handler serves /healthz, /livez, /readyz (with sub-paths), /metrics,
+// Handler serves every path of the Manager's endpoints: /healthz, /livez
+// and /readyz (with their per-check sub-paths), /metrics, /statusz and
+// /flagz (KCM's z-pages: versions, start time and the paths served; the
+// flags as parsed, those annotated "classified" hidden),
 // /debug/controllers/ (an index) and /debug/controllers/<name>/ (<name> a
-// canonical name or an alias), without
-// authentication, for mounting on a server of the caller's own (which then
-// decides who may see them). It is usable before Run and after it returns.
+// canonical name or an alias). It is usable before Run and after it
+// returns.
+//
+// Handler applies no authentication and no authorization: anyone who
+// reaches it sees every path. It is for mounting on a server of the
+// caller's own, which decides who may see what, as it does for its other
+// paths; the caller knows its users, the Manager does not. The Manager's
+// own server (--secure-port) serves this same handler behind delegated
+// authentication and authorization (health paths open, every other path,
+// /statusz and /flagz included, authorized as /metrics is) and adds
+// /debug/pprof/ with --profiling. Gating only some paths here would
+// suggest the others are safe to expose: /metrics and /debug/controllers/
+// tell as much as /flagz does.
 func (m *Manager) Handler() http.Handler { return m.handler }
 
 // Controllers returns the status of every registered controller, in
@@ -127,6 +140,8 @@ func (m *Manager) ServingAddr() net.Addr {
 // panic, a controller whose Run failed or panicked, controllers that did
 // not stop in time, a lost lease. Run may be called once.
 func (m *Manager) Run(ctx context.Context) (err error) {
+	// Its error names the flags as this Manager's user types them.
+	defer func() { err = m.opts.renameErr(err) }()
 	if !m.ran.CompareAndSwap(false, true) {
 		return errors.New("manager: Run called twice; build a new Manager")
 	}

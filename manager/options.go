@@ -24,6 +24,9 @@ import (
 //
 // Bind the fields to a command line with AddFlags; the flag names are
 // kube-controller-manager's, so a KCM command line keeps working.
+// AddFlagSections binds the same flags in the named sections of KCM's
+// --help; AddProcessFlags and AddManagerFlags split them for a program
+// with several Managers.
 type Options struct {
 	// Controllers selects controllers, as --controllers: "*" enables every
 	// controller that is not disabled by default, "name" enables one, "-name"
@@ -151,6 +154,10 @@ type Options struct {
 	// (upstream controllers: the process-wide gate the upstream module
 	// passes). An unknown name is a Build error listing the known ones.
 	FeatureGates map[string]bool
+
+	// flagPrefix is the prefix AddManagerFlags bound these options' flags
+	// under: messages name the flags so (flagText).
+	flagPrefix string
 }
 
 // Defaults, as kube-controller-manager has them.

@@ -3,7 +3,9 @@ package manager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -48,12 +50,19 @@ func (o *Options) AddProcessFlags(fs *pflag.FlagSet) { o.addFlagsWhere(fs, "", t
 // --ccm-leader-elect. Two Managers' flags then live on one flag set side
 // by side (two AddFlags on one set panic: flag redefined). An empty prefix
 // adds them under their KCM names.
+//
+// The help texts name the other flags they mention with the same prefix
+// (--ccm-tls-cert-file's says --ccm-tls-private-key-file). o remembers
+// the prefix: Build's errors and warnings and the Manager's log lines name
+// its flags as its user types them (--ccm-secure-port=0, not
+// --secure-port=0); the process-wide flags keep their names.
 func (o *Options) AddManagerFlags(fs *pflag.FlagSet, prefix string) {
 	o.addFlagsWhere(fs, prefix, false)
+	o.flagPrefix = prefix
 }
 
 // addFlagsWhere adds AddFlags' process-wide flags (process) or the others,
-// renamed with prefix.
+// renamed with prefix, as are the flags their help texts name.
 func (o *Options) addFlagsWhere(fs *pflag.FlagSet, prefix string, process bool) {
 	all := pflag.NewFlagSet("all", pflag.ContinueOnError)
 	o.AddFlags(all)
@@ -64,6 +73,7 @@ func (o *Options) addFlagsWhere(fs *pflag.FlagSet, prefix string, process bool) 
 		}
 		g := *f
 		g.Name = prefix + f.Name
+		g.Usage = renameFlags(f.Usage, prefix, true)
 		if prefix != "" {
 			g.Shorthand = "" // -v stays the process's
 		}
@@ -86,10 +96,13 @@ func (o *Options) ShareProcess(p Options) {
 // RunAll runs every Manager (Run) until ctx is done or one of them
 // returns: then the others are told to stop too, and RunAll returns once
 // all have, with their errors joined (one that stopped because another
-// did reports nothing of its own). It is how a program with several
-// Managers (a controller manager and a cloud controller manager in one
-// binary) keeps them together: one that fails, or loses its lease under
-// the exit policy, does not leave the others running alone.
+// did reports nothing of its own). Each Manager's error says which it is,
+// as `manager "pod-janitor": ...` (its NewBuilder name), names its flags
+// as its user types them (AddManagerFlags), and unwraps to what Run
+// returned. It is how a program with several Managers (a controller
+// manager and a cloud controller manager in one binary) keeps them
+// together: one that fails, or loses its lease under the exit policy,
+// does not leave the others running alone.
 func RunAll(ctx context.Context, ms ...*Manager) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -98,7 +111,7 @@ func RunAll(ctx context.Context, ms ...*Manager) error {
 		go func() {
 			err := m.Run(ctx)
 			cancel() // the first to return stops the others
-			errs <- err
+			errs <- m.named(err)
 		}()
 	}
 	var all []error
@@ -108,4 +121,17 @@ func RunAll(ctx context.Context, ms ...*Manager) error {
 		}
 	}
 	return errors.Join(all...)
+}
+
+// named is err, an error of m's Run, saying which Manager it is.
+func (m *Manager) named(err error) error {
+	if err == nil {
+		return nil
+	}
+	err = m.opts.renameErr(err)
+	// Some of Run's errors say so already.
+	if strings.HasPrefix(err.Error(), fmt.Sprintf("manager %q: ", m.component)) {
+		return err
+	}
+	return fmt.Errorf("manager %q: %w", m.component, err)
 }

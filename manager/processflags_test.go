@@ -3,10 +3,13 @@ package manager_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -97,5 +100,37 @@ func TestRunAllStopsTogether(t *testing.T) {
 	case <-stopped:
 	default:
 		t.Error("RunAll returned while steady's controller had not stopped")
+	}
+}
+
+// TestRunAllNamesTheFailingManager: RunAll's error says which Manager
+// failed, as `manager "broken": ...`, and still unwraps to the failure.
+func TestRunAllNamesTheFailingManager(t *testing.T) {
+	failing := errors.New("out of marbles")
+	build := func(component string, run func(context.Context) error) *manager.Manager {
+		init := func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			return descriptor.ControllerFunc(run), nil
+		}
+		opts := manager.Options{Serving: serving.Options{SecurePort: serving.PortDisabled}}
+		meta := metadatafake.NewSimpleMetadataClient(runtime.NewScheme())
+		m, err := manager.NewBuilder(component).WithLogger(logr.Discard()).
+			WithClient(fake.NewClientset(), meta).
+			WithOptions(opts).Register(descriptor.New("x-controller", init)).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	steady := build("steady", func(ctx context.Context) error { <-ctx.Done(); return nil })
+	broken := build("broken", func(context.Context) error { return failing })
+	err := manager.RunAll(t.Context(), steady, broken)
+	if err == nil || !strings.HasPrefix(err.Error(), `manager "broken": `) {
+		t.Errorf("RunAll = %v, want an error that starts with manager \"broken\"", err)
+	}
+	if strings.Contains(fmt.Sprint(err), `"steady"`) {
+		t.Errorf("RunAll = %v: steady stopped because broken did, and reports nothing", err)
+	}
+	if !errors.Is(err, failing) || !errors.Is(err, manager.ErrControllerFailed) {
+		t.Errorf("RunAll = %v: the failure no longer unwraps", err)
 	}
 }

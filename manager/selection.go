@@ -91,6 +91,11 @@ func includesCloudLoops(provider string) bool {
 // migration; a migrated one while this component seeks no migration lock.
 // The error names each and why.
 func (m *Manager) SetControllers(entries []string) error {
+	return m.opts.renameErr(m.setControllers(entries))
+}
+
+// setControllers is SetControllers, its messages in KCM's flag names.
+func (m *Manager) setControllers(entries []string) error {
 	for i, e := range entries {
 		if e == "" {
 			return fmt.Errorf("manager: SetControllers: entry #%d is empty; "+

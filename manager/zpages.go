@@ -24,7 +24,7 @@ type zpageHandlers struct {
 
 // zpages builds m's z-pages: /statusz with the time of Build as its start,
 // /flagz with WithFlags' flag sets, or else m's own options under their
-// flag names.
+// flag names (with the prefix AddManagerFlags bound them under).
 func (b *Builder) zpages(m *Manager) zpageHandlers {
 	version := b.version
 	if version == "" {
@@ -42,9 +42,12 @@ func (b *Builder) zpages(m *Manager) zpageHandlers {
 		Paths: func() []string { return paths }}
 	sets := b.flags
 	if len(sets) == 0 {
+		// Under the names its user types: a Manager whose flags were
+		// bound with a prefix shows them with it.
 		own := m.opts
 		fs := pflag.NewFlagSet(m.component, pflag.ContinueOnError)
-		own.AddFlags(fs)
+		own.AddProcessFlags(fs)
+		own.AddManagerFlags(fs, own.flagPrefix)
 		sets = []*pflag.FlagSet{fs}
 	}
 	return zpageHandlers{

@@ -4,7 +4,10 @@
 // garbage-collecting "pod janitor" under its own, each with its own
 // Lease, port and --controllers, sharing one command line, one logger,
 // one feature gate and one API server; when either fails (or loses its
-// Lease), both stop.
+// Lease), both stop. --help shows the flags in sections, as
+// kube-controller-manager's does: the process's and the built-ins'
+// Manager's under KCM's titles, the janitor's under titles of their own
+// ("Generic (--janitor-*) flags:").
 //
 //	pair --kubeconfig=$HOME/.kube/config \
 //	  --controllers='*,-pod-garbage-collector-controller' \
@@ -37,16 +40,23 @@ func main() {
 // run returns the exit code: 0 on a clean stop, 1 on an error, 2 on a bad
 // command line.
 func run(ctx context.Context, args []string, stderr io.Writer) int {
-	// The process's flags once; each Manager's own under its prefix.
+	// The process's flags once; each Manager's own under its prefix, in
+	// the sections --help shows; one flag set parses them all.
 	proc, kcm, janitor := manager.NewOptions(), manager.NewOptions(), manager.NewOptions()
 	janitor.Serving.SecurePort = 10260
 	builtins, janitorGC := builtin.NewOptions(), podgc.NewOptions()
+	var sections manager.FlagSections
+	kcm.AddManagerFlagSections(&sections, "")
+	proc.AddProcessFlagSections(&sections)
+	builtins.AddFlags(sections.FlagSet("built-in controllers"))
+	janitor.AddManagerFlagSections(&sections, "janitor-")
 	fs := pflag.NewFlagSet("pair", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	proc.AddProcessFlags(fs)
-	kcm.AddManagerFlags(fs, "")
-	builtins.AddFlags(fs)
-	janitor.AddManagerFlags(fs, "janitor-")
+	sections.AddTo(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage of pair:")
+		sections.Print(stderr, 0)
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -66,7 +76,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer done()
 	// One gate for the process: both Managers read it, and must agree on
-	// what --feature-gates sets (Build refuses otherwise).
+	// what --feature-gates sets. ShareProcess gave both the process's; a
+	// second Build that set it otherwise would fail, naming both settings,
+	// and leave the gate as the first Build set it.
 	gates, err := builtin.NewFeatureGate()
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
@@ -84,6 +96,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	// RunAll's error names the Manager that failed: manager "pod-janitor": ...
 	if err := manager.RunAll(ctx, first, second); err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
