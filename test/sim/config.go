@@ -96,6 +96,10 @@ type ControllerSpec struct {
 	// Declines: its InitFunc chooses not to start it (returns nil), after
 	// it requested its informers, one start in two.
 	Declines bool
+	// Lazy: it builds its client anew before each write (ClientBuilder in
+	// Run), so that, with Credentials, each client mints a token on its
+	// first request, a read.
+	Lazy bool
 }
 
 // ReadKind is what a controller declares it reads of ConfigMaps.
@@ -235,6 +239,7 @@ func (c *Config) drawRuntime(rng *rand.Rand) {
 		s.Index = rng.IntN(3) == 0
 		s.Declines = s.Init == InitOK && rng.IntN(5) == 0
 		s.Unowned = c.Migration && !s.Migrated && !s.Sharded && rng.IntN(3) == 0
+		s.Lazy = c.Credentials && rng.IntN(2) == 0
 	}
 	c.Keys = rng.IntN(2) == 0
 	// Rolling updates: the leader of the moment is sent SIGTERM, and hands
@@ -385,9 +390,9 @@ func (c Config) String() string {
 		c.Migration, c.Sharding, c.Slots, c.Warm, c.Credentials, c.StartInterval, c.ShutdownTimeout)
 	for _, s := range c.Controllers {
 		fmt.Fprintf(&b, "\n  %s: stop %d (%v), init %d (%v), migrated %v, sharded %v, served %v, "+
-			"period %v, unowned %v, reads %v, index %v, declines %v", s.Name, s.Stop, s.StopTime,
-			s.Init, s.InitTime, s.Migrated, s.Sharded, s.Served, s.Period, s.Unowned, s.Reads,
-			s.Index, s.Declines)
+			"period %v, unowned %v, reads %v, index %v, declines %v, lazy %v", s.Name, s.Stop,
+			s.StopTime, s.Init, s.InitTime, s.Migrated, s.Sharded, s.Served, s.Period, s.Unowned,
+			s.Reads, s.Index, s.Declines, s.Lazy)
 	}
 	if c.Keys {
 		b.WriteString("\n  keys sent between the main lock's controllers")

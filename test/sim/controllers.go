@@ -46,7 +46,7 @@ func (r *replica) descriptor(s ControllerSpec) descriptor.Descriptor {
 		}
 		w := r.w
 		c := &controller{r: r, spec: s, client: cs, events: cc.EventRecorder, key: s.Name,
-			term: leader.TermFrom(ctx), queues: cc.Queues}
+			term: leader.TermFrom(ctx), queues: cc.Queues, clients: cc.ClientBuilder}
 		shared := cc.InformerFactory.Core().V1().ConfigMaps().Informer()
 		if s.Index {
 			if err := shared.AddIndexers(cache.Indexers{writerIndex: byWriter}); err != nil {
@@ -177,6 +177,7 @@ type controller struct {
 	// after the Run of the last controller holding it returned.
 	informers []cache.SharedIndexInformer
 	queues    descriptor.Queues
+	clients   descriptor.ClientBuilder // Lazy: a client is built before each write
 }
 
 // fenced reports whether the controller's term refuses its writes.
@@ -191,6 +192,7 @@ func (c *controller) Run(ctx context.Context) error {
 		return nil // called with a done context: its term ended before it started
 	}
 	in := w.started(c.key, c.r.identity, c.fenced, len(c.namespaces) == 0)
+	in.gate = c.term.Gate()
 	defer w.stopped(c.key, in)
 	mail := w.keys != nil && w.keys.takes(c.spec)
 	if mail {
@@ -237,6 +239,11 @@ func (c *controller) Run(ctx context.Context) error {
 // (a controller reports what it tried).
 func (c *controller) write(ctx context.Context) {
 	c.n++
+	if c.spec.Lazy {
+		if cs, err := c.clients.Client(c.spec.Name); err == nil {
+			c.client = cs
+		}
+	}
 	for _, ns := range c.namespaces {
 		if c.n%3 == 0 {
 			ref := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: c.spec.Name, Namespace: ns, UID: "sim"}}

@@ -139,6 +139,7 @@ func (r *replica) wrap(next http.RoundTripper) http.RoundTripper {
 		req.Header.Set(headerReplica, r.identity)
 		req.Header.Set(headerSent, strconv.FormatInt(time.Now().UnixNano(), 10))
 		req.Header.Set(headerSeq, strconv.FormatInt(r.w.seq.Add(1), 10))
+		r.w.checkGate(r.identity, req)
 		if err := r.gate(req); err != nil {
 			if req.Body != nil {
 				_ = req.Body.Close()

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/internal/fakeapi"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/shard"
@@ -74,6 +75,8 @@ type World struct {
 	selection []string
 	// keys follows the keys sent between controllers (Config.Keys).
 	keys *keyBook
+	// gadgets: the gadgets resource is served now.
+	gadgets bool
 	// seq orders what happens within one instant of fake time: each
 	// request leaving a replica and each Lease write the server applied
 	// takes the next number.
@@ -133,6 +136,7 @@ type instance struct {
 	crashed    bool // its replica vanished: it stopped then
 	// fenced reports whether its term's write gate refuses its writes.
 	fenced func() bool
+	gate   *fence.Gate // its term's
 	// overlapped: another replica's instance started while this one ran,
 	// fenced; its replica must name it as a straggler.
 	overlapped bool
@@ -200,6 +204,9 @@ func (w *World) currentSelection() []string {
 // serveGadgets installs or removes the gadgets resource, as a CRD's
 // creation or deletion would.
 func (w *World) serveGadgets(on bool) {
+	w.mu.Lock()
+	w.gadgets = on
+	w.mu.Unlock()
 	if on {
 		w.server.AddResource(fakeapi.Resource{GVR: gadgetsGVR, Kind: "Gadget", Namespaced: true})
 		w.tracef("gadgets served")
@@ -762,7 +769,7 @@ func (w *World) checkList(req *http.Request) {
 	watch := q.Get("watch") == "true" || q.Get("watch") == "1"
 	listing := !watch || q.Get("sendInitialEvents") == "true"
 	if !cfg.Warm || cfg.Migration || cfg.Sharding || req.Method != http.MethodGet ||
-		!strings.HasSuffix(req.URL.Path, "/configmaps") || !listing ||
+		req.URL.Path != "/api/v1/configmaps" || !listing || // the warm informer is cluster-wide
 		q.Get("labelSelector") != "" || q.Get("fieldSelector") != "" {
 		return
 	}
@@ -785,7 +792,7 @@ func (w *World) checkList(req *http.Request) {
 	if w.calm[""].After(calm) {
 		calm = w.calm[""]
 	}
-	if acquired.Sub(calm) < 2*time.Second {
+	if acquired.Sub(calm) < 2*time.Second || !w.warmConfigMapsLocked() {
 		return
 	}
 	msg := fmt.Sprintf("%v: warm standby: %s listed ConfigMaps %v after taking the lease "+
@@ -793,6 +800,19 @@ func (w *World) checkList(req *http.Request) {
 		now.Sub(acquired).Round(time.Millisecond))
 	w.violations = append(w.violations, msg)
 	w.trace = append(w.trace, "VIOLATION "+msg)
+}
+
+// warmConfigMapsLocked reports whether a warm set made now keeps an
+// informer of every ConfigMap: a controller that would run (selected, its
+// resources served) declares it; w.mu is held.
+func (w *World) warmConfigMapsLocked() bool {
+	for _, s := range w.cfg.Controllers {
+		off := slices.Contains(w.selection, "-"+s.Name)
+		if s.Reads != ReadsUndeclared && !off && !s.Unowned && (!s.Served || w.gadgets) {
+			return true
+		}
+	}
+	return false
 }
 
 // watchOpened counts a watch of identity open until its body is closed.
@@ -890,6 +910,62 @@ func (w *World) checkShared(replica string, term *leader.Term, s ControllerSpec,
 			w.violate("%s's %s (reads %v) got an informer of ConfigMaps of its own, although "+
 				"one the term ran (keeping %v, held by %s) serves it: a second LIST and cache",
 				replica, s.Name, s.Reads, k, g.last)
+			return
+		}
+	}
+}
+
+// checkGate checks a request as it leaves replica (below the fence): a
+// write of a controller (its objects, by its user agent; its
+// ServiceAccount and tokens, by name) must not leave while the gate of its
+// running instance's term is shut on its deadline (the lease not renewed
+// in time). Time stands still within an instant, so the gate that let the
+// write through (or a fence that should have) says the same now. A gate
+// closed for another reason (the lease lost, the term ended) may have
+// closed after the write passed it, within the instant: not checked here
+// (the Lease check is).
+func (w *World) checkGate(replica string, req *http.Request) {
+	if !fence.Mutating(req.Method) {
+		return
+	}
+	var controller string
+	switch path := req.URL.Path; {
+	case strings.Contains(path, "/serviceaccounts"):
+		parts := strings.Split(path, "/")
+		if i := slices.Index(parts, "serviceaccounts"); i >= 0 && i+1 < len(parts) {
+			controller = parts[i+1]
+		} else if req.GetBody != nil {
+			if b, err := req.GetBody(); err == nil {
+				var sa struct {
+					Metadata metav1.ObjectMeta `json:"metadata"`
+				}
+				_ = json.NewDecoder(b).Decode(&sa)
+				controller = sa.Metadata.Name
+			}
+		}
+	case strings.HasSuffix(path, "/configmaps") || strings.Contains(path, "/configmaps/"):
+		controller = strings.TrimPrefix(req.UserAgent(), component+"/")
+	default:
+		return
+	}
+	spec, ok := w.specs[controller]
+	if !ok || spec.Sharded {
+		return // a sharded controller's instances run under the gates of many slots
+	}
+	w.mu.Lock()
+	var gates []*fence.Gate
+	for _, in := range w.instances[controller] {
+		if in.replica == replica && in.end.IsZero() && in.gate != nil {
+			gates = append(gates, in.gate)
+		}
+	}
+	w.mu.Unlock()
+	for _, g := range gates {
+		var fe *fence.Error
+		if err := g.Check(controller); errors.As(err, &fe) &&
+			strings.HasPrefix(fe.Reason, "the lease has not been renewed in time") {
+			w.violate("fencing: %s's %s sent %s %s while its term's gate was shut: %v",
+				replica, controller, req.Method, req.URL.Path, err)
 			return
 		}
 	}
