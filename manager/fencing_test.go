@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/fence"
@@ -350,5 +352,84 @@ func TestSlotTermWritesAreFencedBySlotLease(t *testing.T) {
 	}
 	if err := f.wait(t); !errors.Is(err, leader.ErrLeaseLost) && err != nil {
 		t.Logf("Run = %v", err)
+	}
+}
+
+// A controller's ServiceAccount token is minted through a client fenced by
+// its term's gate, not only on the term's context: while the gate is shut
+// on its deadline (renewals late: a paused process resuming, before
+// client-go noticed), a first request of a new client, even a read, makes
+// no ServiceAccount or TokenRequest write. The leader election clock is a
+// fake one here, stepped past the gate's deadline; client-go's renewals,
+// on real timers, open the gate again at their next success.
+func TestServiceAccountTokensAreFencedByTheGate(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	try, tried := make(chan struct{}), make(chan bool)
+	d := descriptor.New("lazy-controller", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		return descriptor.ControllerFunc(func(ctx context.Context) error {
+			gate := leader.TermFrom(ctx).Gate()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-try:
+				}
+				var fe *fence.Error
+				shut := errors.As(gate.Check("lazy-controller"), &fe) &&
+					fe.Reason != "" && !strings.Contains(fe.Reason, "ended")
+				if shut {
+					// A client built now: its first request mints a token.
+					cs, err := cc.ClientBuilder.Client("lazy-controller")
+					if err != nil {
+						return err
+					}
+					_, _ = cs.CoreV1().ConfigMaps("default").Get(ctx, "x", metav1.GetOptions{})
+				}
+				tried <- shut
+			}
+		}), nil
+	})
+	opts := fastElection("only")
+	opts.UseServiceAccountCredentials = true
+	opts.LeaderElection.Clock = clk
+	f := newAPIFixture(t, opts, d)
+	var shutWrites atomic.Int32
+	var window atomic.Bool
+	f.hooks = append(f.hooks, func(w http.ResponseWriter, r *fakeapi.Request) error {
+		if r.Resource.GVR.Resource != "serviceaccounts" || !r.Mutating() {
+			return nil
+		}
+		if window.Load() {
+			shutWrites.Add(1)
+		}
+		if r.Subresource == "token" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			return errors.Join(fakeapi.ErrAnswered, json.NewEncoder(w).Encode(&authenticationv1.TokenRequest{
+				TypeMeta: metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"},
+				Status: authenticationv1.TokenRequestStatus{Token: "t",
+					ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}}))
+		}
+		return nil
+	})
+	f.start(t)
+	waitPhase(t, f.m, "lazy-controller", manager.PhaseRunning)
+	// A renewal may open the gate again between the step and the read:
+	// then the step is made again.
+	for attempt := 0; ; attempt++ {
+		if attempt == 20 {
+			t.Fatal("the gate never stayed shut long enough for the controller's read")
+		}
+		window.Store(true)
+		clk.Step(opts.LeaderElection.LeaseDuration)
+		try <- struct{}{}
+		shut := <-tried
+		window.Store(false)
+		if shut {
+			break
+		}
+	}
+	if n := shutWrites.Load(); n > 0 {
+		t.Errorf("%d ServiceAccount or token writes left while the term's gate was shut", n)
 	}
 }
