@@ -241,7 +241,7 @@ func (c *Config) drawRuntime(rng *rand.Rand) {
 		s.Unowned = c.Migration && !s.Migrated && !s.Sharded && rng.IntN(3) == 0
 		s.Lazy = c.Credentials && rng.IntN(2) == 0
 	}
-	c.Keys = rng.IntN(2) == 0
+	c.Keys = rng.IntN(4) != 0
 	// Rolling updates: the leader of the moment is sent SIGTERM, and hands
 	// over to a follower (a warm one under warm standby).
 	for range 1 + rng.IntN(2) {

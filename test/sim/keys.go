@@ -18,7 +18,7 @@ import (
 // was sent: that start must have been handed it.
 type keyBook struct {
 	w     *World
-	order []string // the controllers that send and take keys, in turn
+	order []string // the controllers that send and take keys
 
 	mu      sync.Mutex
 	seq     int64
@@ -58,22 +58,25 @@ func (k *keyBook) takes(s ControllerSpec) bool {
 	return k.w.cfg.Keys && !s.Sharded && !s.Migrated && !s.Unowned
 }
 
-// send sends the next key from one controller to the next in turn.
+// send sends a key from one controller to each of the others.
 func (k *keyBook) send(replica string, term *leader.Term, from string, q descriptor.Queues) {
-	i := slices.Index(k.order, from)
-	if i < 0 {
+	if !slices.Contains(k.order, from) {
 		return
 	}
-	to := k.order[(i+1)%len(k.order)]
-	k.mu.Lock()
-	k.n++
-	k.seq++
-	key := fmt.Sprintf("%s>%s#%d", from, to, k.n)
-	k.sent[key] = sentKey{seq: k.seq, replica: replica, to: to, term: term,
-		description: fmt.Sprintf("%v: %s's %s sent %q to %s", k.w.since(), replica, from, key, to)}
-	k.mu.Unlock()
-	if err := q.Send(to, key); err != nil {
-		k.w.violate("%s's %s: Queues.Send(%q): %v", replica, from, to, err)
+	for _, to := range k.order {
+		if to == from {
+			continue
+		}
+		k.mu.Lock()
+		k.n++
+		k.seq++
+		key := fmt.Sprintf("%s>%s#%d", from, to, k.n)
+		k.sent[key] = sentKey{seq: k.seq, replica: replica, to: to, term: term,
+			description: fmt.Sprintf("%v: %s's %s sent %q to %s", k.w.since(), replica, from, key, to)}
+		k.mu.Unlock()
+		if err := q.Send(to, key); err != nil {
+			k.w.violate("%s's %s: Queues.Send(%q): %v", replica, from, to, err)
+		}
 	}
 }
 
