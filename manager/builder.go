@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"weak"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -319,7 +320,19 @@ func (b *Builder) Build() (*Manager, error) {
 		// flipping a gate that another one built or running set otherwise
 		// is an error, reported with the others, and not a silent change
 		// under its controllers (Run checks again).
-		if err := setSharedGate(given, opts.FeatureGates, m, len(errs) == 0); err != nil {
+		set := featuregates.Check
+		if len(errs) == 0 {
+			held := weak.Make(m)
+			set = func(fg featuregate.FeatureGate, gates map[string]bool) error {
+				return featuregates.SetShared(fg, gates, m.component, func() bool {
+					// Until its Run starts (then Claim holds), unless the
+					// program dropped it unrun.
+					m := held.Value()
+					return m != nil && !m.ran.Load()
+				})
+			}
+		}
+		if err := set(given, opts.FeatureGates); err != nil {
 			errs = append(errs, err)
 		}
 		m.featureGate = given

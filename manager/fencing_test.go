@@ -167,12 +167,7 @@ func TestServiceAccountTokensAreMintedWithinTheTerm(t *testing.T) {
 		}
 		if r.Subresource == "token" {
 			minted.Add(1)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusCreated)
-			return errors.Join(fakeapi.ErrAnswered, json.NewEncoder(w).Encode(&authenticationv1.TokenRequest{
-				TypeMeta: metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"},
-				Status: authenticationv1.TokenRequestStatus{Token: "t",
-					ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}}))
+			return answerToken(w)
 		}
 		return nil
 	})
@@ -403,12 +398,7 @@ func TestServiceAccountTokensAreFencedByTheGate(t *testing.T) {
 			shutWrites.Add(1)
 		}
 		if r.Subresource == "token" {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusCreated)
-			return errors.Join(fakeapi.ErrAnswered, json.NewEncoder(w).Encode(&authenticationv1.TokenRequest{
-				TypeMeta: metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"},
-				Status: authenticationv1.TokenRequestStatus{Token: "t",
-					ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}}))
+			return answerToken(w)
 		}
 		return nil
 	})
@@ -432,4 +422,14 @@ func TestServiceAccountTokensAreFencedByTheGate(t *testing.T) {
 	if n := shutWrites.Load(); n > 0 {
 		t.Errorf("%d ServiceAccount or token writes left while the term's gate was shut", n)
 	}
+}
+
+// answerToken answers a TokenRequest with a token valid for an hour.
+func answerToken(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	return errors.Join(fakeapi.ErrAnswered, json.NewEncoder(w).Encode(&authenticationv1.TokenRequest{
+		TypeMeta: metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"},
+		Status: authenticationv1.TokenRequestStatus{Token: "t",
+			ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}}))
 }
