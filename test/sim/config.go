@@ -242,6 +242,22 @@ func (c *Config) drawRuntime(rng *rand.Rand) {
 		s.Lazy = c.Credentials && rng.IntN(2) == 0
 	}
 	c.Keys = rng.IntN(4) != 0
+	if len(c.Toggles) == 0 {
+		// Controllers come and go often: 1 to 5 s apart.
+		for at := time.Duration(0); ; {
+			at += time.Duration(1000+rng.IntN(4000)) * time.Millisecond
+			if at >= c.Duration-5*time.Second {
+				break
+			}
+			t := Toggle{At: at}
+			for _, s := range c.Controllers {
+				if !s.Sharded && !s.Migrated && !s.Unowned && rng.IntN(2) == 0 {
+					t.Off = append(t.Off, s.Name)
+				}
+			}
+			c.Toggles = append(c.Toggles, t)
+		}
+	}
 	// Rolling updates: the leader of the moment is sent SIGTERM, and hands
 	// over to a follower (a warm one under warm standby).
 	for range 1 + rng.IntN(2) {
