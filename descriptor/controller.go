@@ -20,7 +20,8 @@ type Controller interface {
 	// has ended. The host calls Run exactly once for every Controller an
 	// InitFunc returned, even when the term ends before the controller would
 	// have started (ctx is then already done), so Run is where to release
-	// what the InitFunc acquired, such as a workqueue. A non-nil error before ctx is done is a failure of the
+	// what the InitFunc acquired, such as a workqueue. A non-nil error before ctx is done is a
+	// failure of the
 	// controller; the error returned after ctx is done is reported but not
 	// treated as a failure.
 	Run(ctx context.Context) error

@@ -81,7 +81,10 @@ func (d Descriptor) WithInformers(gvrs ...schema.GroupVersionResource) Descripto
 // for 50,000 pods). The InitFunc must therefore accept finding an index of
 // the same name already in place, and an index name must mean one function
 // across every descriptor that declares it.
-func (d Descriptor) WithIndexers(gvr schema.GroupVersionResource, indexers cache.Indexers) Descriptor {
+func (d Descriptor) WithIndexers(
+	gvr schema.GroupVersionResource,
+	indexers cache.Indexers,
+) Descriptor {
 	if !slices.Contains(d.informers, gvr) {
 		d = d.WithInformers(gvr)
 	}
@@ -260,7 +263,8 @@ func (d Descriptor) Sharded(keying shard.Keying) Descriptor {
 // added are removed and the informers no other controller holds are
 // stopped, their caches freed. An index it added to a shared informer
 // stays there (client-go cannot drop an index); adding it again, under the
-// same name with the same function, shares it. It cannot be StartFirst. Until its resources are served it is in phase
+// same name with the same function, shares it. It cannot be StartFirst. Until its resources are
+// served it is in phase
 // "unserved", which passes readiness with a note naming what is missing.
 func (d Descriptor) WhenServed(gvrs ...schema.GroupVersionResource) Descriptor {
 	d.served = append(slices.Clone(d.served), gvrs...)

@@ -81,7 +81,10 @@ func TestWithSliceReturnsCopy(t *testing.T) {
 				if got, want := f.get(base), []string{"one", "two"}; !slices.Equal(got, want) {
 					t.Errorf("base after With: %q, want %q", got, want)
 				}
-				if got, want := f.get(derived), []string{"one", "two", "three"}; !slices.Equal(got, want) {
+				if got, want := f.get(derived), []string{"one", "two", "three"}; !slices.Equal(
+					got,
+					want,
+				) {
 					t.Errorf("derived: %q, want %q", got, want)
 				}
 			})
@@ -133,7 +136,12 @@ func TestWithSliceReturnsCopy(t *testing.T) {
 func TestFlagsReturnCopy(t *testing.T) {
 	type flags struct{ cloud, disabled, first, leader bool }
 	read := func(d descriptor.Descriptor) flags {
-		return flags{d.IsCloudProvider(), d.IsDisabledByDefault(), d.IsStartFirst(), d.NeedsLeaderElection()}
+		return flags{
+			d.IsCloudProvider(),
+			d.IsDisabledByDefault(),
+			d.IsStartFirst(),
+			d.NeedsLeaderElection(),
+		}
 	}
 	defaults := flags{leader: true}
 
@@ -143,7 +151,11 @@ func TestFlagsReturnCopy(t *testing.T) {
 		want  flags
 	}{
 		{"CloudProvider", descriptor.Descriptor.CloudProvider, flags{cloud: true, leader: true}},
-		{"DisabledByDefault", descriptor.Descriptor.DisabledByDefault, flags{disabled: true, leader: true}},
+		{
+			"DisabledByDefault",
+			descriptor.Descriptor.DisabledByDefault,
+			flags{disabled: true, leader: true},
+		},
 		{"StartFirst", descriptor.Descriptor.StartFirst, flags{first: true, leader: true}},
 		{"WithoutLeaderElection", descriptor.Descriptor.WithoutLeaderElection, flags{}},
 	}
@@ -166,9 +178,12 @@ func TestFlagsReturnCopy(t *testing.T) {
 
 func TestNewKeepsNameAndInit(t *testing.T) {
 	errInit := errors.New("init called")
-	d := descriptor.New("x", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
-		return nil, errInit
-	})
+	d := descriptor.New(
+		"x",
+		func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			return nil, errInit
+		},
+	)
 	if d.Name() != "x" {
 		t.Errorf("Name() = %q, want x", d.Name())
 	}
@@ -183,7 +198,12 @@ func TestNewKeepsNameAndInit(t *testing.T) {
 	}
 	var zero descriptor.Descriptor
 	if zero.Name() != "" || zero.Init() != nil || !zero.NeedsLeaderElection() {
-		t.Errorf("zero Descriptor: name %q, init nil %v, needs leader election %v", zero.Name(), zero.Init() == nil, zero.NeedsLeaderElection())
+		t.Errorf(
+			"zero Descriptor: name %q, init nil %v, needs leader election %v",
+			zero.Name(),
+			zero.Init() == nil,
+			zero.NeedsLeaderElection(),
+		)
 	}
 }
 
@@ -227,7 +247,8 @@ func TestWithIndexers(t *testing.T) {
 
 	base := descriptor.New("d", noop).WithInformers(pods)
 	one := base.WithIndexers(pods, cache.Indexers{"by-name": byName})
-	two := one.WithIndexers(pods, cache.Indexers{"by-node": byNode}).WithIndexers(nodes, cache.Indexers{"by-name": byName})
+	two := one.WithIndexers(pods, cache.Indexers{"by-node": byNode}).
+		WithIndexers(nodes, cache.Indexers{"by-name": byName})
 
 	names := func(ix cache.Indexers) []string { return slices.Sorted(maps.Keys(ix)) }
 	for _, tc := range []struct {

@@ -13,7 +13,9 @@ func ExampleNew() {
 			<-ctx.Done()
 			return nil
 		}), nil
-	}).WithAliases("endpointslicemirroring", "eps-mirroring").DisabledByDefault()
+	}).
+		WithAliases("endpointslicemirroring", "eps-mirroring").
+		DisabledByDefault()
 
 	fmt.Println("name:", d.Name())
 	fmt.Println("aliases:", d.Aliases())

@@ -50,7 +50,12 @@ func TestHealthChecks(t *testing.T) {
 		{"a Note passes", readyOnly{checks{ready: note}}, true, true},
 		{"all pass", allThree{}, true, true},
 		{"general fails, specific pass", allThree{checks{health: errDown}}, false, false},
-		{"readiness fails after a passing general note", allThree{checks{health: note, ready: errLag}}, true, false},
+		{
+			"readiness fails after a passing general note",
+			allThree{checks{health: note, ready: errLag}},
+			true,
+			false,
+		},
 		{"liveness fails, readiness passes", allThree{checks{live: errDown}}, false, true},
 	}
 	for _, tt := range tests {

@@ -35,7 +35,10 @@ func NewSet(ds ...Descriptor) (*Set, error) {
 			errs = append(errs, fmt.Errorf("%s: name %q: %w", label, d.name, nameErr))
 		}
 		if d.init == nil {
-			errs = append(errs, fmt.Errorf("%s: InitFunc is nil; pass a function to descriptor.New", label))
+			errs = append(
+				errs,
+				fmt.Errorf("%s: InitFunc is nil; pass a function to descriptor.New", label),
+			)
 		}
 		for _, g := range d.featureGates {
 			if g == "" {
@@ -52,9 +55,21 @@ func NewSet(ds ...Descriptor) (*Set, error) {
 		if d.sharded {
 			switch {
 			case d.noLeaderElection:
-				errs = append(errs, fmt.Errorf("%s: Sharded and WithoutLeaderElection exclude each other: a sharded controller runs under its slots' Leases; drop one", label))
+				errs = append(
+					errs,
+					fmt.Errorf(
+						"%s: Sharded and WithoutLeaderElection exclude each other: a sharded controller runs under its slots' Leases; drop one",
+						label,
+					),
+				)
 			case d.startFirst:
-				errs = append(errs, fmt.Errorf("%s: Sharded and StartFirst exclude each other: a sharded controller starts in its slots' terms, not before the main term's controllers; drop one", label))
+				errs = append(
+					errs,
+					fmt.Errorf(
+						"%s: Sharded and StartFirst exclude each other: a sharded controller starts in its slots' terms, not before the main term's controllers; drop one",
+						label,
+					),
+				)
 			}
 			if err := (shard.Space{Slots: 1, Keying: d.keying}).Validate(); err != nil {
 				errs = append(errs, fmt.Errorf("%s: Sharded: %w", label, err))
@@ -85,7 +100,13 @@ func NewSet(ds ...Descriptor) (*Set, error) {
 			continue
 		}
 		if _, dup := s.byName[d.name]; dup {
-			errs = append(errs, fmt.Errorf("%s: registered twice; each canonical name must be registered once", label))
+			errs = append(
+				errs,
+				fmt.Errorf(
+					"%s: registered twice; each canonical name must be registered once",
+					label,
+				),
+			)
 			continue
 		}
 		s.byName[d.name] = d
@@ -99,11 +120,26 @@ func NewSet(ds ...Descriptor) (*Set, error) {
 				continue // reported above
 			}
 			if _, isName := s.byName[a]; isName {
-				errs = append(errs, fmt.Errorf("descriptor %q: alias %q is the canonical name of a registered controller", d.name, a))
+				errs = append(
+					errs,
+					fmt.Errorf(
+						"descriptor %q: alias %q is the canonical name of a registered controller",
+						d.name,
+						a,
+					),
+				)
 				continue
 			}
 			if owner, dup := s.alias[a]; dup && owner != d.name {
-				errs = append(errs, fmt.Errorf("descriptor %q: alias %q is already an alias of %q", d.name, a, owner))
+				errs = append(
+					errs,
+					fmt.Errorf(
+						"descriptor %q: alias %q is already an alias of %q",
+						d.name,
+						a,
+						owner,
+					),
+				)
 				continue
 			}
 			s.alias[a] = d.name
@@ -120,7 +156,10 @@ func validName(n string) error {
 		return errors.New("must not be empty")
 	}
 	if msgs := validation.IsDNS1123Subdomain(n); len(msgs) > 0 {
-		return fmt.Errorf("must be a lowercase DNS-1123 name, as it names health checks, URL paths and service accounts: %s", strings.Join(msgs, "; "))
+		return fmt.Errorf(
+			"must be a lowercase DNS-1123 name, as it names health checks, URL paths and service accounts: %s",
+			strings.Join(msgs, "; "),
+		)
 	}
 	return nil
 }

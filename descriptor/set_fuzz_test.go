@@ -9,7 +9,12 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
-func fuzzInit(context.Context, descriptor.Context) (descriptor.Controller, error) { return nil, nil }
+func fuzzInit(
+	context.Context,
+	descriptor.Context,
+) (descriptor.Controller, error) {
+	return nil, nil
+}
 
 // FuzzNewSet registers two descriptors with fuzzed names and aliases.
 // Invariants: no panic; a rejection quotes an offending name or alias; an
@@ -43,7 +48,14 @@ func FuzzNewSet(f *testing.F) {
 				}
 			}
 			if !named {
-				t.Fatalf("NewSet(%q %q, %q %q) rejected with an error naming no input: %v", n1, a1, n2, a2, err)
+				t.Fatalf(
+					"NewSet(%q %q, %q %q) rejected with an error naming no input: %v",
+					n1,
+					a1,
+					n2,
+					a2,
+					err,
+				)
 			}
 			return
 		}

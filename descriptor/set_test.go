@@ -27,8 +27,13 @@ func TestNewSet(t *testing.T) {
 			name: "valid",
 			ds: []descriptor.Descriptor{
 				descriptor.New("alpha", noop).WithAliases("a", "alpha-old"),
-				descriptor.New("beta.example", noop).WithFeatureGates("BetaGate").DisabledByDefault(),
-				descriptor.New("gamma-1", noop).CloudProvider().StartFirst().WithoutLeaderElection(),
+				descriptor.New("beta.example", noop).
+					WithFeatureGates("BetaGate").
+					DisabledByDefault(),
+				descriptor.New("gamma-1", noop).
+					CloudProvider().
+					StartFirst().
+					WithoutLeaderElection(),
 			},
 		},
 		{
@@ -43,12 +48,16 @@ func TestNewSet(t *testing.T) {
 		},
 		{
 			name: "sharded without leader election",
-			ds:   []descriptor.Descriptor{descriptor.New("a", noop).Sharded(shard.ByNamespace).WithoutLeaderElection()},
+			ds: []descriptor.Descriptor{
+				descriptor.New("a", noop).Sharded(shard.ByNamespace).WithoutLeaderElection(),
+			},
 			want: []string{`descriptor "a": Sharded and WithoutLeaderElection exclude each other`},
 		},
 		{
 			name: "sharded and start first",
-			ds:   []descriptor.Descriptor{descriptor.New("a", noop).StartFirst().Sharded(shard.ByUID)},
+			ds: []descriptor.Descriptor{
+				descriptor.New("a", noop).StartFirst().Sharded(shard.ByUID),
+			},
 			want: []string{`descriptor "a": Sharded and StartFirst exclude each other`},
 		},
 		{
@@ -77,13 +86,18 @@ func TestNewSet(t *testing.T) {
 		},
 		{
 			name: "uppercase name",
-			ds:   []descriptor.Descriptor{descriptor.New("ok", noop), descriptor.New("Deployment", noop)},
+			ds: []descriptor.Descriptor{
+				descriptor.New("ok", noop),
+				descriptor.New("Deployment", noop),
+			},
 			want: []string{`descriptor #2: name "Deployment": must be a lowercase DNS-1123 name`},
 		},
 		{
 			name: "name with spaces",
 			ds:   []descriptor.Descriptor{descriptor.New("my controller", noop)},
-			want: []string{`descriptor #1: name "my controller": must be a lowercase DNS-1123 name`},
+			want: []string{
+				`descriptor #1: name "my controller": must be a lowercase DNS-1123 name`,
+			},
 		},
 		{
 			name: "name with leading dash",
@@ -97,7 +111,11 @@ func TestNewSet(t *testing.T) {
 		},
 		{
 			name: "duplicate name",
-			ds:   []descriptor.Descriptor{descriptor.New("a", noop), descriptor.New("b", noop), descriptor.New("a", noop)},
+			ds: []descriptor.Descriptor{
+				descriptor.New("a", noop),
+				descriptor.New("b", noop),
+				descriptor.New("a", noop),
+			},
 			want: []string{`descriptor "a": registered twice`},
 		},
 		{
@@ -119,7 +137,9 @@ func TestNewSet(t *testing.T) {
 				descriptor.New("b", noop),
 				descriptor.New("a", noop).WithAliases("b"),
 			},
-			want: []string{`descriptor "a": alias "b" is the canonical name of a registered controller`},
+			want: []string{
+				`descriptor "a": alias "b" is the canonical name of a registered controller`,
+			},
 		},
 		{
 			name: "alias equals a canonical name registered later",
@@ -127,16 +147,22 @@ func TestNewSet(t *testing.T) {
 				descriptor.New("a", noop).WithAliases("b"),
 				descriptor.New("b", noop),
 			},
-			want: []string{`descriptor "a": alias "b" is the canonical name of a registered controller`},
+			want: []string{
+				`descriptor "a": alias "b" is the canonical name of a registered controller`,
+			},
 		},
 		{
 			name: "alias equals own name",
 			ds:   []descriptor.Descriptor{descriptor.New("a", noop).WithAliases("a")},
-			want: []string{`descriptor "a": alias "a" is the canonical name of a registered controller`},
+			want: []string{
+				`descriptor "a": alias "a" is the canonical name of a registered controller`,
+			},
 		},
 		{
 			name: "invalid aliases",
-			ds:   []descriptor.Descriptor{descriptor.New("a", noop).WithAliases("Bad", "", "has space")},
+			ds: []descriptor.Descriptor{
+				descriptor.New("a", noop).WithAliases("Bad", "", "has space"),
+			},
 			want: []string{
 				`descriptor "a": alias "Bad": must be a lowercase DNS-1123 name`,
 				`descriptor "a": alias "": must not be empty`,
@@ -296,7 +322,14 @@ func TestSetGetAndCanonical(t *testing.T) {
 		t.Run("query="+tt.query, func(t *testing.T) {
 			d, ok := s.Get(tt.query)
 			if ok != tt.wantOK || d.Name() != tt.want {
-				t.Errorf("Get(%q) = %q, %v; want %q, %v", tt.query, d.Name(), ok, tt.want, tt.wantOK)
+				t.Errorf(
+					"Get(%q) = %q, %v; want %q, %v",
+					tt.query,
+					d.Name(),
+					ok,
+					tt.want,
+					tt.wantOK,
+				)
 			}
 			if ok && d.Init() == nil {
 				t.Errorf("Get(%q) returned a descriptor without its InitFunc", tt.query)
@@ -336,7 +369,11 @@ func TestSetAliases(t *testing.T) {
 		t.Errorf("Aliases() after modifying an earlier result = %v, want %v", got, want)
 	}
 	if c, ok := s.Canonical("z"); !ok || c != "zeta" {
-		t.Errorf(`Canonical("z") = %q, %v after modifying Aliases() result; want "zeta", true`, c, ok)
+		t.Errorf(
+			`Canonical("z") = %q, %v after modifying Aliases() result; want "zeta", true`,
+			c,
+			ok,
+		)
 	}
 }
 
@@ -405,7 +442,11 @@ func TestNewSetRunsValidators(t *testing.T) {
 		WithValidator(func() error { return errors.New("--concurrent-workers-syncs: must be at least 1, got -1") }).
 		WithValidator(func() error { return nil })
 	_, err := descriptor.NewSet(d)
-	if err == nil || !strings.Contains(err.Error(), `descriptor "workers-controller": --concurrent-workers-syncs: must be at least 1, got -1`) {
+	if err == nil ||
+		!strings.Contains(
+			err.Error(),
+			`descriptor "workers-controller": --concurrent-workers-syncs: must be at least 1, got -1`,
+		) {
 		t.Fatalf("NewSet error = %v", err)
 	}
 	if _, err := descriptor.NewSet(descriptor.New("ok", noop).WithValidator(nil)); err == nil {

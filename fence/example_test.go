@@ -16,7 +16,9 @@ import (
 func Example() {
 	gate := fence.NewGate("lock kube-system/my-manager, identity host_1", nil)
 	cfg := &rest.Config{Host: "https://127.0.0.1:6443"}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fence.RoundTripper(gate, "widget-controller", rt) })
+	cfg.Wrap(
+		func(rt http.RoundTripper) http.RoundTripper { return fence.RoundTripper(gate, "widget-controller", rt) },
+	)
 
 	gate.Extend(time.Now().Add(time.Minute)) // a renewal succeeded
 	fmt.Println("writes allowed:", gate.Check("widget-controller") == nil)
@@ -28,5 +30,6 @@ func Example() {
 	// Output:
 	// writes allowed: true
 	// fenced: true
-	// controller "widget-controller": write fenced: the term's lease is not known to be valid: term lock kube-system/my-manager, identity host_1: the lease was lost
+	// controller "widget-controller": write fenced: the term's lease is not known to be valid: term
+	// lock kube-system/my-manager, identity host_1: the lease was lost
 }

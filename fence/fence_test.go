@@ -32,12 +32,32 @@ func TestGate(t *testing.T) {
 	}{
 		{"not acquired yet", func() {}, false, "not been acquired"},
 		{"extended", func() { g.Extend(start.Add(time.Second)) }, true, ""},
-		{"just before the deadline", func() { clk.SetTime(start.Add(time.Second - time.Nanosecond)) }, true, ""},
-		{"at the deadline", func() { clk.SetTime(start.Add(time.Second)) }, false, "not been renewed in time"},
-		{"an earlier deadline does not move it back", func() { g.Extend(start.Add(time.Millisecond)) }, false, "not been renewed in time"},
+		{
+			"just before the deadline",
+			func() { clk.SetTime(start.Add(time.Second - time.Nanosecond)) },
+			true,
+			"",
+		},
+		{
+			"at the deadline",
+			func() { clk.SetTime(start.Add(time.Second)) },
+			false,
+			"not been renewed in time",
+		},
+		{
+			"an earlier deadline does not move it back",
+			func() { g.Extend(start.Add(time.Millisecond)) },
+			false,
+			"not been renewed in time",
+		},
 		{"renewed again", func() { g.Extend(start.Add(2 * time.Second)) }, true, ""},
 		{"closed", func() { g.Close("lease lost") }, false, "lease lost"},
-		{"a closed gate never reopens", func() { g.Extend(start.Add(time.Hour)) }, false, "lease lost"},
+		{
+			"a closed gate never reopens",
+			func() { g.Extend(start.Add(time.Hour)) },
+			false,
+			"lease lost",
+		},
 		{"the first reason stays", func() { g.Close("term ended") }, false, "lease lost"},
 	}
 	for _, s := range steps {
@@ -172,13 +192,19 @@ func TestClientThroughGate(t *testing.T) {
 			writes.Add(1)
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default"}}`))
+		_, _ = w.Write(
+			[]byte(
+				`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default"}}`,
+			),
+		)
 	}))
 	defer srv.Close()
 
 	g := fence.NewGate("main", nil)
 	cfg := &rest.Config{Host: srv.URL}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fence.RoundTripper(g, "mirror", rt) })
+	cfg.Wrap(
+		func(rt http.RoundTripper) http.RoundTripper { return fence.RoundTripper(g, "mirror", rt) },
+	)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -194,11 +220,29 @@ func TestClientThroughGate(t *testing.T) {
 		do    func() error
 	}
 	ops := []op{
-		{"get", false, func() error { _, err := cms.Get(ctx, "a", metav1.GetOptions{}); return err }},
-		{"create", true, func() error { _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); return err }},
-		{"update", true, func() error { _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); return err }},
+		{
+			"get",
+			false,
+			func() error { _, err := cms.Get(ctx, "a", metav1.GetOptions{}); return err },
+		},
+		{
+			"create",
+			true,
+			func() error { _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); return err },
+		},
+		{
+			"update",
+			true,
+			func() error { _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); return err },
+		},
 		{"patch", true, func() error {
-			_, err := cms.Patch(ctx, "a", "application/merge-patch+json", []byte(`{}`), metav1.PatchOptions{})
+			_, err := cms.Patch(
+				ctx,
+				"a",
+				"application/merge-patch+json",
+				[]byte(`{}`),
+				metav1.PatchOptions{},
+			)
 			return err
 		}},
 		{"delete", true, func() error { return cms.Delete(ctx, "a", metav1.DeleteOptions{}) }},
@@ -257,8 +301,12 @@ func TestDrainWaitsForWritesWhoseCallersLeft(t *testing.T) {
 			})
 			rt := fence.RoundTripper(g, "writer", server)
 			ctx, cancel := context.WithCancel(context.Background())
-			req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://x/api/v1/namespaces/a/configmaps",
-				strings.NewReader("{}"))
+			req := httptest.NewRequestWithContext(
+				ctx,
+				http.MethodPost,
+				"http://x/api/v1/namespaces/a/configmaps",
+				strings.NewReader("{}"),
+			)
 			sent := make(chan error, 1)
 			go func() {
 				_, err := rt.RoundTrip(req)
@@ -270,7 +318,10 @@ func TestDrainWaitsForWritesWhoseCallersLeft(t *testing.T) {
 				t.Fatalf("the caller got %v, want context.Canceled at once", err)
 			}
 			if n := g.InFlight(); n != 1 {
-				t.Fatalf("InFlight = %d once the caller left, want 1: the server has not answered", n)
+				t.Fatalf(
+					"InFlight = %d once the caller left, want 1: the server has not answered",
+					n,
+				)
 			}
 			drain, stop := context.WithCancel(context.Background())
 			if answered {
@@ -286,7 +337,8 @@ func TestDrainWaitsForWritesWhoseCallersLeft(t *testing.T) {
 			if cancelled.Load() == answered {
 				t.Errorf("the request was cancelled: %v, want %v", cancelled.Load(), !answered)
 			}
-			if err := g.Check("writer"); err == nil || !strings.Contains(err.Error(), "term ended") {
+			if err := g.Check("writer"); err == nil ||
+				!strings.Contains(err.Error(), "term ended") {
 				t.Errorf("after Drain the gate answers %v, want it closed", err)
 			}
 		})

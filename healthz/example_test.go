@@ -11,7 +11,12 @@ import (
 
 func ExampleRegistry() {
 	var reg healthz.Registry
-	reg.Add(healthz.Check{Name: "ping", Checker: healthz.Ping}, healthz.EndpointHealthz, healthz.EndpointLivez, healthz.EndpointReadyz)
+	reg.Add(
+		healthz.Check{Name: "ping", Checker: healthz.Ping},
+		healthz.EndpointHealthz,
+		healthz.EndpointLivez,
+		healthz.EndpointReadyz,
+	)
 	reg.Add(healthz.Check{Name: "informer-sync", Checker: func(*http.Request) error {
 		return errors.New("2 informers not synced")
 	}}, healthz.EndpointHealthz, healthz.EndpointReadyz)
@@ -47,5 +52,6 @@ func ExampleRegistry() {
 	// GET /readyz/informer-sync: 500
 	// internal server error: 2 informers not synced
 	//
-	// [/healthz /healthz/informer-sync /healthz/ping /livez /livez/ping /readyz /readyz/informer-sync /readyz/ping]
+	// [/healthz /healthz/informer-sync /healthz/ping /livez /livez/ping /readyz
+	// /readyz/informer-sync /readyz/ping]
 }

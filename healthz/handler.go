@@ -100,7 +100,11 @@ func (h *Handler) serveAll(w http.ResponseWriter, r *http.Request, ep *endpoint)
 		for i, name := range unknown {
 			quoted[i] = strconv.Quote(name)
 		}
-		fmt.Fprintf(&b, "warn: some health checks cannot be excluded: no matches for %s\n", strings.Join(quoted, ","))
+		fmt.Fprintf(
+			&b,
+			"warn: some health checks cannot be excluded: no matches for %s\n",
+			strings.Join(quoted, ","),
+		)
 	}
 	if !ok {
 		fmt.Fprintf(&b, "%s check failed\n", ep.name)
@@ -150,7 +154,12 @@ func (h *Handler) Check(ep Endpoint, req *http.Request) (ok bool, results []Resu
 	}
 	if req == nil {
 		var err error
-		req, err = http.NewRequestWithContext(context.Background(), http.MethodGet, "/"+string(ep), nil)
+		req, err = http.NewRequestWithContext(
+			context.Background(),
+			http.MethodGet,
+			"/"+string(ep),
+			nil,
+		)
 		if err != nil {
 			// Unreachable: the URL is a known endpoint path.
 			return false, []Result{{Name: string(ep), Err: err}}

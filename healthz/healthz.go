@@ -100,7 +100,10 @@ func (r *Registry) Handler() (*Handler, error) {
 	perEP := make(map[Endpoint][]Check, len(endpoints))
 	for i, a := range adds {
 		if len(a.eps) == 0 {
-			errs = append(errs, fmt.Errorf("healthz: check %q added with no endpoint", a.check.Name))
+			errs = append(
+				errs,
+				fmt.Errorf("healthz: check %q added with no endpoint", a.check.Name),
+			)
 		}
 		if a.check.Checker == nil {
 			// Once for the check, whatever the number of its endpoints.
@@ -117,8 +120,11 @@ func (r *Registry) Handler() (*Handler, error) {
 		}
 		for _, ep := range a.eps {
 			if !ep.known() {
-				errs = append(errs, fmt.Errorf("healthz: check %q added to unknown endpoint %q (want %q, %q or %q)",
-					a.check.Name, string(ep), EndpointHealthz, EndpointLivez, EndpointReadyz))
+				errs = append(
+					errs,
+					fmt.Errorf("healthz: check %q added to unknown endpoint %q (want %q, %q or %q)",
+						a.check.Name, string(ep), EndpointHealthz, EndpointLivez, EndpointReadyz),
+				)
 				continue
 			}
 			perEP[ep] = append(perEP[ep], a.check)
@@ -156,7 +162,14 @@ func validate(ep Endpoint, checks []Check) []error {
 			id = fmt.Sprintf("check #%d", i+1)
 			errs = append(errs, fmt.Errorf("healthz: %s on /%s has an empty name", id, ep))
 		case strings.ContainsFunc(c.Name, invalidNameRune):
-			errs = append(errs, fmt.Errorf("healthz: %s on /%s has an invalid name: it must not contain \"/\", whitespace or control characters", id, ep))
+			errs = append(
+				errs,
+				fmt.Errorf(
+					"healthz: %s on /%s has an invalid name: it must not contain \"/\", whitespace or control characters",
+					id,
+					ep,
+				),
+			)
 		default:
 			if counts[c.Name]++; counts[c.Name] == 2 {
 				dups = append(dups, c.Name)
@@ -164,7 +177,10 @@ func validate(ep Endpoint, checks []Check) []error {
 		}
 	}
 	for _, name := range dups {
-		errs = append(errs, fmt.Errorf("healthz: check %q registered %s on /%s", name, times(counts[name]), ep))
+		errs = append(
+			errs,
+			fmt.Errorf("healthz: check %q registered %s on /%s", name, times(counts[name]), ep),
+		)
 	}
 	return errs
 }

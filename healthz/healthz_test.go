@@ -35,7 +35,11 @@ func newHandler(t *testing.T, bFails bool) *healthz.Handler {
 		b = fail
 	}
 	var reg healthz.Registry
-	all := []healthz.Endpoint{healthz.EndpointHealthz, healthz.EndpointLivez, healthz.EndpointReadyz}
+	all := []healthz.Endpoint{
+		healthz.EndpointHealthz,
+		healthz.EndpointLivez,
+		healthz.EndpointReadyz,
+	}
 	reg.Add(healthz.Check{Name: "a", Checker: healthz.Ping}, all...)
 	reg.Add(healthz.Check{Name: "b", Checker: b}, all...)
 	h, err := reg.Handler()
@@ -81,15 +85,50 @@ func TestServeEndpoints(t *testing.T) {
 		}{
 			{"ok", false, "", 200, "ok"},
 			{"ok verbose", false, "?verbose", 200, "[+]a ok\n[+]b ok\n" + ep + " check passed\n"},
-			{"ok verbose=true", false, "?verbose=true", 200, "[+]a ok\n[+]b ok\n" + ep + " check passed\n"},
-			{"failed withholds reason", true, "", 500, "[+]a ok\n[-]b failed: reason withheld\n" + ep + " check failed\n"},
-			{"failed verbose shows error", true, "?verbose", 500, "[+]a ok\n[-]b failed: broken\n" + ep + " check failed\n"},
+			{
+				"ok verbose=true",
+				false,
+				"?verbose=true",
+				200,
+				"[+]a ok\n[+]b ok\n" + ep + " check passed\n",
+			},
+			{
+				"failed withholds reason",
+				true,
+				"",
+				500,
+				"[+]a ok\n[-]b failed: reason withheld\n" + ep + " check failed\n",
+			},
+			{
+				"failed verbose shows error",
+				true,
+				"?verbose",
+				500,
+				"[+]a ok\n[-]b failed: broken\n" + ep + " check failed\n",
+			},
 			{"exclude failing check", true, "?exclude=b", 200, "ok"},
-			{"exclude verbose", true, "?exclude=b&verbose", 200, "[+]a ok\n[+]b excluded: ok\n" + ep + " check passed\n"},
-			{"exclude both", true, "?exclude=a&exclude=b&verbose=1", 200, "[+]a excluded: ok\n[+]b excluded: ok\n" + ep + " check passed\n"},
+			{
+				"exclude verbose",
+				true,
+				"?exclude=b&verbose",
+				200,
+				"[+]a ok\n[+]b excluded: ok\n" + ep + " check passed\n",
+			},
+			{
+				"exclude both",
+				true,
+				"?exclude=a&exclude=b&verbose=1",
+				200,
+				"[+]a excluded: ok\n[+]b excluded: ok\n" + ep + " check passed\n",
+			},
 			{"exclude unknown", false, "?exclude=x", 200, "ok"},
-			{"exclude unknown verbose", false, "?exclude=y&exclude=x&exclude=a&exclude=x&verbose", 200,
-				"[+]a excluded: ok\n[+]b ok\nwarn: some health checks cannot be excluded: no matches for \"x\",\"y\"\n" + ep + " check passed\n"},
+			{
+				"exclude unknown verbose",
+				false,
+				"?exclude=y&exclude=x&exclude=a&exclude=x&verbose",
+				200,
+				"[+]a excluded: ok\n[+]b ok\nwarn: some health checks cannot be excluded: no matches for \"x\",\"y\"\n" + ep + " check passed\n",
+			},
 			{"exclude unknown while failing", true, "?exclude=x", 500,
 				"[+]a ok\n[-]b failed: reason withheld\nwarn: some health checks cannot be excluded: no matches for \"x\"\n" + ep + " check failed\n"},
 			{"sub-path ok", false, "/a", 200, "ok"},
@@ -102,7 +141,12 @@ func TestServeEndpoints(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(ep+"/"+tt.name, func(t *testing.T) {
 				h := newHandler(t, tt.bFails)
-				checkResponse(t, serve(h, http.MethodGet, "/"+ep+tt.query), tt.wantCode, tt.wantBody)
+				checkResponse(
+					t,
+					serve(h, http.MethodGet, "/"+ep+tt.query),
+					tt.wantCode,
+					tt.wantBody,
+				)
 			})
 		}
 	}
@@ -175,7 +219,14 @@ func TestNoChecksServesPing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/healthz", "/healthz/ping", "/livez", "/livez/ping", "/readyz", "/readyz/ping"}
+	want := []string{
+		"/healthz",
+		"/healthz/ping",
+		"/livez",
+		"/livez/ping",
+		"/readyz",
+		"/readyz/ping",
+	}
 	if got := h.Paths(); !slices.Equal(got, want) {
 		t.Errorf("Paths() = %q, want %q", got, want)
 	}
@@ -184,8 +235,14 @@ func TestNoChecksServesPing(t *testing.T) {
 func TestPanickingChecker(t *testing.T) {
 	var reg healthz.Registry
 	reg.Add(healthz.Check{Name: "ok", Checker: healthz.Ping}, healthz.EndpointLivez)
-	reg.Add(healthz.Check{Name: "boom", Checker: func(*http.Request) error { panic("kaboom") }}, healthz.EndpointLivez)
-	reg.Add(healthz.Check{Name: "boom-err", Checker: func(*http.Request) error { panic(errBroken) }}, healthz.EndpointLivez)
+	reg.Add(
+		healthz.Check{Name: "boom", Checker: func(*http.Request) error { panic("kaboom") }},
+		healthz.EndpointLivez,
+	)
+	reg.Add(
+		healthz.Check{Name: "boom-err", Checker: func(*http.Request) error { panic(errBroken) }},
+		healthz.EndpointLivez,
+	)
 	reg.Add(healthz.Check{Name: "after", Checker: healthz.Ping}, healthz.EndpointLivez)
 	h, err := reg.Handler()
 	if err != nil {
@@ -196,8 +253,16 @@ func TestPanickingChecker(t *testing.T) {
 		wantCode int
 		wantBody string
 	}{
-		{"/livez", 500, "[+]ok ok\n[-]boom failed: reason withheld\n[-]boom-err failed: reason withheld\n[+]after ok\nlivez check failed\n"},
-		{"/livez?verbose", 500, "[+]ok ok\n[-]boom failed: panic: kaboom\n[-]boom-err failed: panic: broken\n[+]after ok\nlivez check failed\n"},
+		{
+			"/livez",
+			500,
+			"[+]ok ok\n[-]boom failed: reason withheld\n[-]boom-err failed: reason withheld\n[+]after ok\nlivez check failed\n",
+		},
+		{
+			"/livez?verbose",
+			500,
+			"[+]ok ok\n[-]boom failed: panic: kaboom\n[-]boom-err failed: panic: broken\n[+]after ok\nlivez check failed\n",
+		},
 		{"/livez/boom", 500, "internal server error: panic: kaboom\n"},
 		{"/livez?exclude=boom&exclude=boom-err", 200, "ok"},
 	}
@@ -301,9 +366,20 @@ func TestCheck(t *testing.T) {
 		wantOK      bool
 		wantResults []healthz.Result
 	}{
-		{"nil request", healthz.EndpointReadyz, nil, false, []healthz.Result{{Name: "a"}, {Name: "b", Err: errBroken}}},
-		{"exclude from request", healthz.EndpointLivez, httptest.NewRequest(http.MethodGet, "/livez?exclude=b", nil), true,
-			[]healthz.Result{{Name: "a"}, {Name: "b", Excluded: true}}},
+		{
+			"nil request",
+			healthz.EndpointReadyz,
+			nil,
+			false,
+			[]healthz.Result{{Name: "a"}, {Name: "b", Err: errBroken}},
+		},
+		{
+			"exclude from request",
+			healthz.EndpointLivez,
+			httptest.NewRequest(http.MethodGet, "/livez?exclude=b", nil),
+			true,
+			[]healthz.Result{{Name: "a"}, {Name: "b", Excluded: true}},
+		},
 		{"unknown endpoint", healthz.Endpoint("metrics"), nil, false, nil},
 	}
 	for _, tt := range tests {
@@ -313,7 +389,8 @@ func TestCheck(t *testing.T) {
 				t.Errorf("ok = %v, want %v", ok, tt.wantOK)
 			}
 			if !slices.EqualFunc(results, tt.wantResults, func(a, b healthz.Result) bool {
-				return a.Name == b.Name && a.Excluded == b.Excluded && errors.Is(a.Err, b.Err) && (a.Err == nil) == (b.Err == nil)
+				return a.Name == b.Name && a.Excluded == b.Excluded && errors.Is(a.Err, b.Err) &&
+					(a.Err == nil) == (b.Err == nil)
 			}) {
 				t.Errorf("results = %+v, want %+v", results, tt.wantResults)
 			}
@@ -323,14 +400,27 @@ func TestCheck(t *testing.T) {
 
 func TestRegistryErrors(t *testing.T) {
 	var reg healthz.Registry
-	reg.Add(healthz.Check{Name: "foo", Checker: healthz.Ping}, healthz.EndpointReadyz, healthz.EndpointLivez)
+	reg.Add(
+		healthz.Check{Name: "foo", Checker: healthz.Ping},
+		healthz.EndpointReadyz,
+		healthz.EndpointLivez,
+	)
 	reg.Add(healthz.Check{Name: "foo", Checker: healthz.Ping}, healthz.EndpointReadyz)
 	reg.Add(healthz.Check{Name: "", Checker: healthz.Ping}, healthz.EndpointLivez)
-	reg.Add(healthz.Check{Name: "nil", Checker: nil}, healthz.EndpointHealthz, healthz.EndpointLivez)
+	reg.Add(
+		healthz.Check{Name: "nil", Checker: nil},
+		healthz.EndpointHealthz,
+		healthz.EndpointLivez,
+	)
 	reg.Add(healthz.Check{Name: "a/b", Checker: healthz.Ping}, healthz.EndpointHealthz)
 	reg.Add(healthz.Check{Name: "a b", Checker: healthz.Ping}, healthz.EndpointHealthz)
 	reg.Add(healthz.Check{Name: "tab\t", Checker: healthz.Ping}, healthz.EndpointHealthz)
-	reg.Add(healthz.Check{Name: "thrice", Checker: healthz.Ping}, healthz.EndpointLivez, healthz.EndpointLivez, healthz.EndpointLivez)
+	reg.Add(
+		healthz.Check{Name: "thrice", Checker: healthz.Ping},
+		healthz.EndpointLivez,
+		healthz.EndpointLivez,
+		healthz.EndpointLivez,
+	)
 	reg.Add(healthz.Check{Name: "nowhere", Checker: healthz.Ping})
 	reg.Add(healthz.Check{Name: "odd", Checker: healthz.Ping}, healthz.Endpoint("metrics"))
 	reg.Add(healthz.Check{}, healthz.EndpointReadyz)
@@ -357,7 +447,11 @@ func TestRegistryErrors(t *testing.T) {
 		`healthz: check "foo" registered twice on /readyz`,
 	}
 	if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, want) {
-		t.Errorf("Handler() error lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		t.Errorf(
+			"Handler() error lines:\n%s\nwant:\n%s",
+			strings.Join(got, "\n"),
+			strings.Join(want, "\n"),
+		)
 	}
 	var joined interface{ Unwrap() []error }
 	if !errors.As(err, &joined) || len(joined.Unwrap()) != len(want) {
@@ -380,14 +474,21 @@ func TestHandlerImmutable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkResponse(t, serve(h2, http.MethodGet, "/readyz/late"), 500, "internal server error: broken\n")
+	checkResponse(
+		t,
+		serve(h2, http.MethodGet, "/readyz/late"),
+		500,
+		"internal server error: broken\n",
+	)
 }
 
 func TestConcurrentUse(t *testing.T) {
 	var reg healthz.Registry
 	var wg sync.WaitGroup
 	for _, name := range []string{"a", "b", "c", "d"} {
-		wg.Go(func() { reg.Add(healthz.Check{Name: name, Checker: healthz.Ping}, healthz.EndpointLivez) })
+		wg.Go(
+			func() { reg.Add(healthz.Check{Name: name, Checker: healthz.Ping}, healthz.EndpointLivez) },
+		)
 	}
 	wg.Wait()
 	h, err := reg.Handler()
@@ -506,7 +607,10 @@ func TestAll(t *testing.T) {
 
 	// On an endpoint, a note joined with a failure fails.
 	reg := &healthz.Registry{}
-	reg.Add(healthz.Check{Name: "combined", Checker: healthz.All(note, fail)}, healthz.EndpointReadyz)
+	reg.Add(
+		healthz.Check{Name: "combined", Checker: healthz.All(note, fail)},
+		healthz.EndpointReadyz,
+	)
 	h, err := reg.Handler()
 	if err != nil {
 		t.Fatal(err)

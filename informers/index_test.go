@@ -41,7 +41,8 @@ func TestHoldersShareAnIndex(t *testing.T) {
 	other := func(obj any) ([]string, error) { return []string{obj.(*corev1.Pod).Name}, nil }
 	err := again.Typed().Core().V1().Pods().Informer().AddIndexers(
 		cache.Indexers{"by-node": other, "by-name": other})
-	if err == nil || !strings.Contains(err.Error(), `index "by-node" is there already, with another function`) {
+	if err == nil ||
+		!strings.Contains(err.Error(), `index "by-node" is there already, with another function`) {
 		t.Errorf("another function under the name: %v, want a refusal naming the index", err)
 	}
 	if _, ok := inf.GetIndexer().GetIndexers()["by-name"]; ok {

@@ -111,7 +111,9 @@ func TestInformerKeepsWhatItsHoldersRead(t *testing.T) {
 }
 
 func TestUndeclaredHolderWidensAnInformerNotStarted(t *testing.T) {
-	opts := informers.Options{Reads: map[string]informers.Fields{"nodes": {podsGVR: {"spec.nodeName"}}}}
+	opts := informers.Options{
+		Reads: map[string]informers.Fields{"nodes": {podsGVR: {"spec.nodeName"}}},
+	}
 	f := newFixture(t, opts, []runtime.Object{fullPod("p")}, nil)
 	nodes := f.set.For("nodes")
 	nodes.Typed().Core().V1().Pods().Informer()
@@ -244,7 +246,11 @@ func TestAnticipatedReadersWidenAnInformerBeforeItStarts(t *testing.T) {
 			map[string][]schema.GroupVersionResource{"undeclared": {podsGVR}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := informers.Options{Reads: reads, Anticipate: tc.anticipate, Informers: tc.informers}
+			opts := informers.Options{
+				Reads:      reads,
+				Anticipate: tc.anticipate,
+				Informers:  tc.informers,
+			}
 			f := newFixture(t, opts, []runtime.Object{fullPod("p")}, nil)
 			nodes := f.set.For("nodes")
 			nodes.Typed().Core().V1().Pods().Informer()

@@ -28,7 +28,11 @@ const testTimeout = 30 * time.Second
 
 var (
 	podsGVR    = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	widgetsGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	widgetsGVR = schema.GroupVersionResource{
+		Group:    "example.com",
+		Version:  "v1",
+		Resource: "widgets",
+	}
 )
 
 func managedFields() []metav1.ManagedFieldsEntry {
@@ -69,7 +73,12 @@ type fixture struct {
 
 // newFixture returns a Set over fake clients seeded with typed and metadata
 // objects. It does not start the Set.
-func newFixture(t *testing.T, opts informers.Options, typedObjs []runtime.Object, metaObjs []runtime.Object) fixture {
+func newFixture(
+	t *testing.T,
+	opts informers.Options,
+	typedObjs []runtime.Object,
+	metaObjs []runtime.Object,
+) fixture {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := metav1.AddMetaToScheme(scheme); err != nil {
@@ -155,7 +164,12 @@ func TestTypedInformerSyncsAndStripsManagedFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, informers.Options{KeepManagedFields: tt.keep}, []runtime.Object{seededPod()}, nil)
+			f := newFixture(
+				t,
+				informers.Options{KeepManagedFields: tt.keep},
+				[]runtime.Object{seededPod()},
+				nil,
+			)
 			s := f.set
 			pods := s.Typed().Core().V1().Pods()
 			pods.Informer() // register before Start
@@ -178,7 +192,12 @@ func TestTypedInformerSyncsAndStripsManagedFields(t *testing.T) {
 				t.Errorf("cached pod labels = %v, want app=x", got.Labels)
 			}
 			if has := len(got.ManagedFields) > 0; has != tt.wantFields {
-				t.Errorf("cached pod has managedFields = %v (%v), want %v", has, got.ManagedFields, tt.wantFields)
+				t.Errorf(
+					"cached pod has managedFields = %v (%v), want %v",
+					has,
+					got.ManagedFields,
+					tt.wantFields,
+				)
 			}
 		})
 	}
@@ -195,7 +214,12 @@ func TestMetadataInformerSyncsAndStripsManagedFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, informers.Options{KeepManagedFields: tt.keep}, nil, []runtime.Object{seededWidget()})
+			f := newFixture(
+				t,
+				informers.Options{KeepManagedFields: tt.keep},
+				nil,
+				[]runtime.Object{seededWidget()},
+			)
 			s := f.set
 			inf, err := s.ForResource(widgetsGVR)
 			if err != nil {
@@ -261,7 +285,13 @@ func TestForResource(t *testing.T) {
 				// Typed factories wrap the shared informer anew on every
 				// Informer() call, so compare the shared indexer.
 				if gotIdx, wantIdx := got.Informer().GetIndexer(), tt.want(s).GetIndexer(); gotIdx != wantIdx {
-					t.Errorf("%s.ForResource(%v) is backed by indexer %p, want %p", fac.name, tt.gvr, gotIdx, wantIdx)
+					t.Errorf(
+						"%s.ForResource(%v) is backed by indexer %p, want %p",
+						fac.name,
+						tt.gvr,
+						gotIdx,
+						wantIdx,
+					)
 				}
 			}
 		})
@@ -271,7 +301,10 @@ func TestForResource(t *testing.T) {
 		// Guards the premise of the fallback case above.
 		s := newFixture(t, informers.Options{}, nil, nil).set
 		if _, err := s.Typed().ForResource(widgetsGVR); err == nil {
-			t.Errorf("Typed().ForResource(%v) error = nil; the fallback case tests nothing", widgetsGVR)
+			t.Errorf(
+				"Typed().ForResource(%v) error = nil; the fallback case tests nothing",
+				widgetsGVR,
+			)
 		}
 	})
 }
@@ -286,12 +319,19 @@ func TestWaitForCacheSyncCancelled(t *testing.T) {
 		{
 			name: "typed",
 			request: func(f fixture) {
-				f.typed.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-					return true, nil, errList
-				})
-				f.typed.PrependWatchReactor("pods", func(clienttesting.Action) (bool, watch.Interface, error) {
-					return true, nil, errList
-				})
+				f.typed.PrependReactor(
+					"list",
+					"pods",
+					func(clienttesting.Action) (bool, runtime.Object, error) {
+						return true, nil, errList
+					},
+				)
+				f.typed.PrependWatchReactor(
+					"pods",
+					func(clienttesting.Action) (bool, watch.Interface, error) {
+						return true, nil, errList
+					},
+				)
 				f.set.Typed().Core().V1().Pods().Informer()
 			},
 			wantName: reflect.TypeOf(&corev1.Pod{}).String(),
@@ -299,12 +339,19 @@ func TestWaitForCacheSyncCancelled(t *testing.T) {
 		{
 			name: "metadata",
 			request: func(f fixture) {
-				f.meta.PrependReactor("list", "widgets", func(clienttesting.Action) (bool, runtime.Object, error) {
-					return true, nil, errList
-				})
-				f.meta.PrependWatchReactor("widgets", func(clienttesting.Action) (bool, watch.Interface, error) {
-					return true, nil, errList
-				})
+				f.meta.PrependReactor(
+					"list",
+					"widgets",
+					func(clienttesting.Action) (bool, runtime.Object, error) {
+						return true, nil, errList
+					},
+				)
+				f.meta.PrependWatchReactor(
+					"widgets",
+					func(clienttesting.Action) (bool, watch.Interface, error) {
+						return true, nil, errList
+					},
+				)
 				if _, err := f.set.ForResource(widgetsGVR); err != nil {
 					t.Fatalf("ForResource: %v", err)
 				}
@@ -322,7 +369,9 @@ func TestWaitForCacheSyncCancelled(t *testing.T) {
 			cancel()
 			err := f.set.WaitForCacheSync(ctx)
 			if err == nil {
-				t.Fatal("WaitForCacheSync() with a cancelled context and an unsyncable informer = nil, want error")
+				t.Fatal(
+					"WaitForCacheSync() with a cancelled context and an unsyncable informer = nil, want error",
+				)
 			}
 			if !strings.Contains(err.Error(), tt.wantName) {
 				t.Errorf("WaitForCacheSync() error %q does not name %q", err, tt.wantName)
@@ -350,7 +399,12 @@ func TestShutdown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, informers.Options{}, []runtime.Object{seededPod()}, []runtime.Object{seededWidget()})
+			f := newFixture(
+				t,
+				informers.Options{},
+				[]runtime.Object{seededPod()},
+				[]runtime.Object{seededWidget()},
+			)
 			s := f.set
 			s.Typed().Core().V1().Pods().Informer()
 			if _, err := s.ForResource(widgetsGVR); err != nil {
@@ -429,7 +483,9 @@ func TestStripManagedFields(t *testing.T) {
 				t.Errorf("StripManagedFields() = %#v, want %#v", got, tt.want)
 			}
 			if tt.samePointer && got != tt.in {
-				t.Errorf("StripManagedFields() returned a different object; want the input modified in place")
+				t.Errorf(
+					"StripManagedFields() returned a different object; want the input modified in place",
+				)
 			}
 		})
 	}

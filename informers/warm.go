@@ -44,8 +44,13 @@ type Warm struct {
 // StartWarm starts a Warm of the declared informers, or returns nil when
 // none is declared. It logs "Warm standby: caches synced" once they are.
 // It stops when ctx ends, or earlier with Stop.
-func StartWarm(ctx context.Context, client kubernetes.Interface, metaClient metadata.Interface, opts Options,
-	declared []Declared) *Warm {
+func StartWarm(
+	ctx context.Context,
+	client kubernetes.Interface,
+	metaClient metadata.Interface,
+	opts Options,
+	declared []Declared,
+) *Warm {
 	if len(declared) == 0 {
 		return nil
 	}
@@ -81,7 +86,14 @@ func StartWarm(ctx context.Context, client kubernetes.Interface, metaClient meta
 				continue
 			}
 			if err := shared.AddIndexers(cache.Indexers{name: f}); err != nil {
-				log.Error(err, "Warm standby: cannot add a declared index", "resource", d.Resource.String(), "index", name)
+				log.Error(
+					err,
+					"Warm standby: cannot add a declared index",
+					"resource",
+					d.Resource.String(),
+					"index",
+					name,
+				)
 			}
 		}
 	}
@@ -91,7 +103,13 @@ func StartWarm(ctx context.Context, client kubernetes.Interface, metaClient meta
 	start := time.Now()
 	w.bg.Go(func() {
 		if err := set.WaitForCacheSync(wctx); err == nil {
-			log.Info("Warm standby: caches synced", "resources", resources, "took", time.Since(start))
+			log.Info(
+				"Warm standby: caches synced",
+				"resources",
+				resources,
+				"took",
+				time.Since(start),
+			)
 		}
 	})
 	return w

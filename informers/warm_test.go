@@ -30,15 +30,26 @@ func TestStartWarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := fake.NewClientset(
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: "n1"}},
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}, Spec: corev1.PodSpec{NodeName: "n2"}},
+		&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"},
+			Spec:       corev1.PodSpec{NodeName: "n1"},
+		},
+		&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"},
+			Spec:       corev1.PodSpec{NodeName: "n2"},
+		},
 	)
-	w := informers.StartWarm(context.Background(), client, metadatafake.NewSimpleMetadataClient(scheme), informers.Options{},
+	w := informers.StartWarm(
+		context.Background(),
+		client,
+		metadatafake.NewSimpleMetadataClient(scheme),
+		informers.Options{},
 		[]informers.Declared{
 			{Resource: pods, Indexers: cache.Indexers{"by-node": byNode}},
 			{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
 				Users: []string{"x-controller", "y-controller"}},
-		})
+		},
+	)
 	defer w.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()

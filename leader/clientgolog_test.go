@@ -13,17 +13,25 @@ import (
 
 func TestClientGoLoggerQuietsCanceled(t *testing.T) {
 	var lines []string
-	base := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 1})
+	base := funcr.New(
+		func(prefix, args string) { lines = append(lines, args) },
+		funcr.Options{Verbosity: 1},
+	)
 	l := clientGoLogger(base).WithValues("lock", "ns/name")
-	l.Error(fmt.Errorf("creating lease: %w", context.Canceled), "Error initially creating lease lock")
+	l.Error(
+		fmt.Errorf("creating lease: %w", context.Canceled),
+		"Error initially creating lease lock",
+	)
 	l.Error(errors.New("forbidden"), "Error retrieving lease lock")
 	if len(lines) != 2 {
 		t.Fatalf("lines = %q", lines)
 	}
-	if strings.Contains(lines[0], `"error"`) || !strings.Contains(lines[0], `"level"=1`) || !strings.Contains(lines[0], "context canceled") {
+	if strings.Contains(lines[0], `"error"`) || !strings.Contains(lines[0], `"level"=1`) ||
+		!strings.Contains(lines[0], "context canceled") {
 		t.Errorf("a canceled request should be a V(1) info line: %s", lines[0])
 	}
-	if !strings.Contains(lines[1], `"error"="forbidden"`) || !strings.Contains(lines[1], `"lock"="ns/name"`) {
+	if !strings.Contains(lines[1], `"error"="forbidden"`) ||
+		!strings.Contains(lines[1], `"lock"="ns/name"`) {
 		t.Errorf("other errors stay errors: %s", lines[1])
 	}
 }
@@ -31,7 +39,8 @@ func TestClientGoLoggerQuietsCanceled(t *testing.T) {
 // client-go adds "lock" to some messages; the logger already carries it.
 func TestClientGoLoggerNoDuplicateLockKey(t *testing.T) {
 	var lines []string
-	base := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 1}).WithValues("lock", "ns/name")
+	base := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 1}).
+		WithValues("lock", "ns/name")
 	l := clientGoLogger(base)
 	l.Error(errors.New("injected"), "Failed to update lease", "lock", "ns/name")
 	l.Info("attempting to acquire leader lease", "lock", "ns/name", "identity", "a")

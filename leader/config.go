@@ -142,7 +142,13 @@ func (c Config) Validate() error {
 		case "endpoints", "configmaps", "endpointsleases", "configmapsleases":
 			hint = " (client-go removed that lock type; migrate to leases)"
 		}
-		add("ResourceLock (%s) must be %q, got %q%s", flagResourceLock, ResourceLockLeases, c.ResourceLock, hint)
+		add(
+			"ResourceLock (%s) must be %q, got %q%s",
+			flagResourceLock,
+			ResourceLockLeases,
+			c.ResourceLock,
+			hint,
+		)
 	}
 	if c.Namespace == "" {
 		add("Namespace (%s) must not be empty", flagResourceNamespace)
@@ -173,7 +179,11 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.LeaseDuration > 0 && c.LeaseDuration < time.Second {
-		add("LeaseDuration (%s) must be at least 1s because the Lease stores whole seconds, got %s", flagLeaseDuration, c.LeaseDuration)
+		add(
+			"LeaseDuration (%s) must be at least 1s because the Lease stores whole seconds, got %s",
+			flagLeaseDuration,
+			c.LeaseDuration,
+		)
 	}
 	if positive {
 		stored := c.LeaseDuration.Truncate(time.Second)
@@ -195,8 +205,14 @@ func (c Config) Validate() error {
 				flagLeaseDuration, flagRenewDeadline, c.LeaseDuration, c.RenewDeadline, note)
 		}
 		if minRenew := time.Duration(leaderelection.JitterFactor * float64(c.RetryPeriod)); c.RenewDeadline <= minRenew {
-			add("RenewDeadline (%s) must be greater than RetryPeriod (%s) × %g (client-go's JitterFactor): %s <= %s",
-				flagRenewDeadline, flagRetryPeriod, leaderelection.JitterFactor, c.RenewDeadline, minRenew)
+			add(
+				"RenewDeadline (%s) must be greater than RetryPeriod (%s) × %g (client-go's JitterFactor): %s <= %s",
+				flagRenewDeadline,
+				flagRetryPeriod,
+				leaderelection.JitterFactor,
+				c.RenewDeadline,
+				minRenew,
+			)
 		}
 	}
 	return errors.Join(errs...)
@@ -223,7 +239,9 @@ func (c Config) Validate() error {
 // last renewal itself and so is never later than this budget after the
 // loss was noticed.
 func (c Config) StopBudget() time.Duration {
-	return c.LeaseDuration.Truncate(time.Second) - c.RenewDeadline - c.RetryPeriod - renewTimeGranularity -
+	return c.LeaseDuration.Truncate(
+		time.Second,
+	) - c.RenewDeadline - c.RetryPeriod - renewTimeGranularity -
 		c.driftAllowance()
 }
 

@@ -53,7 +53,8 @@ func TestWithDefaults(t *testing.T) {
 		LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second,
 	}
 	if got := set.WithDefaults("ignored"); got.Namespace != "ns" || got.Name != "n" || got.Identity != "me" ||
-		!got.KeepLeaseOnCancel || got.LeaseDuration != 30*time.Second || got.RenewDeadline != 20*time.Second ||
+		!got.KeepLeaseOnCancel || got.LeaseDuration != 30*time.Second ||
+		got.RenewDeadline != 20*time.Second ||
 		got.RetryPeriod != 5*time.Second {
 		t.Errorf("WithDefaults overrode set fields: %+v", got)
 	}

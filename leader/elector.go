@@ -96,7 +96,12 @@ type Elector struct {
 // NewElector validates cfg and policy and returns an Elector. It starts
 // nothing. An empty policy means Exit. cfg is used as given: call
 // WithDefaults first.
-func NewElector(cfg Config, client kubernetes.Interface, policy LostLeasePolicy, log logr.Logger) (*Elector, error) {
+func NewElector(
+	cfg Config,
+	client kubernetes.Interface,
+	policy LostLeasePolicy,
+	log logr.Logger,
+) (*Elector, error) {
 	var errs []error
 	if err := cfg.Validate(); err != nil {
 		errs = append(errs, err)
@@ -109,7 +114,15 @@ func NewElector(cfg Config, client kubernetes.Interface, policy LostLeasePolicy,
 		policy = Exit
 	case Exit, Recampaign:
 	default:
-		errs = append(errs, fmt.Errorf("leader: lost-lease policy %q is unknown; use %q or %q", policy, Exit, Recampaign))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"leader: lost-lease policy %q is unknown; use %q or %q",
+				policy,
+				Exit,
+				Recampaign,
+			),
+		)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -206,7 +219,12 @@ func (e *Elector) Run(ctx context.Context, term func(ctx context.Context) error)
 			// The term has returned, so giving the lease back (if the API
 			// server still names us) cannot make two terms overlap.
 			e.releaseUnlessRunning(base, c, termErr, abandoned)
-			lostErr := fmt.Errorf("leader: lock %s: identity %s: %w", e.desc, e.cfg.Identity, ErrLeaseLost)
+			lostErr := fmt.Errorf(
+				"leader: lock %s: identity %s: %w",
+				e.desc,
+				e.cfg.Identity,
+				ErrLeaseLost,
+			)
 			if termErr != nil && !errors.Is(termErr, context.Canceled) {
 				e.log.Error(termErr, "Term failed after the lease was lost")
 			} else {
@@ -264,7 +282,9 @@ func (e *Elector) Observe(ctx context.Context) {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, e.onRealClock(e.cfg.RenewDeadline))
-		lease, err := e.client.CoordinationV1().Leases(e.cfg.Namespace).Get(rctx, e.cfg.Name, metav1.GetOptions{})
+		lease, err := e.client.CoordinationV1().
+			Leases(e.cfg.Namespace).
+			Get(rctx, e.cfg.Name, metav1.GetOptions{})
 		cancel()
 		switch {
 		case err == nil:
@@ -442,7 +462,9 @@ func (e *Elector) campaign(ctx, base context.Context, c *campaign) (*session, co
 			// release checks the holder first.
 			if acquired := s.stop(); acquired || c.uncertain.Load() {
 				if e.cfg.KeepLeaseOnCancel {
-					e.log.Info("Acquired the lease (or may have) while stopping; keeping it (KeepLeaseOnCancel)")
+					e.log.Info(
+						"Acquired the lease (or may have) while stopping; keeping it (KeepLeaseOnCancel)",
+					)
 				} else {
 					e.release(base, c)
 				}
@@ -527,7 +549,9 @@ func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context,
 	}
 	// The term's context is cancelled by watchTerm alone, so that a lost
 	// lease has closed the gate and Term.Lost before the term can see it.
-	termCtx, cancelTerm := context.WithCancel(context.WithValue(context.WithoutCancel(lctx), termKey{}, t))
+	termCtx, cancelTerm := context.WithCancel(
+		context.WithValue(context.WithoutCancel(lctx), termKey{}, t),
+	)
 	if l, lerr := logr.FromContext(ctx); lerr == nil {
 		termCtx = logr.NewContext(termCtx, l)
 	} else {
@@ -568,7 +592,12 @@ func (e *Elector) lead(ctx context.Context, s *session, lctx context.Context,
 }
 
 // watchTerm cancels the term's context when ctx is done or the lease is lost.
-func (e *Elector) watchTerm(ctx, lctx context.Context, termDone <-chan struct{}, cancelTerm context.CancelFunc, t *Term) {
+func (e *Elector) watchTerm(
+	ctx, lctx context.Context,
+	termDone <-chan struct{},
+	cancelTerm context.CancelFunc,
+	t *Term,
+) {
 	ctxDone := ctx.Done()
 	for {
 		select {
@@ -586,7 +615,11 @@ func (e *Elector) watchTerm(ctx, lctx context.Context, termDone <-chan struct{},
 			stopBy := e.cfg.expiry(e.anchor)
 			e.mu.Unlock()
 			t.markLost(now, stopBy)
-			e.log.Info("Lost the lease; stopping term", "stopBy", stopBy.Sub(now).Round(time.Millisecond))
+			e.log.Info(
+				"Lost the lease; stopping term",
+				"stopBy",
+				stopBy.Sub(now).Round(time.Millisecond),
+			)
 			cancelTerm()
 			<-termDone
 			return

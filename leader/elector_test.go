@@ -53,7 +53,12 @@ func newClientset() *fake.Clientset {
 
 func newElector(t *testing.T, cs *fake.Clientset, cfg Config, policy LostLeasePolicy) *Elector {
 	t.Helper()
-	e, err := NewElector(cfg, cs, policy, testr.NewWithOptions(t, testr.Options{LogTimestamp: true}).WithName(cfg.Identity))
+	e, err := NewElector(
+		cfg,
+		cs,
+		policy,
+		testr.NewWithOptions(t, testr.Options{LogTimestamp: true}).WithName(cfg.Identity),
+	)
 	if err != nil {
 		t.Fatalf("NewElector: %v", err)
 	}
@@ -156,8 +161,15 @@ func (r *recorder) checkNoOverlap(t *testing.T) {
 	for i := 1; i < len(r.terms); i++ {
 		prev, cur := r.terms[i-1], r.terms[i]
 		if prev.end.IsZero() || cur.start.Before(prev.end) {
-			t.Errorf("term %d (%s) started at %s before term %d (%s) ended at %s",
-				i, cur.id, cur.start.Format(time.StampMicro), i-1, prev.id, prev.end.Format(time.StampMicro))
+			t.Errorf(
+				"term %d (%s) started at %s before term %d (%s) ended at %s",
+				i,
+				cur.id,
+				cur.start.Format(time.StampMicro),
+				i-1,
+				prev.id,
+				prev.end.Format(time.StampMicro),
+			)
 		}
 	}
 }
@@ -169,7 +181,9 @@ func untilDone(ctx context.Context) error {
 
 // renewTime reads the lease's renew time without a *testing.T.
 func renewTime(cs *fake.Clientset) (time.Time, error) {
-	l, err := cs.CoordinationV1().Leases(testNamespace).Get(context.Background(), testName, metav1.GetOptions{})
+	l, err := cs.CoordinationV1().
+		Leases(testNamespace).
+		Get(context.Background(), testName, metav1.GetOptions{})
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -181,7 +195,9 @@ func renewTime(cs *fake.Clientset) (time.Time, error) {
 
 func getLease(t *testing.T, cs *fake.Clientset) *coordinationv1.Lease {
 	t.Helper()
-	l, err := cs.CoordinationV1().Leases(testNamespace).Get(context.Background(), testName, metav1.GetOptions{})
+	l, err := cs.CoordinationV1().
+		Leases(testNamespace).
+		Get(context.Background(), testName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get lease: %v", err)
 	}
@@ -225,7 +241,8 @@ func TestHandoffOnCancel(t *testing.T) {
 		// the handoff is measured from a term that has started.
 		poll.Until(t, "the leader's term runs", func() bool {
 			terms := rec.snapshot()
-			return len(terms) > 0 && terms[len(terms)-1].id == l.e.Identity() && terms[len(terms)-1].end.IsZero()
+			return len(terms) > 0 && terms[len(terms)-1].id == l.e.Identity() &&
+				terms[len(terms)-1].end.IsZero()
 		})
 		poll.Until(t, "every replica is ready", func() bool {
 			for _, r := range runners {
@@ -365,7 +382,11 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	// b may take over only once the lease expired: LeaseDuration after it
 	// last saw a's renewal, which it cannot have seen before it was written.
 	if took := terms[1].start.Sub(lastRenew); took < cfgA.LeaseDuration {
-		t.Errorf("b took over %v after a's last renewal, before the lease expired (LeaseDuration %v)", took, cfgA.LeaseDuration)
+		t.Errorf(
+			"b took over %v after a's last renewal, before the lease expired (LeaseDuration %v)",
+			took,
+			cfgA.LeaseDuration,
+		)
 	}
 	if got := holderOf(getLease(t, cs)); got != "b" {
 		t.Errorf("holder after takeover = %q, want b", got)
@@ -384,7 +405,11 @@ func TestHandoffWithoutWatch(t *testing.T) {
 	var lists atomic.Int32
 	cs.PrependReactor("list", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
 		lists.Add(1)
-		return true, nil, apierrors.NewForbidden(coordinationv1.Resource("leases"), "", errors.New("RBAC says no"))
+		return true, nil, apierrors.NewForbidden(
+			coordinationv1.Resource("leases"),
+			"",
+			errors.New("RBAC says no"),
+		)
 	})
 	rec := &recorder{}
 	a := newElector(t, cs, testConfig("a"), Exit)
@@ -400,7 +425,11 @@ func TestHandoffWithoutWatch(t *testing.T) {
 	}
 	poll.Until(t, "b's term starts", func() bool { return len(rec.snapshot()) == 2 })
 	terms := rec.snapshot()
-	t.Logf("handoff latency without watch: %v (RetryPeriod %v)", terms[1].start.Sub(terms[0].end), b.cfg.RetryPeriod)
+	t.Logf(
+		"handoff latency without watch: %v (RetryPeriod %v)",
+		terms[1].start.Sub(terms[0].end),
+		b.cfg.RetryPeriod,
+	)
 	rb.cancel()
 	if err := rb.wait(t); err != nil {
 		t.Fatalf("b: Run returned %v", err)
@@ -518,7 +547,8 @@ func TestTermEndAndRelease(t *testing.T) {
 				poll.Until(t, "a leads", e.IsLeader)
 				r.cancel()
 			}
-			if err := r.wait(t); !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
+			if err := r.wait(t); !errors.Is(err, tc.wantErr) ||
+				(err == nil) != (tc.wantErr == nil) {
 				t.Fatalf("Run returned %v, want %v", err, tc.wantErr)
 			}
 			if h := holderOf(getLease(t, cs)); h != tc.wantHolder {
@@ -562,7 +592,8 @@ func TestRunMisuse(t *testing.T) {
 	}
 	r := start(t, e, untilDone)
 	poll.Until(t, "a leads", e.IsLeader)
-	if err := e.Run(context.Background(), untilDone); err == nil || !strings.Contains(err.Error(), "already running") {
+	if err := e.Run(context.Background(), untilDone); err == nil ||
+		!strings.Contains(err.Error(), "already running") {
 		t.Errorf("second concurrent Run returned %v, want already running", err)
 	}
 	r.cancel()
@@ -728,7 +759,10 @@ var _ clock.Clock = clocktesting.NewFakeClock(time.Time{})
 // NewSimpleClientset shows the cost of the handoff itself.
 func BenchmarkHandoff(b *testing.B) {
 	b.Run("NewClientset", func(b *testing.B) { benchmarkHandoff(b, fake.NewClientset()) })
-	b.Run("NewSimpleClientset", func(b *testing.B) { benchmarkHandoff(b, fake.NewSimpleClientset()) })
+	b.Run(
+		"NewSimpleClientset",
+		func(b *testing.B) { benchmarkHandoff(b, fake.NewSimpleClientset()) },
+	)
 }
 
 func benchmarkHandoff(b *testing.B, cs *fake.Clientset) {
@@ -851,18 +885,22 @@ func TestCancelledWhileAcquiringReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lost atomic.Bool
-	cs.PrependReactor("update", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		obj := action.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
-		if holderOf(obj) != "a" || !lost.CompareAndSwap(false, true) {
-			return false, nil, nil
-		}
-		// The server applies it; the answer never arrives.
-		if err := cs.Tracker().Update(action.GetResource(), obj, testNamespace); err != nil {
-			return true, nil, err
-		}
-		cancel()
-		return true, nil, context.Canceled
-	})
+	cs.PrependReactor(
+		"update",
+		"leases",
+		func(action k8stesting.Action) (bool, runtime.Object, error) {
+			obj := action.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+			if holderOf(obj) != "a" || !lost.CompareAndSwap(false, true) {
+				return false, nil, nil
+			}
+			// The server applies it; the answer never arrives.
+			if err := cs.Tracker().Update(action.GetResource(), obj, testNamespace); err != nil {
+				return true, nil, err
+			}
+			cancel()
+			return true, nil, context.Canceled
+		},
+	)
 	e := newElector(t, cs, testConfig("a"), Exit)
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx, untilDone) }()
@@ -875,7 +913,9 @@ func TestCancelledWhileAcquiringReleases(t *testing.T) {
 		t.Fatal("the acquiring write was never made")
 	}
 	if h := holderOf(getLease(t, cs)); h == "a" {
-		t.Errorf("after Run returned, the lease still names a, which may never have known it held it")
+		t.Errorf(
+			"after Run returned, the lease still names a, which may never have known it held it",
+		)
 	}
 }
 

@@ -23,7 +23,12 @@ func (e *Elector) Watchdog(_ *http.Request) error {
 	}
 	limit := e.cfg.LeaseDuration + WatchdogGrace
 	if since := e.clock.Since(last); since > limit {
-		return fmt.Errorf("leader: lock %s: term still running but the lease was last renewed %s ago (limit %s)", e.desc, since.Round(time.Millisecond), limit)
+		return fmt.Errorf(
+			"leader: lock %s: term still running but the lease was last renewed %s ago (limit %s)",
+			e.desc,
+			since.Round(time.Millisecond),
+			limit,
+		)
 	}
 	return nil
 }
@@ -47,7 +52,10 @@ func (e *Elector) Ready(_ *http.Request) error {
 	case "":
 		return fmt.Errorf("leader: lock %s: no replica holds the lease", e.desc)
 	case e.cfg.Identity:
-		return fmt.Errorf("leader: lock %s: the lease names this replica, which is not leading", e.desc)
+		return fmt.Errorf(
+			"leader: lock %s: the lease names this replica, which is not leading",
+			e.desc,
+		)
 	default:
 		return nil
 	}

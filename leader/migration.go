@@ -123,11 +123,21 @@ func DefaultMigrationConfig(component string) *MigrationConfig {
 func ReadMigrationConfig(path string) (*MigrationConfig, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("leader: reading leader migration configuration %q (%s): %w", path, flagMigrationConfig, err)
+		return nil, fmt.Errorf(
+			"leader: reading leader migration configuration %q (%s): %w",
+			path,
+			flagMigrationConfig,
+			err,
+		)
 	}
 	c, err := parseMigrationConfig(data)
 	if err != nil {
-		return nil, fmt.Errorf("leader: leader migration configuration %q (%s): %w", path, flagMigrationConfig, err)
+		return nil, fmt.Errorf(
+			"leader: leader migration configuration %q (%s): %w",
+			path,
+			flagMigrationConfig,
+			err,
+		)
 	}
 	return c, nil
 }
@@ -181,7 +191,14 @@ func parseMigrationConfig(data []byte) (*MigrationConfig, error) {
 		errs = append(errs, err)
 	}
 	if !slices.Contains(MigrationAPIVersions, apiVersion) {
-		errs = append(errs, fmt.Errorf("apiVersion %q is not accepted; use one of %s", apiVersion, strings.Join(MigrationAPIVersions, ", ")))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"apiVersion %q is not accepted; use one of %s",
+				apiVersion,
+				strings.Join(MigrationAPIVersions, ", "),
+			),
+		)
 	}
 	if kind != MigrationKind {
 		errs = append(errs, fmt.Errorf("kind %q is not accepted; use %s", kind, MigrationKind))
@@ -253,8 +270,17 @@ func unknownFields(top map[string]json.RawMessage, v1 bool, apiVersion string) e
 	if v1 && slices.Contains(unknown, "resourceLock") {
 		note = " (v1 has no resourceLock: the lock is always leases)"
 	}
-	return fmt.Errorf("unknown field(s) %s in %s%s; accepted fields: %s, and controllerLeaders[].{%s}",
-		strings.Join(unknown, ", "), apiVersion, note, strings.Join(fields, ", "), strings.Join(leaderFields, ","))
+	return fmt.Errorf(
+		"unknown field(s) %s in %s%s; accepted fields: %s, and controllerLeaders[].{%s}",
+		strings.Join(
+			unknown,
+			", ",
+		),
+		apiVersion,
+		note,
+		strings.Join(fields, ", "),
+		strings.Join(leaderFields, ","),
+	)
 }
 
 // Validate reports, all at once, what kube-controller-manager rejects or
@@ -289,7 +315,11 @@ func (c *MigrationConfig) Validate() error {
 			add("controllerLeaders[%d].name is required", i)
 		}
 		if l.Component == "" {
-			add("controllerLeaders[%d].component is required (a component name, or %q for any)", i, ComponentWildcard)
+			add(
+				"controllerLeaders[%d].component is required (a component name, or %q for any)",
+				i,
+				ComponentWildcard,
+			)
 		}
 	}
 	return errors.Join(errs...)
@@ -324,13 +354,28 @@ func (c *MigrationConfig) Warnings(known func(name string) bool) []string {
 	}
 	var out []string
 	if lease := c.LeaseName(); lease != c.LeaderName {
-		out = append(out, fmt.Sprintf("leaderName %q is not a valid Lease name (the API server refuses upper case); the migration lock is the Lease %q", c.LeaderName, lease))
+		out = append(
+			out,
+			fmt.Sprintf(
+				"leaderName %q is not a valid Lease name (the API server refuses upper case); the migration lock is the Lease %q",
+				c.LeaderName,
+				lease,
+			),
+		)
 	}
 	first := map[string]int{}
 	var unknown []string
 	for i, l := range c.ControllerLeaders {
 		if j, dup := first[l.Name]; dup {
-			out = append(out, fmt.Sprintf("controllerLeaders[%d] names %q again (first at controllerLeaders[%d]); the last entry wins", i, l.Name, j))
+			out = append(
+				out,
+				fmt.Sprintf(
+					"controllerLeaders[%d] names %q again (first at controllerLeaders[%d]); the last entry wins",
+					i,
+					l.Name,
+					j,
+				),
+			)
 		} else {
 			first[l.Name] = i
 		}
@@ -339,7 +384,13 @@ func (c *MigrationConfig) Warnings(known func(name string) bool) []string {
 		}
 	}
 	if len(unknown) > 0 {
-		out = append(out, fmt.Sprintf("no controller of this component is named %s; those entries only matter to the other components taking part (check the spelling if one should be this component's)", strings.Join(unknown, ", ")))
+		out = append(
+			out,
+			fmt.Sprintf(
+				"no controller of this component is named %s; those entries only matter to the other components taking part (check the spelling if one should be this component's)",
+				strings.Join(unknown, ", "),
+			),
+		)
 	}
 	return out
 }

@@ -35,7 +35,8 @@ func FuzzMigrationConfig(f *testing.F) {
 		}
 		c, err := leader.ReadMigrationConfig(path)
 		if err != nil {
-			if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "--leader-migration-config") {
+			if !strings.Contains(err.Error(), path) ||
+				!strings.Contains(err.Error(), "--leader-migration-config") {
 				t.Fatalf("read error names neither the file nor the flag: %v", err)
 			}
 			if c != nil {

@@ -226,7 +226,14 @@ func TestAssign(t *testing.T) {
 		{"", "service-lb-controller", nil, Unowned},
 	} {
 		if got := cfg.Assign(tc.component, tc.name, tc.aliases...); got != tc.want {
-			t.Errorf("Assign(%q, %q, %q) = %v, want %v", tc.component, tc.name, tc.aliases, got, tc.want)
+			t.Errorf(
+				"Assign(%q, %q, %q) = %v, want %v",
+				tc.component,
+				tc.name,
+				tc.aliases,
+				got,
+				tc.want,
+			)
 		}
 	}
 	var none *MigrationConfig
@@ -236,7 +243,12 @@ func TestAssign(t *testing.T) {
 }
 
 func TestMigrationWarnings(t *testing.T) {
-	known := map[string]bool{"service-lb-controller": true, "service": true, "node-route-controller": true, "route": true}
+	known := map[string]bool{
+		"service-lb-controller": true,
+		"service":               true,
+		"node-route-controller": true,
+		"route":                 true,
+	}
 	isKnown := func(n string) bool { return known[n] }
 	for _, tc := range []struct {
 		name  string
@@ -261,7 +273,12 @@ func TestMigrationWarnings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.cfg.Warnings(tc.known)
 			if len(got) != len(tc.want) {
-				t.Fatalf("Warnings = %q, want %d warning(s) containing %q", got, len(tc.want), tc.want)
+				t.Fatalf(
+					"Warnings = %q, want %d warning(s) containing %q",
+					got,
+					len(tc.want),
+					tc.want,
+				)
 			}
 			for i := range got {
 				if !strings.Contains(got[i], tc.want[i]) {

@@ -145,7 +145,11 @@ type leasesGetter struct {
 }
 
 func (g leasesGetter) Leases(namespace string) coordinationv1client.LeaseInterface {
-	return leaseClient{LeaseInterface: g.e.client.CoordinationV1().Leases(namespace), e: g.e, c: g.c}
+	return leaseClient{
+		LeaseInterface: g.e.client.CoordinationV1().Leases(namespace),
+		e:              g.e,
+		c:              g.c,
+	}
 }
 
 type leaseClient struct {
@@ -172,7 +176,11 @@ func (l leaseClient) out() (back func()) {
 	}
 }
 
-func (l leaseClient) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+func (l leaseClient) Get(
+	ctx context.Context,
+	name string,
+	opts metav1.GetOptions,
+) (*coordinationv1.Lease, error) {
 	defer l.out()()
 	ctx, cancel := context.WithTimeout(ctx, l.e.onRealClock(l.e.cfg.RenewDeadline))
 	defer cancel()
@@ -186,7 +194,11 @@ func (l leaseClient) Get(ctx context.Context, name string, opts metav1.GetOption
 	return lease, err
 }
 
-func (l leaseClient) Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error) {
+func (l leaseClient) Create(
+	ctx context.Context,
+	lease *coordinationv1.Lease,
+	opts metav1.CreateOptions,
+) (*coordinationv1.Lease, error) {
 	defer l.out()()
 	ctx, cancel := context.WithTimeout(ctx, l.e.onRealClock(l.e.cfg.RenewDeadline))
 	defer cancel()
@@ -200,7 +212,11 @@ func (l leaseClient) Create(ctx context.Context, lease *coordinationv1.Lease, op
 	return out, err
 }
 
-func (l leaseClient) Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+func (l leaseClient) Update(
+	ctx context.Context,
+	lease *coordinationv1.Lease,
+	opts metav1.UpdateOptions,
+) (*coordinationv1.Lease, error) {
 	defer l.out()()
 	ctx, cancel := context.WithTimeout(ctx, l.e.onRealClock(l.e.cfg.RenewDeadline))
 	defer cancel()
@@ -222,7 +238,8 @@ func (l leaseClient) Update(ctx context.Context, lease *coordinationv1.Lease, op
 // may end before that).
 func (l leaseClient) failed(lease *coordinationv1.Lease, err error) {
 	var status apierrors.APIStatus
-	if errors.As(err, &status) || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != l.e.cfg.Identity {
+	if errors.As(err, &status) || lease.Spec.HolderIdentity == nil ||
+		*lease.Spec.HolderIdentity != l.e.cfg.Identity {
 		return
 	}
 	l.c.uncertain.Store(true)
@@ -272,7 +289,11 @@ func (e *Elector) watch(base context.Context) (stop func()) {
 	giveUp := func(err error) {
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 			e.watchForbidden.Store(true)
-			e.log.Info("Cannot watch the lease; handoff falls back to polling every RetryPeriod. Grant list and watch on this Lease for fast handoff", "err", err.Error())
+			e.log.Info(
+				"Cannot watch the lease; handoff falls back to polling every RetryPeriod. Grant list and watch on this Lease for fast handoff",
+				"err",
+				err.Error(),
+			)
 			cancel()
 		}
 	}
@@ -320,7 +341,8 @@ func (e *Elector) watch(base context.Context) (stop func()) {
 		},
 	}
 	handle := func(obj any) {
-		if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Name == e.cfg.Name && lease.Namespace == e.cfg.Namespace {
+		if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Name == e.cfg.Name &&
+			lease.Namespace == e.cfg.Namespace {
 			e.observe(nil, lease, fromWatch)
 		}
 	}
@@ -336,7 +358,8 @@ func (e *Elector) watch(base context.Context) (stop func()) {
 				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 					obj = tomb.Obj
 				}
-				if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Name == e.cfg.Name && lease.Namespace == e.cfg.Namespace {
+				if lease, ok := obj.(*coordinationv1.Lease); ok && lease.Name == e.cfg.Name &&
+					lease.Namespace == e.cfg.Namespace {
 					e.observe(nil, nil, fromWatch)
 				}
 			},

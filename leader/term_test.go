@@ -59,9 +59,13 @@ func TestLeaseLostWhileStopping(t *testing.T) {
 				// renewal's latency, a few milliseconds on the fake), and
 				// never a whole lease.
 				left := l.stopBy.Sub(l.at)
-				if l.stopBy.IsZero() || left < e.cfg.StopBudget()-50*time.Millisecond || left >= e.cfg.LeaseDuration {
-					t.Errorf("StopBy is %v after LostAt, want at least the stop budget %v and less than the lease",
-						left, e.cfg.StopBudget())
+				if l.stopBy.IsZero() || left < e.cfg.StopBudget()-50*time.Millisecond ||
+					left >= e.cfg.LeaseDuration {
+					t.Errorf(
+						"StopBy is %v after LostAt, want at least the stop budget %v and less than the lease",
+						left,
+						e.cfg.StopBudget(),
+					)
 				}
 			default:
 				t.Error("the term did not see the loss")
@@ -97,7 +101,8 @@ func TestTermGate(t *testing.T) {
 	})
 	poll.Until(t, "a leads", func() bool { return e.IsLeader() && len(gates) == 1 })
 	g := <-gates
-	if !strings.Contains(g.Term(), "kube-system/ctrl") || !strings.Contains(g.Term(), "identity a") {
+	if !strings.Contains(g.Term(), "kube-system/ctrl") ||
+		!strings.Contains(g.Term(), "identity a") {
 		t.Errorf("Gate.Term() = %q, want the lock and identity", g.Term())
 	}
 	// Renewals keep it open well past one validity period.
@@ -120,7 +125,10 @@ func TestTermGate(t *testing.T) {
 	poll.Until(t, "a leads again",
 		func() bool { return terms.Load() == 2 && e.IsLeader() && len(gates) == 1 })
 	if err := g.Check("c"); err == nil || !strings.Contains(err.Error(), "lost") {
-		t.Errorf("the first term's gate after a new term started: %v, want shut for good (lease lost)", err)
+		t.Errorf(
+			"the first term's gate after a new term started: %v, want shut for good (lease lost)",
+			err,
+		)
 	}
 	g2 := <-gates
 	if err := g2.Check("c"); err != nil {

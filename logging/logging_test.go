@@ -153,9 +153,17 @@ func TestNewInvalid(t *testing.T) {
 		o    logging.Options
 		want []string
 	}{
-		{"format", logging.Options{Format: "xml"}, []string{"--logging-format", `"xml"`, `"text"`, `"json"`}},
+		{
+			"format",
+			logging.Options{Format: "xml"},
+			[]string{"--logging-format", `"xml"`, `"text"`, `"json"`},
+		},
 		{"verbosity", logging.Options{Verbosity: -1}, []string{"-v", "negative"}},
-		{"both", logging.Options{Format: "yaml", Verbosity: -2}, []string{"--logging-format", "-v"}},
+		{
+			"both",
+			logging.Options{Format: "yaml", Verbosity: -2},
+			[]string{"--logging-format", "-v"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,7 +196,11 @@ func TestFlags(t *testing.T) {
 		{nil, logging.Options{Format: "text"}, ""},
 		{[]string{"--logging-format=json"}, logging.Options{Format: "json"}, ""},
 		{[]string{"--log-format=json"}, logging.Options{Format: "json"}, ""},
-		{[]string{"--log-format", "json", "--logging-format=text"}, logging.Options{Format: "text"}, ""},
+		{
+			[]string{"--log-format", "json", "--logging-format=text"},
+			logging.Options{Format: "text"},
+			"",
+		},
 		{[]string{"-v=3"}, logging.Options{Format: "text", Verbosity: 3}, ""},
 		{[]string{"-v", "3"}, logging.Options{Format: "text", Verbosity: 3}, ""},
 		{[]string{"-v3"}, logging.Options{Format: "text", Verbosity: 3}, ""},
@@ -205,7 +217,12 @@ func TestFlags(t *testing.T) {
 			err := fs.Parse(tt.args)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("Parse(%q) = %v, want an error containing %q", tt.args, err, tt.wantErr)
+					t.Fatalf(
+						"Parse(%q) = %v, want an error containing %q",
+						tt.args,
+						err,
+						tt.wantErr,
+					)
 				}
 				return
 			}

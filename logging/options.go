@@ -48,7 +48,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		o.Format = FormatText
 	}
 	v := (*formatValue)(&o.Format)
-	fs.Var(v, "logging-format", fmt.Sprintf("Sets the log format. Permitted formats: %s.", quoted(formats)))
+	fs.Var(
+		v,
+		"logging-format",
+		fmt.Sprintf("Sets the log format. Permitted formats: %s.", quoted(formats)),
+	)
 	fs.Var(v, "log-format", "Alias of --logging-format.")
 	_ = fs.MarkHidden("log-format") // cannot fail: the flag was just added
 	fs.IntVarP(&o.Verbosity, "v", "v", o.Verbosity, "number for the log level verbosity")

@@ -141,7 +141,10 @@ func NewAuthFilter(cfg AuthConfig) (*AuthFilter, error) {
 		errs = append(errs, errors.New("AuthConfig.TokenReviews is required"))
 	}
 	if cfg.RequestHeader != nil && cfg.RequestHeader.CAs == nil {
-		errs = append(errs, errors.New("AuthConfig.RequestHeader.CAs is required when RequestHeader is set"))
+		errs = append(
+			errs,
+			errors.New("AuthConfig.RequestHeader.CAs is required when RequestHeader is set"),
+		)
 	}
 	if cfg.SubjectAccessReviews == nil {
 		errs = append(errs, errors.New("AuthConfig.SubjectAccessReviews is required"))
@@ -151,10 +154,16 @@ func NewAuthFilter(cfg AuthConfig) (*AuthFilter, error) {
 		errs = append(errs, fmt.Errorf("AuthConfig.AlwaysAllowPaths: %w", err))
 	}
 	if cfg.CacheSize < 0 {
-		errs = append(errs, fmt.Errorf("AuthConfig.CacheSize must not be negative, got %d", cfg.CacheSize))
+		errs = append(
+			errs,
+			fmt.Errorf("AuthConfig.CacheSize must not be negative, got %d", cfg.CacheSize),
+		)
 	}
 	if cfg.ReviewTimeout < 0 {
-		errs = append(errs, fmt.Errorf("AuthConfig.ReviewTimeout must not be negative, got %v", cfg.ReviewTimeout))
+		errs = append(
+			errs,
+			fmt.Errorf("AuthConfig.ReviewTimeout must not be negative, got %v", cfg.ReviewTimeout),
+		)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -186,7 +195,12 @@ func (f *AuthFilter) Wrap(next http.Handler) http.Handler {
 		}
 		verb := strings.ToLower(r.Method) // as the API server does for non-resource requests
 		if allowed, reason := f.authorize(r.Context(), user, r.URL.Path, verb); !allowed {
-			msg := fmt.Sprintf("Forbidden: user %q cannot %s path %q", user.Username, verb, r.URL.Path)
+			msg := fmt.Sprintf(
+				"Forbidden: user %q cannot %s path %q",
+				user.Username,
+				verb,
+				r.URL.Path,
+			)
 			if reason != "" {
 				msg += ": " + reason
 			}
@@ -242,7 +256,8 @@ func (f *AuthFilter) authenticate(r *http.Request) (authenticationv1.UserInfo, b
 		// The API server says why ("invalid bearer token", or a failing
 		// authenticator behind it). Like the apiserver library, do not
 		// cache it: it may be transient.
-		f.cfg.Log.V(4).Info("Unauthorized: token not authenticated", "path", r.URL.Path, "error", tr.Status.Error)
+		f.cfg.Log.V(4).
+			Info("Unauthorized: token not authenticated", "path", r.URL.Path, "error", tr.Status.Error)
 		return authenticationv1.UserInfo{}, false
 	}
 	res := authnResult{ok: tr.Status.Authenticated, user: tr.Status.User}
@@ -257,7 +272,11 @@ func (f *AuthFilter) authenticate(r *http.Request) (authenticationv1.UserInfo, b
 
 // authorize reports whether user may use verb on the non-resource path,
 // and the reason the API server gave.
-func (f *AuthFilter) authorize(ctx context.Context, user authenticationv1.UserInfo, path, verb string) (bool, string) {
+func (f *AuthFilter) authorize(
+	ctx context.Context,
+	user authenticationv1.UserInfo,
+	path, verb string,
+) (bool, string) {
 	for _, g := range user.Groups {
 		if slices.Contains(f.cfg.AlwaysAllowGroups, g) {
 			return true, ""
@@ -278,7 +297,11 @@ func (f *AuthFilter) authorize(ctx context.Context, user authenticationv1.UserIn
 	// The whole spec is the key: JSON sorts the Extra map's keys.
 	raw, err := json.Marshal(spec)
 	if err != nil { // cannot happen for these types; fail closed anyway
-		f.errLog.report("authorization", "encoding the SubjectAccessReview failed; answering 403", err)
+		f.errLog.report(
+			"authorization",
+			"encoding the SubjectAccessReview failed; answering 403",
+			err,
+		)
 		return false, ""
 	}
 	key := sha256.Sum256(raw)
@@ -288,7 +311,11 @@ func (f *AuthFilter) authorize(ctx context.Context, user authenticationv1.UserIn
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.ReviewTimeout)
 	defer cancel()
-	sar, err := f.cfg.SubjectAccessReviews.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+	sar, err := f.cfg.SubjectAccessReviews.Create(
+		ctx,
+		&authorizationv1.SubjectAccessReview{Spec: spec},
+		metav1.CreateOptions{},
+	)
 	if err != nil {
 		f.errLog.report("authorization", "SubjectAccessReview failed; answering 403", err)
 		return false, "authorization check failed"

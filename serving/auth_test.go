@@ -49,36 +49,47 @@ func newFakeAPI() *fakeAPI {
 		bobToken:  {Username: "bob", Groups: []string{"system:authenticated"}},
 		rootToken: {Username: "root", Groups: []string{"system:masters", "system:authenticated"}},
 	}
-	api.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
-		api.mu.Lock()
-		defer api.mu.Unlock()
-		api.tokenReviews++
-		if api.tokenErr != nil {
-			return true, nil, api.tokenErr
-		}
-		u, ok := users[tr.Spec.Token]
-		tr.Status = authenticationv1.TokenReviewStatus{Authenticated: ok, User: u}
-		return true, tr, nil
-	})
-	api.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
-		api.mu.Lock()
-		defer api.mu.Unlock()
-		api.sars++
-		api.lastSAR = sar.Spec
-		if api.sarErr != nil {
-			return true, nil, api.sarErr
-		}
-		nr := sar.Spec.NonResourceAttributes
-		if sar.Spec.User == "alice" && nr != nil && nr.Verb == "get" &&
-			(nr.Path == "/metrics" || strings.HasPrefix(nr.Path, "/debug/pprof/")) {
-			sar.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: "test allows alice"}
-		} else {
-			sar.Status = authorizationv1.SubjectAccessReviewStatus{Reason: "no RBAC policy matched"}
-		}
-		return true, sar, nil
-	})
+	api.PrependReactor(
+		"create",
+		"tokenreviews",
+		func(a k8stesting.Action) (bool, runtime.Object, error) {
+			tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
+			api.mu.Lock()
+			defer api.mu.Unlock()
+			api.tokenReviews++
+			if api.tokenErr != nil {
+				return true, nil, api.tokenErr
+			}
+			u, ok := users[tr.Spec.Token]
+			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: ok, User: u}
+			return true, tr, nil
+		},
+	)
+	api.PrependReactor(
+		"create",
+		"subjectaccessreviews",
+		func(a k8stesting.Action) (bool, runtime.Object, error) {
+			sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+			api.mu.Lock()
+			defer api.mu.Unlock()
+			api.sars++
+			api.lastSAR = sar.Spec
+			if api.sarErr != nil {
+				return true, nil, api.sarErr
+			}
+			nr := sar.Spec.NonResourceAttributes
+			if sar.Spec.User == "alice" && nr != nil && nr.Verb == "get" &&
+				(nr.Path == "/metrics" || strings.HasPrefix(nr.Path, "/debug/pprof/")) {
+				sar.Status = authorizationv1.SubjectAccessReviewStatus{
+					Allowed: true,
+					Reason:  "test allows alice",
+				}
+			} else {
+				sar.Status = authorizationv1.SubjectAccessReviewStatus{Reason: "no RBAC policy matched"}
+			}
+			return true, sar, nil
+		},
+	)
 	return api
 }
 
@@ -172,13 +183,27 @@ func TestAuthFilter(t *testing.T) {
 			}
 			w := do(h, method, tc.path, tc.tok)
 			if w.Code != tc.wantCode || !strings.Contains(w.Body.String(), tc.wantBody) {
-				t.Errorf("%s %s = %d %q, want %d containing %q", method, tc.path, w.Code, w.Body.String(), tc.wantCode, tc.wantBody)
+				t.Errorf(
+					"%s %s = %d %q, want %d containing %q",
+					method,
+					tc.path,
+					w.Code,
+					w.Body.String(),
+					tc.wantCode,
+					tc.wantBody,
+				)
 			}
 			if w.Code == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 				t.Error("401 without WWW-Authenticate")
 			}
 			if tr, sar := api.counts(); tr != tc.wantTR || sar != tc.wantSAR {
-				t.Errorf("API calls: %d TokenReviews, %d SubjectAccessReviews; want %d, %d", tr, sar, tc.wantTR, tc.wantSAR)
+				t.Errorf(
+					"API calls: %d TokenReviews, %d SubjectAccessReviews; want %d, %d",
+					tr,
+					sar,
+					tc.wantTR,
+					tc.wantSAR,
+				)
 			}
 		})
 	}
@@ -191,8 +216,10 @@ func TestAuthFilterSubjectAccessReviewCarriesTheUser(t *testing.T) {
 		t.Fatalf("HEAD /metrics = %d, want 403 (alice may only get)", w.Code)
 	}
 	got := api.lastSAR
-	if got.User != "alice" || got.UID != "uid-alice" || len(got.Groups) != 1 || got.Groups[0] != "system:authenticated" ||
-		len(got.Extra["scopes"]) != 2 || got.NonResourceAttributes == nil ||
+	if got.User != "alice" || got.UID != "uid-alice" || len(got.Groups) != 1 ||
+		got.Groups[0] != "system:authenticated" ||
+		len(got.Extra["scopes"]) != 2 ||
+		got.NonResourceAttributes == nil ||
 		*got.NonResourceAttributes != (authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "head"}) ||
 		got.ResourceAttributes != nil {
 		t.Errorf("SubjectAccessReview spec = %+v", got)
@@ -257,8 +284,17 @@ func TestAuthFilterCache(t *testing.T) {
 				w := do(h, http.MethodGet, s.path, s.tok)
 				tr, sar := api.counts()
 				if w.Code != s.wantCode || tr != s.wantTR || sar != s.wantSAR {
-					t.Errorf("step %d: GET %s = %d after %d TokenReviews, %d SubjectAccessReviews; want %d, %d, %d",
-						i, s.path, w.Code, tr, sar, s.wantCode, s.wantTR, s.wantSAR)
+					t.Errorf(
+						"step %d: GET %s = %d after %d TokenReviews, %d SubjectAccessReviews; want %d, %d, %d",
+						i,
+						s.path,
+						w.Code,
+						tr,
+						sar,
+						s.wantCode,
+						s.wantTR,
+						s.wantSAR,
+					)
 				}
 			}
 		})
@@ -294,12 +330,16 @@ func TestAuthFilterErrorsAreNotCached(t *testing.T) {
 func TestAuthFilterTokenReviewStatusError(t *testing.T) {
 	api := newFakeAPI()
 	var calls atomic.Int32
-	api.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		calls.Add(1)
-		tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
-		tr.Status.Error = "invalid bearer token"
-		return true, tr, nil
-	})
+	api.PrependReactor(
+		"create",
+		"tokenreviews",
+		func(a k8stesting.Action) (bool, runtime.Object, error) {
+			calls.Add(1)
+			tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
+			tr.Status.Error = "invalid bearer token"
+			return true, tr, nil
+		},
+	)
 	h := mustFilter(t, api.authConfig(t)).Wrap(echo)
 	for range 2 {
 		if w := do(h, http.MethodGet, "/metrics", "bogus"); w.Code != http.StatusUnauthorized {
@@ -313,9 +353,13 @@ func TestAuthFilterTokenReviewStatusError(t *testing.T) {
 
 func TestAuthFilterRespectsRequestContext(t *testing.T) {
 	api := newFakeAPI()
-	api.PrependReactor("create", "tokenreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, context.DeadlineExceeded
-	})
+	api.PrependReactor(
+		"create",
+		"tokenreviews",
+		func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, context.DeadlineExceeded
+		},
+	)
 	h := mustFilter(t, api.authConfig(t)).Wrap(echo)
 	if w := do(h, http.MethodGet, "/metrics", aliceToken); w.Code != http.StatusUnauthorized {
 		t.Errorf("TokenReview timing out: %d, want 401", w.Code)
@@ -392,7 +436,12 @@ func TestErrorLogIsRateLimited(t *testing.T) {
 		{`"kind"="authentication"`, `"suppressedSinceLastLog"=2`, `"error"="z"`},
 	}
 	if len(logged) != len(want) {
-		t.Fatalf("logged %d lines, want %d:\n%s", len(logged), len(want), strings.Join(logged, "\n"))
+		t.Fatalf(
+			"logged %d lines, want %d:\n%s",
+			len(logged),
+			len(want),
+			strings.Join(logged, "\n"),
+		)
 	}
 	for i, parts := range want {
 		for _, p := range parts {

@@ -41,10 +41,18 @@ func loadCert(certFile, keyFile string) (servingCert, error) {
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return servingCert{}, fmt.Errorf("--tls-cert-file %s and --tls-private-key-file %s: not a valid certificate and matching key: %w",
-			certFile, keyFile, err)
+		return servingCert{}, fmt.Errorf(
+			"--tls-cert-file %s and --tls-private-key-file %s: not a valid certificate and matching key: %w",
+			certFile,
+			keyFile,
+			err,
+		)
 	}
-	return servingCert{tls: pair, pem: chainPEM(pair.Certificate), source: certFile + ", " + keyFile}, nil
+	return servingCert{
+		tls:    pair,
+		pem:    chainPEM(pair.Certificate),
+		source: certFile + ", " + keyFile,
+	}, nil
 }
 
 // selfSigned generates an ECDSA P-256 key and a self-signed certificate for
@@ -64,9 +72,11 @@ func selfSigned(bindAddress string, now time.Time) (servingCert, error) {
 		ips = append(ips, ip)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: fmt.Sprintf("localhost@%d", now.Unix())},
-		NotBefore:             now.Add(-5 * time.Minute), // tolerate clients whose clock is a little behind
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: fmt.Sprintf("localhost@%d", now.Unix())},
+		NotBefore: now.Add(
+			-5 * time.Minute,
+		), // tolerate clients whose clock is a little behind
 		NotAfter:              now.Add(selfSignedValidity),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
@@ -93,7 +103,10 @@ func selfSigned(bindAddress string, now time.Time) (servingCert, error) {
 func chainPEM(ders [][]byte) []byte {
 	var b bytes.Buffer
 	for _, der := range ders {
-		_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: der}) // writes to a Buffer do not fail
+		_ = pem.Encode(
+			&b,
+			&pem.Block{Type: "CERTIFICATE", Bytes: der},
+		) // writes to a Buffer do not fail
 	}
 	return b.Bytes()
 }

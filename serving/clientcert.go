@@ -99,7 +99,10 @@ func readCAs(flag, path string) (*x509.CertPool, error) {
 func parseCAs(what string, data []byte) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("%s: no PEM-encoded certificate found; it must hold the CA certificate(s)", what)
+		return nil, fmt.Errorf(
+			"%s: no PEM-encoded certificate found; it must hold the CA certificate(s)",
+			what,
+		)
 	}
 	return pool, nil
 }
@@ -136,7 +139,10 @@ func certUser(r *http.Request, pool *x509.CertPool) (authenticationv1.UserInfo, 
 	if leaf.Subject.CommonName == "" {
 		return authenticationv1.UserInfo{}, false
 	}
-	return authenticationv1.UserInfo{Username: leaf.Subject.CommonName, Groups: slices.Clone(leaf.Subject.Organization)}, true
+	return authenticationv1.UserInfo{
+		Username: leaf.Subject.CommonName,
+		Groups:   slices.Clone(leaf.Subject.Organization),
+	}, true
 }
 
 // headerUser is the user a verified front proxy asserts in r's headers.
@@ -144,7 +150,8 @@ func headerUser(r *http.Request, c *RequestHeaderConfig) (authenticationv1.UserI
 	if c == nil || verifiedChains(r, c.CAs) == nil {
 		return authenticationv1.UserInfo{}, false
 	}
-	if len(c.AllowedNames) > 0 && !slices.Contains(c.AllowedNames, r.TLS.PeerCertificates[0].Subject.CommonName) {
+	if len(c.AllowedNames) > 0 &&
+		!slices.Contains(c.AllowedNames, r.TLS.PeerCertificates[0].Subject.CommonName) {
 		return authenticationv1.UserInfo{}, false
 	}
 	var u authenticationv1.UserInfo
@@ -217,15 +224,22 @@ type lookedUp struct {
 // ConfigMap, or missing keys, configure nothing; a failure to read it is an
 // error naming the fix.
 func lookUp(ctx context.Context, client kubernetes.Interface) (lookedUp, error) {
-	cm, err := client.CoreV1().ConfigMaps(authConfigMapNamespace).Get(ctx, authConfigMapName, metav1.GetOptions{})
+	cm, err := client.CoreV1().
+		ConfigMaps(authConfigMapNamespace).
+		Get(ctx, authConfigMapName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return lookedUp{}, nil
 	case err != nil:
-		return lookedUp{}, fmt.Errorf("looking up configmap/%s in %s for the client CA and front-proxy settings: %w; "+
-			"grant the host's user the role %s/extension-apiserver-authentication-reader, "+
-			"or pass --client-ca-file and --requestheader-client-ca-file, or --authentication-skip-lookup, or --authentication-tolerate-lookup-failure",
-			authConfigMapName, authConfigMapNamespace, err, authConfigMapNamespace)
+		return lookedUp{}, fmt.Errorf(
+			"looking up configmap/%s in %s for the client CA and front-proxy settings: %w; "+
+				"grant the host's user the role %s/extension-apiserver-authentication-reader, "+
+				"or pass --client-ca-file and --requestheader-client-ca-file, or --authentication-skip-lookup, or --authentication-tolerate-lookup-failure",
+			authConfigMapName,
+			authConfigMapNamespace,
+			err,
+			authConfigMapNamespace,
+		)
 	}
 	var out lookedUp
 	var errs []error
@@ -248,7 +262,15 @@ func lookUp(ctx context.Context, client kubernetes.Interface) (lookedUp, error) 
 		} {
 			if v := cm.Data[key]; v != "" {
 				if err := json.Unmarshal([]byte(v), into); err != nil {
-					errs = append(errs, fmt.Errorf("configmap %s %s: not a JSON list of strings: %w", authConfigMapName, key, err))
+					errs = append(
+						errs,
+						fmt.Errorf(
+							"configmap %s %s: not a JSON list of strings: %w",
+							authConfigMapName,
+							key,
+							err,
+						),
+					)
 				}
 			}
 		}

@@ -51,18 +51,29 @@ func newTestCA(t *testing.T, name string) *testCA {
 		t.Fatal(err)
 	}
 	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return &testCA{
+		cert: cert,
+		key:  key,
+		pem:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+	}
 }
 
 // client returns a client certificate for cn and orgs with the given usage.
-func (ca *testCA) client(t *testing.T, cn string, usage x509.ExtKeyUsage, orgs ...string) tls.Certificate {
+func (ca *testCA) client(
+	t *testing.T,
+	cn string,
+	usage x509.ExtKeyUsage,
+	orgs ...string,
+) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn, Organization: orgs},
+		SerialNumber: big.NewInt(
+			time.Now().UnixNano(),
+		), Subject: pkix.Name{CommonName: cn, Organization: orgs},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
 	}
@@ -92,7 +103,16 @@ var whoami = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	u, _ := UserFrom(r.Context())
-	_, _ = io.WriteString(w, "user="+u.Username+" groups="+strings.Join(u.Groups, ",")+" extra="+strings.Join(u.Extra["scopes"], ","))
+	_, _ = io.WriteString(
+		w,
+		"user="+u.Username+" groups="+strings.Join(
+			u.Groups,
+			",",
+		)+" extra="+strings.Join(
+			u.Extra["scopes"],
+			",",
+		),
+	)
 })
 
 // serve runs a Server with opts on a free port until the test ends and
@@ -120,9 +140,16 @@ func serve(t *testing.T, opts Options, api *fakeAPI) string {
 	return "https://" + addr.String()
 }
 
-func getWithCert(t *testing.T, url string, cert *tls.Certificate, headers map[string]string) (int, string) {
+func getWithCert(
+	t *testing.T,
+	url string,
+	cert *tls.Certificate,
+	headers map[string]string,
+) (int, string) {
 	t.Helper()
-	cfg := &tls.Config{InsecureSkipVerify: true} // the server's certificate is self-signed; not under test
+	cfg := &tls.Config{
+		InsecureSkipVerify: true,
+	} // the server's certificate is self-signed; not under test
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}
@@ -168,7 +195,14 @@ func TestClientCertificateAuthentication(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := getWithCert(t, url+tc.path, tc.cert, nil)
 			if code != tc.wantCode || !strings.HasPrefix(body, tc.wantBody) {
-				t.Errorf("GET %s = %d %q, want %d %q", tc.path, code, body, tc.wantCode, tc.wantBody)
+				t.Errorf(
+					"GET %s = %d %q, want %d %q",
+					tc.path,
+					code,
+					body,
+					tc.wantCode,
+					tc.wantBody,
+				)
 			}
 		})
 	}
@@ -180,14 +214,21 @@ func TestClientCertificateAuthentication(t *testing.T) {
 func TestFrontProxyAuthentication(t *testing.T) {
 	proxyCA, clientCA := newTestCA(t, "front-proxy-ca"), newTestCA(t, "client-ca")
 	url := serve(t, Options{
-		ClientCAFile:  clientCA.file(t),
-		RequestHeader: RequestHeaderOptions{ClientCAFile: proxyCA.file(t), AllowedNames: []string{"front-proxy-client"}},
-		SkipLookup:    true,
+		ClientCAFile: clientCA.file(t),
+		RequestHeader: RequestHeaderOptions{
+			ClientCAFile: proxyCA.file(t),
+			AllowedNames: []string{"front-proxy-client"},
+		},
+		SkipLookup: true,
 	}, newFakeAPI())
 	proxy := proxyCA.client(t, "front-proxy-client", x509.ExtKeyUsageClientAuth)
 	stranger := proxyCA.client(t, "someone-else", x509.ExtKeyUsageClientAuth)
 	bob := clientCA.client(t, "bob", x509.ExtKeyUsageClientAuth, "system:masters")
-	asserted := map[string]string{"X-Remote-User": "alice", "X-Remote-Group": "team-a", "X-Remote-Extra-Scopes": "s1"}
+	asserted := map[string]string{
+		"X-Remote-User":         "alice",
+		"X-Remote-Group":        "team-a",
+		"X-Remote-Extra-Scopes": "s1",
+	}
 	for _, tc := range []struct {
 		name     string
 		cert     *tls.Certificate
@@ -204,7 +245,14 @@ func TestFrontProxyAuthentication(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := getWithCert(t, url+tc.path, tc.cert, asserted)
 			if code != tc.wantCode || !strings.HasPrefix(body, tc.wantBody) {
-				t.Errorf("GET %s = %d %q, want %d %q", tc.path, code, body, tc.wantCode, tc.wantBody)
+				t.Errorf(
+					"GET %s = %d %q, want %d %q",
+					tc.path,
+					code,
+					body,
+					tc.wantCode,
+					tc.wantBody,
+				)
 			}
 		})
 	}
@@ -233,19 +281,29 @@ func TestLookupFromTheCluster(t *testing.T) {
 	}
 	url := serve(t, Options{}, api)
 	alice := clientCA.client(t, "alice", x509.ExtKeyUsageClientAuth)
-	if code, body := getWithCert(t, url+"/metrics", &alice, nil); code != 200 || body != "user=alice groups= extra=" {
+	if code, body := getWithCert(t, url+"/metrics", &alice, nil); code != 200 ||
+		body != "user=alice groups= extra=" {
 		t.Errorf("client certificate from the looked-up CA: %d %q", code, body)
 	}
 	proxy := proxyCA.client(t, "front-proxy-client", x509.ExtKeyUsageClientAuth)
-	if code, body := getWithCert(t, url+"/metrics", &proxy, map[string]string{"X-Remote-User": "alice"}); code != 200 || !strings.HasPrefix(body, "user=alice") {
+	if code, body := getWithCert(t, url+"/metrics", &proxy, map[string]string{"X-Remote-User": "alice"}); code != 200 ||
+		!strings.HasPrefix(body, "user=alice") {
 		t.Errorf("front proxy from the looked-up settings: %d %q", code, body)
 	}
 
 	// Forbidden: an error naming the RBAC fix and the flags, unless tolerated.
 	denied := newFakeAPI()
-	denied.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "extension-apiserver-authentication", errors.New("no RBAC"))
-	})
+	denied.PrependReactor(
+		"get",
+		"configmaps",
+		func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(
+				schema.GroupResource{Resource: "configmaps"},
+				"extension-apiserver-authentication",
+				errors.New("no RBAC"),
+			)
+		},
+	)
 	start := func(opts Options, api *fakeAPI) error {
 		opts.SecurePort = PortEphemeral
 		s, err := New(opts, whoami, api, testr.New(t))
@@ -289,13 +347,16 @@ func TestTLSAndCertificateOptions(t *testing.T) {
 		{Options{CertFile: "a", KeyFile: "b", CertDir: "c"}, "--cert-dir is ignored when --tls-cert-file is set"},
 	} {
 		tc.opts.SecurePort, tc.opts.SkipLookup = PortEphemeral, true
-		if _, err := New(tc.opts, whoami, newFakeAPI(), testr.New(t)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := New(tc.opts, whoami, newFakeAPI(), testr.New(t)); err == nil ||
+			!strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v) = %v, want an error containing %q", tc.opts, err, tc.want)
 		}
 	}
 
 	url := serve(t, Options{TLSMinVersion: "VersionTLS13", SkipLookup: true}, newFakeAPI())
-	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12}}
+	tr := &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12},
+	}
 	defer tr.CloseIdleConnections()
 	if resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url + "/healthz"); err == nil {
 		resp.Body.Close()
@@ -305,7 +366,17 @@ func TestTLSAndCertificateOptions(t *testing.T) {
 	dir := t.TempDir()
 	var pems [2][]byte
 	for i := range pems {
-		s, err := New(Options{SecurePort: PortEphemeral, CertDir: dir, PairName: "kube-controller-manager", SkipLookup: true}, whoami, newFakeAPI(), testr.New(t))
+		s, err := New(
+			Options{
+				SecurePort: PortEphemeral,
+				CertDir:    dir,
+				PairName:   "kube-controller-manager",
+				SkipLookup: true,
+			},
+			whoami,
+			newFakeAPI(),
+			testr.New(t),
+		)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -147,7 +147,14 @@ const (
 
 // DefaultAlwaysAllowPaths are the paths served without credentials by
 // default: the health endpoints and their per-check sub-paths.
-var DefaultAlwaysAllowPaths = []string{"/healthz", "/healthz/*", "/readyz", "/readyz/*", "/livez", "/livez/*"}
+var DefaultAlwaysAllowPaths = []string{
+	"/healthz",
+	"/healthz/*",
+	"/readyz",
+	"/readyz/*",
+	"/livez",
+	"/livez/*",
+}
 
 // DefaultAlwaysAllowGroups are the groups allowed every path by default.
 var DefaultAlwaysAllowGroups = []string{"system:masters"}
@@ -218,28 +225,54 @@ func (o Options) Validate() []error {
 		errs = append(errs, fmt.Errorf("--bind-address: %q is not an IP address", o.BindAddress))
 	}
 	if p := o.SecurePort; p > 65535 || (p < 0 && p != PortDisabled && p != PortEphemeral) {
-		errs = append(errs, fmt.Errorf("--secure-port: %d is not a port; use 1-65535, or 0 to disable serving "+
-			"(in Go, SecurePort: 1-65535, serving.PortDisabled or serving.PortEphemeral)", p))
+		errs = append(
+			errs,
+			fmt.Errorf("--secure-port: %d is not a port; use 1-65535, or 0 to disable serving "+
+				"(in Go, SecurePort: 1-65535, serving.PortDisabled or serving.PortEphemeral)", p),
+		)
 	}
 	if (o.CertFile == "") != (o.KeyFile == "") {
-		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file: set both or neither"))
+		errs = append(
+			errs,
+			errors.New("--tls-cert-file and --tls-private-key-file: set both or neither"),
+		)
 	}
 	if _, err := newPathMatcher(o.AlwaysAllowPaths); err != nil {
 		errs = append(errs, fmt.Errorf("--authorization-always-allow-paths: %w", err))
 	}
 	if v, err := tlsVersion(o.TLSMinVersion); err != nil {
-		errs = append(errs, fmt.Errorf("--tls-min-version: %w; use one of %s", err, strings.Join(versionNames(), ", ")))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"--tls-min-version: %w; use one of %s",
+				err,
+				strings.Join(versionNames(), ", "),
+			),
+		)
 	} else if v < tls.VersionTLS12 {
 		errs = append(errs, fmt.Errorf("--tls-min-version: %s is below TLS 1.2, which ctrlhost always requires; use VersionTLS12 or VersionTLS13", o.TLSMinVersion))
 	}
 	if _, err := cipherSuites(o.TLSCipherSuites); err != nil {
-		errs = append(errs, fmt.Errorf("--tls-cipher-suites: %w; use names from: %s", err, strings.Join(preferredCipherNames(), ", ")))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"--tls-cipher-suites: %w; use names from: %s",
+				err,
+				strings.Join(preferredCipherNames(), ", "),
+			),
+		)
 	}
 	if o.CertFile != "" && o.CertDir != "" {
-		errs = append(errs, errors.New("--cert-dir is ignored when --tls-cert-file is set; set one of them"))
+		errs = append(
+			errs,
+			errors.New("--cert-dir is ignored when --tls-cert-file is set; set one of them"),
+		)
 	}
 	if o.ShutdownTimeout < 0 {
-		errs = append(errs, fmt.Errorf("ShutdownTimeout: must not be negative, got %v", o.ShutdownTimeout))
+		errs = append(
+			errs,
+			fmt.Errorf("ShutdownTimeout: must not be negative, got %v", o.ShutdownTimeout),
+		)
 	}
 	return errs
 }
@@ -253,8 +286,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	*o = o.WithDefaults()
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, ""+
 		"The IP address on which to listen for the --secure-port port. 0.0.0.0 or :: listen on every interface.")
-	fs.Var(portValue{&o.SecurePort}, "secure-port",
-		"The port on which to serve HTTPS with authentication and authorization. If 0, don't serve HTTPS at all.")
+	fs.Var(
+		portValue{&o.SecurePort},
+		"secure-port",
+		"The port on which to serve HTTPS with authentication and authorization. If 0, don't serve HTTPS at all.",
+	)
 	fs.StringVar(&o.CertFile, "tls-cert-file", o.CertFile, ""+
 		"File containing the default x509 Certificate for HTTPS (CA cert, if any, concatenated after server cert). "+
 		"If --tls-cert-file and --tls-private-key-file are not provided, a self-signed certificate and key are "+
@@ -274,43 +310,106 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, ""+
 		"If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file "+
 		"is authenticated with an identity corresponding to the CommonName of the client certificate.")
-	fs.StringVar(&o.RequestHeader.ClientCAFile, "requestheader-client-ca-file", o.RequestHeader.ClientCAFile, ""+
-		"Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers "+
-		"specified by --requestheader-username-headers. WARNING: generally do not depend on authorization being already done for incoming requests.")
-	fs.StringSliceVar(&o.RequestHeader.AllowedNames, "requestheader-allowed-names", o.RequestHeader.AllowedNames, ""+
-		"List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. "+
-		"If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed.")
-	fs.StringSliceVar(&o.RequestHeader.UsernameHeaders, "requestheader-username-headers", o.RequestHeader.UsernameHeaders, ""+
-		"List of request headers to inspect for usernames. X-Remote-User is common.")
-	fs.StringSliceVar(&o.RequestHeader.UIDHeaders, "requestheader-uid-headers", o.RequestHeader.UIDHeaders, ""+
-		"List of request headers to inspect for UIDs. X-Remote-Uid is suggested.")
-	fs.StringSliceVar(&o.RequestHeader.GroupHeaders, "requestheader-group-headers", o.RequestHeader.GroupHeaders, ""+
-		"List of request headers to inspect for groups. X-Remote-Group is suggested.")
-	fs.StringSliceVar(&o.RequestHeader.ExtraHeaderPrefixes, "requestheader-extra-headers-prefix", o.RequestHeader.ExtraHeaderPrefixes, ""+
-		"List of request header prefixes to inspect. X-Remote-Extra- is suggested.")
+	fs.StringVar(
+		&o.RequestHeader.ClientCAFile,
+		"requestheader-client-ca-file",
+		o.RequestHeader.ClientCAFile,
+		""+
+			"Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers "+
+			"specified by --requestheader-username-headers. WARNING: generally do not depend on authorization being already done for incoming requests.",
+	)
+	fs.StringSliceVar(
+		&o.RequestHeader.AllowedNames,
+		"requestheader-allowed-names",
+		o.RequestHeader.AllowedNames,
+		""+
+			"List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. "+
+			"If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed.",
+	)
+	fs.StringSliceVar(
+		&o.RequestHeader.UsernameHeaders,
+		"requestheader-username-headers",
+		o.RequestHeader.UsernameHeaders,
+		""+
+			"List of request headers to inspect for usernames. X-Remote-User is common.",
+	)
+	fs.StringSliceVar(
+		&o.RequestHeader.UIDHeaders,
+		"requestheader-uid-headers",
+		o.RequestHeader.UIDHeaders,
+		""+
+			"List of request headers to inspect for UIDs. X-Remote-Uid is suggested.",
+	)
+	fs.StringSliceVar(
+		&o.RequestHeader.GroupHeaders,
+		"requestheader-group-headers",
+		o.RequestHeader.GroupHeaders,
+		""+
+			"List of request headers to inspect for groups. X-Remote-Group is suggested.",
+	)
+	fs.StringSliceVar(
+		&o.RequestHeader.ExtraHeaderPrefixes,
+		"requestheader-extra-headers-prefix",
+		o.RequestHeader.ExtraHeaderPrefixes,
+		""+
+			"List of request header prefixes to inspect. X-Remote-Extra- is suggested.",
+	)
 	fs.BoolVar(&o.SkipLookup, "authentication-skip-lookup", o.SkipLookup, ""+
 		"If false, the authentication-kubeconfig will be used to lookup missing authentication configuration from the cluster.")
-	fs.BoolVar(&o.TolerateLookupFailure, "authentication-tolerate-lookup-failure", o.TolerateLookupFailure, ""+
-		"If true, failures to look up missing authentication configuration from the cluster are not considered fatal. "+
-		"Note that this can result in authentication that treats all requests as anonymous.")
+	fs.BoolVar(
+		&o.TolerateLookupFailure,
+		"authentication-tolerate-lookup-failure",
+		o.TolerateLookupFailure,
+		""+
+			"If true, failures to look up missing authentication configuration from the cluster are not considered fatal. "+
+			"Note that this can result in authentication that treats all requests as anonymous.",
+	)
 	fs.BoolVar(&o.DisableAuth, "disable-serving-auth", o.DisableAuth, ""+
 		"If true, serve every endpoint without authentication or authorization (still over TLS). For development only.")
-	fs.StringVar(&o.AuthenticationKubeconfig, "authentication-kubeconfig", o.AuthenticationKubeconfig, ""+
-		"kubeconfig file pointing at the 'core' kubernetes server with enough rights to create "+
-		"tokenreviews.authentication.k8s.io. If empty, the controller host's own client is used.")
-	fs.StringVar(&o.AuthorizationKubeconfig, "authorization-kubeconfig", o.AuthorizationKubeconfig, ""+
-		"kubeconfig file pointing at the 'core' kubernetes server with enough rights to create "+
-		"subjectaccessreviews.authorization.k8s.io. If empty, the controller host's own client is used.")
-	fs.StringSliceVar(&o.AlwaysAllowPaths, "authorization-always-allow-paths", o.AlwaysAllowPaths, ""+
-		"A list of HTTP paths served without authentication or authorization. An entry ending in '*' is a prefix.")
-	fs.Var(ttlValue{&o.TokenCacheTTL}, "authentication-token-webhook-cache-ttl",
-		"The duration to cache responses from the webhook token authenticator. 0 disables the cache.")
-	fs.Var(ttlValue{&o.AuthorizedCacheTTL}, "authorization-webhook-cache-authorized-ttl",
-		"The duration to cache 'authorized' responses from the webhook authorizer. 0 disables the cache.")
-	fs.Var(ttlValue{&o.UnauthorizedCacheTTL}, "authorization-webhook-cache-unauthorized-ttl",
-		"The duration to cache 'unauthorized' responses from the webhook authorizer. 0 disables the cache.")
-	fs.BoolVar(&o.Profiling, "profiling", o.Profiling,
-		"Enable profiling via web interface host:port/debug/pprof/ (authorized like any other path).")
+	fs.StringVar(
+		&o.AuthenticationKubeconfig,
+		"authentication-kubeconfig",
+		o.AuthenticationKubeconfig,
+		""+
+			"kubeconfig file pointing at the 'core' kubernetes server with enough rights to create "+
+			"tokenreviews.authentication.k8s.io. If empty, the controller host's own client is used.",
+	)
+	fs.StringVar(
+		&o.AuthorizationKubeconfig,
+		"authorization-kubeconfig",
+		o.AuthorizationKubeconfig,
+		""+
+			"kubeconfig file pointing at the 'core' kubernetes server with enough rights to create "+
+			"subjectaccessreviews.authorization.k8s.io. If empty, the controller host's own client is used.",
+	)
+	fs.StringSliceVar(
+		&o.AlwaysAllowPaths,
+		"authorization-always-allow-paths",
+		o.AlwaysAllowPaths,
+		""+
+			"A list of HTTP paths served without authentication or authorization. An entry ending in '*' is a prefix.",
+	)
+	fs.Var(
+		ttlValue{&o.TokenCacheTTL},
+		"authentication-token-webhook-cache-ttl",
+		"The duration to cache responses from the webhook token authenticator. 0 disables the cache.",
+	)
+	fs.Var(
+		ttlValue{&o.AuthorizedCacheTTL},
+		"authorization-webhook-cache-authorized-ttl",
+		"The duration to cache 'authorized' responses from the webhook authorizer. 0 disables the cache.",
+	)
+	fs.Var(
+		ttlValue{&o.UnauthorizedCacheTTL},
+		"authorization-webhook-cache-unauthorized-ttl",
+		"The duration to cache 'unauthorized' responses from the webhook authorizer. 0 disables the cache.",
+	)
+	fs.BoolVar(
+		&o.Profiling,
+		"profiling",
+		o.Profiling,
+		"Enable profiling via web interface host:port/debug/pprof/ (authorized like any other path).",
+	)
 }
 
 // portValue parses --secure-port: 1-65535, or 0 to disable serving.

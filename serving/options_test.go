@@ -13,7 +13,10 @@ func TestOptionsDefaults(t *testing.T) {
 	o := NewOptions()
 	if o.BindAddress != "127.0.0.1" || o.SecurePort != 10257 || o.DisableAuth || o.Profiling ||
 		o.TokenCacheTTL != 10*time.Second || o.AuthorizedCacheTTL != 10*time.Second || o.UnauthorizedCacheTTL != 10*time.Second ||
-		!slices.Equal(o.AlwaysAllowPaths, DefaultAlwaysAllowPaths) || !slices.Equal(o.AlwaysAllowGroups, []string{"system:masters"}) ||
+		!slices.Equal(
+			o.AlwaysAllowPaths,
+			DefaultAlwaysAllowPaths,
+		) || !slices.Equal(o.AlwaysAllowGroups, []string{"system:masters"}) ||
 		o.ShutdownTimeout != 5*time.Second {
 		t.Errorf("NewOptions() = %+v", o)
 	}
@@ -21,7 +24,8 @@ func TestOptionsDefaults(t *testing.T) {
 	if DefaultAlwaysAllowPaths[0] != "/healthz" {
 		t.Error("defaulting shares the default slice")
 	}
-	if got := (Options{AlwaysAllowPaths: []string{}}).WithDefaults().AlwaysAllowPaths; got == nil || len(got) != 0 {
+	if got := (Options{AlwaysAllowPaths: []string{}}).WithDefaults().AlwaysAllowPaths; got == nil ||
+		len(got) != 0 {
 		t.Errorf("an empty AlwaysAllowPaths became %v, want it kept empty", got)
 	}
 }
@@ -78,7 +82,11 @@ func TestSecurePortFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.SecurePort != 0 || o.Enabled() {
-		t.Errorf("--secure-port=0: SecurePort = %d, Enabled %v; want 0, false", o.SecurePort, o.Enabled())
+		t.Errorf(
+			"--secure-port=0: SecurePort = %d, Enabled %v; want 0, false",
+			o.SecurePort,
+			o.Enabled(),
+		)
 	}
 	if err := fs.Parse([]string{"--secure-port=-2"}); err == nil {
 		t.Error("--secure-port=-2 accepted; the flag has no ephemeral value")

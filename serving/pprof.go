@@ -54,10 +54,18 @@ func profileIndex(w http.ResponseWriter) {
 	sort.Slice(profiles, func(i, j int) bool { return profiles[i].Name() < profiles[j].Name() })
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	var b bytes.Buffer
-	b.WriteString("<html><head><title>/debug/pprof/</title></head><body>\n<p>Profiles:</p>\n<table>\n")
+	b.WriteString(
+		"<html><head><title>/debug/pprof/</title></head><body>\n<p>Profiles:</p>\n<table>\n",
+	)
 	for _, p := range profiles {
 		name := html.EscapeString(p.Name())
-		fmt.Fprintf(&b, "<tr><td>%d</td><td><a href=\"%s?debug=1\">%s</a></td></tr>\n", p.Count(), name, name)
+		fmt.Fprintf(
+			&b,
+			"<tr><td>%d</td><td><a href=\"%s?debug=1\">%s</a></td></tr>\n",
+			p.Count(),
+			name,
+			name,
+		)
 	}
 	b.WriteString("<tr><td></td><td><a href=\"cmdline\">cmdline</a></td></tr>\n")
 	b.WriteString("<tr><td></td><td><a href=\"profile\">profile</a> (CPU, ?seconds=30)</td></tr>\n")
@@ -99,7 +107,11 @@ func cpuProfile(w http.ResponseWriter, r *http.Request) {
 	// Buffered, so that a failure to start is still an HTTP error.
 	var buf bytes.Buffer
 	if err := pprof.StartCPUProfile(&buf); err != nil {
-		http.Error(w, "could not enable CPU profiling: "+err.Error(), http.StatusInternalServerError)
+		http.Error(
+			w,
+			"could not enable CPU profiling: "+err.Error(),
+			http.StatusInternalServerError,
+		)
 		return
 	}
 	wait(r, d)

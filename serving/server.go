@@ -50,7 +50,12 @@ type Server struct {
 // serving is disabled (SecurePort is PortDisabled), New only validates opts, as
 // KCM loads neither certificates nor auth kubeconfigs then: Listen and
 // Serve do nothing and Handler answers 404 to everything.
-func New(opts Options, handler http.Handler, client kubernetes.Interface, log logr.Logger) (*Server, error) {
+func New(
+	opts Options,
+	handler http.Handler,
+	client kubernetes.Interface,
+	log logr.Logger,
+) (*Server, error) {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
@@ -69,7 +74,9 @@ func New(opts Options, handler http.Handler, client kubernetes.Interface, log lo
 	s.tls.CipherSuites, _ = cipherSuites(opts.TLSCipherSuites) // validated above
 	if !opts.Enabled() {
 		// As KCM: no certificate, no delegated auth, nothing to fail on.
-		log.Info("Serving is disabled: SecurePort is serving.PortDisabled (on the command line, --secure-port=0)")
+		log.Info(
+			"Serving is disabled: SecurePort is serving.PortDisabled (on the command line, --secure-port=0)",
+		)
 		s.handler = http.NotFoundHandler()
 		return s, nil
 	}
@@ -80,8 +87,11 @@ func New(opts Options, handler http.Handler, client kubernetes.Interface, log lo
 	}
 	s.handler = inner
 	if opts.DisableAuth {
-		log.Info("Serving WITHOUT authentication or authorization: every endpoint is open to anyone who can connect",
-			"flag", "--disable-serving-auth")
+		log.Info(
+			"Serving WITHOUT authentication or authorization: every endpoint is open to anyone who can connect",
+			"flag",
+			"--disable-serving-auth",
+		)
 	} else {
 		filter, authn, err := newFilter(opts, client, log)
 		if err != nil {
@@ -101,7 +111,13 @@ func New(opts Options, handler http.Handler, client kubernetes.Interface, log lo
 			return nil, errors.Join(append(errs, err)...)
 		}
 		if leaf := s.cert.tls.Leaf; leaf != nil && time.Now().After(leaf.NotAfter) {
-			log.Info("WARNING: the serving certificate has expired", "file", opts.CertFile, "notAfter", leaf.NotAfter)
+			log.Info(
+				"WARNING: the serving certificate has expired",
+				"file",
+				opts.CertFile,
+				"notAfter",
+				leaf.NotAfter,
+			)
 		}
 	}
 	if len(errs) > 0 {
@@ -116,7 +132,11 @@ const lookupTimeout = 10 * time.Second
 // newFilter builds the AuthFilter of opts, with clients from the
 // kubeconfig flags or client, and the CA files; it also returns the
 // authentication client, for the cluster lookup.
-func newFilter(opts Options, client kubernetes.Interface, log logr.Logger) (*AuthFilter, kubernetes.Interface, error) {
+func newFilter(
+	opts Options,
+	client kubernetes.Interface,
+	log logr.Logger,
+) (*AuthFilter, kubernetes.Interface, error) {
 	authn, err := reviewClient(client, opts.AuthenticationKubeconfig, "--authentication-kubeconfig")
 	if err != nil {
 		return nil, nil, err
@@ -137,8 +157,14 @@ func newFilter(opts Options, client kubernetes.Interface, log logr.Logger) (*Aut
 		if err != nil {
 			return nil, nil, err
 		}
-		rh = &RequestHeaderConfig{CAs: pool, AllowedNames: r.AllowedNames, UsernameHeaders: r.UsernameHeaders,
-			UIDHeaders: r.UIDHeaders, GroupHeaders: r.GroupHeaders, ExtraHeaderPrefixes: r.ExtraHeaderPrefixes}
+		rh = &RequestHeaderConfig{
+			CAs:                 pool,
+			AllowedNames:        r.AllowedNames,
+			UsernameHeaders:     r.UsernameHeaders,
+			UIDHeaders:          r.UIDHeaders,
+			GroupHeaders:        r.GroupHeaders,
+			ExtraHeaderPrefixes: r.ExtraHeaderPrefixes,
+		}
 	}
 	f, err := NewAuthFilter(AuthConfig{
 		ClientCAs:            clientCAs,
@@ -157,15 +183,25 @@ func newFilter(opts Options, client kubernetes.Interface, log logr.Logger) (*Aut
 
 // reviewClient returns a client from the kubeconfig file, or client when
 // the file is not set.
-func reviewClient(client kubernetes.Interface, kubeconfig, flag string) (kubernetes.Interface, error) {
+func reviewClient(
+	client kubernetes.Interface,
+	kubeconfig, flag string,
+) (kubernetes.Interface, error) {
 	if kubeconfig == "" {
 		if client == nil {
-			return nil, fmt.Errorf("%s: not set and New was given no client; set it, pass a client, or disable auth with --disable-serving-auth", flag)
+			return nil, fmt.Errorf(
+				"%s: not set and New was given no client; set it, pass a client, or disable auth with --disable-serving-auth",
+				flag,
+			)
 		}
 		return client, nil
 	}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
+		&clientcmd.ClientConfigLoadingRules{
+			ExplicitPath: kubeconfig,
+		},
+		&clientcmd.ConfigOverrides{},
+	).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("%s: loading %s: %w", flag, kubeconfig, err)
 	}
@@ -183,7 +219,8 @@ func reviewClient(client kubernetes.Interface, kubeconfig, flag string) (kuberne
 func withProfiling(h http.Handler) http.Handler {
 	var p profiling
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == strings.TrimSuffix(pprofPrefix, "/") || strings.HasPrefix(r.URL.Path, pprofPrefix) {
+		if r.URL.Path == strings.TrimSuffix(pprofPrefix, "/") ||
+			strings.HasPrefix(r.URL.Path, pprofPrefix) {
 			p.ServeHTTP(w, r)
 			return
 		}
@@ -235,8 +272,15 @@ func (s *Server) certLocked() error {
 	}
 	s.cert = cert
 	leaf := cert.tls.Leaf
-	s.log.Info("Generated a self-signed serving certificate in memory; it is not rotated, set --tls-cert-file and --tls-private-key-file for one that is",
-		"dnsNames", leaf.DNSNames, "ipAddresses", leaf.IPAddresses, "notAfter", leaf.NotAfter)
+	s.log.Info(
+		"Generated a self-signed serving certificate in memory; it is not rotated, set --tls-cert-file and --tls-private-key-file for one that is",
+		"dnsNames",
+		leaf.DNSNames,
+		"ipAddresses",
+		leaf.IPAddresses,
+		"notAfter",
+		leaf.NotAfter,
+	)
 	return nil
 }
 
@@ -350,7 +394,12 @@ func (s *Server) Serve(ctx context.Context) error {
 	defer cancel()
 	var shutErr error
 	if err := srv.Shutdown(sctx); err != nil {
-		shutErr = fmt.Errorf("serving on %s: graceful shutdown within %v: %w", ln.Addr(), s.opts.ShutdownTimeout, err)
+		shutErr = fmt.Errorf(
+			"serving on %s: graceful shutdown within %v: %w",
+			ln.Addr(),
+			s.opts.ShutdownTimeout,
+			err,
+		)
 		if err := srv.Close(); err != nil {
 			shutErr = errors.Join(shutErr, err)
 		}
@@ -376,8 +425,13 @@ func (s *Server) lookUpLocked(ctx context.Context) error {
 	found, err := lookUp(ctx, client)
 	switch {
 	case err != nil && s.opts.TolerateLookupFailure:
-		s.log.Info("WARNING: continuing without the cluster's client CA and front-proxy settings; only bearer tokens (and the CA files given) authenticate",
-			"err", err.Error(), "flag", "--authentication-tolerate-lookup-failure")
+		s.log.Info(
+			"WARNING: continuing without the cluster's client CA and front-proxy settings; only bearer tokens (and the CA files given) authenticate",
+			"err",
+			err.Error(),
+			"flag",
+			"--authentication-tolerate-lookup-failure",
+		)
 		return nil
 	case err != nil:
 		return err

@@ -31,8 +31,14 @@ import (
 // 404 for everything else.
 func endpoints() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "metric 1\n") })
+	mux.HandleFunc(
+		"/healthz",
+		func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") },
+	)
+	mux.HandleFunc(
+		"/metrics",
+		func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "metric 1\n") },
+	)
 	return mux
 }
 
@@ -54,7 +60,10 @@ func trustingClient(t *testing.T, pemCerts []byte) *http.Client {
 	if !pool.AppendCertsFromPEM(pemCerts) {
 		t.Fatalf("no certificate in %q", pemCerts)
 	}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true}
+	tr := &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2: true,
+	}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }
@@ -191,7 +200,12 @@ func TestServe(t *testing.T) {
 }
 
 func TestServeSelfSignedCertificate(t *testing.T) {
-	s, err := New(Options{SecurePort: freePort(t), BindAddress: "10.1.2.3"}, endpoints(), newFakeAPI(), testr.New(t))
+	s, err := New(
+		Options{SecurePort: freePort(t), BindAddress: "10.1.2.3"},
+		endpoints(),
+		newFakeAPI(),
+		testr.New(t),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +221,8 @@ func TestServeSelfSignedCertificate(t *testing.T) {
 	for _, ip := range cert.IPAddresses {
 		ips = append(ips, ip.String())
 	}
-	if strings.Join(cert.DNSNames, ",") != "localhost" || strings.Join(ips, ",") != "127.0.0.1,::1,10.1.2.3" {
+	if strings.Join(cert.DNSNames, ",") != "localhost" ||
+		strings.Join(ips, ",") != "127.0.0.1,::1,10.1.2.3" {
 		t.Errorf("certificate for DNS %v, IPs %v", cert.DNSNames, ips)
 	}
 	if cert.PublicKeyAlgorithm != x509.ECDSA {
@@ -242,7 +257,12 @@ func TestNewCertificateErrors(t *testing.T) {
 		{name: "cert without key", cert: certFile, want: []string{"set both or neither"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(Options{SecurePort: freePort(t), CertFile: tc.cert, KeyFile: tc.key}, endpoints(), newFakeAPI(), testr.New(t))
+			_, err := New(
+				Options{SecurePort: freePort(t), CertFile: tc.cert, KeyFile: tc.key},
+				endpoints(),
+				newFakeAPI(),
+				testr.New(t),
+			)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -367,8 +387,12 @@ func TestServeShutdown(t *testing.T) {
 					<-release
 				}
 			})
-			s, err := New(Options{SecurePort: freePort(t), DisableAuth: true, ShutdownTimeout: tc.timeout},
-				slow, nil, testr.New(t))
+			s, err := New(
+				Options{SecurePort: freePort(t), DisableAuth: true, ShutdownTimeout: tc.timeout},
+				slow,
+				nil,
+				testr.New(t),
+			)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -385,7 +409,9 @@ func TestServeShutdown(t *testing.T) {
 			err = stop()
 			close(release)
 			<-reqDone
-			if tc.wantErrPart == "" && err != nil || tc.wantErrPart != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErrPart)) {
+			if tc.wantErrPart == "" && err != nil ||
+				tc.wantErrPart != "" &&
+					(err == nil || !strings.Contains(err.Error(), tc.wantErrPart)) {
 				t.Errorf("Serve: %v, want error containing %q", err, tc.wantErrPart)
 			}
 		})
@@ -412,7 +438,12 @@ func TestDisabled(t *testing.T) {
 }
 
 func TestDisableAuth(t *testing.T) {
-	s, err := New(Options{SecurePort: DefaultSecurePort, DisableAuth: true}, endpoints(), nil, testr.New(t))
+	s, err := New(
+		Options{SecurePort: DefaultSecurePort, DisableAuth: true},
+		endpoints(),
+		nil,
+		testr.New(t),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,13 +474,25 @@ func TestProfiling(t *testing.T) {
 		{profiling: true, path: "/metrics", token: aliceToken, wantCode: 200, wantBody: "metric 1"},
 	} {
 		t.Run(strconv.FormatBool(tc.profiling)+tc.path+tc.token, func(t *testing.T) {
-			s, err := New(Options{SecurePort: DefaultSecurePort, Profiling: tc.profiling}, endpoints(), newFakeAPI(), testr.New(t))
+			s, err := New(
+				Options{SecurePort: DefaultSecurePort, Profiling: tc.profiling},
+				endpoints(),
+				newFakeAPI(),
+				testr.New(t),
+			)
 			if err != nil {
 				t.Fatal(err)
 			}
 			w := do(s.Handler(), http.MethodGet, tc.path, tc.token)
 			if w.Code != tc.wantCode || !strings.Contains(w.Body.String(), tc.wantBody) {
-				t.Errorf("GET %s = %d %.200q, want %d containing %q", tc.path, w.Code, w.Body.String(), tc.wantCode, tc.wantBody)
+				t.Errorf(
+					"GET %s = %d %.200q, want %d containing %q",
+					tc.path,
+					w.Code,
+					w.Body.String(),
+					tc.wantCode,
+					tc.wantBody,
+				)
 			}
 		})
 	}
@@ -462,7 +505,9 @@ func TestAuthKubeconfigs(t *testing.T) {
 	apiserver := newTLSAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
 		reviews = append(reviews, r.URL.Path)
 		body, _ := io.ReadAll(r.Body)
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil) // JSON or protobuf
+		obj, _, err := scheme.Codecs.UniversalDeserializer().
+			Decode(body, nil, nil)
+			// JSON or protobuf
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -491,16 +536,32 @@ current-context: x
 		t.Fatal(err)
 	}
 	// The fake given to New would answer 401 to kc-token: it must not be used.
-	s, err := New(Options{SecurePort: DefaultSecurePort, AuthenticationKubeconfig: kubeconfig, AuthorizationKubeconfig: kubeconfig, SkipLookup: true},
-		endpoints(), newFakeAPI(), testr.New(t))
+	s, err := New(
+		Options{
+			SecurePort:               DefaultSecurePort,
+			AuthenticationKubeconfig: kubeconfig,
+			AuthorizationKubeconfig:  kubeconfig,
+			SkipLookup:               true,
+		},
+		endpoints(),
+		newFakeAPI(),
+		testr.New(t),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w := do(s.Handler(), http.MethodGet, "/metrics", "kc-token"); w.Code != http.StatusOK {
-		t.Errorf("GET /metrics with the kubeconfig's user = %d %q, want 200", w.Code, w.Body.String())
+		t.Errorf(
+			"GET /metrics with the kubeconfig's user = %d %q, want 200",
+			w.Code,
+			w.Body.String(),
+		)
 	}
 	if len(reviews) != 2 {
-		t.Errorf("reviews made through the kubeconfig: %v, want a TokenReview and a SubjectAccessReview", reviews)
+		t.Errorf(
+			"reviews made through the kubeconfig: %v, want a TokenReview and a SubjectAccessReview",
+			reviews,
+		)
 	}
 }
 
@@ -514,7 +575,11 @@ func newTLSAPIServer(t *testing.T, h http.HandlerFunc) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{c.tls}}, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{
+		Handler:           h,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{c.tls}},
+		ReadHeaderTimeout: 5 * time.Second,
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -557,12 +622,21 @@ const generatedMsg = "Generated a self-signed serving certificate"
 
 func TestSelfSignedGeneratedAtListen(t *testing.T) {
 	var log messages
-	s, err := New(Options{SecurePort: PortEphemeral, DisableAuth: true}, endpoints(), nil, log.logger())
+	s, err := New(
+		Options{SecurePort: PortEphemeral, DisableAuth: true},
+		endpoints(),
+		nil,
+		log.logger(),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := log.count(generatedMsg); n != 0 {
-		t.Fatalf("New logged %q %d times; it must wait for Listen, since the program may still fail", generatedMsg, n)
+		t.Fatalf(
+			"New logged %q %d times; it must wait for Listen, since the program may still fail",
+			generatedMsg,
+			n,
+		)
 	}
 	addr, err := s.Listen(t.Context())
 	if err != nil {
@@ -594,7 +668,12 @@ func TestSelfSignedNotGeneratedOnFailedNew(t *testing.T) {
 }
 
 func TestEphemeralServes(t *testing.T) {
-	s, err := New(Options{SecurePort: PortEphemeral, DisableAuth: true}, endpoints(), nil, testr.New(t))
+	s, err := New(
+		Options{SecurePort: PortEphemeral, DisableAuth: true},
+		endpoints(),
+		nil,
+		testr.New(t),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

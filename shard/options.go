@@ -40,7 +40,12 @@ func (o Options) WithDefaults() Options {
 // Validate reports invalid defaulted options, naming the flag.
 func (o Options) Validate() error {
 	if o.Slots < 1 || o.Slots > MaxSlots {
-		return fmt.Errorf("--shard-slots: %d is out of range; use 1 to %d (default %d)", o.Slots, MaxSlots, DefaultSlots)
+		return fmt.Errorf(
+			"--shard-slots: %d is out of range; use 1 to %d (default %d)",
+			o.Slots,
+			MaxSlots,
+			DefaultSlots,
+		)
 	}
 	return nil
 }

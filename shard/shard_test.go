@@ -14,7 +14,13 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func pod(ns, name string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name + "-uid")}}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns,
+			Name:      name,
+			UID:       types.UID(ns + "/" + name + "-uid"),
+		},
+	}
 }
 
 // TestSlotsAgreeWithTheServer: an object's slot is the one whose selector
@@ -40,8 +46,16 @@ func TestSlotsAgreeWithTheServer(t *testing.T) {
 						t.Fatal(err)
 					}
 					if match != (s == got) {
-						t.Fatalf("Space{%d, %v}: object %s/%s in slot %d by SlotOf, server matcher says slot %d: %v",
-							slots, keying, p.Namespace, p.Name, got, s, match)
+						t.Fatalf(
+							"Space{%d, %v}: object %s/%s in slot %d by SlotOf, server matcher says slot %d: %v",
+							slots,
+							keying,
+							p.Namespace,
+							p.Name,
+							got,
+							s,
+							match,
+						)
 					}
 				}
 			}

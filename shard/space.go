@@ -141,12 +141,21 @@ func (s Space) Selector(slots []int) sharding.Selector {
 		}
 		start, _ := s.Range(held[i])
 		_, end := s.Range(held[j])
-		reqs = append(reqs, sharding.ShardRangeRequirement{Key: s.Keying.Field(), Start: start, End: end})
+		reqs = append(
+			reqs,
+			sharding.ShardRangeRequirement{Key: s.Keying.Field(), Start: start, End: end},
+		)
 		i = j + 1
 	}
 	if len(reqs) == 0 {
 		// No slot: a range no hash is in.
-		return sharding.NewSelector(sharding.ShardRangeRequirement{Key: s.Keying.Field(), Start: "0x0000000000000000", End: "0x0000000000000000"})
+		return sharding.NewSelector(
+			sharding.ShardRangeRequirement{
+				Key:   s.Keying.Field(),
+				Start: "0x0000000000000000",
+				End:   "0x0000000000000000",
+			},
+		)
 	}
 	return sharding.NewSelector(reqs...)
 }

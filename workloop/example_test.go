@@ -56,17 +56,30 @@ func Example() {
 func ExampleEnqueueOwner() {
 	isController := true
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-x7k2p",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", Controller: &isController}}}}
+		OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", Controller: &isController},
+		}}}
 	toReplicaSet := workloop.EnqueueOwner(appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
 	fmt.Println(toReplicaSet(pod))
 	// Output: [default/web]
 }
 
 func ExampleLoop_Wrote() {
-	loop := workloop.New("example", func(context.Context, string) error { return nil }, workloop.Options{})
+	loop := workloop.New(
+		"example",
+		func(context.Context, string) error { return nil },
+		workloop.Options{},
+	)
 	defer loop.ShutDown()
 	// After a write, record what the API server returned ...
-	written := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "settings", UID: "u1", ResourceVersion: "42"}}
+	written := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       "prod",
+			Name:            "settings",
+			UID:             "u1",
+			ResourceVersion: "42",
+		},
+	}
 	loop.Wrote("default/settings", written)
 	fmt.Println("stale:", loop.Stale("default/settings"))
 	// ... until an informer feeding the loop (Watch calls Observe) delivers it.

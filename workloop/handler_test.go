@@ -16,8 +16,14 @@ import (
 )
 
 func owned(apiVersion, kind string, controller bool) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", OwnerReferences: []metav1.OwnerReference{
-		{APIVersion: apiVersion, Kind: kind, Name: "owner", Controller: &controller}}}}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns",
+			Name:      "p",
+			OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: apiVersion, Kind: kind, Name: "owner", Controller: &controller}},
+		},
+	}
 }
 
 func TestMappers(t *testing.T) {
@@ -28,15 +34,50 @@ func TestMappers(t *testing.T) {
 		obj  any
 		want []string
 	}{
-		{"key", EnqueueKey(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}, []string{"ns/p"}},
-		{"cluster-scoped key", EnqueueKey(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, []string{"ns"}},
+		{
+			"key",
+			EnqueueKey(),
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}},
+			[]string{"ns/p"},
+		},
+		{
+			"cluster-scoped key",
+			EnqueueKey(),
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}},
+			[]string{"ns"},
+		},
 		{"not an object", EnqueueKey(), 42, nil},
-		{"controller owner", EnqueueOwner(rs), owned("apps/v1", "ReplicaSet", true), []string{"ns/owner"}},
-		{"owner of another version", EnqueueOwner(rs), owned("apps/v1beta2", "ReplicaSet", true), []string{"ns/owner"}},
+		{
+			"controller owner",
+			EnqueueOwner(rs),
+			owned("apps/v1", "ReplicaSet", true),
+			[]string{"ns/owner"},
+		},
+		{
+			"owner of another version",
+			EnqueueOwner(rs),
+			owned("apps/v1beta2", "ReplicaSet", true),
+			[]string{"ns/owner"},
+		},
 		{"owner of another kind", EnqueueOwner(rs), owned("apps/v1", "StatefulSet", true), nil},
-		{"owner of another group", EnqueueOwner(rs), owned("example.com/v1", "ReplicaSet", true), nil},
-		{"owner that is not the controller", EnqueueOwner(rs), owned("apps/v1", "ReplicaSet", false), nil},
-		{"mapped", EnqueueMapped(func(any) []string { return []string{"a", "b"} }), &corev1.Pod{}, []string{"a", "b"}},
+		{
+			"owner of another group",
+			EnqueueOwner(rs),
+			owned("example.com/v1", "ReplicaSet", true),
+			nil,
+		},
+		{
+			"owner that is not the controller",
+			EnqueueOwner(rs),
+			owned("apps/v1", "ReplicaSet", false),
+			nil,
+		},
+		{
+			"mapped",
+			EnqueueMapped(func(any) []string { return []string{"a", "b"} }),
+			&corev1.Pod{},
+			[]string{"a", "b"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,7 +89,15 @@ func TestMappers(t *testing.T) {
 }
 
 func podAt(ns string, lbls map[string]string, gen int64, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: lbls, Generation: gen, ResourceVersion: rv}}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       ns,
+			Name:            "p",
+			Labels:          lbls,
+			Generation:      gen,
+			ResourceVersion: rv,
+		},
+	}
 }
 
 func TestFilters(t *testing.T) {
@@ -64,12 +113,42 @@ func TestFilters(t *testing.T) {
 		{"namespace miss", InNamespace("a"), nil, podAt("b", nil, 1, "1"), false},
 		{"labels match", MatchingLabels(sel), nil, podAt("a", app, 1, "1"), true},
 		{"labels miss", MatchingLabels(sel), nil, podAt("a", nil, 1, "1"), false},
-		{"labels removed by update", MatchingLabels(sel), podAt("a", app, 1, "1"), podAt("a", nil, 1, "2"), true},
+		{
+			"labels removed by update",
+			MatchingLabels(sel),
+			podAt("a", app, 1, "1"),
+			podAt("a", nil, 1, "2"),
+			true,
+		},
 		{"generation add", GenerationChanged(), nil, podAt("a", nil, 1, "1"), true},
-		{"generation same", GenerationChanged(), podAt("a", nil, 1, "1"), podAt("a", app, 1, "2"), false},
-		{"generation bumped", GenerationChanged(), podAt("a", nil, 1, "1"), podAt("a", nil, 2, "2"), true},
-		{"resync", ResourceVersionChanged(), podAt("a", nil, 1, "7"), podAt("a", nil, 1, "7"), false},
-		{"real update", ResourceVersionChanged(), podAt("a", nil, 1, "7"), podAt("a", nil, 1, "8"), true},
+		{
+			"generation same",
+			GenerationChanged(),
+			podAt("a", nil, 1, "1"),
+			podAt("a", app, 1, "2"),
+			false,
+		},
+		{
+			"generation bumped",
+			GenerationChanged(),
+			podAt("a", nil, 1, "1"),
+			podAt("a", nil, 2, "2"),
+			true,
+		},
+		{
+			"resync",
+			ResourceVersionChanged(),
+			podAt("a", nil, 1, "7"),
+			podAt("a", nil, 1, "7"),
+			false,
+		},
+		{
+			"real update",
+			ResourceVersionChanged(),
+			podAt("a", nil, 1, "7"),
+			podAt("a", nil, 1, "8"),
+			true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +174,13 @@ func TestWatchEnqueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := func(ns, to string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: map[string]string{"to": to}}}
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: ns,
+				Name:      "p",
+				Labels:    map[string]string{"to": to},
+			},
+		}
 	}
 	h.OnAdd(pod("b", "filtered-out"), false)
 	h.OnUpdate(pod("a", "old"), pod("a", "new"))
@@ -119,7 +204,9 @@ type capturingInformer struct {
 	got *cache.ResourceEventHandler
 }
 
-func (c *capturingInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+func (c *capturingInformer) AddEventHandler(
+	h cache.ResourceEventHandler,
+) (cache.ResourceEventHandlerRegistration, error) {
 	*c.got = h
 	return c.SharedIndexInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{})
 }

@@ -179,7 +179,11 @@ func (l *Loop) RunWorkers(ctx context.Context, workers int) error {
 // true; false if ctx ends first. Checkers signal; InformerSynced funcs can
 // only be polled: every millisecond at first, as a warm cache's handlers
 // catch up within milliseconds, backing off to client-go's 100 ms.
-func waitSynced(ctx context.Context, checkers []cache.DoneChecker, synced []cache.InformerSynced) bool {
+func waitSynced(
+	ctx context.Context,
+	checkers []cache.DoneChecker,
+	synced []cache.InformerSynced,
+) bool {
 	if !cache.WaitFor(ctx, "", checkers...) {
 		return false
 	}

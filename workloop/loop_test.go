@@ -14,7 +14,10 @@ import (
 
 // fastRetry keeps retries quick so tests finish in milliseconds.
 func fastRetry() workqueue.TypedRateLimiter[string] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, 10*time.Millisecond)
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](
+		time.Millisecond,
+		10*time.Millisecond,
+	)
 }
 
 // recorder counts syncs per key and lets a test wait for a count.
@@ -88,7 +91,12 @@ func TestSyncErrors(t *testing.T) {
 	}{
 		{name: "nil syncs once", err: nil, wantCalls: 1},
 		{name: "permanent is dropped", err: Permanent(errors.New("bad spec")), wantCalls: 1},
-		{name: "transient retries up to MaxRetries", err: errors.New("conflict"), maxRetries: 3, wantCalls: 4},
+		{
+			name:       "transient retries up to MaxRetries",
+			err:        errors.New("conflict"),
+			maxRetries: 3,
+			wantCalls:  4,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,7 +141,11 @@ func TestRequeueAfterIsNotAFailure(t *testing.T) {
 
 func TestRunBeforeSyncStartsNoWorker(t *testing.T) {
 	var r recorder
-	l := New("unsynced", func(_ context.Context, key string) error { r.inc(key); return nil }, Options{})
+	l := New(
+		"unsynced",
+		func(_ context.Context, key string) error { r.inc(key); return nil },
+		Options{},
+	)
 	l.WaitFor(func() bool { return false })
 	l.Add("k")
 	ctx, cancel := context.WithCancel(t.Context())

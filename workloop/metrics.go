@@ -43,7 +43,11 @@ func countersOn(reg prometheus.Registerer) (*counters, error) {
 
 // registerVec registers vec with reg, or returns the counter of that name
 // registered there already.
-func registerVec(reg prometheus.Registerer, vec *prometheus.CounterVec, errs *[]error) *prometheus.CounterVec {
+func registerVec(
+	reg prometheus.Registerer,
+	vec *prometheus.CounterVec,
+	errs *[]error,
+) *prometheus.CounterVec {
 	err := reg.Register(vec)
 	if err == nil {
 		return vec

@@ -34,7 +34,10 @@ func TestRegisterMetricsTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"workloop_sync_panics_total": false, "workloop_stale_syncs_skipped_total": false}
+	want := map[string]bool{
+		"workloop_sync_panics_total":         false,
+		"workloop_stale_syncs_skipped_total": false,
+	}
 	for _, mf := range mfs {
 		if _, ok := want[mf.GetName()]; ok {
 			want[mf.GetName()] = true

@@ -14,28 +14,43 @@ import (
 )
 
 func TestStalenessGuard(t *testing.T) {
-	written := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1", ResourceVersion: "10"}}
+	written := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1", ResourceVersion: "10"},
+	}
 	at := func(rv string) *corev1.Pod {
 		p := written.DeepCopy()
 		p.ResourceVersion = rv
 		return p
 	}
-	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q", UID: "u2", ResourceVersion: "99"}}
+	other := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q", UID: "u2", ResourceVersion: "99"},
+	}
 	tests := []struct {
 		name      string
 		observe   func(l *Loop)
 		wantStale bool
 	}{
 		{name: "nothing delivered", observe: func(*Loop) {}, wantStale: true},
-		{name: "older version delivered", observe: func(l *Loop) { l.Observe(at("9")) }, wantStale: true},
-		{name: "another object delivered", observe: func(l *Loop) { l.Observe(other) }, wantStale: true},
+		{
+			name:      "older version delivered",
+			observe:   func(l *Loop) { l.Observe(at("9")) },
+			wantStale: true,
+		},
+		{
+			name:      "another object delivered",
+			observe:   func(l *Loop) { l.Observe(other) },
+			wantStale: true,
+		},
 		{name: "written version delivered", observe: func(l *Loop) { l.Observe(at("10")) }},
 		{name: "newer version delivered", observe: func(l *Loop) { l.Observe(at("11")) }},
 		{name: "deletion delivered", observe: func(l *Loop) { l.ObserveDelete(at("9")) }},
 		{name: "tombstone delivered", observe: func(l *Loop) {
 			l.ObserveDelete(cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: at("9")})
 		}},
-		{name: "unordered versions count as delivered", observe: func(l *Loop) { l.Observe(at("not-a-number")) }},
+		{
+			name:    "unordered versions count as delivered",
+			observe: func(l *Loop) { l.Observe(at("not-a-number")) },
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,7 +67,11 @@ func TestStalenessGuard(t *testing.T) {
 
 func TestStalenessGuardTimesOut(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
-	l := New("stale-timeout", func(context.Context, string) error { return nil }, Options{Clock: clk, StaleTimeout: time.Minute})
+	l := New(
+		"stale-timeout",
+		func(context.Context, string) error { return nil },
+		Options{Clock: clk, StaleTimeout: time.Minute},
+	)
 	defer l.ShutDown()
 	l.Wrote("k", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u", ResourceVersion: "5"}})
 	if !l.Stale("k") {
@@ -91,7 +110,9 @@ func TestStaleSyncIsSkippedCountedAndRetried(t *testing.T) {
 func TestStalenessGuardEventBeforeWrote(t *testing.T) {
 	l := New("stale-race", func(context.Context, string) error { return nil }, Options{})
 	defer l.ShutDown()
-	written := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1", ResourceVersion: "10"}}
+	written := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1", ResourceVersion: "10"},
+	}
 	l.Observe(written)
 	l.Wrote("ns/p", written)
 	if l.Stale("ns/p") {
@@ -111,9 +132,15 @@ func TestStalenessGuardEventBeforeWrote(t *testing.T) {
 // so the key must not be held until StaleTimeout.
 func TestStalenessGuardDeletionBeforeWrote(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
-	l := New("stale-deleted", func(context.Context, string) error { return nil }, Options{Clock: clk, StaleTimeout: time.Minute})
+	l := New(
+		"stale-deleted",
+		func(context.Context, string) error { return nil },
+		Options{Clock: clk, StaleTimeout: time.Minute},
+	)
 	defer l.ShutDown()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1", ResourceVersion: "10"}}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1", ResourceVersion: "10"},
+	}
 	l.Observe(p)
 	gone := p.DeepCopy()
 	gone.ResourceVersion = "11"
@@ -126,7 +153,16 @@ func TestStalenessGuardDeletionBeforeWrote(t *testing.T) {
 	// longer ago than that is forgotten (UIDs are never reused, so only a
 	// stray write could name it, and the timeout bounds that too).
 	clk.Step(time.Minute)
-	l.ObserveDelete(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q", UID: "u2", ResourceVersion: "12"}})
+	l.ObserveDelete(
+		&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace:       "ns",
+				Name:            "q",
+				UID:             "u2",
+				ResourceVersion: "12",
+			},
+		},
+	)
 	if n := l.guard.goneCount(); n != 1 {
 		t.Errorf("the guard remembers %d deletions, want 1 (the older one expired)", n)
 	}

@@ -43,15 +43,24 @@ type Writer struct {
 // ownerGVK is owner's group, version and kind. key, if not empty, is the
 // Loop key the write is recorded under (Loop.Wrote). It returns the object
 // as the API server stored it.
-func (w Writer) ApplyOwned(ctx context.Context, gvr schema.GroupVersionResource, desired runtime.Object,
-	owner metav1.Object, ownerGVK schema.GroupVersionKind, key string) (*unstructured.Unstructured, error) {
+func (w Writer) ApplyOwned(
+	ctx context.Context,
+	gvr schema.GroupVersionResource,
+	desired runtime.Object,
+	owner metav1.Object,
+	ownerGVK schema.GroupVersionKind,
+	key string,
+) (*unstructured.Unstructured, error) {
 	u, err := toUnstructured(desired)
 	if err != nil {
 		return nil, err
 	}
 	if owner != nil {
 		ref := metav1.NewControllerRef(owner, ownerGVK)
-		refs := slices.DeleteFunc(u.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == ref.UID })
+		refs := slices.DeleteFunc(
+			u.GetOwnerReferences(),
+			func(r metav1.OwnerReference) bool { return r.UID == ref.UID },
+		)
 		u.SetOwnerReferences(append(refs, *ref))
 	}
 	return w.apply(ctx, gvr, u, key, "")
@@ -60,15 +69,24 @@ func (w Writer) ApplyOwned(ctx context.Context, gvr schema.GroupVersionResource,
 // ApplyStatus server-side-applies obj's status through the status
 // subresource: only the fields set in obj's status are claimed. obj needs
 // its apiVersion, kind, namespace and name.
-func (w Writer) ApplyStatus(ctx context.Context, gvr schema.GroupVersionResource, obj runtime.Object,
-	key string) (*unstructured.Unstructured, error) {
+func (w Writer) ApplyStatus(
+	ctx context.Context,
+	gvr schema.GroupVersionResource,
+	obj runtime.Object,
+	key string,
+) (*unstructured.Unstructured, error) {
 	u, err := toUnstructured(obj)
 	if err != nil {
 		return nil, err
 	}
 	status, found, err := unstructured.NestedFieldCopy(u.Object, "status")
 	if err != nil || !found {
-		return nil, fmt.Errorf("workloop: %s %s/%s: no status to apply", gvr.Resource, u.GetNamespace(), u.GetName())
+		return nil, fmt.Errorf(
+			"workloop: %s %s/%s: no status to apply",
+			gvr.Resource,
+			u.GetNamespace(),
+			u.GetName(),
+		)
 	}
 	patch := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
@@ -78,10 +96,17 @@ func (w Writer) ApplyStatus(ctx context.Context, gvr schema.GroupVersionResource
 	return w.apply(ctx, gvr, patch, key, "status")
 }
 
-func (w Writer) apply(ctx context.Context, gvr schema.GroupVersionResource, u *unstructured.Unstructured, key,
-	sub string) (*unstructured.Unstructured, error) {
+func (w Writer) apply(
+	ctx context.Context,
+	gvr schema.GroupVersionResource,
+	u *unstructured.Unstructured,
+	key,
+	sub string,
+) (*unstructured.Unstructured, error) {
 	if w.FieldManager == "" {
-		return nil, fmt.Errorf("workloop: Writer.FieldManager must be set (server-side apply needs a field manager)")
+		return nil, fmt.Errorf(
+			"workloop: Writer.FieldManager must be set (server-side apply needs a field manager)",
+		)
 	}
 	u.SetManagedFields(nil)
 	u.SetResourceVersion("")
@@ -122,15 +147,27 @@ func (w Writer) wrote(key string, obj runtime.Object) {
 // JSON patches tested against the resourceVersion read, so a stale obj
 // fails with a conflict (retried by the Loop) instead of clobbering
 // another writer's finalizers.
-func (w Writer) Finalize(ctx context.Context, gvr schema.GroupVersionResource, obj metav1.Object, finalizer,
-	key string, cleanup func(context.Context) error) (deleting bool, err error) {
+func (w Writer) Finalize(
+	ctx context.Context,
+	gvr schema.GroupVersionResource,
+	obj metav1.Object,
+	finalizer,
+	key string,
+	cleanup func(context.Context) error,
+) (deleting bool, err error) {
 	has := slices.Contains(obj.GetFinalizers(), finalizer)
 	switch {
 	case obj.GetDeletionTimestamp() == nil:
 		if has {
 			return false, nil
 		}
-		return false, w.patchFinalizers(ctx, gvr, obj, append(slices.Clone(obj.GetFinalizers()), finalizer), key)
+		return false, w.patchFinalizers(
+			ctx,
+			gvr,
+			obj,
+			append(slices.Clone(obj.GetFinalizers()), finalizer),
+			key,
+		)
 	case !has:
 		return true, nil
 	}
@@ -139,7 +176,10 @@ func (w Writer) Finalize(ctx context.Context, gvr schema.GroupVersionResource, o
 			return true, err
 		}
 	}
-	rest := slices.DeleteFunc(slices.Clone(obj.GetFinalizers()), func(f string) bool { return f == finalizer })
+	rest := slices.DeleteFunc(
+		slices.Clone(obj.GetFinalizers()),
+		func(f string) bool { return f == finalizer },
+	)
 	err = w.patchFinalizers(ctx, gvr, obj, rest, key)
 	if apierrors.IsNotFound(err) {
 		err = nil // the last finalizer went and the object with it
@@ -147,8 +187,13 @@ func (w Writer) Finalize(ctx context.Context, gvr schema.GroupVersionResource, o
 	return true, err
 }
 
-func (w Writer) patchFinalizers(ctx context.Context, gvr schema.GroupVersionResource, obj metav1.Object,
-	finalizers []string, key string) error {
+func (w Writer) patchFinalizers(
+	ctx context.Context,
+	gvr schema.GroupVersionResource,
+	obj metav1.Object,
+	finalizers []string,
+	key string,
+) error {
 	if finalizers == nil {
 		finalizers = []string{}
 	}
@@ -157,8 +202,9 @@ func (w Writer) patchFinalizers(ctx context.Context, gvr schema.GroupVersionReso
 	if err != nil {
 		return err
 	}
-	out, err := w.resource(gvr, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: w.FieldManager})
+	out, err := w.resource(gvr, obj.GetNamespace()).
+		Patch(ctx, obj.GetName(), types.MergePatchType, patch,
+			metav1.PatchOptions{FieldManager: w.FieldManager})
 	if err == nil {
 		w.wrote(key, out)
 	}

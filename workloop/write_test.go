@@ -17,7 +17,11 @@ import (
 )
 
 var (
-	widgets    = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	widgets = schema.GroupVersionResource{
+		Group:    "example.com",
+		Version:  "v1",
+		Resource: "widgets",
+	}
 	widgetGVK  = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
 	configmaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
@@ -46,7 +50,9 @@ func widget(name string) *unstructured.Unstructured {
 func TestWriterApplyOwned(t *testing.T) {
 	ctx := context.Background()
 	w, dyn := writerOver(t)
-	owner, err := dyn.Resource(widgets).Namespace("ns").Create(ctx, widget("w"), metav1.CreateOptions{})
+	owner, err := dyn.Resource(widgets).
+		Namespace("ns").
+		Create(ctx, widget("w"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,14 +64,16 @@ func TestWriterApplyOwned(t *testing.T) {
 	}
 	refs := got.GetOwnerReferences()
 	if len(refs) != 1 || refs[0].UID != owner.GetUID() || refs[0].Controller == nil || !*refs[0].Controller ||
-		refs[0].Kind != "Widget" || refs[0].BlockOwnerDeletion == nil || !*refs[0].BlockOwnerDeletion {
+		refs[0].Kind != "Widget" || refs[0].BlockOwnerDeletion == nil ||
+		!*refs[0].BlockOwnerDeletion {
 		t.Errorf("owner references %+v, want the widget as controller, blocking its deletion", refs)
 	}
 	desired.Data["size"] = "3"
 	if got, err = w.ApplyOwned(ctx, configmaps, desired, owner, widgetGVK, "ns/w"); err != nil {
 		t.Fatal(err)
 	}
-	if v, _, _ := unstructured.NestedString(got.Object, "data", "size"); v != "3" || len(got.GetOwnerReferences()) != 1 {
+	if v, _, _ := unstructured.NestedString(got.Object, "data", "size"); v != "3" ||
+		len(got.GetOwnerReferences()) != 1 {
 		t.Errorf("second apply: size %q, owners %v", v, got.GetOwnerReferences())
 	}
 	if _, err := (workloop.Writer{Client: dyn}).ApplyOwned(ctx, configmaps, desired, owner, widgetGVK, ""); err == nil {
@@ -78,17 +86,25 @@ func TestWriterApplyOwned(t *testing.T) {
 func TestWriterApplyStatus(t *testing.T) {
 	ctx := context.Background()
 	w, dyn := writerOver(t)
-	obj, err := dyn.Resource(widgets).Namespace("ns").Create(ctx, widget("w"), metav1.CreateOptions{})
+	obj, err := dyn.Resource(widgets).
+		Namespace("ns").
+		Create(ctx, widget("w"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var conds []metav1.Condition
-	if !workloop.SetCondition(&conds, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Made"},
-		obj.GetGeneration()) {
+	if !workloop.SetCondition(
+		&conds,
+		metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Made"},
+		obj.GetGeneration(),
+	) {
 		t.Error("SetCondition reported no change for a new condition")
 	}
-	if workloop.SetCondition(&conds, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Made"},
-		obj.GetGeneration()) {
+	if workloop.SetCondition(
+		&conds,
+		metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Made"},
+		obj.GetGeneration(),
+	) {
 		t.Error("SetCondition reported a change for the same condition")
 	}
 	st := obj.DeepCopy()
@@ -125,7 +141,8 @@ func TestWriterFinalize(t *testing.T) {
 	if deleting, err := w.Finalize(ctx, widgets, obj, fin, "ns/w", nil); deleting || err != nil {
 		t.Fatalf("Finalize on a live object: %v, %v", deleting, err)
 	}
-	if obj, err = res.Get(ctx, "w", metav1.GetOptions{}); err != nil || len(obj.GetFinalizers()) != 1 {
+	if obj, err = res.Get(ctx, "w", metav1.GetOptions{}); err != nil ||
+		len(obj.GetFinalizers()) != 1 {
 		t.Fatalf("finalizers %v, %v", obj.GetFinalizers(), err)
 	}
 	if err := res.Delete(ctx, "w", metav1.DeleteOptions{}); err != nil {
@@ -137,7 +154,8 @@ func TestWriterFinalize(t *testing.T) {
 		!errors.Is(err, boom) {
 		t.Fatalf("Finalize with a failing cleanup: %v, %v", deleting, err)
 	}
-	if obj, err = res.Get(ctx, "w", metav1.GetOptions{}); err != nil || len(obj.GetFinalizers()) != 1 {
+	if obj, err = res.Get(ctx, "w", metav1.GetOptions{}); err != nil ||
+		len(obj.GetFinalizers()) != 1 {
 		t.Fatalf("after a failed cleanup: %v, %v; want the finalizer kept", obj, err)
 	}
 	cleaned := false

@@ -46,11 +46,23 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("testbin", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("dir", "", "output directory (default: $"+testbin.EnvTestBin+", else the per-user cache directory)")
+	dir := fs.String(
+		"dir",
+		"",
+		"output directory (default: $"+testbin.EnvTestBin+", else the per-user cache directory)",
+	)
 	goCmd := fs.String("go", os.Getenv("GO"), "the go command (default: $GO, else go)")
 	printDir := fs.Bool("print-dir", false, "print the output directory and exit")
-	printVersion := fs.Bool("print-version", false, "print the Kubernetes version of the binaries and exit")
-	writeModule := fs.String("write-module", "", "write the tools module (go.mod, go.sum) into this directory and exit")
+	printVersion := fs.Bool(
+		"print-version",
+		false,
+		"print the Kubernetes version of the binaries and exit",
+	)
+	writeModule := fs.String(
+		"write-module",
+		"",
+		"write the tools module (go.mod, go.sum) into this directory and exit",
+	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -86,12 +98,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, out)
 		return 0
 	}
-	built, err := testbin.Build(ctx, testbin.BuildOptions{Dir: out, Go: *goCmd, Log: stderr, Stderr: stderr})
+	built, err := testbin.Build(
+		ctx,
+		testbin.BuildOptions{Dir: out, Go: *goCmd, Log: stderr, Stderr: stderr},
+	)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "testbin: %s and %s are in %s\n", testbin.EtcdBinary, testbin.APIServerBinary, built)
+	fmt.Fprintf(
+		stderr,
+		"testbin: %s and %s are in %s\n",
+		testbin.EtcdBinary,
+		testbin.APIServerBinary,
+		built,
+	)
 	return 0
 }
 

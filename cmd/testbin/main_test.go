@@ -36,8 +36,20 @@ func TestRunWithoutBuilding(t *testing.T) {
 	}{
 		{"print-version", []string{"-print-version"}, "", 0, testenv.KubernetesVersion + "\n"},
 		{"print-dir defaults to the user cache", []string{"-print-dir"}, "", 0, cacheDir + "\n"},
-		{"print-dir honours CTRLHOST_TESTBIN", []string{"-print-dir"}, "/from/env", 0, "/from/env\n"},
-		{"print-dir with -dir", []string{"-print-dir", "-dir", "/from/flag"}, "/from/env", 0, "/from/flag\n"},
+		{
+			"print-dir honours CTRLHOST_TESTBIN",
+			[]string{"-print-dir"},
+			"/from/env",
+			0,
+			"/from/env\n",
+		},
+		{
+			"print-dir with -dir",
+			[]string{"-print-dir", "-dir", "/from/flag"},
+			"/from/env",
+			0,
+			"/from/flag\n",
+		},
 		{"write-module", []string{"-write-module", moduleDir}, "", 0, ""},
 		{"stray argument", []string{"extra"}, "", 2, ""},
 		{"unknown flag", []string{"-nope"}, "", 2, ""},
@@ -47,7 +59,13 @@ func TestRunWithoutBuilding(t *testing.T) {
 			t.Setenv(testenv.EnvTestBin, tt.env)
 			var stdout, stderr bytes.Buffer
 			if code := run(t.Context(), tt.args, &stdout, &stderr); code != tt.wantCode {
-				t.Fatalf("run(%q) = %d, want %d; stderr:\n%s", tt.args, code, tt.wantCode, stderr.String())
+				t.Fatalf(
+					"run(%q) = %d, want %d; stderr:\n%s",
+					tt.args,
+					code,
+					tt.wantCode,
+					stderr.String(),
+				)
 			}
 			if stdout.String() != tt.wantStdout {
 				t.Errorf("stdout = %q, want %q", stdout.String(), tt.wantStdout)
@@ -59,7 +77,8 @@ func TestRunWithoutBuilding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, testbin.GoMod()) || !strings.Contains(string(got), "k8s.io/kubernetes "+testenv.KubernetesVersion) {
+	if !bytes.Equal(got, testbin.GoMod()) ||
+		!strings.Contains(string(got), "k8s.io/kubernetes "+testenv.KubernetesVersion) {
 		t.Errorf("-write-module wrote a go.mod other than the embedded one:\n%s", got)
 	}
 }

@@ -92,7 +92,11 @@ func newController(cfg config) (*controller, error) {
 	// The loop exists before any handler is registered: an informer that is
 	// already running (warm standby) calls them at once. Released on
 	// failure here, otherwise by Run.
-	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{Clock: cfg.clock, Metrics: cfg.metrics})
+	c.loop = workloop.New(
+		cfg.name,
+		c.sync,
+		workloop.Options{Clock: cfg.clock, Metrics: cfg.metrics},
+	)
 	c.enqueueNow, c.enqueueAfter = c.loop.Add, c.loop.AddAfter
 	if _, err := cjInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -148,8 +152,15 @@ func (c *controller) updateCronJob(old, cur any) {
 	}
 	sched, err := parseSchedule(scheduleSpec(cj, nil))
 	if err != nil {
-		c.log.V(2).Info("Unparseable schedule for CronJob", "cronjob", key, "schedule", cj.Spec.Schedule, "err", err.Error())
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnParseableCronJobSchedule", "unparseable schedule for cronjob: %s", cj.Spec.Schedule)
+		c.log.V(2).
+			Info("Unparseable schedule for CronJob", "cronjob", key, "schedule", cj.Spec.Schedule, "err", err.Error())
+		c.recorder.Eventf(
+			cj,
+			corev1.EventTypeWarning,
+			"UnParseableCronJobSchedule",
+			"unparseable schedule for cronjob: %s",
+			cj.Spec.Schedule,
+		)
 		return
 	}
 	c.enqueueAfter(key, untilNext(cj, c.clock.Now(), sched))

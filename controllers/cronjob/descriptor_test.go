@@ -9,17 +9,32 @@ import (
 )
 
 func TestDescriptorAndFlags(t *testing.T) {
-	controllertest.CheckIdentity(t, cronjob.Descriptor(cronjob.NewOptions()), controllertest.Identity{Name: "cronjob-controller", Alias: "cronjob"})
+	controllertest.CheckIdentity(
+		t,
+		cronjob.Descriptor(cronjob.NewOptions()),
+		controllertest.Identity{Name: "cronjob-controller", Alias: "cronjob"},
+	)
 	o := cronjob.NewOptions()
-	f := controllertest.ParseFlag(t, o.AddFlags, "concurrent-cron-job-syncs", "--concurrent-cron-job-syncs=9")
-	if f.DefValue != "5" || f.Usage != "The number of cron job objects that are allowed to sync concurrently. Larger number = more responsive jobs, but more CPU (and network) load" {
+	f := controllertest.ParseFlag(
+		t,
+		o.AddFlags,
+		"concurrent-cron-job-syncs",
+		"--concurrent-cron-job-syncs=9",
+	)
+	if f.DefValue != "5" ||
+		f.Usage != "The number of cron job objects that are allowed to sync concurrently. Larger number = more responsive jobs, but more CPU (and network) load" {
 		t.Errorf("default %q usage %q", f.DefValue, f.Usage)
 	}
 	if o.ConcurrentCronJobSyncs != 9 {
 		t.Errorf("ConcurrentCronJobSyncs %d, want 9", o.ConcurrentCronJobSyncs)
 	}
-	if keying, sharded := cronjob.Descriptor(cronjob.NewOptions()).IsSharded(); !sharded || keying != shard.ByNamespace {
-		t.Errorf("IsSharded = %v, %v; want sharded by namespace (a CronJob and its Jobs share one)", keying, sharded)
+	if keying, sharded := cronjob.Descriptor(cronjob.NewOptions()).IsSharded(); !sharded ||
+		keying != shard.ByNamespace {
+		t.Errorf(
+			"IsSharded = %v, %v; want sharded by namespace (a CronJob and its Jobs share one)",
+			keying,
+			sharded,
+		)
 	}
 }
 
@@ -30,8 +45,18 @@ func TestBuildValidatesOptions(t *testing.T) {
 		wantErr []string
 	}{
 		{"defaults", cronjob.NewOptions(), nil},
-		{"zero workers", cronjob.Options{}, []string{`descriptor "cronjob-controller": --concurrent-cron-job-syncs: must be at least 1, got 0`}},
-		{"negative workers", cronjob.Options{ConcurrentCronJobSyncs: -2}, []string{"--concurrent-cron-job-syncs: must be at least 1, got -2"}},
+		{
+			"zero workers",
+			cronjob.Options{},
+			[]string{
+				`descriptor "cronjob-controller": --concurrent-cron-job-syncs: must be at least 1, got 0`,
+			},
+		},
+		{
+			"negative workers",
+			cronjob.Options{ConcurrentCronJobSyncs: -2},
+			[]string{"--concurrent-cron-job-syncs: must be at least 1, got -2"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

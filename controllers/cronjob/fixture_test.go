@@ -123,7 +123,10 @@ func cronJob(schedule string, created time.Time, mods ...func(*batchv1.CronJob))
 			Schedule:          schedule,
 			ConcurrencyPolicy: batchv1.AllowConcurrent,
 			JobTemplate: batchv1.JobTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"a": "b"}},
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      map[string]string{"app": "x"},
+					Annotations: map[string]string{"a": "b"},
+				},
 				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
 					Containers:    []corev1.Container{{Name: "c", Image: "i"}},
@@ -153,7 +156,9 @@ func completedAt(start, done time.Time) func(*batchv1.Job) {
 	return func(j *batchv1.Job) {
 		s, d := metav1.NewTime(start), metav1.NewTime(done)
 		j.Status.StartTime, j.Status.CompletionTime = &s, &d
-		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue},
+		}
 	}
 }
 
@@ -161,7 +166,9 @@ func failedAt(start time.Time) func(*batchv1.Job) {
 	return func(j *batchv1.Job) {
 		s := metav1.NewTime(start)
 		j.Status.StartTime = &s
-		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue}}
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue},
+		}
 	}
 }
 

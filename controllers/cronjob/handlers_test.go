@@ -13,8 +13,16 @@ import (
 // TestHandlers: CronJob and Job events enqueue the CronJob concerned; a
 // changed schedule or time zone waits for its next time instead.
 func TestHandlers(t *testing.T) {
-	cj := cronJob("*/5 * * * *", at("2026-03-01T11:00:00Z"), lastScheduled(at("2026-03-01T12:00:00Z")))
-	other := cronJob("* * * * *", epoch, func(c *batchv1.CronJob) { c.Name, c.UID = "other", "other-uid" })
+	cj := cronJob(
+		"*/5 * * * *",
+		at("2026-03-01T11:00:00Z"),
+		lastScheduled(at("2026-03-01T12:00:00Z")),
+	)
+	other := cronJob(
+		"* * * * *",
+		epoch,
+		func(c *batchv1.CronJob) { c.Name, c.UID = "other", "other-uid" },
+	)
 	f := newFixture(t, epoch, cj, other)
 	drain := func() []string {
 		f.mu.Lock()

@@ -38,12 +38,19 @@ func startsDueJob(t *testing.T, options func(*managertest.Harness)) {
 	o := cronjob.NewOptions()
 	o.Clock = clocktesting.NewFakeClock(now)
 	cj := &batchv1.CronJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cj", UID: "cj-uid", CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:         "ns",
+			Name:              "cj",
+			UID:               "cj-uid",
+			CreationTimestamp: metav1.NewTime(now.Add(-time.Minute)),
+		},
 		Spec: batchv1.CronJobSpec{
 			Schedule: "* * * * *",
-			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "i"}},
-			}}}},
+			JobTemplate: batchv1.JobTemplateSpec{
+				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "i"}},
+				}}},
+			},
 		},
 	}
 	h := managertest.New(t, "test", []descriptor.Descriptor{cronjob.Descriptor(o)}, cj)
@@ -57,7 +64,8 @@ func startsDueJob(t *testing.T, options func(*managertest.Harness)) {
 	}
 	controllertest.WaitFor(t, "the due Job to be listed in status.active", func() bool {
 		got, err := h.Client.BatchV1().CronJobs("ns").Get(t.Context(), "cj", metav1.GetOptions{})
-		return err == nil && len(got.Status.Active) == 1 && got.Status.Active[0].Name == "cj-29539440"
+		return err == nil && len(got.Status.Active) == 1 &&
+			got.Status.Active[0].Name == "cj-29539440"
 	})
 	if _, err := h.Client.BatchV1().Jobs("ns").Get(t.Context(), "cj-29539440", metav1.GetOptions{}); err != nil {
 		t.Errorf("the Job: %v", err)

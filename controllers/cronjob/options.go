@@ -35,14 +35,21 @@ func NewOptions() Options { return Options{ConcurrentCronJobSyncs: DefaultConcur
 // AddFlags binds --concurrent-cron-job-syncs to o, with KCM's name and help
 // and o's current value as the default.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.Int32Var(&o.ConcurrentCronJobSyncs, "concurrent-cron-job-syncs", o.ConcurrentCronJobSyncs,
-		"The number of cron job objects that are allowed to sync concurrently. Larger number = more responsive jobs, but more CPU (and network) load")
+	fs.Int32Var(
+		&o.ConcurrentCronJobSyncs,
+		"concurrent-cron-job-syncs",
+		o.ConcurrentCronJobSyncs,
+		"The number of cron job objects that are allowed to sync concurrently. Larger number = more responsive jobs, but more CPU (and network) load",
+	)
 }
 
 // Validate reports every invalid field.
 func (o Options) Validate() error {
 	if o.ConcurrentCronJobSyncs < 1 {
-		return fmt.Errorf("--concurrent-cron-job-syncs: must be at least 1, got %d", o.ConcurrentCronJobSyncs)
+		return fmt.Errorf(
+			"--concurrent-cron-job-syncs: must be at least 1, got %d",
+			o.ConcurrentCronJobSyncs,
+		)
 	}
 	return nil
 }

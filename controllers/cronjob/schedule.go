@@ -26,8 +26,13 @@ const tooManyMissed = 100
 func scheduleSpec(cj *batchv1.CronJob, rec record.EventRecorder) string {
 	if strings.Contains(cj.Spec.Schedule, "TZ") {
 		if rec != nil {
-			rec.Eventf(cj, corev1.EventTypeWarning, "UnsupportedSchedule",
-				"CRON_TZ or TZ used in schedule %q is not officially supported, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details", cj.Spec.Schedule)
+			rec.Eventf(
+				cj,
+				corev1.EventTypeWarning,
+				"UnsupportedSchedule",
+				"CRON_TZ or TZ used in schedule %q is not officially supported, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details",
+				cj.Spec.Schedule,
+			)
 		}
 		return cj.Spec.Schedule
 	}
@@ -73,13 +78,20 @@ const (
 // The count of missed times is estimated from the interval between the
 // first two unmet times; the latest due time is then found by stepping the
 // schedule from shortly before the estimate.
-func lastDue(cj *batchv1.CronJob, now time.Time, s cron.Schedule, withDeadline bool) (from time.Time, due *time.Time, m missed, err error) {
+func lastDue(
+	cj *batchv1.CronJob,
+	now time.Time,
+	s cron.Schedule,
+	withDeadline bool,
+) (from time.Time, due *time.Time, m missed, err error) {
 	from = cj.CreationTimestamp.Time
 	if cj.Status.LastScheduleTime != nil {
 		from = cj.Status.LastScheduleTime.Time
 	}
 	if withDeadline && cj.Spec.StartingDeadlineSeconds != nil {
-		if earliest := now.Add(-time.Duration(*cj.Spec.StartingDeadlineSeconds) * time.Second); earliest.After(from) {
+		if earliest := now.Add(-time.Duration(*cj.Spec.StartingDeadlineSeconds) * time.Second); earliest.After(
+			from,
+		) {
 			from = earliest
 		}
 	}
@@ -93,7 +105,9 @@ func lastDue(cj *batchv1.CronJob, now time.Time, s cron.Schedule, withDeadline b
 	}
 	interval := int64(second.Sub(first).Round(time.Second).Seconds())
 	if interval < 1 {
-		return from, nil, missedNone, fmt.Errorf("time difference between two schedules is less than 1 second")
+		return from, nil, missedNone, fmt.Errorf(
+			"time difference between two schedules is less than 1 second",
+		)
 	}
 	count := int64(now.Sub(first).Seconds())/interval + 1
 	var latest time.Time
@@ -128,14 +142,23 @@ func untilNext(cj *batchv1.CronJob, now time.Time, s cron.Schedule) time.Duratio
 
 // dueTime returns the schedule time to start a Job for now, or nil, and
 // records TooManyMissedTimes when more than 100 were missed.
-func dueTime(cj *batchv1.CronJob, now time.Time, s cron.Schedule, rec record.EventRecorder) (*time.Time, error) {
+func dueTime(
+	cj *batchv1.CronJob,
+	now time.Time,
+	s cron.Schedule,
+	rec record.EventRecorder,
+) (*time.Time, error) {
 	_, due, m, err := lastDue(cj, now, s, true)
 	if due == nil || due.After(now) {
 		return nil, err
 	}
 	if m == missedMany {
-		rec.Eventf(cj, corev1.EventTypeWarning, "TooManyMissedTimes",
-			"too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew")
+		rec.Eventf(
+			cj,
+			corev1.EventTypeWarning,
+			"TooManyMissedTimes",
+			"too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew",
+		)
 	}
 	return due, err
 }

@@ -74,7 +74,8 @@ func (c *controller) ownedJobs(cj *batchv1.CronJob) ([]*batchv1.Job, error) {
 // true, or "".
 func finished(j *batchv1.Job) batchv1.JobConditionType {
 	for _, cond := range j.Status.Conditions {
-		if (cond.Type == batchv1.JobComplete || cond.Type == batchv1.JobFailed) && cond.Status == corev1.ConditionTrue {
+		if (cond.Type == batchv1.JobComplete || cond.Type == batchv1.JobFailed) &&
+			cond.Status == corev1.ConditionTrue {
 			return cond.Type
 		}
 	}
@@ -93,7 +94,11 @@ func succeeded(j *batchv1.Job) bool {
 // reconcile brings cj's status in line with its Jobs and starts the Job
 // due now. It returns when to sync again (nil: only on a change), whether
 // the status changed, and an error to retry on.
-func (c *controller) reconcile(ctx context.Context, cj *batchv1.CronJob, jobs []*batchv1.Job) (*time.Duration, bool, error) {
+func (c *controller) reconcile(
+	ctx context.Context,
+	cj *batchv1.CronJob,
+	jobs []*batchv1.Job,
+) (*time.Duration, bool, error) {
 	now := c.clock.Now()
 	changed := false
 	seen := make(map[types.UID]bool, len(jobs))
@@ -105,7 +110,9 @@ func (c *controller) reconcile(ctx context.Context, cj *batchv1.CronJob, jobs []
 		case !listed && done == "":
 			// The status in the cache may be older than the Job: ask the
 			// API server before calling the Job unexpected.
-			fresh, err := c.client.BatchV1().CronJobs(cj.Namespace).Get(ctx, cj.Name, metav1.GetOptions{})
+			fresh, err := c.client.BatchV1().
+				CronJobs(cj.Namespace).
+				Get(ctx, cj.Name, metav1.GetOptions{})
 			if err != nil {
 				return nil, changed, err
 			}
@@ -117,16 +124,30 @@ func (c *controller) reconcile(ctx context.Context, cj *batchv1.CronJob, jobs []
 				cj = fresh
 				continue
 			}
-			c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnexpectedJob", "Saw a job that the controller did not create or forgot: %s", j.Name)
+			c.recorder.Eventf(
+				cj,
+				corev1.EventTypeWarning,
+				"UnexpectedJob",
+				"Saw a job that the controller did not create or forgot: %s",
+				j.Name,
+			)
 		case done != "":
 			if listed {
 				removeActive(cj, j.UID)
-				c.recorder.Eventf(cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, condition: %v", j.Name, done)
+				c.recorder.Eventf(
+					cj,
+					corev1.EventTypeNormal,
+					"SawCompletedJob",
+					"Saw completed job: %s, condition: %v",
+					j.Name,
+					done,
+				)
 				changed = true
 			}
 			if succeeded(j) {
 				last := cj.Status.LastSuccessfulTime
-				if last == nil || j.Status.CompletionTime != nil && j.Status.CompletionTime.After(last.Time) {
+				if last == nil ||
+					j.Status.CompletionTime != nil && j.Status.CompletionTime.After(last.Time) {
 					cj.Status.LastSuccessfulTime = j.Status.CompletionTime
 					changed = true
 				}
@@ -142,7 +163,13 @@ func (c *controller) reconcile(ctx context.Context, cj *batchv1.CronJob, jobs []
 		_, err := c.client.BatchV1().Jobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			c.recorder.Eventf(cj, corev1.EventTypeNormal, "MissingJob", "Active job went missing: %v", ref.Name)
+			c.recorder.Eventf(
+				cj,
+				corev1.EventTypeNormal,
+				"MissingJob",
+				"Active job went missing: %v",
+				ref.Name,
+			)
 			removeActive(cj, ref.UID)
 			changed = true
 		case err != nil:
@@ -154,7 +181,14 @@ func (c *controller) reconcile(ctx context.Context, cj *batchv1.CronJob, jobs []
 	}
 	if cj.Spec.TimeZone != nil {
 		if _, err := time.LoadLocation(*cj.Spec.TimeZone); err != nil {
-			c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnknownTimeZone", "invalid timeZone: %q: %s", *cj.Spec.TimeZone, err)
+			c.recorder.Eventf(
+				cj,
+				corev1.EventTypeWarning,
+				"UnknownTimeZone",
+				"invalid timeZone: %q: %s",
+				*cj.Spec.TimeZone,
+				err,
+			)
 			return nil, changed, nil
 		}
 	}
@@ -163,28 +197,55 @@ func (c *controller) reconcile(ctx context.Context, cj *batchv1.CronJob, jobs []
 	}
 	sched, err := parseSchedule(scheduleSpec(cj, c.recorder))
 	if err != nil {
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnparseableSchedule", "unparseable schedule: %q : %s", cj.Spec.Schedule, err)
+		c.recorder.Eventf(
+			cj,
+			corev1.EventTypeWarning,
+			"UnparseableSchedule",
+			"unparseable schedule: %q : %s",
+			cj.Spec.Schedule,
+			err,
+		)
 		return nil, changed, nil
 	}
 	due, err := dueTime(cj, now, sched, c.recorder)
 	if err != nil {
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "InvalidSchedule", "invalid schedule: %s : %s", cj.Spec.Schedule, err)
+		c.recorder.Eventf(
+			cj,
+			corev1.EventTypeWarning,
+			"InvalidSchedule",
+			"invalid schedule: %s : %s",
+			cj.Spec.Schedule,
+			err,
+		)
 		return nil, changed, nil
 	}
 	next := func() *time.Duration { d := untilNext(cj, now, sched); return &d }
 	if due == nil {
 		return next(), changed, nil
 	}
-	if d := cj.Spec.StartingDeadlineSeconds; d != nil && due.Add(time.Duration(*d)*time.Second).Before(now) {
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "MissSchedule", "Missed scheduled time to start a job: %s", due.UTC().Format(time.RFC1123Z))
+	if d := cj.Spec.StartingDeadlineSeconds; d != nil &&
+		due.Add(time.Duration(*d)*time.Second).Before(now) {
+		c.recorder.Eventf(
+			cj,
+			corev1.EventTypeWarning,
+			"MissSchedule",
+			"Missed scheduled time to start a job: %s",
+			due.UTC().Format(time.RFC1123Z),
+		)
 		return next(), changed, nil
 	}
 	name := jobName(cj, *due)
-	if isActiveByName(cj, cj.Namespace, name) || cj.Status.LastScheduleTime != nil && cj.Status.LastScheduleTime.Time.Equal(*due) {
+	if isActiveByName(cj, cj.Namespace, name) ||
+		cj.Status.LastScheduleTime != nil && cj.Status.LastScheduleTime.Time.Equal(*due) {
 		return next(), changed, nil
 	}
 	if cj.Spec.ConcurrencyPolicy == batchv1.ForbidConcurrent && len(cj.Status.Active) > 0 {
-		c.recorder.Eventf(cj, corev1.EventTypeNormal, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
+		c.recorder.Eventf(
+			cj,
+			corev1.EventTypeNormal,
+			"JobAlreadyActive",
+			"Not starting job because prior execution is running and concurrency policy is Forbid",
+		)
 		return next(), changed, nil
 	}
 	if cj.Spec.ConcurrencyPolicy == batchv1.ReplaceConcurrent {
@@ -211,7 +272,9 @@ func (c *controller) reconcile(ctx context.Context, cj *batchv1.CronJob, jobs []
 	case apierrors.IsAlreadyExists(err):
 		// Created before, by this controller when a status write failed
 		// after it, or by someone else (who keeps the status then).
-		existing, err := c.client.BatchV1().Jobs(cj.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+		existing, err := c.client.BatchV1().
+			Jobs(cj.Namespace).
+			Get(ctx, want.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, changed, err
 		}
@@ -221,10 +284,22 @@ func (c *controller) reconcile(ctx context.Context, cj *batchv1.CronJob, jobs []
 		created = existing
 		c.log.Info("Job already exists", "cronjob", cj.Namespace+"/"+cj.Name, "job", want.Name)
 	case err != nil:
-		c.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedCreate", "Error creating job: %v", err)
+		c.recorder.Eventf(
+			cj,
+			corev1.EventTypeWarning,
+			"FailedCreate",
+			"Error creating job: %v",
+			err,
+		)
 		return nil, changed, err
 	default:
-		c.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %v", created.Name)
+		c.recorder.Eventf(
+			cj,
+			corev1.EventTypeNormal,
+			"SuccessfulCreate",
+			"Created job %v",
+			created.Name,
+		)
 	}
 	cj.Status.Active = append(cj.Status.Active, jobRef(created))
 	cj.Status.LastScheduleTime = &metav1.Time{Time: *due}
@@ -244,7 +319,10 @@ func jobRef(j *batchv1.Job) corev1.ObjectReference {
 }
 
 func isActive(cj *batchv1.CronJob, uid types.UID) bool {
-	return slices.ContainsFunc(cj.Status.Active, func(r corev1.ObjectReference) bool { return r.UID == uid })
+	return slices.ContainsFunc(
+		cj.Status.Active,
+		func(r corev1.ObjectReference) bool { return r.UID == uid },
+	)
 }
 
 func isActiveByName(cj *batchv1.CronJob, namespace, name string) bool {
@@ -291,7 +369,8 @@ func jobFor(cj *batchv1.CronJob, scheduled time.Time) (*batchv1.Job, error) {
 	for k, v := range cj.Spec.JobTemplate.Annotations {
 		annotations[k] = v
 	}
-	annotations[batchv1.CronJobScheduledTimestampAnnotation] = scheduled.In(loc).Format(time.RFC3339)
+	annotations[batchv1.CronJobScheduledTimestampAnnotation] = scheduled.In(loc).
+		Format(time.RFC3339)
 	j := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            jobName(cj, scheduled),
@@ -321,7 +400,8 @@ func (c *controller) cleanUp(ctx context.Context, cj *batchv1.CronJob, jobs []*b
 		}
 	}
 	changed := false
-	if l := cj.Spec.SuccessfulJobsHistoryLimit; l != nil && c.deleteOldest(ctx, cj, complete, int(*l)) {
+	if l := cj.Spec.SuccessfulJobsHistoryLimit; l != nil &&
+		c.deleteOldest(ctx, cj, complete, int(*l)) {
 		changed = true
 	}
 	if l := cj.Spec.FailedJobsHistoryLimit; l != nil && c.deleteOldest(ctx, cj, failed, int(*l)) {
@@ -332,7 +412,12 @@ func (c *controller) cleanUp(ctx context.Context, cj *batchv1.CronJob, jobs []*b
 
 // deleteOldest deletes all but the keep newest of jobs, by start time (a
 // Job not started counts as newest; names break ties).
-func (c *controller) deleteOldest(ctx context.Context, cj *batchv1.CronJob, jobs []*batchv1.Job, keep int) bool {
+func (c *controller) deleteOldest(
+	ctx context.Context,
+	cj *batchv1.CronJob,
+	jobs []*batchv1.Job,
+	keep int,
+) bool {
 	n := len(jobs) - keep
 	if n <= 0 {
 		return false
@@ -369,7 +454,14 @@ func (c *controller) deleteJob(ctx context.Context, cj *batchv1.CronJob, j *batc
 	background := metav1.DeletePropagationBackground
 	if err := c.client.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
 		c.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedDelete", "Deleted job: %v", err)
-		c.log.Error(err, "Deleting a Job of a CronJob", "cronjob", cj.Namespace+"/"+cj.Name, "job", j.Name)
+		c.log.Error(
+			err,
+			"Deleting a Job of a CronJob",
+			"cronjob",
+			cj.Namespace+"/"+cj.Name,
+			"job",
+			j.Name,
+		)
 		return false
 	}
 	removeActive(cj, j.UID)

@@ -43,12 +43,17 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "allow: the due Job is started", cj: cronJob("* * * * *", created),
 			wantActions: []string{"create jobs"}, wantReasons: []string{"SuccessfulCreate"},
-			wantActive: []string{"cj-29539440"}, wantLast: &dueNow, wantChanged: true, wantRequeue: 30*time.Second + requeueSlack,
+			wantActive: []string{
+				"cj-29539440",
+			}, wantLast: &dueNow, wantChanged: true, wantRequeue: 30*time.Second + requeueSlack,
 		},
 		{
 			name: "allow: a second Job beside an active one", cj: cronJob("* * * * *", created, active(running("old"))), jobs: []*batchv1.Job{running("old")},
 			wantActions: []string{"create jobs"}, wantReasons: []string{"SuccessfulCreate"},
-			wantActive: []string{"old", "cj-29539440"}, wantLast: &dueNow, wantChanged: true, wantRequeue: 30*time.Second + requeueSlack,
+			wantActive: []string{
+				"old",
+				"cj-29539440",
+			}, wantLast: &dueNow, wantChanged: true, wantRequeue: 30*time.Second + requeueSlack,
 		},
 		{
 			name: "not due yet", cj: cronJob("30 * * * *", created),
@@ -60,33 +65,65 @@ func TestReconcile(t *testing.T) {
 		},
 		{
 			name: "forbid: an active Job holds the start",
-			cj:   cronJob("* * * * *", created, active(running("old")), func(cj *batchv1.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ForbidConcurrent }),
+			cj: cronJob(
+				"* * * * *",
+				created,
+				active(running("old")),
+				func(cj *batchv1.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ForbidConcurrent },
+			),
 			jobs: []*batchv1.Job{running("old")}, wantReasons: []string{"JobAlreadyActive"},
 			wantActive: []string{"old"}, wantRequeue: 30*time.Second + requeueSlack,
 		},
 		{
-			name:        "forbid: starts when nothing is active",
-			cj:          cronJob("* * * * *", created, func(cj *batchv1.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ForbidConcurrent }),
+			name: "forbid: starts when nothing is active",
+			cj: cronJob(
+				"* * * * *",
+				created,
+				func(cj *batchv1.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ForbidConcurrent },
+			),
 			wantActions: []string{"create jobs"}, wantReasons: []string{"SuccessfulCreate"},
-			wantActive: []string{"cj-29539440"}, wantLast: &dueNow, wantChanged: true, wantRequeue: 30*time.Second + requeueSlack,
+			wantActive: []string{
+				"cj-29539440",
+			}, wantLast: &dueNow, wantChanged: true, wantRequeue: 30*time.Second + requeueSlack,
 		},
 		{
 			name: "replace: the active Job is deleted, then the new one started",
-			cj:   cronJob("* * * * *", created, active(running("old")), func(cj *batchv1.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ReplaceConcurrent }),
-			jobs: []*batchv1.Job{running("old")}, wantActions: []string{"get jobs", "delete jobs", "create jobs"},
+			cj: cronJob(
+				"* * * * *",
+				created,
+				active(running("old")),
+				func(cj *batchv1.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.ReplaceConcurrent },
+			),
+			jobs: []*batchv1.Job{
+				running("old"),
+			}, wantActions: []string{"get jobs", "delete jobs", "create jobs"},
 			wantReasons: []string{"SuccessfulDelete", "SuccessfulCreate"},
-			wantActive:  []string{"cj-29539440"}, wantLast: &dueNow, wantChanged: true, wantRequeue: 30*time.Second + requeueSlack,
+			wantActive: []string{
+				"cj-29539440",
+			}, wantLast: &dueNow, wantChanged: true, wantRequeue: 30*time.Second + requeueSlack,
 		},
 		{
 			name: "suspended: nothing started, no requeue",
-			cj:   cronJob("* * * * *", created, func(cj *batchv1.CronJob) { cj.Spec.Suspend = ptr.To(true) }),
+			cj: cronJob(
+				"* * * * *",
+				created,
+				func(cj *batchv1.CronJob) { cj.Spec.Suspend = ptr.To(true) },
+			),
 		},
 		{
-			name:        "a finished listed Job leaves status.active; a Complete one sets lastSuccessfulTime",
-			cj:          cronJob("30 * * * *", created, active(running("done"))),
-			jobs:        []*batchv1.Job{job(cronJob("", created), "done", completedAt(created, created.Add(10*time.Second)))},
+			name: "a finished listed Job leaves status.active; a Complete one sets lastSuccessfulTime",
+			cj:   cronJob("30 * * * *", created, active(running("done"))),
+			jobs: []*batchv1.Job{
+				job(
+					cronJob("", created),
+					"done",
+					completedAt(created, created.Add(10*time.Second)),
+				),
+			},
 			wantReasons: []string{"SawCompletedJob"}, wantActive: []string{},
-			wantSuccess: ptr.To(created.Add(10 * time.Second)), wantChanged: true, wantRequeue: 29*time.Minute + 30*time.Second + requeueSlack,
+			wantSuccess: ptr.To(
+				created.Add(10 * time.Second),
+			), wantChanged: true, wantRequeue: 29*time.Minute + 30*time.Second + requeueSlack,
 		},
 		{
 			name: "the latest completion wins, listed or not",
@@ -94,27 +131,47 @@ func TestReconcile(t *testing.T) {
 				cj.Status.LastSuccessfulTime = &metav1.Time{Time: created.Add(-time.Hour)}
 			}),
 			jobs: []*batchv1.Job{
-				job(cronJob("", created), "a", completedAt(created.Add(-2*time.Hour), created.Add(-time.Minute))),
-				job(cronJob("", created), "b", completedAt(created.Add(-2*time.Hour), created.Add(-3*time.Hour))),
+				job(
+					cronJob("", created),
+					"a",
+					completedAt(created.Add(-2*time.Hour), created.Add(-time.Minute)),
+				),
+				job(
+					cronJob("", created),
+					"b",
+					completedAt(created.Add(-2*time.Hour), created.Add(-3*time.Hour)),
+				),
 			},
-			wantSuccess: ptr.To(created.Add(-time.Minute)), wantChanged: true, wantRequeue: 29*time.Minute + 30*time.Second + requeueSlack,
+			wantSuccess: ptr.To(
+				created.Add(-time.Minute),
+			), wantChanged: true, wantRequeue: 29*time.Minute + 30*time.Second + requeueSlack,
 		},
 		{
-			name:        "a failed listed Job leaves status.active without lastSuccessfulTime",
-			cj:          cronJob("30 * * * *", created, active(running("bad"))),
-			jobs:        []*batchv1.Job{job(cronJob("", created), "bad", failedAt(created))},
-			wantReasons: []string{"SawCompletedJob"}, wantActive: []string{}, wantChanged: true, wantRequeue: 29*time.Minute + 30*time.Second + requeueSlack,
+			name: "a failed listed Job leaves status.active without lastSuccessfulTime",
+			cj:   cronJob("30 * * * *", created, active(running("bad"))),
+			jobs: []*batchv1.Job{job(cronJob("", created), "bad", failedAt(created))},
+			wantReasons: []string{
+				"SawCompletedJob",
+			}, wantActive: []string{}, wantChanged: true, wantRequeue: 29*time.Minute + 30*time.Second + requeueSlack,
 		},
 		{
-			name:        "a listed Job gone from the API server is dropped",
-			cj:          cronJob("30 * * * *", created, active(running("gone"))),
-			wantActions: []string{"get jobs"}, wantReasons: []string{"MissingJob"}, wantActive: []string{},
+			name: "a listed Job gone from the API server is dropped",
+			cj:   cronJob("30 * * * *", created, active(running("gone"))),
+			wantActions: []string{
+				"get jobs",
+			}, wantReasons: []string{"MissingJob"}, wantActive: []string{},
 			wantChanged: true, wantRequeue: 29*time.Minute + 30*time.Second + requeueSlack,
 		},
 		{
 			name: "a listed Job the cache lacks but the API server has stays",
-			cj:   cronJob("30 * * * *", created, active(running("new"))), apiOnly: []runtime.Object{running("new")},
-			wantActions: []string{"get jobs"}, wantActive: []string{"new"}, wantRequeue: 29*time.Minute + 30*time.Second + requeueSlack,
+			cj: cronJob(
+				"30 * * * *",
+				created,
+				active(running("new")),
+			), apiOnly: []runtime.Object{running("new")},
+			wantActions: []string{
+				"get jobs",
+			}, wantActive: []string{"new"}, wantRequeue: 29*time.Minute + 30*time.Second + requeueSlack,
 		},
 		{
 			name: "an unlisted running Job is reported, not adopted",
@@ -123,8 +180,12 @@ func TestReconcile(t *testing.T) {
 			wantRequeue: 29*time.Minute + 30*time.Second + requeueSlack,
 		},
 		{
-			name:        "an unknown time zone stops scheduling",
-			cj:          cronJob("* * * * *", created, func(cj *batchv1.CronJob) { cj.Spec.TimeZone = ptr.To("Mars/Olympus") }),
+			name: "an unknown time zone stops scheduling",
+			cj: cronJob(
+				"* * * * *",
+				created,
+				func(cj *batchv1.CronJob) { cj.Spec.TimeZone = ptr.To("Mars/Olympus") },
+			),
 			wantReasons: []string{"UnknownTimeZone"},
 		},
 		{
@@ -138,10 +199,14 @@ func TestReconcile(t *testing.T) {
 			wantReasons: []string{"InvalidSchedule"},
 		},
 		{
-			name:        "more than 100 missed: warned, the latest started",
-			cj:          cronJob("* * * * *", created.Add(-3*time.Hour)),
-			wantActions: []string{"create jobs"}, wantReasons: []string{"TooManyMissedTimes", "SuccessfulCreate"},
-			wantActive: []string{"cj-29539440"}, wantLast: &dueNow, wantChanged: true, wantRequeue: 30*time.Second + requeueSlack,
+			name: "more than 100 missed: warned, the latest started",
+			cj:   cronJob("* * * * *", created.Add(-3*time.Hour)),
+			wantActions: []string{
+				"create jobs",
+			}, wantReasons: []string{"TooManyMissedTimes", "SuccessfulCreate"},
+			wantActive: []string{
+				"cj-29539440",
+			}, wantLast: &dueNow, wantChanged: true, wantRequeue: 30*time.Second + requeueSlack,
 		},
 		{
 			name: "the Job exists already, ours and unlisted: listed now",
@@ -150,18 +215,30 @@ func TestReconcile(t *testing.T) {
 			wantLast: &dueNow, wantChanged: true, wantRequeue: 30*time.Second + requeueSlack,
 		},
 		{
-			name:        "the Job exists already, someone else's: left alone",
-			cj:          cronJob("* * * * *", created),
-			apiOnly:     []runtime.Object{&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cj-29539440"}}},
+			name: "the Job exists already, someone else's: left alone",
+			cj:   cronJob("* * * * *", created),
+			apiOnly: []runtime.Object{
+				&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cj-29539440"}},
+			},
 			wantActions: []string{"create jobs", "get jobs"},
 		},
 		{
 			name: "a failed create is reported and retried",
 			cj:   cronJob("* * * * *", created),
 			react: func(r *fixtureReactors) {
-				r.prepend("create", "jobs", apierrors.NewForbidden(schema.GroupResource{Resource: "jobs"}, "x", errors.New("quota")))
+				r.prepend(
+					"create",
+					"jobs",
+					apierrors.NewForbidden(
+						schema.GroupResource{Resource: "jobs"},
+						"x",
+						errors.New("quota"),
+					),
+				)
 			},
-			wantActions: []string{"create jobs"}, wantReasons: []string{"FailedCreate"}, wantErr: true,
+			wantActions: []string{
+				"create jobs",
+			}, wantReasons: []string{"FailedCreate"}, wantErr: true,
 		},
 	}
 	for _, tt := range tests {
@@ -206,13 +283,15 @@ func TestReconcile(t *testing.T) {
 			for _, r := range cj.Status.Active {
 				names = append(names, r.Name)
 			}
-			if tt.wantActive == nil && len(names) > 0 || tt.wantActive != nil && !slices.Equal(names, tt.wantActive) {
+			if tt.wantActive == nil && len(names) > 0 ||
+				tt.wantActive != nil && !slices.Equal(names, tt.wantActive) {
 				t.Errorf("active %q, want %q", names, tt.wantActive)
 			}
 			if got := cj.Status.LastScheduleTime; !sameTime(got, tt.wantLast) {
 				t.Errorf("lastScheduleTime %v, want %v", got, tt.wantLast)
 			}
-			if got := cj.Status.LastSuccessfulTime; !sameTime(got, tt.wantSuccess) && (tt.wantSuccess != nil || !sameTime(got, timeOf(tt.cj.Status.LastSuccessfulTime))) {
+			if got := cj.Status.LastSuccessfulTime; !sameTime(got, tt.wantSuccess) &&
+				(tt.wantSuccess != nil || !sameTime(got, timeOf(tt.cj.Status.LastSuccessfulTime))) {
 				t.Errorf("lastSuccessfulTime %v, want %v", got, tt.wantSuccess)
 			}
 			if changed != tt.wantChanged {
@@ -245,7 +324,11 @@ func sameTime(got *metav1.Time, want *time.Time) bool {
 type fixtureReactors struct{ f *fixture }
 
 func (r *fixtureReactors) prepend(verb, resource string, err error) {
-	r.f.client.PrependReactor(verb, resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, err })
+	r.f.client.PrependReactor(
+		verb,
+		resource,
+		func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, err },
+	)
 }
 
 // TestJobFromTemplate: the Job started carries the name, the template's
@@ -262,7 +345,11 @@ func TestJobFromTemplate(t *testing.T) {
 		{ptr.To("America/New_York"), "2026-03-01T07:00:00-05:00"},
 	} {
 		t.Run(ptr.Deref(tt.tz, "none"), func(t *testing.T) {
-			cj := cronJob("* * * * *", at("2026-03-01T11:59:30Z"), func(cj *batchv1.CronJob) { cj.Spec.TimeZone = tt.tz })
+			cj := cronJob(
+				"* * * * *",
+				at("2026-03-01T11:59:30Z"),
+				func(cj *batchv1.CronJob) { cj.Spec.TimeZone = tt.tz },
+			)
 			f := newFixture(t, epoch, cj)
 			if _, _, err := f.c.reconcile(t.Context(), cj.DeepCopy(), nil); err != nil {
 				t.Fatal(err)
@@ -278,11 +365,15 @@ func TestJobFromTemplate(t *testing.T) {
 			if got := j.Annotations[batchv1.CronJobScheduledTimestampAnnotation]; got != tt.want {
 				t.Errorf("scheduled timestamp %q, want %q", got, tt.want)
 			}
-			if j.Annotations["a"] != "b" || j.Labels["app"] != "x" || len(j.Labels) != 1 || len(j.Annotations) != 2 {
+			if j.Annotations["a"] != "b" || j.Labels["app"] != "x" || len(j.Labels) != 1 ||
+				len(j.Annotations) != 2 {
 				t.Errorf("labels %v annotations %v", j.Labels, j.Annotations)
 			}
 			ref := metav1.GetControllerOf(j)
-			if ref == nil || ref.Kind != "CronJob" || ref.APIVersion != "batch/v1" || ref.Name != "cj" || ref.UID != "cj-uid" || !ptr.Deref(ref.BlockOwnerDeletion, false) {
+			if ref == nil || ref.Kind != "CronJob" || ref.APIVersion != "batch/v1" ||
+				ref.Name != "cj" ||
+				ref.UID != "cj-uid" ||
+				!ptr.Deref(ref.BlockOwnerDeletion, false) {
 				t.Errorf("controller %+v", ref)
 			}
 			if j.Spec.Template.Spec.Containers[0].Image != "i" {
@@ -306,10 +397,15 @@ func TestCleanUp(t *testing.T) {
 	}
 	bad := func(name string, start time.Duration) *batchv1.Job { return job(cj, name, failedAt(base.Add(start))) }
 	unstarted := job(cj, "bad-unstarted", func(j *batchv1.Job) {
-		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue}}
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue},
+		}
 	})
 	jobs := []*batchv1.Job{
-		ok("ok-3", 3*time.Hour), ok("ok-1", time.Hour), ok("ok-2", 2*time.Hour), ok("ok-2b", 2*time.Hour),
+		ok(
+			"ok-3",
+			3*time.Hour,
+		), ok("ok-1", time.Hour), ok("ok-2", 2*time.Hour), ok("ok-2b", 2*time.Hour),
 		bad("bad-1", time.Hour), unstarted, job(cj, "running"),
 	}
 	active(jobs[1])(cj)
@@ -327,7 +423,8 @@ func TestCleanUp(t *testing.T) {
 	for _, a := range f.client.Actions() {
 		if d, ok := a.(clienttesting.DeleteAction); ok {
 			deleted = append(deleted, d.GetName())
-			if p := d.GetDeleteOptions().PropagationPolicy; p == nil || *p != metav1.DeletePropagationBackground {
+			if p := d.GetDeleteOptions().PropagationPolicy; p == nil ||
+				*p != metav1.DeletePropagationBackground {
 				t.Errorf("delete %s with propagation %v, want Background", d.GetName(), p)
 			}
 		}
@@ -364,15 +461,20 @@ func TestSyncWritesStatusOnce(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "requeue after 30.1s") {
 		t.Errorf("sync: %v, want a requeue after 30.1s", err)
 	}
-	if want := []string{"delete jobs", "create jobs", "update cronjobs/status"}; !slices.Equal(f.actions(), want) {
+	if want := []string{"delete jobs", "create jobs", "update cronjobs/status"}; !slices.Equal(
+		f.actions(),
+		want,
+	) {
 		t.Errorf("actions %q, want %q", f.actions(), want)
 	}
 	got, gerr := f.client.BatchV1().CronJobs("ns").Get(t.Context(), "cj", metav1.GetOptions{})
 	if gerr != nil {
 		t.Fatal(gerr)
 	}
-	if len(got.Status.Active) != 1 || got.Status.Active[0].Name != "cj-29539440" || got.Status.Active[0].Kind != "Job" ||
-		got.Status.LastScheduleTime == nil || got.Status.LastSuccessfulTime == nil {
+	if len(got.Status.Active) != 1 || got.Status.Active[0].Name != "cj-29539440" ||
+		got.Status.Active[0].Kind != "Job" ||
+		got.Status.LastScheduleTime == nil ||
+		got.Status.LastSuccessfulTime == nil {
 		t.Errorf("status %+v", got.Status)
 	}
 
@@ -386,8 +488,17 @@ func TestSyncWritesStatusOnce(t *testing.T) {
 func TestSyncStatusWriteFails(t *testing.T) {
 	cj := cronJob("* * * * *", at("2026-03-01T11:59:30Z"))
 	f := newFixture(t, epoch, cj)
-	(&fixtureReactors{f}).prepend("update", "cronjobs", apierrors.NewConflict(schema.GroupResource{Resource: "cronjobs"}, "cj", errors.New("changed")))
-	if err := f.c.sync(t.Context(), "ns/cj"); err == nil || !strings.Contains(err.Error(), "updating status") {
+	(&fixtureReactors{f}).prepend(
+		"update",
+		"cronjobs",
+		apierrors.NewConflict(
+			schema.GroupResource{Resource: "cronjobs"},
+			"cj",
+			errors.New("changed"),
+		),
+	)
+	if err := f.c.sync(t.Context(), "ns/cj"); err == nil ||
+		!strings.Contains(err.Error(), "updating status") {
 		t.Errorf("sync: %v, want the status write's error", err)
 	}
 }

@@ -112,12 +112,16 @@ func newController(cfg config) (*controller, error) {
 		cfg.burst = BurstReplicas
 	}
 	c := &controller{
-		client:           cfg.client,
-		pods:             pc,
-		recorder:         cfg.recorder,
-		exp:              expectations.New(cfg.clock),
-		clock:            cfg.clock,
-		backoff:          flowcontrol.NewFakeBackOff(failedPodBackoffInitial, failedPodBackoffMax, cfg.clock),
+		client:   cfg.client,
+		pods:     pc,
+		recorder: cfg.recorder,
+		exp:      expectations.New(cfg.clock),
+		clock:    cfg.clock,
+		backoff: flowcontrol.NewFakeBackOff(
+			failedPodBackoffInitial,
+			failedPodBackoffMax,
+			cfg.clock,
+		),
 		log:              cfg.log,
 		workers:          cfg.workers,
 		burst:            cfg.burst,
@@ -129,7 +133,8 @@ func newController(cfg config) (*controller, error) {
 		// created for a DaemonSet holds its key until the pod informer has
 		// delivered it.
 		pc.OnCreate = func(p *corev1.Pod) {
-			if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == controllerKind.Kind {
+			if ref := metav1.GetControllerOfNoCopy(p); ref != nil &&
+				ref.Kind == controllerKind.Kind {
 				c.loop.Wrote(p.Namespace+"/"+ref.Name, p)
 			}
 		}
@@ -151,8 +156,17 @@ func newController(cfg config) (*controller, error) {
 	c.podLister = cfg.pods.Lister()
 	c.podIndexer = podInf.GetIndexer()
 	c.nodeLister = cfg.nodes.Lister()
-	c.synced = []cache.InformerSynced{podInf.HasSynced, nodeInf.HasSynced, revInf.HasSynced, dsInf.HasSynced}
-	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{Clock: cfg.clock, Metrics: cfg.metrics})
+	c.synced = []cache.InformerSynced{
+		podInf.HasSynced,
+		nodeInf.HasSynced,
+		revInf.HasSynced,
+		dsInf.HasSynced,
+	}
+	c.loop = workloop.New(
+		cfg.name,
+		c.sync,
+		workloop.Options{Clock: cfg.clock, Metrics: cfg.metrics},
+	)
 	c.enqueueAfter = c.loop.AddAfter
 	for _, reg := range []struct {
 		inf cache.SharedIndexInformer
@@ -235,7 +249,12 @@ func (c *controller) deleteDaemonSet(obj any) {
 	c.loop.ObserveDelete(obj)
 	ds, ok := workloop.Object[*appsv1.DaemonSet](obj)
 	if !ok {
-		c.log.Error(errors.New("unexpected object"), "Ignoring a DaemonSet delete event", "type", fmt.Sprintf("%T", obj))
+		c.log.Error(
+			errors.New("unexpected object"),
+			"Ignoring a DaemonSet delete event",
+			"type",
+			fmt.Sprintf("%T", obj),
+		)
 		return
 	}
 	key := keyOf(ds)
@@ -263,7 +282,13 @@ func (c *controller) selecting(namespace string, lbls map[string]string) []*apps
 	out := ownership.Selecting(all,
 		func(ds *appsv1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }, lbls)
 	if len(out) > 1 {
-		c.log.Info("More than one DaemonSet selects an object; only one can adopt it", "namespace", namespace, "labels", lbls)
+		c.log.Info(
+			"More than one DaemonSet selects an object; only one can adopt it",
+			"namespace",
+			namespace,
+			"labels",
+			lbls,
+		)
 	}
 	return out
 }
@@ -389,7 +414,10 @@ func (c *controller) updatePod(oldObj, newObj any) {
 		if !podstate.IsReady(old) && podstate.IsReady(cur) && ds.Spec.MinReadySeconds > 0 {
 			// It becomes available minReadySeconds from now; a second more
 			// absorbs the skew of delayed enqueues, as in KCM.
-			c.enqueueAfter(keyOf(ds), time.Duration(ds.Spec.MinReadySeconds)*time.Second+time.Second)
+			c.enqueueAfter(
+				keyOf(ds),
+				time.Duration(ds.Spec.MinReadySeconds)*time.Second+time.Second,
+			)
 		}
 		return
 	}
@@ -404,7 +432,12 @@ func (c *controller) deletePod(obj any) {
 	c.loop.ObserveDelete(obj)
 	p, ok := workloop.Object[*corev1.Pod](obj)
 	if !ok {
-		c.log.Error(errors.New("unexpected object"), "Ignoring a pod delete event", "type", fmt.Sprintf("%T", obj))
+		c.log.Error(
+			errors.New("unexpected object"),
+			"Ignoring a pod delete event",
+			"type",
+			fmt.Sprintf("%T", obj),
+		)
 		return
 	}
 	ref := metav1.GetControllerOfNoCopy(p)
@@ -437,7 +470,8 @@ func (c *controller) updateNode(oldObj, newObj any) {
 	if !ok1 || !ok2 {
 		return
 	}
-	if equality.Semantic.DeepEqual(old.Labels, cur.Labels) && equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) {
+	if equality.Semantic.DeepEqual(old.Labels, cur.Labels) &&
+		equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) {
 		return
 	}
 	c.nodeChanged(cur)
@@ -471,7 +505,8 @@ func (c *controller) nodeChanged(node *corev1.Node) {
 		e := newEligibility(ds, c.comparisonTaints)
 		shouldRun, shouldContinue := e.check(node)
 		has := scheduled[key]
-		if (shouldRun && !has) || (!shouldContinue && has) || (has && ds.Status.NumberMisscheduled > 0) {
+		if (shouldRun && !has) || (!shouldContinue && has) ||
+			(has && ds.Status.NumberMisscheduled > 0) {
 			c.loop.Add(key)
 		}
 	}

@@ -57,19 +57,23 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		c, err := newController(config{
-			name:             cc.Name,
-			metrics:          cc.Metrics,
-			client:           client,
-			daemonSets:       cc.InformerFactory.Apps().V1().DaemonSets(),
-			revisions:        cc.InformerFactory.Apps().V1().ControllerRevisions(),
-			pods:             cc.InformerFactory.Core().V1().Pods(),
-			nodes:            cc.InformerFactory.Core().V1().Nodes(),
-			recorder:         cc.EventRecorder,
-			workers:          int(o.ConcurrentDaemonSetSyncs),
-			clock:            o.Clock,
-			staleGuard:       gate.Enabled(cc.FeatureGate, FeatureStaleControllerConsistency, true),
-			comparisonTaints: gate.Enabled(cc.FeatureGate, FeatureTaintTolerationComparisonOperators, false),
-			log:              logr.FromContextOrDiscard(ctx),
+			name:       cc.Name,
+			metrics:    cc.Metrics,
+			client:     client,
+			daemonSets: cc.InformerFactory.Apps().V1().DaemonSets(),
+			revisions:  cc.InformerFactory.Apps().V1().ControllerRevisions(),
+			pods:       cc.InformerFactory.Core().V1().Pods(),
+			nodes:      cc.InformerFactory.Core().V1().Nodes(),
+			recorder:   cc.EventRecorder,
+			workers:    int(o.ConcurrentDaemonSetSyncs),
+			clock:      o.Clock,
+			staleGuard: gate.Enabled(cc.FeatureGate, FeatureStaleControllerConsistency, true),
+			comparisonTaints: gate.Enabled(
+				cc.FeatureGate,
+				FeatureTaintTolerationComparisonOperators,
+				false,
+			),
+			log: logr.FromContextOrDiscard(ctx),
 		})
 		if err != nil {
 			return nil, err // the host names the controller

@@ -23,13 +23,23 @@ import (
 
 func TestDescriptorAndFlags(t *testing.T) {
 	d := daemonset.Descriptor(daemonset.NewOptions())
-	controllertest.CheckIdentity(t, d, controllertest.Identity{Name: "daemonset-controller", Alias: "daemonset"})
+	controllertest.CheckIdentity(
+		t,
+		d,
+		controllertest.Identity{Name: "daemonset-controller", Alias: "daemonset"},
+	)
 	if _, sharded := d.IsSharded(); sharded {
 		t.Error("descriptor is sharded; DaemonSets span every node")
 	}
 	o := daemonset.NewOptions()
-	f := controllertest.ParseFlag(t, o.AddFlags, "concurrent-daemonset-syncs", "--concurrent-daemonset-syncs=7")
-	if f.DefValue != "2" || f.Usage != "The number of daemonset objects that are allowed to sync concurrently. Larger number = more responsive daemonsets, but more CPU (and network) load" {
+	f := controllertest.ParseFlag(
+		t,
+		o.AddFlags,
+		"concurrent-daemonset-syncs",
+		"--concurrent-daemonset-syncs=7",
+	)
+	if f.DefValue != "2" ||
+		f.Usage != "The number of daemonset objects that are allowed to sync concurrently. Larger number = more responsive daemonsets, but more CPU (and network) load" {
 		t.Errorf("default %q usage %q", f.DefValue, f.Usage)
 	}
 	if o.ConcurrentDaemonSetSyncs != 7 {
@@ -45,7 +55,9 @@ func TestBuildValidatesOptions(t *testing.T) {
 	}{
 		{"defaults", daemonset.NewOptions(), nil},
 		{"zero workers", daemonset.Options{},
-			[]string{`descriptor "daemonset-controller": --concurrent-daemonset-syncs: must be at least 1, got 0`}},
+			[]string{
+				`descriptor "daemonset-controller": --concurrent-daemonset-syncs: must be at least 1, got 0`,
+			}},
 		{"negative workers", daemonset.Options{ConcurrentDaemonSetSyncs: -2},
 			[]string{"--concurrent-daemonset-syncs: must be at least 1, got -2"}},
 	}
@@ -83,39 +95,64 @@ func TestRunWithCancelledContext(t *testing.T) {
 func TestManagerRunsDaemonPods(t *testing.T) {
 	labels := map[string]string{"app": "agent"}
 	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent", UID: "uid-agent", Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:  "ns",
+			Name:       "agent",
+			UID:        "uid-agent",
+			Generation: 1,
+		},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "c", Image: "img"}},
+				},
 			},
-			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromInt32(1))}},
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
+				Type: appsv1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDaemonSet{
+					MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+				},
+			},
 			RevisionHistoryLimit: ptr.To[int32](10),
 		},
 	}
 	node := func(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
-	h := managertest.New(t, "test", []descriptor.Descriptor{daemonset.Descriptor(daemonset.NewOptions())},
-		ds, node("a"), node("b"))
+	h := managertest.New(
+		t,
+		"test",
+		[]descriptor.Descriptor{daemonset.Descriptor(daemonset.NewOptions())},
+		ds,
+		node("a"),
+		node("b"),
+	)
 	// The fake API server names pods from generateName, as a real one does.
 	var n atomic.Int64
-	h.Client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if p, ok := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod); ok && p.Name == "" {
-			id := n.Add(1)
-			p.Name = fmt.Sprintf("%s%d", p.GenerateName, id)
-			p.UID = types.UID(fmt.Sprintf("pod-%d", id))
-		}
-		return false, nil, nil
-	})
+	h.Client.PrependReactor(
+		"create",
+		"pods",
+		func(a clienttesting.Action) (bool, runtime.Object, error) {
+			if p, ok := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod); ok &&
+				p.Name == "" {
+				id := n.Add(1)
+				p.Name = fmt.Sprintf("%s%d", p.GenerateName, id)
+				p.UID = types.UID(fmt.Sprintf("pod-%d", id))
+			}
+			return false, nil, nil
+		},
+	)
 	h.Start()
 	controllertest.WaitFor(t, "two daemon pods and desiredNumberScheduled 2", func() bool {
 		pods, err := h.Client.CoreV1().Pods("ns").List(t.Context(), metav1.ListOptions{})
 		if err != nil || len(pods.Items) != 2 {
 			return false
 		}
-		got, err := h.Client.AppsV1().DaemonSets("ns").Get(t.Context(), "agent", metav1.GetOptions{})
-		return err == nil && got.Status.DesiredNumberScheduled == 2 && got.Status.ObservedGeneration == 1
+		got, err := h.Client.AppsV1().
+			DaemonSets("ns").
+			Get(t.Context(), "agent", metav1.GetOptions{})
+		return err == nil && got.Status.DesiredNumberScheduled == 2 &&
+			got.Status.ObservedGeneration == 1
 	})
 	revs, err := h.Client.AppsV1().ControllerRevisions("ns").List(t.Context(), metav1.ListOptions{})
 	if err != nil || len(revs.Items) != 1 {

@@ -20,12 +20,36 @@ import (
 // it off a node (NoSchedule). hostNetwork pods also tolerate an
 // unavailable network.
 var defaultTolerations = []corev1.Toleration{
-	{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-	{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-	{Key: corev1.TaintNodeDiskPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-	{Key: corev1.TaintNodeMemoryPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-	{Key: corev1.TaintNodePIDPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-	{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{
+		Key:      corev1.TaintNodeNotReady,
+		Operator: corev1.TolerationOpExists,
+		Effect:   corev1.TaintEffectNoExecute,
+	},
+	{
+		Key:      corev1.TaintNodeUnreachable,
+		Operator: corev1.TolerationOpExists,
+		Effect:   corev1.TaintEffectNoExecute,
+	},
+	{
+		Key:      corev1.TaintNodeDiskPressure,
+		Operator: corev1.TolerationOpExists,
+		Effect:   corev1.TaintEffectNoSchedule,
+	},
+	{
+		Key:      corev1.TaintNodeMemoryPressure,
+		Operator: corev1.TolerationOpExists,
+		Effect:   corev1.TaintEffectNoSchedule,
+	},
+	{
+		Key:      corev1.TaintNodePIDPressure,
+		Operator: corev1.TolerationOpExists,
+		Effect:   corev1.TaintEffectNoSchedule,
+	},
+	{
+		Key:      corev1.TaintNodeUnschedulable,
+		Operator: corev1.TolerationOpExists,
+		Effect:   corev1.TaintEffectNoSchedule,
+	},
 }
 
 var hostNetworkToleration = corev1.Toleration{
@@ -164,7 +188,8 @@ func newRequiredAffinity(nodeSelector map[string]string, a *corev1.Affinity) req
 	if len(nodeSelector) > 0 {
 		r.selector = labels.SelectorFromSet(nodeSelector)
 	}
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+	if a == nil || a.NodeAffinity == nil ||
+		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		return r
 	}
 	r.hasTerms = true
@@ -272,7 +297,9 @@ func targetAffinity(a *corev1.Affinity, nodeName string) *corev1.Affinity {
 	}}}
 	switch {
 	case a == nil:
-		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: sel}}
+		return &corev1.Affinity{
+			NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: sel},
+		}
 	case a.NodeAffinity == nil:
 		a.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: sel}
 	case a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil:
@@ -291,7 +318,8 @@ func targetNode(p *corev1.Pod) (string, error) {
 		return p.Spec.NodeName, nil
 	}
 	a := p.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+	if a == nil || a.NodeAffinity == nil ||
+		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		return "", errors.New("no required node affinity")
 	}
 	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms

@@ -85,16 +85,22 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 // stamp their creation, as a real one does; later pods are newer.
 func (f *fixture) generateNames() {
 	var n atomic.Int64
-	f.client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		p, ok := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod)
-		if ok && p.Name == "" && p.GenerateName != "" {
-			id := n.Add(1)
-			p.Name = fmt.Sprintf("%s%05d", p.GenerateName, id)
-			p.UID = types.UID(fmt.Sprintf("generated-%d", id))
-			p.CreationTimestamp = metav1.NewTime(f.clock.Now().Add(time.Duration(id) * time.Millisecond))
-		}
-		return false, nil, nil
-	})
+	f.client.PrependReactor(
+		"create",
+		"pods",
+		func(a clienttesting.Action) (bool, runtime.Object, error) {
+			p, ok := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod)
+			if ok && p.Name == "" && p.GenerateName != "" {
+				id := n.Add(1)
+				p.Name = fmt.Sprintf("%s%05d", p.GenerateName, id)
+				p.UID = types.UID(fmt.Sprintf("generated-%d", id))
+				p.CreationTimestamp = metav1.NewTime(
+					f.clock.Now().Add(time.Duration(id) * time.Millisecond),
+				)
+			}
+			return false, nil, nil
+		},
+	)
 }
 
 // refresh replaces every informer store's content with the fake API
@@ -159,7 +165,13 @@ func (f *fixture) kubelet() {
 		}
 		p.Spec.NodeName = node
 		p.Status.Phase = corev1.PodRunning
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(f.clock.Now())}}
+		p.Status.Conditions = []corev1.PodCondition{
+			{
+				Type:               corev1.PodReady,
+				Status:             corev1.ConditionTrue,
+				LastTransitionTime: metav1.NewTime(f.clock.Now()),
+			},
+		}
 		if _, err := f.client.CoreV1().Pods(p.Namespace).Update(f.t.Context(), &p, metav1.UpdateOptions{}); err != nil {
 			f.t.Fatal(err)
 		}
@@ -245,11 +257,16 @@ func newDS(name string, mods ...func(*appsv1.DaemonSet)) *appsv1.DaemonSet {
 			Selector: &metav1.LabelSelector{MatchLabels: agentLabels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: agentLabels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:1"}}},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "c", Image: "img:1"}},
+				},
 			},
 			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
-				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromInt32(1)), MaxSurge: ptr.To(intstr.FromInt32(0))},
+				Type: appsv1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDaemonSet{
+					MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+					MaxSurge:       ptr.To(intstr.FromInt32(0)),
+				},
 			},
 			RevisionHistoryLimit: ptr.To[int32](10),
 		},
@@ -261,7 +278,12 @@ func newDS(name string, mods ...func(*appsv1.DaemonSet)) *appsv1.DaemonSet {
 }
 
 func newNode(name string, mods ...func(*corev1.Node)) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   name,
+			Labels: map[string]string{"kubernetes.io/hostname": name},
+		},
+	}
 	for _, m := range mods {
 		m(n)
 	}

@@ -18,7 +18,10 @@ import (
 // must not keep, or has one while the status counts misscheduled pods.
 // Updates that change neither labels nor taints are ignored.
 func TestNodeEventsEnqueue(t *testing.T) {
-	ds := newDS("agent", func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "x"} })
+	ds := newDS(
+		"agent",
+		func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "x"} },
+	)
 	h := podtemplate.Hash(&ds.Spec.Template, nil)
 	misscheduled := ds.DeepCopy()
 	misscheduled.Status.NumberMisscheduled = 1
@@ -33,15 +36,51 @@ func TestNodeEventsEnqueue(t *testing.T) {
 		{"added eligible node without a pod", ds, nil, nil, newNode("a", inPool), true},
 		{"added node outside the pool", ds, nil, nil, newNode("a"), false},
 		{"added node during the initial list", ds, nil, nil, nil, false},
-		{"update without label or taint change", ds, nil, newNode("a", inPool), newNode("a", inPool, func(n *corev1.Node) { n.Spec.PodCIDR = "10.0.0.0/24" }), false},
+		{
+			"update without label or taint change",
+			ds,
+			nil,
+			newNode("a", inPool),
+			newNode("a", inPool, func(n *corev1.Node) { n.Spec.PodCIDR = "10.0.0.0/24" }),
+			false,
+		},
 		{"joins the pool", ds, nil, newNode("a"), newNode("a", inPool), true},
-		{"leaves the pool with a pod", ds, []*corev1.Pod{daemonPod("p", ds, "a", h, epoch)}, newNode("a", inPool), newNode("a"), true},
-		{"NoSchedule taint with a pod: it stays", ds, []*corev1.Pod{daemonPod("p", ds, "a", h, epoch)},
-			newNode("a", inPool), newNode("a", inPool, taint("x", corev1.TaintEffectNoSchedule)), false},
+		{
+			"leaves the pool with a pod",
+			ds,
+			[]*corev1.Pod{daemonPod("p", ds, "a", h, epoch)},
+			newNode("a", inPool),
+			newNode("a"),
+			true,
+		},
+		{
+			"NoSchedule taint with a pod: it stays",
+			ds,
+			[]*corev1.Pod{daemonPod("p", ds, "a", h, epoch)},
+			newNode(
+				"a",
+				inPool,
+			),
+			newNode("a", inPool, taint("x", corev1.TaintEffectNoSchedule)),
+			false,
+		},
 		{"NoExecute taint with a pod", ds, []*corev1.Pod{daemonPod("p", ds, "a", h, epoch)},
-			newNode("a", inPool), newNode("a", inPool, taint("x", corev1.TaintEffectNoExecute)), true},
-		{"taint removed with a pod while misscheduled", misscheduled, []*corev1.Pod{daemonPod("p", ds, "a", h, epoch)},
-			newNode("a", inPool, taint("x", corev1.TaintEffectNoSchedule)), newNode("a", inPool), true},
+			newNode(
+				"a",
+				inPool,
+			), newNode("a", inPool, taint("x", corev1.TaintEffectNoExecute)), true},
+		{
+			"taint removed with a pod while misscheduled",
+			misscheduled,
+			[]*corev1.Pod{daemonPod("p", ds, "a", h, epoch)},
+			newNode(
+				"a",
+				inPool,
+				taint("x", corev1.TaintEffectNoSchedule),
+			),
+			newNode("a", inPool),
+			true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

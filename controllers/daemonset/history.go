@@ -33,7 +33,10 @@ func isCurrent(ds *appsv1.DaemonSet, cr *appsv1.ControllerRevision) (bool, error
 // history finds ds's revisions (adopting and releasing as needed), makes
 // sure one records the current template with the highest revision
 // number, and returns it and the others.
-func (c *controller) history(ctx context.Context, ds *appsv1.DaemonSet) (cur *appsv1.ControllerRevision, old []*appsv1.ControllerRevision, err error) {
+func (c *controller) history(
+	ctx context.Context,
+	ds *appsv1.DaemonSet,
+) (cur *appsv1.ControllerRevision, old []*appsv1.ControllerRevision, err error) {
 	all, err := c.claimRevisions(ctx, ds)
 	if err != nil {
 		return nil, nil, err
@@ -87,7 +90,10 @@ func (c *controller) history(ctx context.Context, ds *appsv1.DaemonSet) (cur *ap
 // claimRevisions lists every revision of ds's namespace (those that no
 // longer match its selector but are still its own included) and claims
 // them through ownership.
-func (c *controller) claimRevisions(ctx context.Context, ds *appsv1.DaemonSet) ([]*appsv1.ControllerRevision, error) {
+func (c *controller) claimRevisions(
+	ctx context.Context,
+	ds *appsv1.DaemonSet,
+) ([]*appsv1.ControllerRevision, error) {
 	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 	if err != nil {
 		return nil, err
@@ -101,7 +107,9 @@ func (c *controller) claimRevisions(ctx context.Context, ds *appsv1.DaemonSet) (
 		OwnerKind: controllerKind,
 		Selector:  sel,
 		Patch: func(ctx context.Context, namespace, name string, patch []byte) error {
-			_, err := c.client.AppsV1().ControllerRevisions(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			_, err := c.client.AppsV1().
+				ControllerRevisions(namespace).
+				Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 			return err
 		},
 		Recheck: c.recheck(ds),
@@ -116,12 +124,20 @@ func (c *controller) claimRevisions(ctx context.Context, ds *appsv1.DaemonSet) (
 // with the same UID.
 func (c *controller) recheck(ds *appsv1.DaemonSet) func(context.Context) (metav1.Object, error) {
 	return func(ctx context.Context) (metav1.Object, error) {
-		fresh, err := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+		fresh, err := c.client.AppsV1().
+			DaemonSets(ds.Namespace).
+			Get(ctx, ds.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}
 		if fresh.UID != ds.UID {
-			return nil, fmt.Errorf("original DaemonSet %s/%s is gone: got uid %s, wanted %s", ds.Namespace, ds.Name, fresh.UID, ds.UID)
+			return nil, fmt.Errorf(
+				"original DaemonSet %s/%s is gone: got uid %s, wanted %s",
+				ds.Namespace,
+				ds.Name,
+				fresh.UID,
+				ds.UID,
+			)
 		}
 		return fresh, nil
 	}
@@ -140,7 +156,11 @@ func maxRevision(crs []*appsv1.ControllerRevision) int64 {
 // whose event has not arrived); one that records another template is a
 // hash collision: status.collisionCount is raised (on a fresh read of ds)
 // and the sync fails, to be retried under the new hash.
-func (c *controller) snapshot(ctx context.Context, ds *appsv1.DaemonSet, revision int64) (*appsv1.ControllerRevision, error) {
+func (c *controller) snapshot(
+	ctx context.Context,
+	ds *appsv1.DaemonSet,
+	revision int64,
+) (*appsv1.ControllerRevision, error) {
 	data, err := podtemplate.RevisionPatch(ds)
 	if err != nil {
 		return nil, err
@@ -163,12 +183,16 @@ func (c *controller) snapshot(ctx context.Context, ds *appsv1.DaemonSet, revisio
 		Data:     runtime.RawExtension{Raw: data},
 		Revision: revision,
 	}
-	created, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Create(ctx, cr, metav1.CreateOptions{})
+	created, err := c.client.AppsV1().
+		ControllerRevisions(ds.Namespace).
+		Create(ctx, cr, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		return created, err
 	}
 	createErr := err
-	existing, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Get(ctx, name, metav1.GetOptions{})
+	existing, err := c.client.AppsV1().
+		ControllerRevisions(ds.Namespace).
+		Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -180,15 +204,21 @@ func (c *controller) snapshot(ctx context.Context, ds *appsv1.DaemonSet, revisio
 		return nil, err
 	}
 	if !equality.Semantic.DeepEqual(fresh.Status.CollisionCount, ds.Status.CollisionCount) {
-		return nil, fmt.Errorf("DaemonSet %s/%s: collisionCount %v is stale (now %v); retrying once the cache has it",
-			ds.Namespace, ds.Name, derefOr(ds.Status.CollisionCount), derefOr(fresh.Status.CollisionCount))
+		return nil, fmt.Errorf(
+			"DaemonSet %s/%s: collisionCount %v is stale (now %v); retrying once the cache has it",
+			ds.Namespace,
+			ds.Name,
+			derefOr(ds.Status.CollisionCount),
+			derefOr(fresh.Status.CollisionCount),
+		)
 	}
 	n := derefOr(fresh.Status.CollisionCount) + 1
 	fresh.Status.CollisionCount = &n
 	if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{}); err != nil {
 		return nil, err
 	}
-	c.log.V(2).Info("Hash collision; raised collisionCount", "daemonset", keyOf(ds), "collisionCount", n)
+	c.log.V(2).
+		Info("Hash collision; raised collisionCount", "daemonset", keyOf(ds), "collisionCount", n)
 	return nil, createErr
 }
 
@@ -202,7 +232,11 @@ func derefOr(p *int32) int32 {
 // dedupCurrent keeps the current revision with the highest number (the
 // last of them on a tie), relabels ds's pods that carry another current
 // revision's hash, and deletes the other current revisions.
-func (c *controller) dedupCurrent(ctx context.Context, ds *appsv1.DaemonSet, current []*appsv1.ControllerRevision) (*appsv1.ControllerRevision, error) {
+func (c *controller) dedupCurrent(
+	ctx context.Context,
+	ds *appsv1.DaemonSet,
+	current []*appsv1.ControllerRevision,
+) (*appsv1.ControllerRevision, error) {
 	if len(current) == 1 {
 		return current[0], nil
 	}
@@ -218,7 +252,13 @@ func (c *controller) dedupCurrent(ctx context.Context, ds *appsv1.DaemonSet, cur
 	if err != nil {
 		return nil, err
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{appsv1.DefaultDaemonSetUniqueLabelKey: hash}}})
+	patch, err := json.Marshal(
+		map[string]any{
+			"metadata": map[string]any{
+				"labels": map[string]any{appsv1.DefaultDaemonSetUniqueLabelKey: hash},
+			},
+		},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +284,11 @@ func (c *controller) dedupCurrent(ctx context.Context, ds *appsv1.DaemonSet, cur
 // cleanupHistory deletes the oldest of old beyond
 // spec.revisionHistoryLimit, sparing any whose hash a pod of ds still
 // carries (terminated pods being deleted included).
-func (c *controller) cleanupHistory(ctx context.Context, ds *appsv1.DaemonSet, old []*appsv1.ControllerRevision) error {
+func (c *controller) cleanupHistory(
+	ctx context.Context,
+	ds *appsv1.DaemonSet,
+	old []*appsv1.ControllerRevision,
+) error {
 	byNode, err := c.podsByNode(ctx, ds, true)
 	if err != nil {
 		return err

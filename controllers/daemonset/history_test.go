@@ -30,11 +30,22 @@ func hashTemplates() []corev1.PodTemplateSpec {
 	rich := *base.DeepCopy()
 	rich.Annotations = map[string]string{"rollout": "2"}
 	rich.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
-	rich.Spec.Tolerations = []corev1.Toleration{{Key: "example.com/dedicated", Operator: corev1.TolerationOpEqual, Value: "db", Effect: corev1.TaintEffectNoSchedule}}
+	rich.Spec.Tolerations = []corev1.Toleration{
+		{
+			Key:      "example.com/dedicated",
+			Operator: corev1.TolerationOpEqual,
+			Value:    "db",
+			Effect:   corev1.TaintEffectNoSchedule,
+		},
+	}
 	rich.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"x"}}},
-		}}},
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"x"}},
+				},
+			}},
+		},
 	}}
 	return []corev1.PodTemplateSpec{base, rich}
 }
@@ -50,7 +61,13 @@ func TestTemplateHashIsKCMs(t *testing.T) {
 	for i, tmpl := range hashTemplates() {
 		for name, cc := range map[string]*int32{"nil": nil, "1": ptr.To[int32](1), "7": ptr.To[int32](7)} {
 			if got := podtemplate.Hash(&tmpl, cc); got != want[i][name] {
-				t.Errorf("template %d, collisionCount %s: hash %s, want %s", i, name, got, want[i][name])
+				t.Errorf(
+					"template %d, collisionCount %s: hash %s, want %s",
+					i,
+					name,
+					got,
+					want[i][name],
+				)
 			}
 		}
 	}
@@ -61,7 +78,10 @@ func TestTemplateHashIsKCMs(t *testing.T) {
 // KCM's daemon.Match accepted this exact string for hashTemplates()[1] in
 // a throwaway program using the upstream module.
 func TestRevisionDataIsKCMs(t *testing.T) {
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns"}, Spec: appsv1.DaemonSetSpec{Template: hashTemplates()[1]}}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns"},
+		Spec:       appsv1.DaemonSetSpec{Template: hashTemplates()[1]},
+	}
 	const want = `{"spec":{"template":{"$patch":"replace","metadata":{"annotations":{"rollout":"2"},"labels":{"app":"agent"}},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["x"]}]}]}}},"containers":[{"image":"registry.k8s.io/pause:3.10","name":"c","resources":{}}],"nodeSelector":{"role":"agent"},"terminationGracePeriodSeconds":30,"tolerations":[{"effect":"NoSchedule","key":"example.com/dedicated","operator":"Equal","value":"db"}]}}}}`
 	got, err := podtemplate.RevisionPatch(ds)
 	if err != nil || string(got) != want {
@@ -75,7 +95,10 @@ func TestRevisionDataIsKCMs(t *testing.T) {
 // reuses revision 1, renumbered 3; beyond revisionHistoryLimit the oldest
 // revisions no pod uses are deleted.
 func TestRevisions(t *testing.T) {
-	ds := newDS("agent", func(ds *appsv1.DaemonSet) { ds.Spec.RevisionHistoryLimit = ptr.To[int32](1) })
+	ds := newDS(
+		"agent",
+		func(ds *appsv1.DaemonSet) { ds.Spec.RevisionHistoryLimit = ptr.To[int32](1) },
+	)
 	f := newFixture(t, ds, newNode("a"))
 	f.mustSync("agent")
 	h1 := podtemplate.Hash(&ds.Spec.Template, nil)
@@ -90,7 +113,10 @@ func TestRevisions(t *testing.T) {
 	f.c.forgetExpectations("ns/agent")
 	f.mustSync("agent")
 	h2 := podtemplate.Hash(&f.ds("agent").Spec.Template, nil)
-	if got := revisionNames(f.revisions()); !slices.Equal(got, []string{"agent-" + h1 + "@1", "agent-" + h2 + "@2"}) {
+	if got := revisionNames(f.revisions()); !slices.Equal(
+		got,
+		[]string{"agent-" + h1 + "@1", "agent-" + h2 + "@2"},
+	) {
 		t.Fatalf("after a template change: %v", got)
 	}
 
@@ -99,7 +125,10 @@ func TestRevisions(t *testing.T) {
 	f.changeTemplate("agent", "img:1")
 	f.c.forgetExpectations("ns/agent")
 	f.mustSync("agent")
-	if got := revisionNames(f.revisions()); !slices.Equal(got, []string{"agent-" + h2 + "@2", "agent-" + h1 + "@3"}) {
+	if got := revisionNames(f.revisions()); !slices.Equal(
+		got,
+		[]string{"agent-" + h2 + "@2", "agent-" + h1 + "@3"},
+	) {
 		t.Fatalf("after rolling back: %v", got)
 	}
 	// ... and a third template leaves two old revisions, one too many:
@@ -113,7 +142,10 @@ func TestRevisions(t *testing.T) {
 	f.c.forgetExpectations("ns/agent")
 	f.mustSync("agent")
 	h3 := podtemplate.Hash(&f.ds("agent").Spec.Template, nil)
-	if got := revisionNames(f.revisions()); !slices.Equal(got, []string{"agent-" + h1 + "@3", "agent-" + h3 + "@4"}) {
+	if got := revisionNames(f.revisions()); !slices.Equal(
+		got,
+		[]string{"agent-" + h1 + "@3", "agent-" + h3 + "@4"},
+	) {
 		t.Fatalf("after a third template with limit 1: %v", got)
 	}
 }
@@ -133,8 +165,12 @@ func TestCollisionCount(t *testing.T) {
 	ds := newDS("agent")
 	h := podtemplate.Hash(&ds.Spec.Template, nil)
 	squatter := &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent-" + h, Labels: map[string]string{"app": "other"}},
-		Data:       runtime.RawExtension{Raw: []byte(`{"spec":{}}`)},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns",
+			Name:      "agent-" + h,
+			Labels:    map[string]string{"app": "other"},
+		},
+		Data: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)},
 	}
 	f := newFixture(t, ds, newNode("a"), squatter)
 	if err := f.sync("agent"); err == nil {
@@ -167,9 +203,18 @@ func TestDuplicateCurrentRevisions(t *testing.T) {
 	}
 	rev := func(name string, n int64) *appsv1.ControllerRevision {
 		return &appsv1.ControllerRevision{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
-				Labels:          map[string]string{"app": "agent", appsv1.DefaultDaemonSetUniqueLabelKey: name},
-				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)}},
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: "ns",
+				Name:      name,
+				UID:       types.UID("uid-" + name),
+				Labels: map[string]string{
+					"app":                                 "agent",
+					appsv1.DefaultDaemonSetUniqueLabelKey: name,
+				},
+				OwnerReferences: []metav1.OwnerReference{
+					*metav1.NewControllerRef(ds, controllerKind),
+				},
+			},
 			Data: runtime.RawExtension{Raw: data}, Revision: n,
 		}
 	}

@@ -36,14 +36,21 @@ func NewOptions() Options {
 // AddFlags binds --concurrent-daemonset-syncs to o, with KCM's name and
 // help and o's current value as the default.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.Int32Var(&o.ConcurrentDaemonSetSyncs, "concurrent-daemonset-syncs", o.ConcurrentDaemonSetSyncs,
-		"The number of daemonset objects that are allowed to sync concurrently. Larger number = more responsive daemonsets, but more CPU (and network) load")
+	fs.Int32Var(
+		&o.ConcurrentDaemonSetSyncs,
+		"concurrent-daemonset-syncs",
+		o.ConcurrentDaemonSetSyncs,
+		"The number of daemonset objects that are allowed to sync concurrently. Larger number = more responsive daemonsets, but more CPU (and network) load",
+	)
 }
 
 // Validate reports every invalid field.
 func (o Options) Validate() error {
 	if o.ConcurrentDaemonSetSyncs < 1 {
-		return fmt.Errorf("--concurrent-daemonset-syncs: must be at least 1, got %d", o.ConcurrentDaemonSetSyncs)
+		return fmt.Errorf(
+			"--concurrent-daemonset-syncs: must be at least 1, got %d",
+			o.ConcurrentDaemonSetSyncs,
+		)
 	}
 	return nil
 }

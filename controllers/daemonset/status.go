@@ -26,7 +26,14 @@ type counts struct {
 // per node that should run a pod, the oldest of its pods decides ready,
 // available and updated; a node with pods that should not run one counts as
 // misscheduled.
-func calculateCounts(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*corev1.Pod, hash string, e eligibility, now time.Time) counts {
+func calculateCounts(
+	ds *appsv1.DaemonSet,
+	nodes []*corev1.Node,
+	byNode map[string][]*corev1.Pod,
+	hash string,
+	e eligibility,
+	now time.Time,
+) counts {
 	var s counts
 	gen := templateGeneration(ds)
 	for _, n := range nodes {
@@ -62,12 +69,25 @@ func calculateCounts(ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[stri
 // updateStatus writes ds's status counts (and observedGeneration, when
 // observed) unless they are already there, and requeues ds for the moment
 // a ready pod may become available.
-func (c *controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, hash string, observed bool) error {
+func (c *controller) updateStatus(
+	ctx context.Context,
+	ds *appsv1.DaemonSet,
+	nodes []*corev1.Node,
+	hash string,
+	observed bool,
+) error {
 	byNode, err := c.podsByNode(ctx, ds, false)
 	if err != nil {
 		return err
 	}
-	s := calculateCounts(ds, nodes, byNode, hash, newEligibility(ds, c.comparisonTaints), c.clock.Now())
+	s := calculateCounts(
+		ds,
+		nodes,
+		byNode,
+		hash,
+		newEligibility(ds, c.comparisonTaints),
+		c.clock.Now(),
+	)
 	if err := c.storeStatus(ctx, ds, s, observed); err != nil {
 		return fmt.Errorf("error storing status for daemon set %s: %w", keyOf(ds), err)
 	}
@@ -78,7 +98,12 @@ func (c *controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, nod
 	return nil
 }
 
-func (c *controller) storeStatus(ctx context.Context, ds *appsv1.DaemonSet, s counts, observed bool) error {
+func (c *controller) storeStatus(
+	ctx context.Context,
+	ds *appsv1.DaemonSet,
+	s counts,
+	observed bool,
+) error {
 	st := ds.Status
 	if st.DesiredNumberScheduled == s.desired && st.CurrentNumberScheduled == s.current &&
 		st.NumberMisscheduled == s.misscheduled && st.NumberReady == s.ready &&

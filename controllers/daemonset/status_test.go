@@ -32,23 +32,54 @@ func TestStatusCounts(t *testing.T) {
 		{"eligible node without a pod", nodes("a"), nil, counts{desired: 1, unavailable: 1}},
 		{"available updated pod", nodes("a"), []runtime.Object{daemonPod("p", ds, "a", h, long)},
 			counts{desired: 1, current: 1, ready: 1, available: 1, updated: 1}},
-		{"ready for less than minReadySeconds", nodes("a"), []runtime.Object{daemonPod("p", ds, "a", h, epoch.Add(-30*time.Second))},
-			counts{desired: 1, current: 1, ready: 1, updated: 1, unavailable: 1}},
-		{"ready exactly minReadySeconds", nodes("a"), []runtime.Object{daemonPod("p", ds, "a", h, epoch.Add(-60*time.Second))},
-			counts{desired: 1, current: 1, ready: 1, available: 1, updated: 1}},
+		{
+			"ready for less than minReadySeconds",
+			nodes("a"),
+			[]runtime.Object{daemonPod("p", ds, "a", h, epoch.Add(-30*time.Second))},
+			counts{desired: 1, current: 1, ready: 1, updated: 1, unavailable: 1},
+		},
+		{
+			"ready exactly minReadySeconds",
+			nodes("a"),
+			[]runtime.Object{daemonPod("p", ds, "a", h, epoch.Add(-60*time.Second))},
+			counts{desired: 1, current: 1, ready: 1, available: 1, updated: 1},
+		},
 		{"not ready", nodes("a"), []runtime.Object{daemonPod("p", ds, "a", h, long, notReady)},
 			counts{desired: 1, current: 1, updated: 1, unavailable: 1}},
 		{"old revision", nodes("a"), []runtime.Object{daemonPod("p", ds, "a", h, long, oldHash)},
 			counts{desired: 1, current: 1, ready: 1, available: 1}},
-		{"old hash but current template generation counts as updated", nodes("a"), []runtime.Object{daemonPod("p", ds, "a", h, long, oldGen)},
-			counts{desired: 1, current: 1, ready: 1, available: 1, updated: 1}},
+		{
+			"old hash but current template generation counts as updated",
+			nodes("a"),
+			[]runtime.Object{daemonPod("p", ds, "a", h, long, oldGen)},
+			counts{desired: 1, current: 1, ready: 1, available: 1, updated: 1},
+		},
 		{"the oldest pod of a node decides", nodes("a"), []runtime.Object{
-			daemonPod("p1", ds, "a", h, long, oldHash, notReady), daemonPod("p2", ds, "a", h, epoch.Add(-time.Minute*30))},
+			daemonPod(
+				"p1",
+				ds,
+				"a",
+				h,
+				long,
+				oldHash,
+				notReady,
+			), daemonPod("p2", ds, "a", h, epoch.Add(-time.Minute*30))},
 			counts{desired: 1, current: 1, unavailable: 1}},
-		{"pod on an ineligible node is misscheduled", []runtime.Object{newNode("a", taint("x", corev1.TaintEffectNoSchedule))},
-			[]runtime.Object{daemonPod("p", ds, "a", h, long)}, counts{misscheduled: 1}},
-		{"mixed", nodes("a", "b", "c"), []runtime.Object{daemonPod("pa", ds, "a", h, long), daemonPod("pb", ds, "b", h, long, oldHash, notReady)},
-			counts{desired: 3, current: 2, ready: 1, available: 1, updated: 1, unavailable: 2}},
+		{
+			"pod on an ineligible node is misscheduled",
+			[]runtime.Object{newNode("a", taint("x", corev1.TaintEffectNoSchedule))},
+			[]runtime.Object{daemonPod("p", ds, "a", h, long)},
+			counts{misscheduled: 1},
+		},
+		{
+			"mixed",
+			nodes("a", "b", "c"),
+			[]runtime.Object{
+				daemonPod("pa", ds, "a", h, long),
+				daemonPod("pb", ds, "b", h, long, oldHash, notReady),
+			},
+			counts{desired: 3, current: 2, ready: 1, available: 1, updated: 1, unavailable: 2},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +104,10 @@ func TestStatusCounts(t *testing.T) {
 // observedGeneration; a ready but not yet available pod requeues the
 // DaemonSet after minReadySeconds; unchanged counts write nothing.
 func TestStatusWrite(t *testing.T) {
-	ds := newDS("agent", func(ds *appsv1.DaemonSet) { ds.Spec.MinReadySeconds = 10; ds.Generation = 3 })
+	ds := newDS(
+		"agent",
+		func(ds *appsv1.DaemonSet) { ds.Spec.MinReadySeconds = 10; ds.Generation = 3 },
+	)
 	f := newFixture(t, objs(ds, nodes("a", "b")...)...)
 	f.c.exp.ExpectCreations(createKey("ns/agent"), 1)
 	f.mustSync("agent")
@@ -95,7 +129,9 @@ func TestStatusWrite(t *testing.T) {
 	f.mu.Unlock()
 	f.mustSync("agent")
 	st := f.ds("agent").Status
-	if st.NumberReady != 2 || st.NumberAvailable != 0 || st.NumberUnavailable != 2 || st.UpdatedNumberScheduled != 2 || st.CurrentNumberScheduled != 2 {
+	if st.NumberReady != 2 || st.NumberAvailable != 0 || st.NumberUnavailable != 2 ||
+		st.UpdatedNumberScheduled != 2 ||
+		st.CurrentNumberScheduled != 2 {
 		t.Errorf("status with pods ready for 0s of 10: %+v", st)
 	}
 	f.mu.Lock()

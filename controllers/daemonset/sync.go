@@ -65,7 +65,12 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
 	if s := ds.Spec.Selector; s != nil && len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0 {
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonSelectingAll, "This daemon set is selecting all pods. A non-empty selector is required.")
+		c.recorder.Eventf(
+			ds,
+			corev1.EventTypeWarning,
+			ReasonSelectingAll,
+			"This daemon set is selecting all pods. A non-empty selector is required.",
+		)
 		return nil
 	}
 	if ds.DeletionTimestamp != nil {
@@ -100,11 +105,18 @@ func (c *controller) sync(ctx context.Context, key string) error {
 
 // update runs the pod work of one sync: placement, then (once expectations
 // are met) the rolling update, then history cleanup.
-func (c *controller) update(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, hash, key string, old []*appsv1.ControllerRevision) error {
+func (c *controller) update(
+	ctx context.Context,
+	ds *appsv1.DaemonSet,
+	nodes []*corev1.Node,
+	hash, key string,
+	old []*appsv1.ControllerRevision,
+) error {
 	if err := c.manage(ctx, ds, nodes, hash); err != nil {
 		return err
 	}
-	if c.expectationsSatisfied(key) && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
+	if c.expectationsSatisfied(key) &&
+		ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
 		if err := c.rollingUpdate(ctx, ds, nodes, hash); err != nil {
 			return err
 		}
@@ -123,7 +135,13 @@ func (c *controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet) ([]*co
 	if err != nil {
 		return nil, err
 	}
-	candidates, err := index.OwnedAndOrphans(c.podIndexer, ds.Namespace, controllerKind.Kind, ds.Name, ds.UID)
+	candidates, err := index.OwnedAndOrphans(
+		c.podIndexer,
+		ds.Namespace,
+		controllerKind.Kind,
+		ds.Name,
+		ds.UID,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -143,10 +161,18 @@ func (c *controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet) ([]*co
 // podsByNode groups ds's pods by the node each is for. Terminated pods that
 // are being deleted are left out unless withDeletedTerminal: nothing is
 // left to do with them.
-func (c *controller) podsByNode(ctx context.Context, ds *appsv1.DaemonSet, withDeletedTerminal bool) (map[string][]*corev1.Pod, error) {
+func (c *controller) podsByNode(
+	ctx context.Context,
+	ds *appsv1.DaemonSet,
+	withDeletedTerminal bool,
+) (map[string][]*corev1.Pod, error) {
 	pods, err := c.claimPods(ctx, ds)
 	if err != nil {
-		return nil, fmt.Errorf("couldn't get node to daemon pod mapping for daemon set %q: %w", ds.Name, err)
+		return nil, fmt.Errorf(
+			"couldn't get node to daemon pod mapping for daemon set %q: %w",
+			ds.Name,
+			err,
+		)
 	}
 	out := map[string][]*corev1.Pod{}
 	for _, p := range pods {
@@ -155,7 +181,9 @@ func (c *controller) podsByNode(ctx context.Context, ds *appsv1.DaemonSet, withD
 		}
 		node, err := targetNode(p)
 		if err != nil {
-			logr.FromContextOrDiscard(ctx).V(4).Info("Failed to get target node name of daemon pod", "pod", podKey(p), "err", err.Error())
+			logr.FromContextOrDiscard(ctx).
+				V(4).
+				Info("Failed to get target node name of daemon pod", "pod", podKey(p), "err", err.Error())
 			continue
 		}
 		out[node] = append(out[node], p)
@@ -168,7 +196,12 @@ func (c *controller) podsByNode(ctx context.Context, ds *appsv1.DaemonSet, withD
 // no longer eligible, failed or succeeded ones, all but the oldest on a
 // node (all but the one or two a surge keeps), and unscheduled pods for
 // nodes that no longer exist.
-func (c *controller) manage(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, hash string) error {
+func (c *controller) manage(
+	ctx context.Context,
+	ds *appsv1.DaemonSet,
+	nodes []*corev1.Node,
+	hash string,
+) error {
 	byNode, err := c.podsByNode(ctx, ds, false)
 	if err != nil {
 		return err
@@ -186,7 +219,14 @@ func (c *controller) manage(ctx context.Context, ds *appsv1.DaemonSet, nodes []*
 
 // podsForNode works out, for one node, whether a pod is to be created on
 // it and which of its pods are to be deleted.
-func (c *controller) podsForNode(ctx context.Context, node *corev1.Node, byNode map[string][]*corev1.Pod, ds *appsv1.DaemonSet, hash string, e eligibility) (create, del []string) {
+func (c *controller) podsForNode(
+	ctx context.Context,
+	node *corev1.Node,
+	byNode map[string][]*corev1.Pod,
+	ds *appsv1.DaemonSet,
+	hash string,
+	e eligibility,
+) (create, del []string) {
 	log := logr.FromContextOrDiscard(ctx)
 	shouldRun, shouldContinue := e.check(node)
 	pods, exists := byNode[node.Name]
@@ -208,19 +248,36 @@ func (c *controller) podsForNode(ctx context.Context, node *corev1.Node, byNode 
 				now := c.clock.Now()
 				if c.backoff.IsInBackOffSinceUpdate(bk, now) {
 					delay := c.backoff.Get(bk)
-					log.V(4).Info("Deleting failed pod on node has been limited by backoff", "pod", podKey(p), "node", node.Name, "currentDelay", delay)
+					log.V(4).
+						Info("Deleting failed pod on node has been limited by backoff", "pod", podKey(p), "node", node.Name, "currentDelay", delay)
 					c.enqueueAfter(keyOf(ds), delay)
 					continue
 				}
 				c.backoff.Next(bk, now)
-				log.V(2).Info("Found failed daemon pod on node, will try to kill it", "pod", podKey(p), "node", node.Name)
-				c.recorder.Eventf(ds, corev1.EventTypeWarning, ReasonFailedDaemonPod,
-					"Found failed daemon pod %s/%s on node %s, will try to kill it", p.Namespace, p.Name, node.Name)
+				log.V(2).
+					Info("Found failed daemon pod on node, will try to kill it", "pod", podKey(p), "node", node.Name)
+				c.recorder.Eventf(
+					ds,
+					corev1.EventTypeWarning,
+					ReasonFailedDaemonPod,
+					"Found failed daemon pod %s/%s on node %s, will try to kill it",
+					p.Namespace,
+					p.Name,
+					node.Name,
+				)
 				del = append(del, p.Name)
 			case corev1.PodSucceeded:
-				log.V(2).Info("Found succeeded daemon pod on node, will try to delete it", "pod", podKey(p), "node", node.Name)
-				c.recorder.Eventf(ds, corev1.EventTypeNormal, ReasonSucceededDaemonPod,
-					"Found succeeded daemon pod %s/%s on node %s, will try to delete it", p.Namespace, p.Name, node.Name)
+				log.V(2).
+					Info("Found succeeded daemon pod on node, will try to delete it", "pod", podKey(p), "node", node.Name)
+				c.recorder.Eventf(
+					ds,
+					corev1.EventTypeNormal,
+					ReasonSucceededDaemonPod,
+					"Found succeeded daemon pod %s/%s on node %s, will try to delete it",
+					p.Namespace,
+					p.Name,
+					node.Name,
+				)
 				del = append(del, p.Name)
 			default:
 				running = append(running, p)
@@ -307,7 +364,12 @@ func unscheduledWithoutNode(nodes []*corev1.Node, byNode map[string][]*corev1.Po
 // syncNodes deletes the named pods and creates one daemon pod for each
 // named node, at most burst of each, creations in slow-start batches. It
 // records the expectations first and returns every failure joined.
-func (c *controller) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, del, create []string, hash string) error {
+func (c *controller) syncNodes(
+	ctx context.Context,
+	ds *appsv1.DaemonSet,
+	del, create []string,
+	hash string,
+) error {
 	log := logr.FromContextOrDiscard(ctx)
 	key := keyOf(ds)
 	nCreate := min(len(create), c.burst)
@@ -329,7 +391,8 @@ func (c *controller) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, del, c
 	}
 
 	if nCreate > 0 {
-		log.V(4).Info("Nodes needing daemon pods for daemon set, creating", "nodes", create[:nCreate])
+		log.V(4).
+			Info("Nodes needing daemon pods for daemon set, creating", "nodes", create[:nCreate])
 		template := podTemplate(ds, hash)
 		ref := metav1.NewControllerRef(ds, controllerKind)
 		attempted, err := slowStartBatch(nCreate, slowStartInitialBatch, func(i int) error {
@@ -349,7 +412,8 @@ func (c *controller) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, del, c
 			fail(err)
 			// Those never attempted are never observed either.
 			if skipped := nCreate - attempted; skipped > 0 {
-				log.V(2).Info("Slow-start failure. Skipping creation of pods, decrementing expectations for daemon set", "skippedPods", skipped)
+				log.V(2).
+					Info("Slow-start failure. Skipping creation of pods, decrementing expectations for daemon set", "skippedPods", skipped)
 				c.exp.LowerCreations(createKey(key), skipped)
 			}
 		}
@@ -366,7 +430,8 @@ func (c *controller) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, del, c
 				}
 				c.exp.DeletionObserved(deleteKey(key), delKeys[i]) // it will not be observed
 				if !apierrors.IsNotFound(err) {
-					log.V(2).Info("Failed deletion, decremented expectations for daemon set", "pod", delKeys[i])
+					log.V(2).
+						Info("Failed deletion, decremented expectations for daemon set", "pod", delKeys[i])
 					fail(err)
 				}
 			})
@@ -444,7 +509,8 @@ func isUpdated(p *corev1.Pod, hash string, gen *int64) bool {
 	if hash != "" && p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
 		return true
 	}
-	return gen != nil && p.Labels[extensionsv1beta1.DaemonSetTemplateGenerationKey] == strconv.FormatInt(*gen, 10)
+	return gen != nil &&
+		p.Labels[extensionsv1beta1.DaemonSetTemplateGenerationKey] == strconv.FormatInt(*gen, 10)
 }
 
 // oldestFirst orders pods bound ones first, then by creation, then name.

@@ -24,16 +24,29 @@ func objs(ds *appsv1.DaemonSet, rest ...runtime.Object) []runtime.Object {
 
 // daemonPod is a running, ready pod of ds on node, created at created and
 // labelled with hash.
-func daemonPod(name string, ds *appsv1.DaemonSet, node, hash string, created time.Time, mods ...func(*corev1.Pod)) *corev1.Pod {
+func daemonPod(
+	name string,
+	ds *appsv1.DaemonSet,
+	node, hash string,
+	created time.Time,
+	mods ...func(*corev1.Pod),
+) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "ns", Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(created),
-			Labels:          map[string]string{"app": "agent", appsv1.DefaultDaemonSetUniqueLabelKey: hash},
+			Labels: map[string]string{
+				"app":                                 "agent",
+				appsv1.DefaultDaemonSetUniqueLabelKey: hash,
+			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)},
 		},
 		Spec: corev1.PodSpec{NodeName: node, Affinity: targetAffinity(nil, node)},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(created)},
+			{
+				Type:               corev1.PodReady,
+				Status:             corev1.ConditionTrue,
+				LastTransitionTime: metav1.NewTime(created),
+			},
 		}},
 	}
 	for _, m := range mods {
@@ -47,10 +60,15 @@ func daemonPod(name string, ds *appsv1.DaemonSet, node, hash string, created tim
 // revision hash, the template generation and the default tolerations.
 func TestCreatesOnePodPerEligibleNode(t *testing.T) {
 	ds := newDS("agent")
-	f := newFixture(t, objs(ds,
+	f := newFixture(t, objs(
+		ds,
 		newNode("a"),
 		newNode("b", taint("example.com/dedicated", corev1.TaintEffectNoSchedule)),
-		newNode("c", func(n *corev1.Node) { n.Spec.Unschedulable = true }, taint(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule)),
+		newNode(
+			"c",
+			func(n *corev1.Node) { n.Spec.Unschedulable = true },
+			taint(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule),
+		),
 	)...)
 	f.mustSync("agent")
 	if got := f.podNodes(false); !slices.Equal(got, []string{"a", "c"}) {
@@ -58,13 +76,16 @@ func TestCreatesOnePodPerEligibleNode(t *testing.T) {
 	}
 	hash := podtemplate.Hash(&ds.Spec.Template, nil)
 	for _, p := range f.apiPods() {
-		if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] != hash || p.Labels["pod-template-generation"] != "1" || p.Labels["app"] != "agent" {
+		if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] != hash ||
+			p.Labels["pod-template-generation"] != "1" ||
+			p.Labels["app"] != "agent" {
 			t.Errorf("pod %s labels %v", p.Name, p.Labels)
 		}
 		if !equality.Semantic.DeepEqual(p.Spec.Tolerations, defaultTolerations) {
 			t.Errorf("pod %s tolerations %v", p.Name, p.Spec.Tolerations)
 		}
-		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != ds.UID || ref.Kind != "DaemonSet" {
+		if ref := metav1.GetControllerOf(&p); ref == nil || ref.UID != ds.UID ||
+			ref.Kind != "DaemonSet" {
 			t.Errorf("pod %s controller %v", p.Name, ref)
 		}
 		if p.GenerateName != "agent-" {
@@ -75,7 +96,8 @@ func TestCreatesOnePodPerEligibleNode(t *testing.T) {
 		t.Errorf("events %v, want two SuccessfulCreate", ev)
 	}
 	st := f.ds("agent").Status
-	if st.DesiredNumberScheduled != 2 || st.CurrentNumberScheduled != 0 || st.ObservedGeneration != 1 {
+	if st.DesiredNumberScheduled != 2 || st.CurrentNumberScheduled != 0 ||
+		st.ObservedGeneration != 1 {
 		t.Errorf("status after creating (pods not yet in the cache) %+v", st)
 	}
 	// The caches have not seen the pods: expectations hold the next sync
@@ -104,21 +126,35 @@ func TestSlowStart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, objs(newDS("agent"), nodes("n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9")...)...)
+			f := newFixture(
+				t,
+				objs(
+					newDS("agent"),
+					nodes("n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9")...)...)
 			calls := 0
-			f.client.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-				calls++ // batches run concurrently, but the fake client serialises reactors
-				if tt.failFrom > 0 && calls >= tt.failFrom {
-					return true, nil, errors.New("quota exceeded")
-				}
-				return false, nil, nil
-			})
+			f.client.PrependReactor(
+				"create",
+				"pods",
+				func(clienttesting.Action) (bool, runtime.Object, error) {
+					calls++ // batches run concurrently, but the fake client serialises reactors
+					if tt.failFrom > 0 && calls >= tt.failFrom {
+						return true, nil, errors.New("quota exceeded")
+					}
+					return false, nil, nil
+				},
+			)
 			err := f.sync("agent")
 			if (err != nil) != (tt.failFrom > 0) {
 				t.Fatalf("sync error %v", err)
 			}
 			if calls != tt.wantCalls || len(f.apiPods()) != tt.wantCreated {
-				t.Errorf("%d create calls, %d pods; want %d, %d", calls, len(f.apiPods()), tt.wantCalls, tt.wantCreated)
+				t.Errorf(
+					"%d create calls, %d pods; want %d, %d",
+					calls,
+					len(f.apiPods()),
+					tt.wantCalls,
+					tt.wantCreated,
+				)
 			}
 			// Once the created pods are observed, the DaemonSet may act again.
 			for range tt.wantCreated {
@@ -171,7 +207,10 @@ func TestDeletesPodsThatShouldNotRun(t *testing.T) {
 		t.Errorf("deleted %v, want %v", deleted, want)
 	}
 	if n := f.countActions("create", "pods"); n != 0 {
-		t.Errorf("%d creates, want none (the terminating pod holds its node; the others are handled next sync)", n)
+		t.Errorf(
+			"%d creates, want none (the terminating pod holds its node; the others are handled next sync)",
+			n,
+		)
 	}
 	ev := f.events()
 	if !controllertest.HasEvent(ev, "Normal SucceededDaemonPod") ||
@@ -182,7 +221,8 @@ func TestDeletesPodsThatShouldNotRun(t *testing.T) {
 	// Desired: double, terminating, done. Scheduled there: all three (the
 	// succeeded pod still counts until it is gone). Misscheduled: evict,
 	// noschedule.
-	if st.DesiredNumberScheduled != 3 || st.CurrentNumberScheduled != 3 || st.NumberMisscheduled != 2 {
+	if st.DesiredNumberScheduled != 3 || st.CurrentNumberScheduled != 3 ||
+		st.NumberMisscheduled != 2 {
 		t.Errorf("status %+v", st)
 	}
 }
@@ -252,7 +292,15 @@ func TestFailedPodBackoff(t *testing.T) {
 // TestSelectingAll: an empty selector is refused with an event and no
 // writes.
 func TestSelectingAll(t *testing.T) {
-	f := newFixture(t, objs(newDS("agent", func(ds *appsv1.DaemonSet) { ds.Spec.Selector = &metav1.LabelSelector{} }), newNode("a"))...)
+	f := newFixture(
+		t,
+		objs(
+			newDS(
+				"agent",
+				func(ds *appsv1.DaemonSet) { ds.Spec.Selector = &metav1.LabelSelector{} },
+			),
+			newNode("a"),
+		)...)
 	f.mustSync("agent")
 	if ev := f.events(); !controllertest.HasEvent(ev, "Warning SelectingAll") {
 		t.Errorf("events %v", ev)
@@ -269,8 +317,22 @@ func TestSelectingAll(t *testing.T) {
 func TestAdoptsAndReleases(t *testing.T) {
 	ds := newDS("agent")
 	h := podtemplate.Hash(&ds.Spec.Template, nil)
-	orphan := daemonPod("orphan", ds, "a", h, epoch.Add(-time.Hour), func(p *corev1.Pod) { p.OwnerReferences = nil })
-	stray := daemonPod("stray", ds, "b", h, epoch.Add(-time.Hour), func(p *corev1.Pod) { p.Labels = map[string]string{"app": "other"} })
+	orphan := daemonPod(
+		"orphan",
+		ds,
+		"a",
+		h,
+		epoch.Add(-time.Hour),
+		func(p *corev1.Pod) { p.OwnerReferences = nil },
+	)
+	stray := daemonPod(
+		"stray",
+		ds,
+		"b",
+		h,
+		epoch.Add(-time.Hour),
+		func(p *corev1.Pod) { p.Labels = map[string]string{"app": "other"} },
+	)
 	data, err := podtemplate.RevisionPatch(ds)
 	if err != nil {
 		t.Fatal(err)
@@ -288,8 +350,12 @@ func TestAdoptsAndReleases(t *testing.T) {
 			patched[p.GetResource().Resource+"/"+p.GetName()] = string(p.GetPatch())
 		}
 	}
-	if len(patched) != 3 || patched["pods/orphan"] == "" || patched["pods/stray"] == "" || patched["controllerrevisions/agent-"+h] == "" {
-		t.Errorf("patches %v, want adoption of the orphan pod and revision, release of the stray pod", patched)
+	if len(patched) != 3 || patched["pods/orphan"] == "" || patched["pods/stray"] == "" ||
+		patched["controllerrevisions/agent-"+h] == "" {
+		t.Errorf(
+			"patches %v, want adoption of the orphan pod and revision, release of the stray pod",
+			patched,
+		)
 	}
 	if n := f.countActions("create", "controllerrevisions"); n != 0 {
 		t.Errorf("%d revisions created, want the adopted one reused", n)

@@ -19,7 +19,12 @@ import (
 // them; with surge it asks manage's syncNodes for new pods beside the old
 // ones, at most maxSurge at a time (always where the old pod is
 // unavailable), and deletes an old pod once its replacement is available.
-func (c *controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, hash string) error {
+func (c *controller) rollingUpdate(
+	ctx context.Context,
+	ds *appsv1.DaemonSet,
+	nodes []*corev1.Node,
+	hash string,
+) error {
 	log := logr.FromContextOrDiscard(ctx)
 	byNode, err := c.podsByNode(ctx, ds, false)
 	if err != nil {
@@ -41,7 +46,8 @@ func (c *controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, no
 			if !ok {
 				// manage prunes the excess first; meanwhile it counts as
 				// unavailable.
-				log.V(3).Info("DaemonSet has excess pods on node, skipping to allow the core loop to process", "node", node)
+				log.V(3).
+					Info("DaemonSet has excess pods on node, skipping to allow the core loop to process", "node", node)
 				unavailable++
 				continue
 			}
@@ -64,7 +70,8 @@ func (c *controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, no
 			}
 		}
 		room := min(max(maxUnavailable-unavailable, 0), len(candidates))
-		log.V(5).Info("DaemonSet allowing replacements", "replacements", len(replace), "maxUnavailable", maxUnavailable, "numUnavailable", unavailable, "candidates", len(candidates))
+		log.V(5).
+			Info("DaemonSet allowing replacements", "replacements", len(replace), "maxUnavailable", maxUnavailable, "numUnavailable", unavailable, "candidates", len(candidates))
 		return c.syncNodes(ctx, ds, append(replace, candidates[:room]...), nil, hash)
 	}
 
@@ -82,7 +89,8 @@ func (c *controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, no
 	for node, pods := range byNode {
 		newPod, oldPod, ok := podsOnNodeByRevision(pods, hash, gen)
 		if !ok {
-			log.V(3).Info("DaemonSet has excess pods on node, skipping to allow the core loop to process", "node", node)
+			log.V(3).
+				Info("DaemonSet has excess pods on node, skipping to allow the core loop to process", "node", node)
 			surging++
 			continue
 		}
@@ -132,20 +140,29 @@ func (c *controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, no
 				continue
 			}
 			if err != nil {
-				return fmt.Errorf("couldn't get pod which should be deleted due to scheduling constraints %q: %w", name, err)
+				return fmt.Errorf(
+					"couldn't get pod which should be deleted due to scheduling constraints %q: %w",
+					name,
+					err,
+				)
 			}
 			del = append(del, p.Name)
 		}
 	}
 	room := min(max(maxSurge-surging, 0), len(candidateNodes))
-	log.V(5).Info("DaemonSet allowing replacements", "replacements", len(allowedNodes), "maxSurge", maxSurge, "numSurge", surging, "candidates", len(candidateNodes))
+	log.V(5).
+		Info("DaemonSet allowing replacements", "replacements", len(allowedNodes), "maxSurge", maxSurge, "numSurge", surging, "candidates", len(candidateNodes))
 	return c.syncNodes(ctx, ds, del, append(allowedNodes, candidateNodes[:room]...), hash)
 }
 
 // podsOnNodeByRevision splits a node's live pods into the current
 // revision's and an old one; ok is false when there is more than one of
 // either (manage prunes those first).
-func podsOnNodeByRevision(pods []*corev1.Pod, hash string, gen *int64) (newPod, oldPod *corev1.Pod, ok bool) {
+func podsOnNodeByRevision(
+	pods []*corev1.Pod,
+	hash string,
+	gen *int64,
+) (newPod, oldPod *corev1.Pod, ok bool) {
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue
@@ -169,7 +186,12 @@ func podsOnNodeByRevision(pods []*corev1.Pod, hash string, gen *int64) (newPod, 
 // nodes that should run a pod (desired), and desired; byNode gains an
 // empty entry for every such node without pods. When both limits come out
 // 0, one pod may be unavailable.
-func (c *controller) updateBudget(ctx context.Context, ds *appsv1.DaemonSet, nodes []*corev1.Node, byNode map[string][]*corev1.Pod) (maxSurge, maxUnavailable, desired int, err error) {
+func (c *controller) updateBudget(
+	ctx context.Context,
+	ds *appsv1.DaemonSet,
+	nodes []*corev1.Node,
+	byNode map[string][]*corev1.Pod,
+) (maxSurge, maxUnavailable, desired int, err error) {
 	e := newEligibility(ds, c.comparisonTaints)
 	for _, n := range nodes {
 		if run, _ := e.check(n); !run {
@@ -187,7 +209,8 @@ func (c *controller) updateBudget(ctx context.Context, ds *appsv1.DaemonSet, nod
 		return -1, -1, -1, fmt.Errorf("invalid value for MaxSurge: %w", err)
 	}
 	if desired > 0 && maxUnavailable == 0 && maxSurge == 0 {
-		logr.FromContextOrDiscard(ctx).Info("DaemonSet is not configured for surge or unavailability, defaulting to accepting unavailability")
+		logr.FromContextOrDiscard(ctx).
+			Info("DaemonSet is not configured for surge or unavailability, defaulting to accepting unavailability")
 		maxUnavailable = 1
 	}
 	return maxSurge, maxUnavailable, desired, nil
@@ -197,7 +220,8 @@ func (c *controller) updateBudget(ctx context.Context, ds *appsv1.DaemonSet, nod
 // strategy is RollingUpdate with maxSurge set.
 func surgeCount(ds *appsv1.DaemonSet, n int) (int, error) {
 	s := ds.Spec.UpdateStrategy
-	if s.Type != appsv1.RollingUpdateDaemonSetStrategyType || s.RollingUpdate == nil || s.RollingUpdate.MaxSurge == nil {
+	if s.Type != appsv1.RollingUpdateDaemonSetStrategyType || s.RollingUpdate == nil ||
+		s.RollingUpdate.MaxSurge == nil {
 		return 0, nil
 	}
 	return intstr.GetScaledValueFromIntOrPercent(s.RollingUpdate.MaxSurge, n, true)

@@ -33,7 +33,10 @@ func rollout(t *testing.T, f *fixture, nodeCount int) []round {
 		d0, c0 := f.countActions("delete", "pods"), f.countActions("create", "pods")
 		f.c.forgetExpectations("ns/agent")
 		f.mustSync("agent")
-		r := round{deleted: f.countActions("delete", "pods") - d0, created: f.countActions("create", "pods") - c0}
+		r := round{
+			deleted: f.countActions("delete", "pods") - d0,
+			created: f.countActions("create", "pods") - c0,
+		}
 		perNode := map[string]int{}
 		availableOn := map[string]bool{}
 		allNew := true
@@ -55,7 +58,8 @@ func rollout(t *testing.T, f *fixture, nodeCount int) []round {
 		}
 		r.unavailable = nodeCount - len(availableOn)
 		rounds = append(rounds, r)
-		if allNew && len(f.apiPods()) == nodeCount && r.unavailable == 0 && r.deleted+r.created == 0 {
+		if allNew && len(f.apiPods()) == nodeCount && r.unavailable == 0 &&
+			r.deleted+r.created == 0 {
 			return rounds
 		}
 		f.kubelet()
@@ -78,8 +82,24 @@ func TestRollingUpdateSteps(t *testing.T) {
 		{"maxUnavailable 1", intstr.FromInt32(1), intstr.FromInt32(0), 1, 0, 1, 4},
 		{"maxUnavailable 2", intstr.FromInt32(2), intstr.FromInt32(0), 2, 0, 2, 2},
 		{"maxUnavailable 50%", intstr.FromString("50%"), intstr.FromInt32(0), 2, 0, 2, 2},
-		{"maxUnavailable 10% rounds up to 1", intstr.FromString("10%"), intstr.FromInt32(0), 1, 0, 1, 4},
-		{"maxUnavailable 0 and maxSurge 0 allow one", intstr.FromInt32(0), intstr.FromInt32(0), 1, 0, 1, 4},
+		{
+			"maxUnavailable 10% rounds up to 1",
+			intstr.FromString("10%"),
+			intstr.FromInt32(0),
+			1,
+			0,
+			1,
+			4,
+		},
+		{
+			"maxUnavailable 0 and maxSurge 0 allow one",
+			intstr.FromInt32(0),
+			intstr.FromInt32(0),
+			1,
+			0,
+			1,
+			4,
+		},
 		{"maxSurge 1", intstr.FromInt32(0), intstr.FromInt32(1), 0, 1, 1, 4},
 		{"maxSurge 2", intstr.FromInt32(0), intstr.FromInt32(2), 0, 2, 2, 2},
 		{"maxSurge 100%", intstr.FromInt32(0), intstr.FromString("100%"), 0, 4, 4, 1},
@@ -87,7 +107,10 @@ func TestRollingUpdateSteps(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ds := newDS("agent", func(ds *appsv1.DaemonSet) {
-				ds.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(tt.maxUnavailable), MaxSurge: ptr.To(tt.surge)}
+				ds.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{
+					MaxUnavailable: ptr.To(tt.maxUnavailable),
+					MaxSurge:       ptr.To(tt.surge),
+				}
 			})
 			f := newFixture(t, objs(ds, nodes("a", "b", "c", "d")...)...)
 			f.mustSync("agent")
@@ -101,12 +124,23 @@ func TestRollingUpdateSteps(t *testing.T) {
 					deletionRounds++
 				}
 			}
-			if maxUnavail != tt.wantMaxUnavailable || maxDoubled != tt.wantMaxDoubled || maxDeletes != tt.wantDeletesPerRound || deletionRounds != tt.wantRoundsWithDeletion {
-				t.Errorf("most unavailable %d, doubled %d, deletes per sync %d, syncs deleting %d; want %d, %d, %d, %d",
-					maxUnavail, maxDoubled, maxDeletes, deletionRounds,
-					tt.wantMaxUnavailable, tt.wantMaxDoubled, tt.wantDeletesPerRound, tt.wantRoundsWithDeletion)
+			if maxUnavail != tt.wantMaxUnavailable || maxDoubled != tt.wantMaxDoubled ||
+				maxDeletes != tt.wantDeletesPerRound ||
+				deletionRounds != tt.wantRoundsWithDeletion {
+				t.Errorf(
+					"most unavailable %d, doubled %d, deletes per sync %d, syncs deleting %d; want %d, %d, %d, %d",
+					maxUnavail,
+					maxDoubled,
+					maxDeletes,
+					deletionRounds,
+					tt.wantMaxUnavailable,
+					tt.wantMaxDoubled,
+					tt.wantDeletesPerRound,
+					tt.wantRoundsWithDeletion,
+				)
 			}
-			if st := f.ds("agent").Status; st.UpdatedNumberScheduled != 4 || st.NumberAvailable != 4 {
+			if st := f.ds("agent").Status; st.UpdatedNumberScheduled != 4 ||
+				st.NumberAvailable != 4 {
 				t.Errorf("final status %+v", st)
 			}
 		})
@@ -120,8 +154,22 @@ func TestRollingUpdateReplacesUnavailableOldPodsAtOnce(t *testing.T) {
 	ds := newDS("agent")
 	h := podtemplate.Hash(&ds.Spec.Template, nil)
 	notReady := func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }
-	f := newFixture(t, objs(ds, newNode("a"), newNode("b"), newNode("c"),
-		daemonPod("pa", ds, "a", h, epoch, notReady), daemonPod("pb", ds, "b", h, epoch, notReady), daemonPod("pc", ds, "c", h, epoch))...)
+	f := newFixture(t, objs(
+		ds,
+		newNode("a"),
+		newNode("b"),
+		newNode("c"),
+		daemonPod(
+			"pa",
+			ds,
+			"a",
+			h,
+			epoch,
+			notReady,
+		),
+		daemonPod("pb", ds, "b", h, epoch, notReady),
+		daemonPod("pc", ds, "c", h, epoch),
+	)...)
 	f.changeTemplate("agent", "img:2")
 	f.mustSync("agent")
 	if n := f.countActions("delete", "pods"); n != 2 {
@@ -133,7 +181,9 @@ func TestRollingUpdateReplacesUnavailableOldPodsAtOnce(t *testing.T) {
 // revision and leaves the pods; a deleted pod comes back new.
 func TestOnDeleteReplacesNothing(t *testing.T) {
 	ds := newDS("agent", func(ds *appsv1.DaemonSet) {
-		ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
+		ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{
+			Type: appsv1.OnDeleteDaemonSetStrategyType,
+		}
 	})
 	f := newFixture(t, objs(ds, nodes("a", "b")...)...)
 	f.mustSync("agent")
@@ -144,7 +194,8 @@ func TestOnDeleteReplacesNothing(t *testing.T) {
 	if n := f.countActions("delete", "pods"); n != 0 {
 		t.Errorf("%d deletes under OnDelete", n)
 	}
-	if st := f.ds("agent").Status; st.UpdatedNumberScheduled != 0 || st.ObservedGeneration != 2 || len(f.revisions()) != 2 {
+	if st := f.ds("agent").Status; st.UpdatedNumberScheduled != 0 || st.ObservedGeneration != 2 ||
+		len(f.revisions()) != 2 {
 		t.Errorf("status %+v, %d revisions", st, len(f.revisions()))
 	}
 	victim := f.apiPods()[0]
@@ -156,6 +207,9 @@ func TestOnDeleteReplacesNothing(t *testing.T) {
 	f.kubelet()
 	f.mustSync("agent")
 	if st := f.ds("agent").Status; st.UpdatedNumberScheduled != 1 {
-		t.Errorf("updatedNumberScheduled %d after one pod was deleted and recreated, want 1", st.UpdatedNumberScheduled)
+		t.Errorf(
+			"updatedNumberScheduled %d after one pod was deleted and recreated, want 1",
+			st.UpdatedNumberScheduled,
+		)
 	}
 }

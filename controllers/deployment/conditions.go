@@ -36,13 +36,28 @@ const (
 	EventRollbackTemplateUnchanged = "DeploymentRollbackTemplateUnchanged"
 )
 
-func newCondition(t appsv1.DeploymentConditionType, status corev1.ConditionStatus, reason, message string, now time.Time) appsv1.DeploymentCondition {
+func newCondition(
+	t appsv1.DeploymentConditionType,
+	status corev1.ConditionStatus,
+	reason, message string,
+	now time.Time,
+) appsv1.DeploymentCondition {
 	ts := metav1.NewTime(now)
-	return appsv1.DeploymentCondition{Type: t, Status: status, LastUpdateTime: ts, LastTransitionTime: ts, Reason: reason, Message: message}
+	return appsv1.DeploymentCondition{
+		Type:               t,
+		Status:             status,
+		LastUpdateTime:     ts,
+		LastTransitionTime: ts,
+		Reason:             reason,
+		Message:            message,
+	}
 }
 
 // getCondition returns a copy of the condition of type t, or nil.
-func getCondition(st appsv1.DeploymentStatus, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+func getCondition(
+	st appsv1.DeploymentStatus,
+	t appsv1.DeploymentConditionType,
+) *appsv1.DeploymentCondition {
 	for _, c := range st.Conditions {
 		if c.Type == t {
 			return &c
@@ -70,7 +85,10 @@ func removeCondition(st *appsv1.DeploymentStatus, t appsv1.DeploymentConditionTy
 	st.Conditions = withoutCondition(st.Conditions, t)
 }
 
-func withoutCondition(cs []appsv1.DeploymentCondition, t appsv1.DeploymentConditionType) []appsv1.DeploymentCondition {
+func withoutCondition(
+	cs []appsv1.DeploymentCondition,
+	t appsv1.DeploymentConditionType,
+) []appsv1.DeploymentCondition {
 	var out []appsv1.DeploymentCondition
 	for _, c := range cs {
 		if c.Type != t {

@@ -18,8 +18,20 @@ func TestSetCondition(t *testing.T) {
 	t0, t1 := epoch, epoch.Add(time.Minute)
 	base := func() appsv1.DeploymentStatus {
 		return appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{
-			newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonReplicaSetUpdated, "a", t0),
-			newCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse, ReasonMinimumUnavailable, "b", t0),
+			newCondition(
+				appsv1.DeploymentProgressing,
+				corev1.ConditionTrue,
+				ReasonReplicaSetUpdated,
+				"a",
+				t0,
+			),
+			newCondition(
+				appsv1.DeploymentAvailable,
+				corev1.ConditionFalse,
+				ReasonMinimumUnavailable,
+				"b",
+				t0,
+			),
 		}}
 	}
 	tests := []struct {
@@ -29,22 +41,60 @@ func TestSetCondition(t *testing.T) {
 		wantUpdate, wantTransit time.Time
 		wantLastType            appsv1.DeploymentConditionType
 	}{
-		{"same status and reason", newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonReplicaSetUpdated, "new message", t1),
-			ReasonReplicaSetUpdated, t0, t0, appsv1.DeploymentAvailable},
-		{"same status, new reason", newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewRSAvailable, "m", t1),
-			ReasonNewRSAvailable, t1, t0, appsv1.DeploymentProgressing},
-		{"new status", newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonTimedOut, "m", t1),
-			ReasonTimedOut, t1, t1, appsv1.DeploymentProgressing},
+		{
+			"same status and reason",
+			newCondition(
+				appsv1.DeploymentProgressing,
+				corev1.ConditionTrue,
+				ReasonReplicaSetUpdated,
+				"new message",
+				t1,
+			),
+			ReasonReplicaSetUpdated,
+			t0,
+			t0,
+			appsv1.DeploymentAvailable,
+		},
+		{
+			"same status, new reason",
+			newCondition(
+				appsv1.DeploymentProgressing,
+				corev1.ConditionTrue,
+				ReasonNewRSAvailable,
+				"m",
+				t1,
+			),
+			ReasonNewRSAvailable,
+			t1,
+			t0,
+			appsv1.DeploymentProgressing,
+		},
+		{
+			"new status",
+			newCondition(
+				appsv1.DeploymentProgressing,
+				corev1.ConditionFalse,
+				ReasonTimedOut,
+				"m",
+				t1,
+			),
+			ReasonTimedOut,
+			t1,
+			t1,
+			appsv1.DeploymentProgressing,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := base()
 			setCondition(&st, tt.set)
 			c := getCondition(st, appsv1.DeploymentProgressing)
-			if c.Reason != tt.wantReason || !c.LastUpdateTime.Time.Equal(tt.wantUpdate) || !c.LastTransitionTime.Time.Equal(tt.wantTransit) {
+			if c.Reason != tt.wantReason || !c.LastUpdateTime.Time.Equal(tt.wantUpdate) ||
+				!c.LastTransitionTime.Time.Equal(tt.wantTransit) {
 				t.Errorf("condition %+v", c)
 			}
-			if last := st.Conditions[len(st.Conditions)-1].Type; last != tt.wantLastType || len(st.Conditions) != 2 {
+			if last := st.Conditions[len(st.Conditions)-1].Type; last != tt.wantLastType ||
+				len(st.Conditions) != 2 {
 				t.Errorf("conditions %+v", st.Conditions)
 			}
 		})
@@ -60,7 +110,11 @@ func TestTimedOut(t *testing.T) {
 	noDeadline.Spec.ProgressDeadlineSeconds = ptr.To[int32](1<<31 - 1)
 	cond := func(reason string, at time.Time) *appsv1.DeploymentStatus {
 		return &appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentProgressing, Reason: reason, LastUpdateTime: metav1.NewTime(at)},
+			{
+				Type:           appsv1.DeploymentProgressing,
+				Reason:         reason,
+				LastUpdateTime: metav1.NewTime(at),
+			},
 		}}
 	}
 	now := epoch.Add(time.Hour)
@@ -75,7 +129,12 @@ func TestTimedOut(t *testing.T) {
 		{"past the deadline", d, cond(ReasonReplicaSetUpdated, now.Add(-11*time.Second)), true},
 		{"finished long ago", d, cond(ReasonNewRSAvailable, now.Add(-time.Hour)), false},
 		{"already timed out", d, cond(ReasonTimedOut, now), true},
-		{"deadline MaxInt32 means none", noDeadline, cond(ReasonReplicaSetUpdated, now.Add(-time.Hour)), false},
+		{
+			"deadline MaxInt32 means none",
+			noDeadline,
+			cond(ReasonReplicaSetUpdated, now.Add(-time.Hour)),
+			false,
+		},
 	}
 	for _, tt := range tests {
 		if got := timedOut(tt.d, tt.st, now); got != tt.want {

@@ -180,7 +180,8 @@ func (c *controller) selecting(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
 	out := ownership.Selecting(all,
 		func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }, rs.Labels)
 	if len(out) > 1 {
-		c.log.V(4).Info("More than one Deployment selects a ReplicaSet; only one can adopt it", "replicaSet", rs.Namespace+"/"+rs.Name, "labels", rs.Labels)
+		c.log.V(4).
+			Info("More than one Deployment selects a ReplicaSet; only one can adopt it", "replicaSet", rs.Namespace+"/"+rs.Name, "labels", rs.Labels)
 	}
 	return out
 }
@@ -237,7 +238,12 @@ func (c *controller) deleteReplicaSet(obj any) {
 	c.loop.ObserveDelete(obj)
 	rs, ok := workloop.Object[*appsv1.ReplicaSet](obj)
 	if !ok {
-		c.log.Error(errors.New("unexpected object"), "Ignoring a ReplicaSet delete event", "type", fmt.Sprintf("%T", obj))
+		c.log.Error(
+			errors.New("unexpected object"),
+			"Ignoring a ReplicaSet delete event",
+			"type",
+			fmt.Sprintf("%T", obj),
+		)
 		return
 	}
 	ref := metav1.GetControllerOfNoCopy(rs)
@@ -254,7 +260,12 @@ func (c *controller) deleteReplicaSet(obj any) {
 func (c *controller) deletePod(obj any) {
 	p, ok := workloop.Object[*corev1.Pod](obj)
 	if !ok {
-		c.log.Error(errors.New("unexpected object"), "Ignoring a pod delete event", "type", fmt.Sprintf("%T", obj))
+		c.log.Error(
+			errors.New("unexpected object"),
+			"Ignoring a pod delete event",
+			"type",
+			fmt.Sprintf("%T", obj),
+		)
 		return
 	}
 	ref := metav1.GetControllerOfNoCopy(p)
@@ -269,7 +280,8 @@ func (c *controller) deletePod(obj any) {
 	if rsRef == nil {
 		return
 	}
-	if d := c.resolve(rs.Namespace, rsRef); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+	if d := c.resolve(rs.Namespace, rsRef); d != nil &&
+		d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		c.enqueue(d)
 	}
 }

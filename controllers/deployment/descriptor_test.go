@@ -9,22 +9,40 @@ import (
 )
 
 func TestDescriptorAndFlags(t *testing.T) {
-	controllertest.CheckIdentity(t, deployment.Descriptor(deployment.NewOptions()), controllertest.Identity{
-		Name: "deployment-controller", Alias: "deployment",
-	})
+	controllertest.CheckIdentity(
+		t,
+		deployment.Descriptor(deployment.NewOptions()),
+		controllertest.Identity{
+			Name: "deployment-controller", Alias: "deployment",
+		},
+	)
 	o := deployment.NewOptions()
-	f := controllertest.ParseFlag(t, o.AddFlags, "concurrent-deployment-syncs", "--concurrent-deployment-syncs=9")
-	if f.DefValue != "5" || f.Usage != "The number of deployment objects that are allowed to sync concurrently. Larger number = more responsive deployments, but more CPU (and network) load" {
+	f := controllertest.ParseFlag(
+		t,
+		o.AddFlags,
+		"concurrent-deployment-syncs",
+		"--concurrent-deployment-syncs=9",
+	)
+	if f.DefValue != "5" ||
+		f.Usage != "The number of deployment objects that are allowed to sync concurrently. Larger number = more responsive deployments, but more CPU (and network) load" {
 		t.Errorf("default %q usage %q", f.DefValue, f.Usage)
 	}
 	if o.ConcurrentDeploymentSyncs != 9 {
 		t.Errorf("ConcurrentDeploymentSyncs %d, want 9", o.ConcurrentDeploymentSyncs)
 	}
-	if keying, sharded := deployment.Descriptor(o).IsSharded(); !sharded || keying != shard.ByNamespace {
-		t.Errorf("IsSharded = %v, %v; want sharded by namespace (a Deployment, its ReplicaSets and pods share one)", keying, sharded)
+	if keying, sharded := deployment.Descriptor(o).IsSharded(); !sharded ||
+		keying != shard.ByNamespace {
+		t.Errorf(
+			"IsSharded = %v, %v; want sharded by namespace (a Deployment, its ReplicaSets and pods share one)",
+			keying,
+			sharded,
+		)
 	}
 	if specs := deployment.FeatureSpecs(); !specs[deployment.FeatureTerminatingReplicas].Default {
-		t.Errorf("%s must default to on, as in Kubernetes 1.37", deployment.FeatureTerminatingReplicas)
+		t.Errorf(
+			"%s must default to on, as in Kubernetes 1.37",
+			deployment.FeatureTerminatingReplicas,
+		)
 	}
 }
 
@@ -36,7 +54,9 @@ func TestBuildValidatesOptions(t *testing.T) {
 	}{
 		{"defaults", deployment.NewOptions(), nil},
 		{"zero workers", deployment.Options{},
-			[]string{`descriptor "deployment-controller": --concurrent-deployment-syncs: must be at least 1, got 0`}},
+			[]string{
+				`descriptor "deployment-controller": --concurrent-deployment-syncs: must be at least 1, got 0`,
+			}},
 		{"negative workers", deployment.Options{ConcurrentDeploymentSyncs: -2},
 			[]string{"--concurrent-deployment-syncs: must be at least 1, got -2"}},
 	}

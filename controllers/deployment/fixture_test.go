@@ -57,16 +57,20 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	}
 	// The fake API server sets neither UIDs nor creation times; ReplicaSets
 	// the controller creates get both, each a second after the last.
-	f.client.PrependReactor("create", "replicasets", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		rs := a.(clienttesting.CreateAction).GetObject().(*appsv1.ReplicaSet)
-		f.mu.Lock()
-		f.created++
-		n := f.created
-		f.mu.Unlock()
-		rs.UID = types.UID("uid-" + rs.Name)
-		rs.CreationTimestamp = metav1.NewTime(epoch.Add(time.Duration(1000+n) * time.Second))
-		return false, nil, nil
-	})
+	f.client.PrependReactor(
+		"create",
+		"replicasets",
+		func(a clienttesting.Action) (bool, runtime.Object, error) {
+			rs := a.(clienttesting.CreateAction).GetObject().(*appsv1.ReplicaSet)
+			f.mu.Lock()
+			f.created++
+			n := f.created
+			f.mu.Unlock()
+			rs.UID = types.UID("uid-" + rs.Name)
+			rs.CreationTimestamp = metav1.NewTime(epoch.Add(time.Duration(1000+n) * time.Second))
+			return false, nil, nil
+		},
+	)
 	f.factory = informers.NewSharedInformerFactory(f.client, 0)
 	c, err := newController(config{
 		name:                "test-deployment",
@@ -103,8 +107,18 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 // host's informers hold them.
 func (f *fixture) refresh() {
 	f.t.Helper()
-	controllertest.Mirror(f.t, f.client, f.factory.Apps().V1().Deployments().Informer().GetStore(), appsv1.SchemeGroupVersion.WithResource("deployments"))
-	controllertest.Mirror(f.t, f.client, f.factory.Apps().V1().ReplicaSets().Informer().GetStore(), appsv1.SchemeGroupVersion.WithResource("replicasets"))
+	controllertest.Mirror(
+		f.t,
+		f.client,
+		f.factory.Apps().V1().Deployments().Informer().GetStore(),
+		appsv1.SchemeGroupVersion.WithResource("deployments"),
+	)
+	controllertest.Mirror(
+		f.t,
+		f.client,
+		f.factory.Apps().V1().ReplicaSets().Informer().GetStore(),
+		appsv1.SchemeGroupVersion.WithResource("replicasets"),
+	)
 	pods := f.factory.Core().V1().Pods().Informer().GetStore()
 	controllertest.Mirror(f.t, f.client, pods, corev1.SchemeGroupVersion.WithResource("pods"))
 	var pruned []any
@@ -230,8 +244,11 @@ func rolling(replicas int32, surge, unavailable intstr.IntOrString) *appsv1.Depl
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Template: webTemplate("v1"),
 			Strategy: appsv1.DeploymentStrategy{
-				Type:          appsv1.RollingUpdateDeploymentStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable},
+				Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxSurge:       &surge,
+					MaxUnavailable: &unavailable,
+				},
 			},
 			RevisionHistoryLimit:    ptr.To[int32](10),
 			ProgressDeadlineSeconds: ptr.To[int32](600),
@@ -248,7 +265,13 @@ func recreate(replicas int32) *appsv1.Deployment {
 // ownedRS returns a ReplicaSet as the controller would have made it for d
 // with the given image, size and revision, fully available, created at
 // epoch plus age seconds.
-func ownedRS(d *appsv1.Deployment, image string, replicas int32, rev int, age int) *appsv1.ReplicaSet {
+func ownedRS(
+	d *appsv1.Deployment,
+	image string,
+	replicas int32,
+	rev int,
+	age int,
+) *appsv1.ReplicaSet {
 	tmpl := webTemplate(image)
 	hash := podtemplate.Hash(&tmpl, nil)
 	tmpl.Labels = withLabel(tmpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
@@ -270,7 +293,12 @@ func ownedRS(d *appsv1.Deployment, image string, replicas int32, rev int, age in
 			Selector: &metav1.LabelSelector{MatchLabels: tmpl.Labels},
 			Template: tmpl,
 		},
-		Status: appsv1.ReplicaSetStatus{Replicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas, TerminatingReplicas: ptr.To[int32](0)},
+		Status: appsv1.ReplicaSetStatus{
+			Replicas:            replicas,
+			ReadyReplicas:       replicas,
+			AvailableReplicas:   replicas,
+			TerminatingReplicas: ptr.To[int32](0),
+		},
 	}
 }
 

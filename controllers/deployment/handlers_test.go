@@ -62,15 +62,35 @@ func TestEventHandlers(t *testing.T) {
 			nil},
 		{"orphan added wakes the selecting Deployment",
 			func(c *controller) { c.addReplicaSet(orphan, false) }, []string{"ns/web"}},
-		{"orphan relabelled wakes the newly selecting one", func(c *controller) { c.updateReplicaSet(withRV(orphan, "1"), relabelled) }, []string{"ns/other"}},
-		{"resync (same resourceVersion) wakes nobody", func(c *controller) { c.updateReplicaSet(withRV(owned, "1"), withRV(owned, "1")) }, nil},
+		{
+			"orphan relabelled wakes the newly selecting one",
+			func(c *controller) { c.updateReplicaSet(withRV(orphan, "1"), relabelled) },
+			[]string{"ns/other"},
+		},
+		{
+			"resync (same resourceVersion) wakes nobody",
+			func(c *controller) { c.updateReplicaSet(withRV(owned, "1"), withRV(owned, "1")) },
+			nil,
+		},
 		{"controller changed wakes old and new owner", func(c *controller) {
 			c.updateReplicaSet(withRV(owned, "1"), withRV(ofOther, "2"))
 		}, []string{"ns/web", "ns/other"}},
-		{"owned ReplicaSet deleted", func(c *controller) { c.deleteReplicaSet(owned) }, []string{"ns/web"}},
+		{
+			"owned ReplicaSet deleted",
+			func(c *controller) { c.deleteReplicaSet(owned) },
+			[]string{"ns/web"},
+		},
 		{"orphan deleted wakes nobody", func(c *controller) { c.deleteReplicaSet(orphan) }, nil},
-		{"pod of a Recreate Deployment deleted", func(c *controller) { c.deletePod(podOf(ofRecreate)) }, []string{"ns/re"}},
-		{"pod of a RollingUpdate Deployment deleted", func(c *controller) { c.deletePod(podOf(owned)) }, nil},
+		{
+			"pod of a Recreate Deployment deleted",
+			func(c *controller) { c.deletePod(podOf(ofRecreate)) },
+			[]string{"ns/re"},
+		},
+		{
+			"pod of a RollingUpdate Deployment deleted",
+			func(c *controller) { c.deletePod(podOf(owned)) },
+			nil,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -49,13 +49,22 @@ func rollOut(t *testing.T, options func(*managertest.Harness)) {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "c", Image: "img"}},
+				},
 			},
-			Strategy:                appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Strategy: appsv1.DeploymentStrategy{
+				Type: appsv1.RecreateDeploymentStrategyType,
+			},
 			ProgressDeadlineSeconds: ptr.To[int32](600),
 		},
 	}
-	h := managertest.New(t, "test", []descriptor.Descriptor{deployment.Descriptor(deployment.NewOptions())}, d)
+	h := managertest.New(
+		t,
+		"test",
+		[]descriptor.Descriptor{deployment.Descriptor(deployment.NewOptions())},
+		d,
+	)
 	// The fake API server sets neither UIDs nor resourceVersions on
 	// ReplicaSets; informers take an update with an unchanged
 	// resourceVersion for a resync, so give each write one.
@@ -89,11 +98,18 @@ func rollOut(t *testing.T, options func(*managertest.Harness)) {
 		rs = &l.Items[0]
 		return true
 	})
-	if ptr.Deref(rs.Spec.Replicas, 0) != 2 || rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == "" ||
+	if ptr.Deref(rs.Spec.Replicas, 0) != 2 ||
+		rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == "" ||
 		rs.Name != "web-"+rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey] {
 		t.Fatalf("ReplicaSet %s replicas %v labels %v", rs.Name, rs.Spec.Replicas, rs.Labels)
 	}
-	rs.Status = appsv1.ReplicaSetStatus{Replicas: 2, FullyLabeledReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2, TerminatingReplicas: ptr.To[int32](0)}
+	rs.Status = appsv1.ReplicaSetStatus{
+		Replicas:             2,
+		FullyLabeledReplicas: 2,
+		ReadyReplicas:        2,
+		AvailableReplicas:    2,
+		TerminatingReplicas:  ptr.To[int32](0),
+	}
 	if _, err := h.Client.AppsV1().ReplicaSets("ns").UpdateStatus(ctx, rs, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -31,14 +31,21 @@ func NewOptions() Options {
 // AddFlags binds o to kube-controller-manager's flag, with its help text and
 // o's current value as the default.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.Int32Var(&o.ConcurrentDeploymentSyncs, "concurrent-deployment-syncs", o.ConcurrentDeploymentSyncs,
-		"The number of deployment objects that are allowed to sync concurrently. Larger number = more responsive deployments, but more CPU (and network) load")
+	fs.Int32Var(
+		&o.ConcurrentDeploymentSyncs,
+		"concurrent-deployment-syncs",
+		o.ConcurrentDeploymentSyncs,
+		"The number of deployment objects that are allowed to sync concurrently. Larger number = more responsive deployments, but more CPU (and network) load",
+	)
 }
 
 // Validate reports every invalid field.
 func (o Options) Validate() error {
 	if o.ConcurrentDeploymentSyncs < 1 {
-		return fmt.Errorf("--concurrent-deployment-syncs: must be at least 1, got %d", o.ConcurrentDeploymentSyncs)
+		return fmt.Errorf(
+			"--concurrent-deployment-syncs: must be at least 1, got %d",
+			o.ConcurrentDeploymentSyncs,
+		)
 	}
 	return nil
 }

@@ -15,14 +15,20 @@ import (
 // Progressing condition (NewReplicaSetAvailable, ReplicaSetUpdated or
 // ProgressDeadlineExceeded) and any ReplicaFailure of the ReplicaSets. When
 // nothing changed it schedules the deadline check.
-func (c *controller) syncRolloutStatus(ctx context.Context, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) error {
+func (c *controller) syncRolloutStatus(
+	ctx context.Context,
+	allRSs []*appsv1.ReplicaSet,
+	newRS *appsv1.ReplicaSet,
+	d *appsv1.Deployment,
+) error {
 	st := c.calculateStatus(allRSs, newRS, d)
 	if !hasProgressDeadline(d) {
 		removeCondition(&st, appsv1.DeploymentProgressing)
 	}
 	now := c.clock.Now()
 	cur := getCondition(d.Status, appsv1.DeploymentProgressing)
-	finished := st.Replicas == st.UpdatedReplicas && cur != nil && cur.Reason == ReasonNewRSAvailable
+	finished := st.Replicas == st.UpdatedReplicas && cur != nil &&
+		cur.Reason == ReasonNewRSAvailable
 	if hasProgressDeadline(d) && !finished {
 		subject := fmt.Sprintf("Deployment %q", d.Name)
 		if newRS != nil {
@@ -30,10 +36,24 @@ func (c *controller) syncRolloutStatus(ctx context.Context, allRSs []*appsv1.Rep
 		}
 		switch {
 		case complete(d, &st):
-			setCondition(&st, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewRSAvailable,
-				subject+" has successfully progressed.", now))
+			setCondition(
+				&st,
+				newCondition(
+					appsv1.DeploymentProgressing,
+					corev1.ConditionTrue,
+					ReasonNewRSAvailable,
+					subject+" has successfully progressed.",
+					now,
+				),
+			)
 		case progressing(d, &st):
-			cond := newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonReplicaSetUpdated, subject+" is progressing.", now)
+			cond := newCondition(
+				appsv1.DeploymentProgressing,
+				corev1.ConditionTrue,
+				ReasonReplicaSetUpdated,
+				subject+" is progressing.",
+				now,
+			)
 			// Progress refreshes lastUpdateTime even when status and
 			// reason stay, so the condition is replaced, not merged.
 			if cur != nil {
@@ -44,8 +64,11 @@ func (c *controller) syncRolloutStatus(ctx context.Context, allRSs []*appsv1.Rep
 			}
 			setCondition(&st, cond)
 		case timedOut(d, &st, now):
-			setCondition(&st, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonTimedOut,
-				subject+" has timed out progressing.", now))
+			setCondition(
+				&st,
+				newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonTimedOut,
+					subject+" has timed out progressing.", now),
+			)
 		}
 	}
 	if failures := replicaFailures(allRSs, newRS); len(failures) > 0 {
@@ -63,7 +86,10 @@ func (c *controller) syncRolloutStatus(ctx context.Context, allRSs []*appsv1.Rep
 
 // replicaFailures are the ReplicaFailure conditions of the new ReplicaSet,
 // or, when it has none, of all ReplicaSets.
-func replicaFailures(allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) []appsv1.DeploymentCondition {
+func replicaFailures(
+	allRSs []*appsv1.ReplicaSet,
+	newRS *appsv1.ReplicaSet,
+) []appsv1.DeploymentCondition {
 	collect := func(rss []*appsv1.ReplicaSet) []appsv1.DeploymentCondition {
 		var out []appsv1.DeploymentCondition
 		for _, rs := range rss {
@@ -88,12 +114,17 @@ func replicaFailures(allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) []ap
 // it has one, is rolling out and has not timed out yet; a deadline less
 // than a second away is checked at once (rate-limited). It returns the
 // delay, or -1 when nothing was scheduled.
-func (c *controller) requeueStuck(ctx context.Context, d *appsv1.Deployment, st appsv1.DeploymentStatus) time.Duration {
+func (c *controller) requeueStuck(
+	ctx context.Context,
+	d *appsv1.Deployment,
+	st appsv1.DeploymentStatus,
+) time.Duration {
 	cur := getCondition(d.Status, appsv1.DeploymentProgressing)
 	if !hasProgressDeadline(d) || cur == nil || complete(d, &st) || cur.Reason == ReasonTimedOut {
 		return -1
 	}
-	after := cur.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second).Sub(c.clock.Now())
+	after := cur.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second).
+		Sub(c.clock.Now())
 	log := logr.FromContextOrDiscard(ctx)
 	if after < time.Second {
 		log.V(4).Info("Checking progress now")

@@ -11,7 +11,12 @@ import (
 // rolloutRecreate takes one step of a Recreate rollout: scale every old
 // ReplicaSet to zero, wait until none of their pods is left running, then
 // create (or grow) the new ReplicaSet to spec.replicas.
-func (c *controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet, pods map[types.UID][]*corev1.Pod) error {
+func (c *controller) rolloutRecreate(
+	ctx context.Context,
+	d *appsv1.Deployment,
+	rsList []*appsv1.ReplicaSet,
+	pods map[types.UID][]*corev1.Pod,
+) error {
 	newRS, oldRSs, err := c.replicaSetsAndRevision(ctx, d, rsList, false)
 	if err != nil {
 		return err
@@ -48,7 +53,11 @@ func (c *controller) rolloutRecreate(ctx context.Context, d *appsv1.Deployment, 
 
 // scaleDownOldForRecreate scales the given ReplicaSets to zero and reports
 // whether any size changed.
-func (c *controller) scaleDownOldForRecreate(ctx context.Context, oldRSs []*appsv1.ReplicaSet, d *appsv1.Deployment) (bool, error) {
+func (c *controller) scaleDownOldForRecreate(
+	ctx context.Context,
+	oldRSs []*appsv1.ReplicaSet,
+	d *appsv1.Deployment,
+) (bool, error) {
 	scaled := false
 	for _, rs := range oldRSs {
 		if replicasOf(rs) == 0 {
@@ -66,7 +75,11 @@ func (c *controller) scaleDownOldForRecreate(ctx context.Context, oldRSs []*apps
 // oldPodsRunning: an old ReplicaSet still reports pods, or a pod of a
 // ReplicaSet other than the new one has not terminated (Succeeded or
 // Failed).
-func oldPodsRunning(newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet, pods map[types.UID][]*corev1.Pod) bool {
+func oldPodsRunning(
+	newRS *appsv1.ReplicaSet,
+	oldRSs []*appsv1.ReplicaSet,
+	pods map[types.UID][]*corev1.Pod,
+) bool {
 	if sumStatus(oldRSs, statusReplicas) > 0 {
 		return true
 	}

@@ -26,7 +26,11 @@ func rollbackTo(d *appsv1.Deployment) *int64 {
 
 // rollback puts the template of the requested revision (0: the one before
 // the newest) back into d's spec and clears the request.
-func (c *controller) rollback(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
+func (c *controller) rollback(
+	ctx context.Context,
+	d *appsv1.Deployment,
+	rsList []*appsv1.ReplicaSet,
+) error {
 	newRS, oldRSs, err := c.replicaSetsAndRevision(ctx, d, rsList, true)
 	if err != nil {
 		return err
@@ -35,7 +39,12 @@ func (c *controller) rollback(ctx context.Context, d *appsv1.Deployment, rsList 
 	target := *rollbackTo(d)
 	if target == 0 {
 		if target = previousRevision(allRSs); target == 0 {
-			c.recorder.Eventf(d, corev1.EventTypeWarning, EventRollbackRevisionNotFound, "Unable to find last revision.")
+			c.recorder.Eventf(
+				d,
+				corev1.EventTypeWarning,
+				EventRollbackRevisionNotFound,
+				"Unable to find last revision.",
+			)
 			return c.clearRollback(ctx, d)
 		}
 	}
@@ -47,7 +56,13 @@ func (c *controller) rollback(ctx context.Context, d *appsv1.Deployment, rsList 
 			continue
 		}
 		if sameTemplate(&d.Spec.Template, &rs.Spec.Template) {
-			c.recorder.Eventf(d, corev1.EventTypeWarning, EventRollbackTemplateUnchanged, "The rollback revision contains the same template as current deployment %q", d.Name)
+			c.recorder.Eventf(
+				d,
+				corev1.EventTypeWarning,
+				EventRollbackTemplateUnchanged,
+				"The rollback revision contains the same template as current deployment %q",
+				d.Name,
+			)
 			return c.clearRollback(ctx, d)
 		}
 		d.Spec.Template.ObjectMeta = *rs.Spec.Template.ObjectMeta.DeepCopy()
@@ -68,10 +83,22 @@ func (c *controller) rollback(ctx context.Context, d *appsv1.Deployment, rsList 
 		if err := c.clearRollback(ctx, d); err != nil {
 			return err
 		}
-		c.recorder.Eventf(d, corev1.EventTypeNormal, EventRollbackDone, "Rolled back deployment %q to revision %d", d.Name, target)
+		c.recorder.Eventf(
+			d,
+			corev1.EventTypeNormal,
+			EventRollbackDone,
+			"Rolled back deployment %q to revision %d",
+			d.Name,
+			target,
+		)
 		return nil
 	}
-	c.recorder.Eventf(d, corev1.EventTypeWarning, EventRollbackRevisionNotFound, "Unable to find the revision to rollback to.")
+	c.recorder.Eventf(
+		d,
+		corev1.EventTypeWarning,
+		EventRollbackRevisionNotFound,
+		"Unable to find the revision to rollback to.",
+	)
 	return c.clearRollback(ctx, d)
 }
 
@@ -98,7 +125,9 @@ func previousRevision(rss []*appsv1.ReplicaSet) int64 {
 // metadata).
 func (c *controller) clearRollback(ctx context.Context, d *appsv1.Deployment) error {
 	delete(d.Annotations, appsv1.DeprecatedRollbackTo)
-	updated, err := c.client.AppsV1().Deployments(d.Namespace).Update(ctx, d, metav1.UpdateOptions{})
+	updated, err := c.client.AppsV1().
+		Deployments(d.Namespace).
+		Update(ctx, d, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("clearing the rollback request of deployment %s: %w", keyOf(d), err)
 	}

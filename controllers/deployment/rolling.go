@@ -12,7 +12,11 @@ import (
 // ReplicaSet within the surge, else shrink the old ones within the
 // unavailability budget, else (when complete) clean up history; the status
 // is written in every case.
-func (c *controller) rolloutRolling(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
+func (c *controller) rolloutRolling(
+	ctx context.Context,
+	d *appsv1.Deployment,
+	rsList []*appsv1.ReplicaSet,
+) error {
 	newRS, oldRSs, err := c.replicaSetsAndRevision(ctx, d, rsList, true)
 	if err != nil {
 		return err
@@ -43,7 +47,12 @@ func (c *controller) rolloutRolling(ctx context.Context, d *appsv1.Deployment, r
 
 // reconcileNew sizes the new ReplicaSet: down to spec.replicas if above,
 // else up as far as the surge allows.
-func (c *controller) reconcileNew(ctx context.Context, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) (bool, error) {
+func (c *controller) reconcileNew(
+	ctx context.Context,
+	allRSs []*appsv1.ReplicaSet,
+	newRS *appsv1.ReplicaSet,
+	d *appsv1.Deployment,
+) (bool, error) {
 	want := desiredOf(d)
 	switch cur := replicasOf(newRS); {
 	case cur == want:
@@ -64,7 +73,12 @@ func (c *controller) reconcileNew(ctx context.Context, allRSs []*appsv1.ReplicaS
 // first their unavailable pods, then available ones down to
 // spec.replicas minus maxUnavailable. Its errors are logged, not returned
 // (as KCM's): the status is written anyway and the next sync retries.
-func (c *controller) reconcileOld(ctx context.Context, allRSs, oldRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) (bool, error) {
+func (c *controller) reconcileOld(
+	ctx context.Context,
+	allRSs, oldRSs []*appsv1.ReplicaSet,
+	newRS *appsv1.ReplicaSet,
+	d *appsv1.Deployment,
+) (bool, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	if specReplicas(oldRSs) == 0 {
 		return false, nil
@@ -90,7 +104,12 @@ func (c *controller) reconcileOld(ctx context.Context, allRSs, oldRSs []*appsv1.
 
 // scaleDownUnhealthy removes up to budget unavailable replicas from the old
 // ReplicaSets, oldest first. It sorts oldRSs and returns them as written.
-func (c *controller) scaleDownUnhealthy(ctx context.Context, oldRSs []*appsv1.ReplicaSet, d *appsv1.Deployment, budget int32) ([]*appsv1.ReplicaSet, int32, error) {
+func (c *controller) scaleDownUnhealthy(
+	ctx context.Context,
+	oldRSs []*appsv1.ReplicaSet,
+	d *appsv1.Deployment,
+	budget int32,
+) ([]*appsv1.ReplicaSet, int32, error) {
 	sortStable(oldRSs, olderFirst)
 	done := int32(0)
 	for i, rs := range oldRSs {
@@ -103,7 +122,13 @@ func (c *controller) scaleDownUnhealthy(ctx context.Context, oldRSs []*appsv1.Re
 		}
 		n := min(budget-done, cur-rs.Status.AvailableReplicas)
 		if n < 0 {
-			return nil, 0, fmt.Errorf("replica set %s/%s reports more available replicas (%d) than it has (%d)", rs.Namespace, rs.Name, rs.Status.AvailableReplicas, cur)
+			return nil, 0, fmt.Errorf(
+				"replica set %s/%s reports more available replicas (%d) than it has (%d)",
+				rs.Namespace,
+				rs.Name,
+				rs.Status.AvailableReplicas,
+				cur,
+			)
 		}
 		_, updated, err := c.scaleReplicaSet(ctx, rs, cur-n, d, false)
 		if err != nil {
@@ -118,7 +143,11 @@ func (c *controller) scaleDownUnhealthy(ctx context.Context, oldRSs []*appsv1.Re
 // scaleDownOldForRolling removes available old replicas, oldest
 // ReplicaSet first, while more than spec.replicas minus maxUnavailable
 // are available.
-func (c *controller) scaleDownOldForRolling(ctx context.Context, allRSs, oldRSs []*appsv1.ReplicaSet, d *appsv1.Deployment) (int32, error) {
+func (c *controller) scaleDownOldForRolling(
+	ctx context.Context,
+	allRSs, oldRSs []*appsv1.ReplicaSet,
+	d *appsv1.Deployment,
+) (int32, error) {
 	minAvailable := desiredOf(d) - maxUnavailable(d)
 	available := sumStatus(allRSs, statusAvailable)
 	if available <= minAvailable {

@@ -60,11 +60,19 @@ func isRolling(d *appsv1.Deployment) bool {
 // unavailable, so that a rollout can proceed at all.
 func fenceposts(surge, unavailable *intstr.IntOrString, desired int32) (int32, int32, error) {
 	zero := intstr.FromInt32(0)
-	s, err := intstr.GetScaledValueFromIntOrPercent(intstr.ValueOrDefault(surge, zero), int(desired), true)
+	s, err := intstr.GetScaledValueFromIntOrPercent(
+		intstr.ValueOrDefault(surge, zero),
+		int(desired),
+		true,
+	)
 	if err != nil {
 		return 0, 0, fmt.Errorf("spec.strategy.rollingUpdate.maxSurge: %w", err)
 	}
-	u, err := intstr.GetScaledValueFromIntOrPercent(intstr.ValueOrDefault(unavailable, zero), int(desired), false)
+	u, err := intstr.GetScaledValueFromIntOrPercent(
+		intstr.ValueOrDefault(unavailable, zero),
+		int(desired),
+		false,
+	)
 	if err != nil {
 		return 0, 0, fmt.Errorf("spec.strategy.rollingUpdate.maxUnavailable: %w", err)
 	}
@@ -106,7 +114,11 @@ func maxUnavailable(d *appsv1.Deployment) int32 {
 // newReplicaCount is the size the new ReplicaSet may have now: for a
 // rolling update, as many more as the surge allows without exceeding
 // spec.replicas; for Recreate, spec.replicas.
-func newReplicaCount(d *appsv1.Deployment, all []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet) (int32, error) {
+func newReplicaCount(
+	d *appsv1.Deployment,
+	all []*appsv1.ReplicaSet,
+	newRS *appsv1.ReplicaSet,
+) (int32, error) {
 	switch d.Spec.Strategy.Type {
 	case appsv1.RollingUpdateDeploymentStrategyType:
 		s, u := rollingParams(d)
@@ -137,7 +149,8 @@ func saturated(d *appsv1.Deployment, rs *appsv1.ReplicaSet) bool {
 	if err != nil {
 		return false
 	}
-	return replicasOf(rs) == desiredOf(d) && int32(want) == desiredOf(d) && rs.Status.AvailableReplicas == desiredOf(d)
+	return replicasOf(rs) == desiredOf(d) && int32(want) == desiredOf(d) &&
+		rs.Status.AvailableReplicas == desiredOf(d)
 }
 
 // annotationCount reads a non-negative int32 annotation.
@@ -389,7 +402,12 @@ func replicasAnnotationsStale(rs *appsv1.ReplicaSet, desired, maxReplicas int32)
 // lowered; a raised one is appended to the revision history), and for a
 // ReplicaSet about to be created the replica annotations. It reports
 // whether anything changed.
-func setNewRSAnnotations(d *appsv1.Deployment, rs *appsv1.ReplicaSet, newRevision int64, exists bool) bool {
+func setNewRSAnnotations(
+	d *appsv1.Deployment,
+	rs *appsv1.ReplicaSet,
+	newRevision int64,
+	exists bool,
+) bool {
 	changed := copyAnnotations(d, rs)
 	old, had := rs.Annotations[AnnotationRevision]
 	oldRev := int64(0)

@@ -54,7 +54,14 @@ func TestReplicaSetName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		if got := replicaSetName(tt.deployment, tt.hash); got != tt.want || len(got) > 253 {
-			t.Errorf("replicaSetName(%d chars, %s) = %q (%d chars), want %q", len(tt.deployment), tt.hash, got, len(got), tt.want)
+			t.Errorf(
+				"replicaSetName(%d chars, %s) = %q (%d chars), want %q",
+				len(tt.deployment),
+				tt.hash,
+				got,
+				len(got),
+				tt.want,
+			)
 		}
 	}
 }
@@ -71,21 +78,55 @@ func TestFenceposts(t *testing.T) {
 		{4, intstr.FromString("25%"), intstr.FromString("25%"), 1, 1},
 		{3, intstr.FromInt32(1), intstr.FromInt32(0), 1, 0},
 		{3, intstr.FromInt32(0), intstr.FromInt32(1), 0, 1},
-		{2, intstr.FromInt32(0), intstr.FromString("40%"), 0, 1},          // 0.8 rounds to 0: both zero
-		{1, intstr.FromString("10%"), intstr.FromString("10%"), 1, 0},     // 0.1 rounds up to 1, down to 0
-		{5, intstr.FromString("0%"), intstr.FromString("0%"), 0, 1},       // both zero
-		{7, intstr.FromString("100%"), intstr.FromString("100%"), 7, 7},   // whole
-		{3, intstr.FromInt32(5), intstr.FromInt32(2), 5, 2},               // ints are not capped here
-		{0, intstr.FromString("25%"), intstr.FromString("25%"), 0, 1},     // nothing to scale: both zero
+		{
+			2,
+			intstr.FromInt32(0),
+			intstr.FromString("40%"),
+			0,
+			1,
+		}, // 0.8 rounds to 0: both zero
+		{
+			1,
+			intstr.FromString("10%"),
+			intstr.FromString("10%"),
+			1,
+			0,
+		}, // 0.1 rounds up to 1, down to 0
+		{5, intstr.FromString("0%"), intstr.FromString("0%"), 0, 1},     // both zero
+		{7, intstr.FromString("100%"), intstr.FromString("100%"), 7, 7}, // whole
+		{
+			3,
+			intstr.FromInt32(5),
+			intstr.FromInt32(2),
+			5,
+			2,
+		}, // ints are not capped here
+		{
+			0,
+			intstr.FromString("25%"),
+			intstr.FromString("25%"),
+			0,
+			1,
+		}, // nothing to scale: both zero
 		{100, intstr.FromString("33%"), intstr.FromString("33%"), 33, 33}, // exact
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%d/%s/%s", tt.replicas, tt.surge.String(), tt.unavailable.String()), func(t *testing.T) {
-			s, u, err := fenceposts(&tt.surge, &tt.unavailable, tt.replicas)
-			if err != nil || s != tt.wantSurge || u != tt.wantUnavil {
-				t.Errorf("fenceposts = %d, %d, %v; want %d, %d", s, u, err, tt.wantSurge, tt.wantUnavil)
-			}
-		})
+		t.Run(
+			fmt.Sprintf("%d/%s/%s", tt.replicas, tt.surge.String(), tt.unavailable.String()),
+			func(t *testing.T) {
+				s, u, err := fenceposts(&tt.surge, &tt.unavailable, tt.replicas)
+				if err != nil || s != tt.wantSurge || u != tt.wantUnavil {
+					t.Errorf(
+						"fenceposts = %d, %d, %v; want %d, %d",
+						s,
+						u,
+						err,
+						tt.wantSurge,
+						tt.wantUnavil,
+					)
+				}
+			},
+		)
 	}
 	// maxUnavailable never exceeds spec.replicas, and Recreate has neither.
 	d := rolling(3, intstr.FromInt32(0), intstr.FromInt32(5))
@@ -104,8 +145,11 @@ func TestFenceposts(t *testing.T) {
 func TestProportionalScaling(t *testing.T) {
 	rs := func(name string, size int32, age int, maxAnnotation string) *appsv1.ReplicaSet {
 		r := &appsv1.ReplicaSet{
-			ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(epoch.Add(time.Duration(age) * time.Second))},
-			Spec:       appsv1.ReplicaSetSpec{Replicas: ptr.To(size)},
+			ObjectMeta: metav1.ObjectMeta{
+				Name:              name,
+				CreationTimestamp: metav1.NewTime(epoch.Add(time.Duration(age) * time.Second)),
+			},
+			Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(size)},
 		}
 		if maxAnnotation != "" {
 			r.Annotations = map[string]string{AnnotationMaxReplicas: maxAnnotation}
@@ -126,14 +170,50 @@ func TestProportionalScaling(t *testing.T) {
 			[]*appsv1.ReplicaSet{rs("old", 8, 0, "13"), rs("new", 5, 1, "13")}, "old=5 new=3"},
 		{"to zero", 0, intstr.FromInt32(3), intstr.FromInt32(0), 13,
 			[]*appsv1.ReplicaSet{rs("old", 8, 0, "13"), rs("new", 5, 1, "13")}, "old=0 new=0"},
-		{"equal sizes growing: the newest takes the leftover", 10, intstr.FromInt32(0), intstr.FromInt32(1), 9,
-			[]*appsv1.ReplicaSet{rs("a", 3, 0, "9"), rs("b", 3, 1, "9"), rs("c", 3, 2, "9")}, "c=4 b=3 a=3"},
-		{"equal sizes shrinking: the oldest gives the leftover", 8, intstr.FromInt32(0), intstr.FromInt32(1), 9,
-			[]*appsv1.ReplicaSet{rs("a", 3, 0, "9"), rs("b", 3, 1, "9"), rs("c", 3, 2, "9")}, "a=2 b=3 c=3"},
-		{"no annotation: status.replicas is the base", 20, intstr.FromInt32(0), intstr.FromInt32(1), 10,
-			[]*appsv1.ReplicaSet{rs("old", 6, 0, ""), rs("new", 4, 1, "")}, "old=12 new=8"},
-		{"percent surge recomputed for the new size", 20, intstr.FromString("10%"), intstr.FromInt32(0), 11,
-			[]*appsv1.ReplicaSet{rs("old", 6, 0, "11"), rs("new", 5, 1, "11")}, "old=12 new=10"},
+		{
+			"equal sizes growing: the newest takes the leftover",
+			10,
+			intstr.FromInt32(0),
+			intstr.FromInt32(1),
+			9,
+			[]*appsv1.ReplicaSet{
+				rs("a", 3, 0, "9"),
+				rs("b", 3, 1, "9"),
+				rs("c", 3, 2, "9"),
+			},
+			"c=4 b=3 a=3",
+		},
+		{
+			"equal sizes shrinking: the oldest gives the leftover",
+			8,
+			intstr.FromInt32(0),
+			intstr.FromInt32(1),
+			9,
+			[]*appsv1.ReplicaSet{
+				rs("a", 3, 0, "9"),
+				rs("b", 3, 1, "9"),
+				rs("c", 3, 2, "9"),
+			},
+			"a=2 b=3 c=3",
+		},
+		{
+			"no annotation: status.replicas is the base",
+			20,
+			intstr.FromInt32(0),
+			intstr.FromInt32(1),
+			10,
+			[]*appsv1.ReplicaSet{rs("old", 6, 0, ""), rs("new", 4, 1, "")},
+			"old=12 new=8",
+		},
+		{
+			"percent surge recomputed for the new size",
+			20,
+			intstr.FromString("10%"),
+			intstr.FromInt32(0),
+			11,
+			[]*appsv1.ReplicaSet{rs("old", 6, 0, "11"), rs("new", 5, 1, "11")},
+			"old=12 new=10",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,7 +245,12 @@ func TestAnnotationsCopiedAsKCMFilters(t *testing.T) {
 	if !setNewRSAnnotations(d, rs, 4, false) {
 		t.Fatal("annotations reported unchanged")
 	}
-	want := map[string]string{"team": "a", AnnotationRevision: "4", AnnotationDesiredReplicas: "3", AnnotationMaxReplicas: "4"}
+	want := map[string]string{
+		"team":                    "a",
+		AnnotationRevision:        "4",
+		AnnotationDesiredReplicas: "3",
+		AnnotationMaxReplicas:     "4",
+	}
 	if fmt.Sprint(rs.Annotations) != fmt.Sprint(want) {
 		t.Errorf("annotations %v, want %v", rs.Annotations, want)
 	}
@@ -176,7 +261,9 @@ func TestAnnotationsCopiedAsKCMFilters(t *testing.T) {
 	if !setNewRSAnnotations(d, rs, 7, true) {
 		t.Fatal("a raised revision reported unchanged")
 	}
-	if rs.Annotations[AnnotationRevision] != "7" || rs.Annotations[AnnotationRevisionHistory] != "4" || rs.Annotations[AnnotationDesiredReplicas] != "1" {
+	if rs.Annotations[AnnotationRevision] != "7" ||
+		rs.Annotations[AnnotationRevisionHistory] != "4" ||
+		rs.Annotations[AnnotationDesiredReplicas] != "1" {
 		t.Errorf("annotations %v", rs.Annotations)
 	}
 	setNewRSAnnotations(d, rs, 9, true)

@@ -56,7 +56,12 @@ func selectsAll(s *metav1.LabelSelector) bool {
 // syncDeployment is one pass over d, a copy the caller owns.
 func (c *controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) error {
 	if selectsAll(d.Spec.Selector) {
-		c.recorder.Eventf(d, corev1.EventTypeWarning, EventSelectingAll, "This deployment is selecting all pods. A non-empty selector is required.")
+		c.recorder.Eventf(
+			d,
+			corev1.EventTypeWarning,
+			EventSelectingAll,
+			"This deployment is selecting all pods. A non-empty selector is required.",
+		)
 		if d.Status.ObservedGeneration < d.Generation {
 			d.Status.ObservedGeneration = d.Generation
 			_ = c.writeStatus(ctx, d) // as KCM: best effort
@@ -94,26 +99,39 @@ func (c *controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 	case appsv1.RollingUpdateDeploymentStrategyType:
 		return c.rolloutRolling(ctx, d, rsList)
 	}
-	return workloop.Permanent(fmt.Errorf("deployment %s: spec.strategy.type %q is not supported", keyOf(d), d.Spec.Strategy.Type))
+	return workloop.Permanent(
+		fmt.Errorf(
+			"deployment %s: spec.strategy.type %q is not supported",
+			keyOf(d),
+			d.Spec.Strategy.Type,
+		),
+	)
 }
 
 // claimReplicaSets returns the ReplicaSets d controls, after adopting
 // matching orphans and releasing owned ones that stopped matching.
-func (c *controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment) ([]*appsv1.ReplicaSet, error) {
+func (c *controller) claimReplicaSets(
+	ctx context.Context,
+	d *appsv1.Deployment,
+) ([]*appsv1.ReplicaSet, error) {
 	all, err := c.rsLister.ReplicaSets(d.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
 	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
-		return nil, workloop.Permanent(fmt.Errorf("deployment %s has an invalid spec.selector: %w", keyOf(d), err))
+		return nil, workloop.Permanent(
+			fmt.Errorf("deployment %s has an invalid spec.selector: %w", keyOf(d), err),
+		)
 	}
 	m, err := ownership.New[*appsv1.ReplicaSet](ownership.Config{
 		Owner:     d,
 		OwnerKind: deploymentKind,
 		Selector:  sel,
 		Patch: func(ctx context.Context, namespace, name string, patch []byte) error {
-			rs, err := c.client.AppsV1().ReplicaSets(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			rs, err := c.client.AppsV1().
+				ReplicaSets(namespace).
+				Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 			if err == nil {
 				c.loop.Wrote(keyOf(d), rs)
 			}
@@ -134,7 +152,10 @@ func (c *controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment)
 func (c *controller) podsByReplicaSet(rsList []*appsv1.ReplicaSet) map[types.UID][]*corev1.Pod {
 	out := make(map[types.UID][]*corev1.Pod, len(rsList))
 	for _, rs := range rsList {
-		pods, err := index.Pods(c.podIndexer, index.Key(rs.Namespace, "ReplicaSet", rs.Name, rs.UID))
+		pods, err := index.Pods(
+			c.podIndexer,
+			index.Key(rs.Namespace, "ReplicaSet", rs.Name, rs.UID),
+		)
 		if err != nil {
 			continue
 		}
@@ -148,7 +169,9 @@ func (c *controller) podsByReplicaSet(rsList []*appsv1.ReplicaSet) map[types.UID
 // changes other than labels). d's resourceVersion follows the write, so a
 // second write in the same sync does not conflict with the first.
 func (c *controller) writeStatus(ctx context.Context, d *appsv1.Deployment) error {
-	updated, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	updated, err := c.client.AppsV1().
+		Deployments(d.Namespace).
+		UpdateStatus(ctx, d, metav1.UpdateOptions{})
 	if err != nil {
 		return err
 	}
@@ -158,8 +181,14 @@ func (c *controller) writeStatus(ctx context.Context, d *appsv1.Deployment) erro
 }
 
 // writeReplicaSet writes rs (spec and metadata).
-func (c *controller) writeReplicaSet(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
-	updated, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, rs, metav1.UpdateOptions{})
+func (c *controller) writeReplicaSet(
+	ctx context.Context,
+	d *appsv1.Deployment,
+	rs *appsv1.ReplicaSet,
+) (*appsv1.ReplicaSet, error) {
+	updated, err := c.client.AppsV1().
+		ReplicaSets(rs.Namespace).
+		Update(ctx, rs, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +197,11 @@ func (c *controller) writeReplicaSet(ctx context.Context, d *appsv1.Deployment, 
 }
 
 // syncStatusOnly updates the status of a Deployment being deleted.
-func (c *controller) syncStatusOnly(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
+func (c *controller) syncStatusOnly(
+	ctx context.Context,
+	d *appsv1.Deployment,
+	rsList []*appsv1.ReplicaSet,
+) error {
 	newRS, oldRSs, err := c.replicaSetsAndRevision(ctx, d, rsList, false)
 	if err != nil {
 		return err
@@ -178,7 +211,11 @@ func (c *controller) syncStatusOnly(ctx context.Context, d *appsv1.Deployment, r
 
 // syncScale handles a paused Deployment and a resize outside a rollout:
 // it scales, and a paused Deployment's history is cleaned up.
-func (c *controller) syncScale(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) error {
+func (c *controller) syncScale(
+	ctx context.Context,
+	d *appsv1.Deployment,
+	rsList []*appsv1.ReplicaSet,
+) error {
 	newRS, oldRSs, err := c.replicaSetsAndRevision(ctx, d, rsList, false)
 	if err != nil {
 		return err
@@ -207,9 +244,27 @@ func (c *controller) checkPausedConditions(ctx context.Context, d *appsv1.Deploy
 	pausedCond := cond != nil && cond.Reason == ReasonPaused
 	switch {
 	case d.Spec.Paused && !pausedCond:
-		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonPaused, "Deployment is paused", c.clock.Now()))
+		setCondition(
+			&d.Status,
+			newCondition(
+				appsv1.DeploymentProgressing,
+				corev1.ConditionUnknown,
+				ReasonPaused,
+				"Deployment is paused",
+				c.clock.Now(),
+			),
+		)
 	case !d.Spec.Paused && pausedCond:
-		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionUnknown, ReasonResumed, "Deployment is resumed", c.clock.Now()))
+		setCondition(
+			&d.Status,
+			newCondition(
+				appsv1.DeploymentProgressing,
+				corev1.ConditionUnknown,
+				ReasonResumed,
+				"Deployment is resumed",
+				c.clock.Now(),
+			),
+		)
 	default:
 		return nil
 	}
@@ -219,7 +274,12 @@ func (c *controller) checkPausedConditions(ctx context.Context, d *appsv1.Deploy
 // replicaSetsAndRevision splits rsList into the new ReplicaSet (created
 // when create is set and there is none) and the old ones, and brings the
 // revision annotations of the new ReplicaSet and of d up to date.
-func (c *controller) replicaSetsAndRevision(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet, create bool) (*appsv1.ReplicaSet, []*appsv1.ReplicaSet, error) {
+func (c *controller) replicaSetsAndRevision(
+	ctx context.Context,
+	d *appsv1.Deployment,
+	rsList []*appsv1.ReplicaSet,
+	create bool,
+) (*appsv1.ReplicaSet, []*appsv1.ReplicaSet, error) {
 	oldRSs := findOld(d, rsList)
 	newRS, err := c.newReplicaSet(ctx, d, rsList, oldRSs, create)
 	if err != nil {
@@ -234,7 +294,12 @@ func (c *controller) replicaSetsAndRevision(ctx context.Context, d *appsv1.Deplo
 // revision. A created one is named after the template's hash; a name taken
 // by a ReplicaSet that is not d's new one is a hash collision, counted in
 // status.collisionCount for the next attempt.
-func (c *controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rsList, oldRSs []*appsv1.ReplicaSet, create bool) (*appsv1.ReplicaSet, error) {
+func (c *controller) newReplicaSet(
+	ctx context.Context,
+	d *appsv1.Deployment,
+	rsList, oldRSs []*appsv1.ReplicaSet,
+	create bool,
+) (*appsv1.ReplicaSet, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	existing := findNew(d, rsList)
 	newRevision := maxRevision(oldRSs) + 1
@@ -249,8 +314,16 @@ func (c *controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 		}
 		changed := setDeploymentRevision(d, rs.Annotations[AnnotationRevision])
 		if hasProgressDeadline(d) && getCondition(d.Status, appsv1.DeploymentProgressing) == nil {
-			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonFoundNewReplicaSet,
-				fmt.Sprintf("Found new replica set %q", rs.Name), now))
+			setCondition(
+				&d.Status,
+				newCondition(
+					appsv1.DeploymentProgressing,
+					corev1.ConditionTrue,
+					ReasonFoundNewReplicaSet,
+					fmt.Sprintf("Found new replica set %q", rs.Name),
+					now,
+				),
+			)
 			changed = true
 		}
 		if changed {
@@ -266,9 +339,17 @@ func (c *controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 
 	template := *d.Spec.Template.DeepCopy()
 	hash := podtemplate.Hash(&template, d.Status.CollisionCount)
-	template.Labels = withLabel(d.Spec.Template.Labels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
+	template.Labels = withLabel(
+		d.Spec.Template.Labels,
+		appsv1.DefaultDeploymentUniqueLabelKey,
+		hash,
+	)
 	selector := d.Spec.Selector.DeepCopy()
-	selector.MatchLabels = withLabel(selector.MatchLabels, appsv1.DefaultDeploymentUniqueLabelKey, hash)
+	selector.MatchLabels = withLabel(
+		selector.MatchLabels,
+		appsv1.DefaultDeploymentUniqueLabelKey,
+		hash,
+	)
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            replicaSetName(d.Name, hash),
@@ -291,7 +372,9 @@ func (c *controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 	setNewRSAnnotations(d, rs, newRevision, false)
 
 	alreadyExists := false
-	created, err := c.client.AppsV1().ReplicaSets(d.Namespace).Create(ctx, rs, metav1.CreateOptions{})
+	created, err := c.client.AppsV1().
+		ReplicaSets(d.Namespace).
+		Create(ctx, rs, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		alreadyExists = true
@@ -299,7 +382,8 @@ func (c *controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 		if getErr != nil {
 			return nil, getErr
 		}
-		if ref := metav1.GetControllerOfNoCopy(found); ref != nil && ref.UID == d.UID && sameTemplate(&d.Spec.Template, &found.Spec.Template) {
+		if ref := metav1.GetControllerOfNoCopy(found); ref != nil && ref.UID == d.UID &&
+			sameTemplate(&d.Spec.Template, &found.Spec.Template) {
 			created, err = found, nil
 			break
 		}
@@ -310,7 +394,8 @@ func (c *controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 		}
 		d.Status.CollisionCount = new(before + 1)
 		if werr := c.writeStatus(ctx, d); werr == nil {
-			log.V(2).Info("Found a hash collision; bumping collisionCount", "replicaSet", rs.Name, "oldCollisionCount", before, "newCollisionCount", before+1)
+			log.V(2).
+				Info("Found a hash collision; bumping collisionCount", "replicaSet", rs.Name, "oldCollisionCount", before, "newCollisionCount", before+1)
 		}
 		return nil, err
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
@@ -318,7 +403,16 @@ func (c *controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 	case err != nil:
 		msg := fmt.Sprintf("Failed to create new replica set %q: %v", rs.Name, err)
 		if hasProgressDeadline(d) {
-			setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonReplicaSetCreateErr, msg, now))
+			setCondition(
+				&d.Status,
+				newCondition(
+					appsv1.DeploymentProgressing,
+					corev1.ConditionFalse,
+					ReasonReplicaSetCreateErr,
+					msg,
+					now,
+				),
+			)
 			_ = c.writeStatus(ctx, d) // the create's failure is what matters
 		}
 		c.recorder.Eventf(d, corev1.EventTypeWarning, EventReplicaSetCreateError, "%s", msg)
@@ -327,12 +421,22 @@ func (c *controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 		c.loop.Wrote(keyOf(d), created)
 	}
 	if !alreadyExists && size > 0 {
-		c.recorder.Eventf(d, corev1.EventTypeNormal, EventScalingReplicaSet, "Scaled up replica set %s from 0 to %d", created.Name, size)
+		c.recorder.Eventf(
+			d,
+			corev1.EventTypeNormal,
+			EventScalingReplicaSet,
+			"Scaled up replica set %s from 0 to %d",
+			created.Name,
+			size,
+		)
 	}
 	changed := setDeploymentRevision(d, strconv.FormatInt(newRevision, 10))
 	if !alreadyExists && hasProgressDeadline(d) {
-		setCondition(&d.Status, newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewReplicaSet,
-			fmt.Sprintf("Created new replica set %q", created.Name), now))
+		setCondition(
+			&d.Status,
+			newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewReplicaSet,
+				fmt.Sprintf("Created new replica set %q", created.Name), now),
+		)
 		changed = true
 	}
 	if changed {
@@ -353,7 +457,11 @@ func withLabel(m map[string]string, k, v string) map[string]string {
 
 // isScalingEvent: an active ReplicaSet was sized for a different
 // spec.replicas than d has now.
-func (c *controller) isScalingEvent(ctx context.Context, d *appsv1.Deployment, rsList []*appsv1.ReplicaSet) (bool, error) {
+func (c *controller) isScalingEvent(
+	ctx context.Context,
+	d *appsv1.Deployment,
+	rsList []*appsv1.ReplicaSet,
+) (bool, error) {
 	newRS, oldRSs, err := c.replicaSetsAndRevision(ctx, d, rsList, false)
 	if err != nil {
 		return false, err
@@ -371,7 +479,12 @@ func (c *controller) isScalingEvent(ctx context.Context, d *appsv1.Deployment, r
 // size; a saturated new ReplicaSet leaves the old ones at zero; otherwise,
 // for a rolling update, the difference is spread in proportion over the
 // active ReplicaSets.
-func (c *controller) scale(ctx context.Context, d *appsv1.Deployment, newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) error {
+func (c *controller) scale(
+	ctx context.Context,
+	d *appsv1.Deployment,
+	newRS *appsv1.ReplicaSet,
+	oldRSs []*appsv1.ReplicaSet,
+) error {
 	if target := activeOrLatest(newRS, oldRSs); target != nil {
 		if replicasOf(target) == desiredOf(d) {
 			return nil
@@ -463,7 +576,13 @@ func activeOrLatest(newRS *appsv1.ReplicaSet, oldRSs []*appsv1.ReplicaSet) *apps
 // d's current values). Unless force is set, nothing is written when the
 // size is right already. It reports whether the size changed, and returns
 // the ReplicaSet as written.
-func (c *controller) scaleReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet, size int32, d *appsv1.Deployment, force bool) (bool, *appsv1.ReplicaSet, error) {
+func (c *controller) scaleReplicaSet(
+	ctx context.Context,
+	rs *appsv1.ReplicaSet,
+	size int32,
+	d *appsv1.Deployment,
+	force bool,
+) (bool, *appsv1.ReplicaSet, error) {
 	cur := replicasOf(rs)
 	if !force && cur == size {
 		return false, rs, nil
@@ -485,7 +604,16 @@ func (c *controller) scaleReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet,
 		if cur < size {
 			dir = "up"
 		}
-		c.recorder.Eventf(d, corev1.EventTypeNormal, EventScalingReplicaSet, "Scaled %s replica set %s from %d to %d", dir, updated.Name, cur, size)
+		c.recorder.Eventf(
+			d,
+			corev1.EventTypeNormal,
+			EventScalingReplicaSet,
+			"Scaled %s replica set %s from %d to %d",
+			dir,
+			updated.Name,
+			cur,
+			size,
+		)
 	}
 	return resize, updated, nil
 }
@@ -493,7 +621,11 @@ func (c *controller) scaleReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet,
 // cleanup deletes the oldest old ReplicaSets beyond revisionHistoryLimit,
 // skipping any that still has pods, wants pods, has a spec change its
 // controller has not observed, or is being deleted.
-func (c *controller) cleanup(ctx context.Context, oldRSs []*appsv1.ReplicaSet, d *appsv1.Deployment) error {
+func (c *controller) cleanup(
+	ctx context.Context,
+	oldRSs []*appsv1.ReplicaSet,
+	d *appsv1.Deployment,
+) error {
 	if !hasHistoryLimit(d) {
 		return nil
 	}
@@ -510,11 +642,16 @@ func (c *controller) cleanup(ctx context.Context, oldRSs []*appsv1.ReplicaSet, d
 	sortStable(alive, byRevision)
 	log := logr.FromContextOrDiscard(ctx)
 	for _, rs := range alive[:excess] {
-		if rs.Status.Replicas != 0 || replicasOf(rs) != 0 || rs.Generation > rs.Status.ObservedGeneration || rs.DeletionTimestamp != nil {
+		if rs.Status.Replicas != 0 || replicasOf(rs) != 0 ||
+			rs.Generation > rs.Status.ObservedGeneration ||
+			rs.DeletionTimestamp != nil {
 			continue
 		}
-		log.V(4).Info("Deleting an old ReplicaSet beyond the revision history limit", "replicaSet", rs.Name)
-		err := c.client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{})
+		log.V(4).
+			Info("Deleting an old ReplicaSet beyond the revision history limit", "replicaSet", rs.Name)
+		err := c.client.AppsV1().
+			ReplicaSets(rs.Namespace).
+			Delete(ctx, rs.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err // stop here rather than flood the API server
 		}
@@ -524,7 +661,12 @@ func (c *controller) cleanup(ctx context.Context, oldRSs []*appsv1.ReplicaSet, d
 
 // syncStatus writes the status calculated from the ReplicaSets, if it
 // changed.
-func (c *controller) syncStatus(ctx context.Context, allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) error {
+func (c *controller) syncStatus(
+	ctx context.Context,
+	allRSs []*appsv1.ReplicaSet,
+	newRS *appsv1.ReplicaSet,
+	d *appsv1.Deployment,
+) error {
 	st := c.calculateStatus(allRSs, newRS, d)
 	if equality.Semantic.DeepEqual(d.Status, st) {
 		return nil
@@ -535,7 +677,11 @@ func (c *controller) syncStatus(ctx context.Context, allRSs []*appsv1.ReplicaSet
 
 // calculateStatus is d's status from its ReplicaSets: counts, the
 // Available condition; other conditions are carried over.
-func (c *controller) calculateStatus(allRSs []*appsv1.ReplicaSet, newRS *appsv1.ReplicaSet, d *appsv1.Deployment) appsv1.DeploymentStatus {
+func (c *controller) calculateStatus(
+	allRSs []*appsv1.ReplicaSet,
+	newRS *appsv1.ReplicaSet,
+	d *appsv1.Deployment,
+) appsv1.DeploymentStatus {
 	available := sumStatus(allRSs, statusAvailable)
 	unavailable := max(specReplicas(allRSs)-available, 0)
 	st := appsv1.DeploymentStatus{
@@ -553,7 +699,16 @@ func (c *controller) calculateStatus(allRSs []*appsv1.ReplicaSet, newRS *appsv1.
 	st.Conditions = append(st.Conditions, d.Status.Conditions...)
 	now := c.clock.Now()
 	if available >= desiredOf(d)-maxUnavailable(d) {
-		setCondition(&st, newCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, ReasonMinimumAvailable, "Deployment has minimum availability.", now))
+		setCondition(
+			&st,
+			newCondition(
+				appsv1.DeploymentAvailable,
+				corev1.ConditionTrue,
+				ReasonMinimumAvailable,
+				"Deployment has minimum availability.",
+				now,
+			),
+		)
 	} else {
 		setCondition(&st, newCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse, ReasonMinimumUnavailable, "Deployment does not have minimum availability.", now))
 	}

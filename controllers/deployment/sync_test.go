@@ -47,8 +47,14 @@ func TestRollingUpdateSteps(t *testing.T) {
 			[]string{"2/0", "2/1", "1/1", "1/2", "0/2", "0/3"}},
 		{"25% and 25% of 4", 4, intstr.FromString("25%"), intstr.FromString("25%"), true,
 			[]string{"3/1", "3/2", "1/2", "1/4", "0/4"}},
-		{"both round to zero: one unavailable", 2, intstr.FromInt32(0), intstr.FromString("40%"), true,
-			[]string{"1/0", "1/1", "0/1", "0/2"}},
+		{
+			"both round to zero: one unavailable",
+			2,
+			intstr.FromInt32(0),
+			intstr.FromString("40%"),
+			true,
+			[]string{"1/0", "1/1", "0/1", "0/2"},
+		},
 		{"surge 2 of 3 (int), unavailable 0", 3, intstr.FromInt32(2), intstr.FromInt32(0), true,
 			[]string{"3/2", "1/2", "1/3", "0/3"}},
 		{"new pods never available: stalls", 3, intstr.FromInt32(1), intstr.FromInt32(0), false,
@@ -101,17 +107,28 @@ func TestRolloutEndState(t *testing.T) {
 		t.Fatalf("replica sets %v, want the old one and %s", f.sizes(), newName)
 	}
 	n := rss[1]
-	if n.Annotations[AnnotationRevision] != "2" || rss[0].Annotations[AnnotationRevision] != "1" || n.Annotations["team"] != "blue" {
+	if n.Annotations[AnnotationRevision] != "2" || rss[0].Annotations[AnnotationRevision] != "1" ||
+		n.Annotations["team"] != "blue" {
 		t.Errorf("annotations: new %v, old %v", n.Annotations, rss[0].Annotations)
 	}
 	if n.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != strings.TrimPrefix(newName, "web-") ||
-		n.Spec.Selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey] != strings.TrimPrefix(newName, "web-") {
-		t.Errorf("pod-template-hash missing from labels %v or selector %v", n.Labels, n.Spec.Selector)
+		n.Spec.Selector.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey] != strings.TrimPrefix(
+			newName,
+			"web-",
+		) {
+		t.Errorf(
+			"pod-template-hash missing from labels %v or selector %v",
+			n.Labels,
+			n.Spec.Selector,
+		)
 	}
 	got := f.deployment("web")
 	st := got.Status
 	if got.Annotations[AnnotationRevision] != "2" || st.Replicas != 3 || st.UpdatedReplicas != 3 || st.AvailableReplicas != 3 ||
-		st.ReadyReplicas != 3 || st.UnavailableReplicas != 0 || ptr.Deref(st.TerminatingReplicas, -1) != 0 || st.ObservedGeneration != 2 {
+		st.ReadyReplicas != 3 ||
+		st.UnavailableReplicas != 0 ||
+		ptr.Deref(st.TerminatingReplicas, -1) != 0 ||
+		st.ObservedGeneration != 2 {
 		t.Errorf("deployment revision %q status %+v", got.Annotations[AnnotationRevision], st)
 	}
 	if c := condition(got, appsv1.DeploymentProgressing); c != "True NewReplicaSetAvailable" {
@@ -146,11 +163,17 @@ func TestNewDeployment(t *testing.T) {
 	if len(rss) != 1 || rss[0].Name != name || replicasOf(rss[0]) != 3 {
 		t.Fatalf("replica sets %v (%s), want %s of 3", rss, f.sizes(), name)
 	}
-	wantAnn := map[string]string{"team": "blue", AnnotationRevision: "1", AnnotationDesiredReplicas: "3", AnnotationMaxReplicas: "4"}
+	wantAnn := map[string]string{
+		"team":                    "blue",
+		AnnotationRevision:        "1",
+		AnnotationDesiredReplicas: "3",
+		AnnotationMaxReplicas:     "4",
+	}
 	if fmt.Sprint(rss[0].Annotations) != fmt.Sprint(wantAnn) {
 		t.Errorf("annotations %v, want %v", rss[0].Annotations, wantAnn)
 	}
-	if ref := metav1.GetControllerOf(rss[0]); ref == nil || ref.UID != d.UID || ref.Kind != "Deployment" {
+	if ref := metav1.GetControllerOf(rss[0]); ref == nil || ref.UID != d.UID ||
+		ref.Kind != "Deployment" {
 		t.Errorf("controller ref %v", ref)
 	}
 	got := f.deployment("web")
@@ -163,7 +186,10 @@ func TestNewDeployment(t *testing.T) {
 	if got.Annotations[AnnotationRevision] != "1" {
 		t.Errorf("deployment revision %q", got.Annotations[AnnotationRevision])
 	}
-	if ev := f.events(); !slices.Equal(ev, []string{"Normal ScalingReplicaSet Scaled up replica set " + name + " from 0 to 3"}) {
+	if ev := f.events(); !slices.Equal(
+		ev,
+		[]string{"Normal ScalingReplicaSet Scaled up replica set " + name + " from 0 to 3"},
+	) {
 		t.Errorf("events %v", ev)
 	}
 	// Pods ready: complete.
@@ -187,11 +213,19 @@ func TestRecreateSteps(t *testing.T) {
 	oldPod := func(name string, phase corev1.PodPhase) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: old.Labels,
-				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(old, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))}},
+				OwnerReferences: []metav1.OwnerReference{
+					*metav1.NewControllerRef(old, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")),
+				}},
 			Status: corev1.PodStatus{Phase: phase},
 		}
 	}
-	f := newFixture(t, d, old, oldPod("p-running", corev1.PodRunning), oldPod("p-done", corev1.PodSucceeded))
+	f := newFixture(
+		t,
+		d,
+		old,
+		oldPod("p-running", corev1.PodRunning),
+		oldPod("p-done", corev1.PodSucceeded),
+	)
 	steps := []struct {
 		name   string
 		before func()
@@ -242,7 +276,8 @@ func TestScaleDuringRollout(t *testing.T) {
 		t.Fatalf("sizes %s, want 11/7", got)
 	}
 	for _, rs := range f.replicaSets() {
-		if rs.Annotations[AnnotationDesiredReplicas] != "15" || rs.Annotations[AnnotationMaxReplicas] != "18" {
+		if rs.Annotations[AnnotationDesiredReplicas] != "15" ||
+			rs.Annotations[AnnotationMaxReplicas] != "18" {
 			t.Errorf("%s annotations %v", rs.Name, rs.Annotations)
 		}
 	}
@@ -278,7 +313,8 @@ func TestPaused(t *testing.T) {
 	f.update(resumed)
 	f.mustSync("web")
 	got := f.deployment("web")
-	if c := getCondition(got.Status, appsv1.DeploymentProgressing); c == nil || c.Reason == ReasonPaused {
+	if c := getCondition(got.Status, appsv1.DeploymentProgressing); c == nil ||
+		c.Reason == ReasonPaused {
 		t.Fatalf("Progressing %v after resume", c)
 	}
 	if f.sizes() != "5/1" {
@@ -287,8 +323,12 @@ func TestPaused(t *testing.T) {
 	// The resumed condition was written before the rollout step.
 	var reasons []string
 	for _, a := range f.client.Actions() {
-		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" && a.GetResource().Resource == "deployments" {
-			reasons = append(reasons, condition(u.GetObject().(*appsv1.Deployment), appsv1.DeploymentProgressing))
+		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" &&
+			a.GetResource().Resource == "deployments" {
+			reasons = append(
+				reasons,
+				condition(u.GetObject().(*appsv1.Deployment), appsv1.DeploymentProgressing),
+			)
 		}
 	}
 	if !slices.Contains(reasons, "Unknown DeploymentResumed") {
@@ -306,7 +346,9 @@ func TestProgressDeadline(t *testing.T) {
 	f.mustSync("web")                                                // creates the ReplicaSet
 	f.runReplicaSets(func(*appsv1.ReplicaSet) bool { return false }) // pods never ready
 	f.mustSync("web")                                                // replicas appear: progress
-	f.mustSync("web")                                                // nothing new: requeued for the deadline
+	f.mustSync(
+		"web",
+	) // nothing new: requeued for the deadline
 	c := getCondition(f.deployment("web").Status, appsv1.DeploymentProgressing)
 	if c == nil || c.Reason != ReasonReplicaSetUpdated {
 		t.Fatalf("Progressing %v, want ReplicaSetUpdated", c)
@@ -321,7 +363,10 @@ func TestProgressDeadline(t *testing.T) {
 		t.Errorf("before the deadline: %s", got)
 	}
 	if f.rateLimited["ns/web"] != 1 {
-		t.Errorf("a deadline under a second away is checked at once: %d rate-limited requeues", f.rateLimited["ns/web"])
+		t.Errorf(
+			"a deadline under a second away is checked at once: %d rate-limited requeues",
+			f.rateLimited["ns/web"],
+		)
 	}
 	f.clock.Step(2 * time.Second)
 	f.mustSync("web")
@@ -421,7 +466,13 @@ func TestHistoryCleanup(t *testing.T) {
 			// One with pods left is scaled down first, which is not part of
 			// this test: make the rollout complete by hand.
 			dd := f.deployment("web")
-			dd.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2, ReadyReplicas: 2}
+			dd.Status = appsv1.DeploymentStatus{
+				ObservedGeneration: 1,
+				Replicas:           2,
+				UpdatedReplicas:    2,
+				AvailableReplicas:  2,
+				ReadyReplicas:      2,
+			}
 			if _, err := f.client.AppsV1().Deployments("ns").UpdateStatus(t.Context(), dd, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -461,7 +512,13 @@ func TestHistoryCleanupInSync(t *testing.T) {
 	d.Spec.RevisionHistoryLimit = ptr.To[int32](1)
 	a, b := ownedRS(d, "a", 0, 1, 0), ownedRS(d, "b", 0, 2, 1)
 	cur := ownedRS(d, "v1", 2, 3, 2)
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2, ReadyReplicas: 2}
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: 1,
+		Replicas:           2,
+		UpdatedReplicas:    2,
+		AvailableReplicas:  2,
+		ReadyReplicas:      2,
+	}
 	f := newFixture(t, d, a, b, cur)
 	f.mustSync("web")
 	var left []string
@@ -535,9 +592,17 @@ func mustGet(t *testing.T, f *fixture, name string) *appsv1.ReplicaSet {
 func TestAdoptedOrphanBecomesNewReplicaSet(t *testing.T) {
 	d := rolling(3, intstr.FromInt32(1), intstr.FromInt32(0))
 	orphan := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-orphan", UID: "uid-orphan", Labels: webLabels},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: webLabels},
-			Template: webTemplate("v1")},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns",
+			Name:      "web-orphan",
+			UID:       "uid-orphan",
+			Labels:    webLabels,
+		},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: webLabels},
+			Template: webTemplate("v1"),
+		},
 	}
 	f := newFixture(t, d, orphan)
 	for range 4 {
@@ -553,14 +618,18 @@ func TestAdoptedOrphanBecomesNewReplicaSet(t *testing.T) {
 	}
 	var progressing []string
 	for _, a := range f.client.Actions() {
-		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" && a.GetResource().Resource == "deployments" {
+		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" &&
+			a.GetResource().Resource == "deployments" {
 			if c := condition(u.GetObject().(*appsv1.Deployment), appsv1.DeploymentProgressing); c != "none" {
 				progressing = append(progressing, c)
 			}
 		}
 	}
 	if len(progressing) == 0 || progressing[0] != "True FoundNewReplicaSet" {
-		t.Errorf("Progressing over the status writes %v, want FoundNewReplicaSet first", progressing)
+		t.Errorf(
+			"Progressing over the status writes %v, want FoundNewReplicaSet first",
+			progressing,
+		)
 	}
 	if got := condition(f.deployment("web"), appsv1.DeploymentProgressing); got != "True NewReplicaSetAvailable" {
 		t.Errorf("Progressing %s", got)
@@ -573,9 +642,19 @@ func TestHashCollision(t *testing.T) {
 	d := rolling(1, intstr.FromInt32(1), intstr.FromInt32(0))
 	tmpl := webTemplate("v1")
 	taken := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-" + podtemplate.Hash(&tmpl, nil), UID: "uid-taken", Labels: map[string]string{"app": "other"}},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "other"}}}},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns",
+			Name:      "web-" + podtemplate.Hash(&tmpl, nil),
+			UID:       "uid-taken",
+			Labels:    map[string]string{"app": "other"},
+		},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "other"}},
+			},
+		},
 	}
 	f := newFixture(t, d, taken)
 	err := f.sync("web")
@@ -599,7 +678,12 @@ func TestSelectingAll(t *testing.T) {
 	d.Spec.Selector = &metav1.LabelSelector{}
 	f := newFixture(t, d)
 	f.mustSync("web")
-	if ev := f.events(); !slices.Equal(ev, []string{"Warning SelectingAll This deployment is selecting all pods. A non-empty selector is required."}) {
+	if ev := f.events(); !slices.Equal(
+		ev,
+		[]string{
+			"Warning SelectingAll This deployment is selecting all pods. A non-empty selector is required.",
+		},
+	) {
 		t.Errorf("events %v", ev)
 	}
 	if got := f.writes(); !slices.Equal(got, []string{"update deployments/status"}) {
@@ -615,9 +699,17 @@ func TestSelectingAll(t *testing.T) {
 func TestCreateFailure(t *testing.T) {
 	d := rolling(1, intstr.FromInt32(1), intstr.FromInt32(0))
 	f := newFixture(t, d)
-	f.client.PrependReactor("create", "replicasets", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "replicasets"}, "x", fmt.Errorf("quota"))
-	})
+	f.client.PrependReactor(
+		"create",
+		"replicasets",
+		func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(
+				schema.GroupResource{Group: "apps", Resource: "replicasets"},
+				"x",
+				fmt.Errorf("quota"),
+			)
+		},
+	)
 	if err := f.sync("web"); !apierrors.IsForbidden(err) {
 		t.Fatalf("sync error %v", err)
 	}
@@ -625,7 +717,11 @@ func TestCreateFailure(t *testing.T) {
 		t.Errorf("Progressing %s", got)
 	}
 	ev := f.events()
-	if len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning ReplicaSetCreateError Failed to create new replica set \"web-") {
+	if len(ev) != 1 ||
+		!strings.HasPrefix(
+			ev[0],
+			"Warning ReplicaSetCreateError Failed to create new replica set \"web-",
+		) {
 		t.Errorf("events %v", ev)
 	}
 }
@@ -658,13 +754,21 @@ func TestRollbackAnnotation(t *testing.T) {
 	f := newFixture(t, d, old, cur)
 	f.mustSync("web")
 	got := f.deployment("web")
-	if _, ok := got.Annotations[appsv1.DeprecatedRollbackTo]; ok || got.Spec.Template.Spec.Containers[0].Image != "v1" {
-		t.Errorf("annotations %v image %s", got.Annotations, got.Spec.Template.Spec.Containers[0].Image)
+	if _, ok := got.Annotations[appsv1.DeprecatedRollbackTo]; ok ||
+		got.Spec.Template.Spec.Containers[0].Image != "v1" {
+		t.Errorf(
+			"annotations %v image %s",
+			got.Annotations,
+			got.Spec.Template.Spec.Containers[0].Image,
+		)
 	}
 	if _, ok := got.Spec.Template.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; ok {
 		t.Error("the hash label came back into the template")
 	}
-	if ev := f.events(); !slices.Equal(ev, []string{`Normal DeploymentRollback Rolled back deployment "web" to revision 1`}) {
+	if ev := f.events(); !slices.Equal(
+		ev,
+		[]string{`Normal DeploymentRollback Rolled back deployment "web" to revision 1`},
+	) {
 		t.Errorf("events %v", ev)
 	}
 }

@@ -46,8 +46,14 @@ type controller struct {
 	after func(key string, d time.Duration)
 }
 
-func newSyncer(client kubernetes.Interface, services corelisters.ServiceLister, pods corelisters.PodLister,
-	endpoints corelisters.EndpointsLister, recorder record.EventRecorder, o Options) *controller {
+func newSyncer(
+	client kubernetes.Interface,
+	services corelisters.ServiceLister,
+	pods corelisters.PodLister,
+	endpoints corelisters.EndpointsLister,
+	recorder record.EventRecorder,
+	o Options,
+) *controller {
 	c := &controller{
 		client:    client,
 		services:  services,
@@ -59,7 +65,11 @@ func newSyncer(client kubernetes.Interface, services corelisters.ServiceLister, 
 		batch:     o.EndpointUpdatesBatchPeriod,
 		workers:   int(o.ConcurrentEndpointSyncs),
 	}
-	c.podQueue = servicepods.New(services, func(key string, d time.Duration) { c.after(key, d) }, c.batch)
+	c.podQueue = servicepods.New(
+		services,
+		func(key string, d time.Duration) { c.after(key, d) },
+		c.batch,
+	)
 	return c
 }
 
@@ -69,11 +79,22 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 		return nil, err
 	}
 	core := cc.InformerFactory.Core().V1()
-	c := newSyncer(client, core.Services().Lister(), core.Pods().Lister(), core.Endpoints().Lister(), cc.EventRecorder, o)
+	c := newSyncer(
+		client,
+		core.Services().Lister(),
+		core.Pods().Lister(),
+		core.Endpoints().Lister(),
+		cc.EventRecorder,
+		o,
+	)
 	// The loop exists before any handler is registered: a running informer
 	// calls a handler at once. On a later failure it is shut down here;
 	// otherwise Run releases it.
-	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{MaxRetries: maxRetries, Metrics: cc.Metrics})
+	c.loop = workloop.New(
+		cc.Name,
+		c.sync,
+		workloop.Options{MaxRetries: maxRetries, Metrics: cc.Metrics},
+	)
 	c.after = c.loop.AddAfter
 	handlers := []struct {
 		what string
@@ -92,7 +113,11 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 		}},
 		// A deleted Endpoints object is recreated if its Service still
 		// wants one.
-		{"endpoints", core.Endpoints().Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueue}},
+		{
+			"endpoints",
+			core.Endpoints().Informer(),
+			cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueue},
+		},
 	}
 	for _, h := range handlers {
 		reg, err := h.inf.AddEventHandler(h.h)

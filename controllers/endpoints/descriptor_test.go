@@ -18,11 +18,20 @@ import (
 )
 
 func TestDescriptorAndFlags(t *testing.T) {
-	controllertest.CheckIdentity(t, endpoints.Descriptor(endpoints.NewOptions()), controllertest.Identity{
-		Name: "endpoints-controller", Alias: "endpoint", EventSource: "endpoint-controller",
-	})
+	controllertest.CheckIdentity(
+		t,
+		endpoints.Descriptor(endpoints.NewOptions()),
+		controllertest.Identity{
+			Name: "endpoints-controller", Alias: "endpoint", EventSource: "endpoint-controller",
+		},
+	)
 	o := endpoints.NewOptions()
-	f := controllertest.ParseFlag(t, o.AddFlags, "concurrent-endpoint-syncs", "--concurrent-endpoint-syncs=9")
+	f := controllertest.ParseFlag(
+		t,
+		o.AddFlags,
+		"concurrent-endpoint-syncs",
+		"--concurrent-endpoint-syncs=9",
+	)
 	if f.DefValue != "5" || f.Usage == "" {
 		t.Errorf("default %q usage %q", f.DefValue, f.Usage)
 	}
@@ -30,7 +39,12 @@ func TestDescriptorAndFlags(t *testing.T) {
 		t.Errorf("ConcurrentEndpointSyncs %d, want 9", o.ConcurrentEndpointSyncs)
 	}
 	o = endpoints.NewOptions()
-	f = controllertest.ParseFlag(t, o.AddFlags, "endpoint-updates-batch-period", "--endpoint-updates-batch-period=3s")
+	f = controllertest.ParseFlag(
+		t,
+		o.AddFlags,
+		"endpoint-updates-batch-period",
+		"--endpoint-updates-batch-period=3s",
+	)
 	if f.DefValue != "0s" {
 		t.Errorf("default %q", f.DefValue)
 	}
@@ -48,7 +62,9 @@ func TestBuildValidatesOptions(t *testing.T) {
 		{"defaults", endpoints.NewOptions(), nil},
 		{"zero value takes the default", endpoints.Options{}, nil},
 		{"negative workers", endpoints.Options{ConcurrentEndpointSyncs: -1},
-			[]string{`descriptor "endpoints-controller": --concurrent-endpoint-syncs: must be at least 1, got -1`}},
+			[]string{
+				`descriptor "endpoints-controller": --concurrent-endpoint-syncs: must be at least 1, got -1`,
+			}},
 		{"negative batch period", endpoints.Options{EndpointUpdatesBatchPeriod: -time.Second},
 			[]string{"--endpoint-updates-batch-period: must not be negative, got -1s"}},
 	}
@@ -67,18 +83,31 @@ func TestManagerWritesAndCleansEndpoints(t *testing.T) {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, ClusterIP: "10.96.0.1",
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+			Ports: []corev1.ServicePort{
+				{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP},
+			}},
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Labels: map[string]string{"app": "web"}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}},
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns",
+			Name:      "a",
+			Labels:    map[string]string{"app": "web"},
+		},
+		Status: corev1.PodStatus{
+			Phase:  corev1.PodRunning,
+			PodIP:  "10.0.0.1",
+			PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}},
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+			},
+		},
 	}
 	leftover := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}}
 	lock := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "lock",
 		Annotations: map[string]string{"control-plane.alpha.kubernetes.io/leader": "{}"}}}
 	h := managertest.New(t, "test", []descriptor.Descriptor{endpoints.Descriptor(endpoints.NewOptions())},
-		svc, pod, leftover, lock).Start()
+		svc, pod, leftover, lock).
+		Start()
 	get := func(ns, name string) (*corev1.Endpoints, error) {
 		return h.Client.CoreV1().Endpoints(ns).Get(t.Context(), name, metav1.GetOptions{})
 	}

@@ -36,18 +36,28 @@ type fixture struct {
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{
-		t:         t,
-		client:    fake.NewClientset(objs...),
-		endpoints: controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.Endpoints](objs)...),
-		recorder:  record.NewFakeRecorder(100),
-		requeues:  map[string]time.Duration{},
+		t:      t,
+		client: fake.NewClientset(objs...),
+		endpoints: controllertest.NamespacedIndexer(
+			t,
+			controllertest.OfType[*corev1.Endpoints](objs)...),
+		recorder: record.NewFakeRecorder(100),
+		requeues: map[string]time.Duration{},
 	}
 	// The pods as the informer holds them; the API server's stay whole.
 	pods := cached(t, controllertest.OfType[*corev1.Pod](objs)...)
 	f.pods = controllertest.NamespacedIndexer(t, pods...)
-	f.services = controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.Service](objs)...)
-	f.c = newSyncer(f.client, corelisters.NewServiceLister(f.services), corelisters.NewPodLister(f.pods),
-		corelisters.NewEndpointsLister(f.endpoints), f.recorder, NewOptions())
+	f.services = controllertest.NamespacedIndexer(
+		t,
+		controllertest.OfType[*corev1.Service](objs)...)
+	f.c = newSyncer(
+		f.client,
+		corelisters.NewServiceLister(f.services),
+		corelisters.NewPodLister(f.pods),
+		corelisters.NewEndpointsLister(f.endpoints),
+		f.recorder,
+		NewOptions(),
+	)
 	f.c.after = func(key string, d time.Duration) { f.requeues[key] = d }
 	t.Cleanup(func() { f.c.podQueue.ShutDown() })
 	return f
@@ -90,7 +100,12 @@ func (f *fixture) get(name string) *corev1.Endpoints {
 // mirror delivers the API server's Endpoints to the cache.
 func (f *fixture) mirror() {
 	f.t.Helper()
-	controllertest.Mirror(f.t, f.client, f.endpoints, corev1.SchemeGroupVersion.WithResource("endpoints"))
+	controllertest.Mirror(
+		f.t,
+		f.client,
+		f.endpoints,
+		corev1.SchemeGroupVersion.WithResource("endpoints"),
+	)
 	// The fake API server keeps no resource versions; a real one would
 	// have given each object one.
 	for _, o := range f.endpoints.List() {
@@ -108,13 +123,25 @@ var webLabels = map[string]string{"app": "web"}
 
 func newService(name string, mods ...func(*corev1.Service)) *corev1.Service {
 	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"team": "a"},
-			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:         "ns",
+			Name:              name,
+			UID:               types.UID("uid-" + name),
+			Labels:            map[string]string{"team": "a"},
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		},
 		Spec: corev1.ServiceSpec{
 			Selector:   webLabels,
 			ClusterIP:  "10.96.0.10",
 			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
-			Ports:      []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}},
+			Ports: []corev1.ServicePort{
+				{
+					Name:       "http",
+					Port:       80,
+					TargetPort: intstr.FromString("http"),
+					Protocol:   corev1.ProtocolTCP,
+				},
+			},
 		},
 	}
 	for _, m := range mods {
@@ -129,9 +156,16 @@ func newPod(name, ip string, ready bool, port int32, mods ...func(*corev1.Pod)) 
 		status = corev1.ConditionTrue
 	}
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Labels: webLabels},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns",
+			Name:      name,
+			UID:       types.UID("uid-" + name),
+			Labels:    webLabels,
+		},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c",
-			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}}}}},
+			Ports: []corev1.ContainerPort{
+				{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP},
+			}}}},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}},

@@ -28,11 +28,23 @@ func TestPodChangeEnqueuesItsServices(t *testing.T) {
 		{"IP changed", ready, moved, map[string]time.Duration{"ns/web": 0}},
 		{"nothing relevant changed", ready, readyAgain, map[string]time.Duration{}},
 		{"resync", ready, ready.DeepCopy(), map[string]time.Duration{}},
-		{"deleted (tombstone)", cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: ready}, nil, map[string]time.Duration{"ns/web": 0}},
+		{
+			"deleted (tombstone)",
+			cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: ready},
+			nil,
+			map[string]time.Duration{"ns/web": 0},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, newService("web"), newService("other", func(s *corev1.Service) { s.Spec.Selector = map[string]string{"x": "y"} }))
+			f := newFixture(
+				t,
+				newService("web"),
+				newService(
+					"other",
+					func(s *corev1.Service) { s.Spec.Selector = map[string]string{"x": "y"} },
+				),
+			)
 			f.podChanged(tt.old, tt.cur)
 			if !maps.Equal(f.requeues, tt.want) {
 				t.Errorf("enqueued %v, want %v", f.requeues, tt.want)
@@ -46,7 +58,11 @@ func TestPodChangeEnqueuesItsServices(t *testing.T) {
 func TestBatchPeriodDelaysPodTriggeredSyncs(t *testing.T) {
 	f := newFixture(t, newService("web"))
 	f.c.podQueue.ShutDown()
-	f.c.podQueue = servicepods.New(corelisters.NewServiceLister(f.services), func(key string, d time.Duration) { f.c.after(key, d) }, 4*time.Second)
+	f.c.podQueue = servicepods.New(
+		corelisters.NewServiceLister(f.services),
+		func(key string, d time.Duration) { f.c.after(key, d) },
+		4*time.Second,
+	)
 	f.podChanged(nil, newPod("a", "10.0.0.1", true, 8080))
 	if d := f.requeues["ns/web"]; d != 4*time.Second {
 		t.Errorf("pod-triggered delay %v, want 4s", d)

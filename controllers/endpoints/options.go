@@ -60,10 +60,18 @@ func NewOptions() Options { return Options{ConcurrentEndpointSyncs: DefaultConcu
 // AddFlags binds KCM's flags for this controller to o, o's current values
 // being the defaults.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.Int32Var(&o.ConcurrentEndpointSyncs, "concurrent-endpoint-syncs", o.ConcurrentEndpointSyncs,
-		"The number of endpoint syncing operations that will be done concurrently. Larger number = faster endpoint updating, but more CPU (and network) load")
-	fs.DurationVar(&o.EndpointUpdatesBatchPeriod, "endpoint-updates-batch-period", o.EndpointUpdatesBatchPeriod,
-		"The length of endpoint updates batching period. Processing of pod changes will be delayed by this duration to join them with potential upcoming updates and reduce the overall number of endpoints updates. Larger number = higher endpoint programming latency, but lower number of endpoints revision generated")
+	fs.Int32Var(
+		&o.ConcurrentEndpointSyncs,
+		"concurrent-endpoint-syncs",
+		o.ConcurrentEndpointSyncs,
+		"The number of endpoint syncing operations that will be done concurrently. Larger number = faster endpoint updating, but more CPU (and network) load",
+	)
+	fs.DurationVar(
+		&o.EndpointUpdatesBatchPeriod,
+		"endpoint-updates-batch-period",
+		o.EndpointUpdatesBatchPeriod,
+		"The length of endpoint updates batching period. Processing of pod changes will be delayed by this duration to join them with potential upcoming updates and reduce the overall number of endpoints updates. Larger number = higher endpoint programming latency, but lower number of endpoints revision generated",
+	)
 }
 
 func (o Options) withDefaults() Options {
@@ -77,10 +85,22 @@ func (o Options) withDefaults() Options {
 func (o Options) Validate() error {
 	var errs []error
 	if o.ConcurrentEndpointSyncs < 0 {
-		errs = append(errs, fmt.Errorf("--concurrent-endpoint-syncs: must be at least 1, got %d", o.ConcurrentEndpointSyncs))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"--concurrent-endpoint-syncs: must be at least 1, got %d",
+				o.ConcurrentEndpointSyncs,
+			),
+		)
 	}
 	if o.EndpointUpdatesBatchPeriod < 0 {
-		errs = append(errs, fmt.Errorf("--endpoint-updates-batch-period: must not be negative, got %v", o.EndpointUpdatesBatchPeriod))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"--endpoint-updates-batch-period: must not be negative, got %v",
+				o.EndpointUpdatesBatchPeriod,
+			),
+		)
 	}
 	return errors.Join(errs...)
 }
@@ -94,7 +114,10 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err // the host names the controller
 		}
 		return c, nil
-	}).WithAliases(Alias).WithEventSource(EventSource).WithValidator(o.Validate).
+	}).
+		WithAliases(Alias).
+		WithEventSource(EventSource).
+		WithValidator(o.Validate).
 		WithInformers(
 			corev1.SchemeGroupVersion.WithResource("pods"),
 			corev1.SchemeGroupVersion.WithResource("services"),

@@ -70,7 +70,11 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	case err != nil:
 		return err
 	case c.stale.stale(current):
-		return fmt.Errorf("endpoints informer cache is out of date, resource version %s already processed for endpoints %s", current.ResourceVersion, key)
+		return fmt.Errorf(
+			"endpoints informer cache is out of date, resource version %s already processed for endpoints %s",
+			current.ResourceVersion,
+			key,
+		)
 	}
 	create := current.ResourceVersion == ""
 	if !create &&
@@ -107,7 +111,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	}
 	want.Labels[ManagedByLabel] = ManagedBy
 
-	log.V(4).Info("Updating Endpoints", "service", key, "readyEndpoints", ready, "notReadyEndpoints", notReady)
+	log.V(4).
+		Info("Updating Endpoints", "service", key, "readyEndpoints", ready, "notReadyEndpoints", notReady)
 	var updated *corev1.Endpoints
 	if create {
 		_, err = c.client.CoreV1().Endpoints(ns).Create(ctx, want, metav1.CreateOptions{})
@@ -115,7 +120,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		updated, err = c.client.CoreV1().Endpoints(ns).Update(ctx, want, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		if create && apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		if create && apierrors.IsForbidden(err) &&
+			apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			// The namespace is going away; so will the Service.
 			return nil
 		}
@@ -136,7 +142,11 @@ func (c *controller) sync(ctx context.Context, key string) error {
 
 // desiredSubsets returns the packed subsets svc's pods give, with how many
 // ready and not-ready addresses went in (one per pod and port).
-func desiredSubsets(log logr.Logger, svc *corev1.Service, pods []*corev1.Pod) (subsets []corev1.EndpointSubset, ready, notReady int) {
+func desiredSubsets(
+	log logr.Logger,
+	svc *corev1.Service,
+	pods []*corev1.Pod,
+) (subsets []corev1.EndpointSubset, ready, notReady int) {
 	subsets = []corev1.EndpointSubset{}
 	tolerateUnready := svc.Spec.PublishNotReadyAddresses
 	add := func(pod *corev1.Pod, addr corev1.EndpointAddress, port *corev1.EndpointPort) {
@@ -145,7 +155,10 @@ func desiredSubsets(log logr.Logger, svc *corev1.Service, pods []*corev1.Pod) (s
 			ports = append(ports, *port)
 		}
 		if tolerateUnready || esutil.IsPodReady(pod) {
-			subsets = append(subsets, corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{addr}, Ports: ports})
+			subsets = append(
+				subsets,
+				corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{addr}, Ports: ports},
+			)
 			ready++
 		} else {
 			subsets = append(subsets, corev1.EndpointSubset{NotReadyAddresses: []corev1.EndpointAddress{addr}, Ports: ports})
@@ -158,7 +171,8 @@ func desiredSubsets(log logr.Logger, svc *corev1.Service, pods []*corev1.Pod) (s
 		}
 		addr, err := podAddress(svc, pod)
 		if err != nil {
-			log.V(2).Info("Pod has no address of the Service's IP family", "service", svc.Namespace+"/"+svc.Name, "pod", pod.Name, "err", err)
+			log.V(2).
+				Info("Pod has no address of the Service's IP family", "service", svc.Namespace+"/"+svc.Name, "pod", pod.Name, "err", err)
 			continue
 		}
 		if esutil.ShouldSetHostname(pod, svc) {
@@ -176,10 +190,20 @@ func desiredSubsets(log logr.Logger, svc *corev1.Service, pods []*corev1.Pod) (s
 			sp := &svc.Spec.Ports[i]
 			num, err := endpointslicerec.FindPort(pod, sp)
 			if err != nil {
-				log.V(4).Info("Pod lacks the Service's port", "service", svc.Namespace+"/"+svc.Name, "pod", pod.Name, "err", err)
+				log.V(4).
+					Info("Pod lacks the Service's port", "service", svc.Namespace+"/"+svc.Name, "pod", pod.Name, "err", err)
 				continue
 			}
-			add(pod, addr, &corev1.EndpointPort{Name: sp.Name, Port: int32(num), Protocol: sp.Protocol, AppProtocol: sp.AppProtocol})
+			add(
+				pod,
+				addr,
+				&corev1.EndpointPort{
+					Name:        sp.Name,
+					Port:        int32(num),
+					Protocol:    sp.Protocol,
+					AppProtocol: sp.AppProtocol,
+				},
+			)
 		}
 	}
 	return epsubsets.Repack(subsets), ready, notReady
@@ -212,7 +236,10 @@ func podAddress(svc *corev1.Service, pod *corev1.Pod) (corev1.EndpointAddress, e
 			}, nil
 		}
 	}
-	return corev1.EndpointAddress{}, fmt.Errorf("failed to find a matching endpoint for service %v", svc.Name)
+	return corev1.EndpointAddress{}, fmt.Errorf(
+		"failed to find a matching endpoint for service %v",
+		svc.Name,
+	)
 }
 
 // subsetsEqual compares subsets semantically, ignoring the resource
@@ -270,7 +297,10 @@ func labelsCorrect(epLabels, svcLabels map[string]string) bool {
 
 // capacityAnnotationCorrect reports whether subsets fit and the
 // over-capacity annotation is absent.
-func capacityAnnotationCorrect(annotations map[string]string, subsets []corev1.EndpointSubset) bool {
+func capacityAnnotationCorrect(
+	annotations map[string]string,
+	subsets []corev1.EndpointSubset,
+) bool {
 	n := 0
 	for _, s := range subsets {
 		n += len(s.Addresses) + len(s.NotReadyAddresses)

@@ -33,7 +33,10 @@ func render(subsets []corev1.EndpointSubset) string {
 		for _, port := range s.Ports {
 			p = append(p, fmt.Sprintf("%s=%d", port.Name, port.Port))
 		}
-		parts = append(parts, strings.Join(r, ",")+"|"+strings.Join(n, ",")+"|"+strings.Join(p, ","))
+		parts = append(
+			parts,
+			strings.Join(r, ",")+"|"+strings.Join(n, ",")+"|"+strings.Join(p, ","),
+		)
 	}
 	return strings.Join(parts, ";")
 }
@@ -46,35 +49,80 @@ func TestSyncWritesEndpoints(t *testing.T) {
 		want string
 	}{
 		{"ready and not ready",
-			[]runtime.Object{newService("web"), newPod("a", "10.0.0.1", true, 8080), newPod("b", "10.0.0.2", false, 8080)},
+			[]runtime.Object{
+				newService("web"),
+				newPod("a", "10.0.0.1", true, 8080),
+				newPod("b", "10.0.0.2", false, 8080),
+			},
 			"10.0.0.1|10.0.0.2|http=8080"},
 		{"terminating, unstarted and finished pods are left out",
 			[]runtime.Object{newService("web"), newPod("a", "10.0.0.1", true, 8080),
 				newPod("b", "10.0.0.2", true, 8080, terminating),
 				newPod("c", "", true, 8080, func(p *corev1.Pod) { p.Status.PodIPs = nil }),
-				newPod("d", "10.0.0.4", true, 8080, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })},
+				newPod(
+					"d",
+					"10.0.0.4",
+					true,
+					8080,
+					func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed },
+				)},
 			"10.0.0.1||http=8080"},
 		{"publishNotReadyAddresses lists not-ready and terminating pods as ready",
-			[]runtime.Object{newService("web", func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = true }),
-				newPod("a", "10.0.0.1", false, 8080), newPod("b", "10.0.0.2", true, 8080, terminating)},
+			[]runtime.Object{
+				newService(
+					"web",
+					func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = true },
+				),
+				newPod(
+					"a",
+					"10.0.0.1",
+					false,
+					8080,
+				),
+				newPod("b", "10.0.0.2", true, 8080, terminating),
+			},
 			"10.0.0.1,10.0.0.2||http=8080"},
 		{"named target port resolved per pod",
-			[]runtime.Object{newService("web"), newPod("a", "10.0.0.1", true, 8080), newPod("b", "10.0.0.2", true, 9090)},
+			[]runtime.Object{
+				newService("web"),
+				newPod("a", "10.0.0.1", true, 8080),
+				newPod("b", "10.0.0.2", true, 9090),
+			},
 			"<two subsets>"},
 		{"a pod without the named port is left out",
 			[]runtime.Object{newService("web"), newPod("a", "10.0.0.1", true, 8080),
-				newPod("b", "10.0.0.2", true, 8080, func(p *corev1.Pod) { p.Spec.Containers[0].Ports = nil })},
+				newPod(
+					"b",
+					"10.0.0.2",
+					true,
+					8080,
+					func(p *corev1.Pod) { p.Spec.Containers[0].Ports = nil },
+				)},
 			"10.0.0.1||http=8080"},
 		{"headless without ports",
-			[]runtime.Object{newService("web", func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone; s.Spec.Ports = nil }),
-				newPod("a", "10.0.0.1", true, 8080)},
+			[]runtime.Object{
+				newService(
+					"web",
+					func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone; s.Spec.Ports = nil },
+				),
+				newPod("a", "10.0.0.1", true, 8080),
+			},
 			"10.0.0.1||"},
 		{"no ports and not headless: no addresses",
-			[]runtime.Object{newService("web", func(s *corev1.Service) { s.Spec.Ports = nil }), newPod("a", "10.0.0.1", true, 8080)},
+			[]runtime.Object{
+				newService("web", func(s *corev1.Service) { s.Spec.Ports = nil }),
+				newPod("a", "10.0.0.1", true, 8080),
+			},
 			""},
 		{"pods of another IP family are left out",
-			[]runtime.Object{newService("web", func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol} }),
-				newPod("a", "10.0.0.1", true, 8080), newPod("b", "fd00::2", true, 8080)},
+			[]runtime.Object{
+				newService(
+					"web",
+					func(s *corev1.Service) { s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol} },
+				),
+				newPod("a", "10.0.0.1", true, 8080),
+				newPod("b", "fd00::2", true, 8080),
+			},
 			"fd00::2||http=8080"},
 		{"a Service without families nor cluster IP takes the family of the pod IP",
 			[]runtime.Object{newService("web", func(s *corev1.Service) {
@@ -101,7 +149,8 @@ func TestSyncWritesEndpoints(t *testing.T) {
 			}
 			got := render(ep.Subsets)
 			if tt.want == "<two subsets>" {
-				if len(ep.Subsets) != 2 || !strings.Contains(got, "10.0.0.1||http=8080") || !strings.Contains(got, "10.0.0.2||http=9090") {
+				if len(ep.Subsets) != 2 || !strings.Contains(got, "10.0.0.1||http=8080") ||
+					!strings.Contains(got, "10.0.0.2||http=9090") {
 					t.Errorf("subsets %q, want one per port number", got)
 				}
 			} else if got != tt.want {
@@ -119,7 +168,13 @@ func TestSyncWritesEndpoints(t *testing.T) {
 }
 
 func TestSyncAddressDetails(t *testing.T) {
-	p := newPod("a", "10.0.0.1", true, 8080, func(p *corev1.Pod) { p.Spec.Hostname, p.Spec.Subdomain = "a", "web" })
+	p := newPod(
+		"a",
+		"10.0.0.1",
+		true,
+		8080,
+		func(p *corev1.Pod) { p.Spec.Hostname, p.Spec.Subdomain = "a", "web" },
+	)
 	f := newFixture(t, newService("web"), p)
 	if err := f.sync("ns/web"); err != nil {
 		t.Fatal(err)
@@ -135,14 +190,24 @@ func TestSyncAddressDetails(t *testing.T) {
 }
 
 func TestSyncLeavesOthersAlone(t *testing.T) {
-	manual := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "1"},
-		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "192.0.2.1"}}}}}
+	manual := &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "1"},
+		Subsets: []corev1.EndpointSubset{
+			{Addresses: []corev1.EndpointAddress{{IP: "192.0.2.1"}}},
+		},
+	}
 	tests := []struct {
 		name string
 		svc  *corev1.Service
 	}{
 		{"no selector", newService("web", func(s *corev1.Service) { s.Spec.Selector = nil })},
-		{"ExternalName", newService("web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeExternalName })},
+		{
+			"ExternalName",
+			newService(
+				"web",
+				func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeExternalName },
+			),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,7 +240,12 @@ func TestSyncDeletesEndpointsOfMissingService(t *testing.T) {
 // TestSyncSkipsUnchanged: a second sync over what was written does not
 // write; a change of the Service's labels does.
 func TestSyncSkipsUnchanged(t *testing.T) {
-	f := newFixture(t, newService("web"), newPod("a", "10.0.0.1", true, 8080), newPod("b", "10.0.0.2", false, 8080))
+	f := newFixture(
+		t,
+		newService("web"),
+		newPod("a", "10.0.0.1", true, 8080),
+		newPod("b", "10.0.0.2", false, 8080),
+	)
 	if err := f.sync("ns/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -207,13 +277,19 @@ func TestSyncSkipsUnchanged(t *testing.T) {
 // TestSyncStaleCache: after an update, the version it replaced is not
 // acted on again.
 func TestSyncStaleCache(t *testing.T) {
-	old := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "5"}}
+	old := &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "5"},
+	}
 	f := newFixture(t, newService("web"), old, newPod("a", "10.0.0.1", true, 8080))
-	f.client.PrependReactor("update", "endpoints", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		ep := a.(clienttesting.UpdateAction).GetObject().(*corev1.Endpoints).DeepCopy()
-		ep.ResourceVersion = "6"
-		return true, ep, nil
-	})
+	f.client.PrependReactor(
+		"update",
+		"endpoints",
+		func(a clienttesting.Action) (bool, runtime.Object, error) {
+			ep := a.(clienttesting.UpdateAction).GetObject().(*corev1.Endpoints).DeepCopy()
+			ep.ResourceVersion = "6"
+			return true, ep, nil
+		},
+	)
 	if err := f.sync("ns/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -235,15 +311,33 @@ func TestSyncFailureEvents(t *testing.T) {
 		reason string
 	}{
 		{"create", nil, "create", "FailedToCreateEndpoint"},
-		{"update", []runtime.Object{&corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "1"}}},
-			"update", "FailedToUpdateEndpoint"},
+		{
+			"update",
+			[]runtime.Object{
+				&corev1.Endpoints{
+					ObjectMeta: metav1.ObjectMeta{
+						Namespace:       "ns",
+						Name:            "web",
+						ResourceVersion: "1",
+					},
+				},
+			},
+			"update",
+			"FailedToUpdateEndpoint",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, append(tt.objs, newService("web"), newPod("a", "10.0.0.1", true, 8080))...)
-			f.client.PrependReactor(tt.verb, "endpoints", func(clienttesting.Action) (bool, runtime.Object, error) {
-				return true, nil, errors.New("boom")
-			})
+			f := newFixture(
+				t,
+				append(tt.objs, newService("web"), newPod("a", "10.0.0.1", true, 8080))...)
+			f.client.PrependReactor(
+				tt.verb,
+				"endpoints",
+				func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, errors.New("boom")
+				},
+			)
 			if err := f.sync("ns/web"); err == nil {
 				t.Fatal("sync succeeded")
 			}
@@ -262,7 +356,15 @@ func TestSyncFailureEvents(t *testing.T) {
 func TestSyncOverCapacity(t *testing.T) {
 	objs := []runtime.Object{newService("web")}
 	for i := range MaxCapacity + 5 {
-		objs = append(objs, newPod(fmt.Sprintf("p%04d", i), fmt.Sprintf("10.%d.%d.%d", i/65536, i/256%256, i%256), i%2 == 0, 8080))
+		objs = append(
+			objs,
+			newPod(
+				fmt.Sprintf("p%04d", i),
+				fmt.Sprintf("10.%d.%d.%d", i/65536, i/256%256, i%256),
+				i%2 == 0,
+				8080,
+			),
+		)
 	}
 	f := newFixture(t, objs...)
 	if err := f.sync("ns/web"); err != nil {
@@ -276,7 +378,12 @@ func TestSyncOverCapacity(t *testing.T) {
 		ready += len(s.Addresses)
 	}
 	if n != MaxCapacity || ready != (MaxCapacity+5+1)/2 {
-		t.Errorf("%d addresses (%d ready), want %d with every ready one kept", n, ready, MaxCapacity)
+		t.Errorf(
+			"%d addresses (%d ready), want %d with every ready one kept",
+			n,
+			ready,
+			MaxCapacity,
+		)
 	}
 	if ep.Annotations[corev1.EndpointsOverCapacity] != "truncated" {
 		t.Errorf("annotations %v", ep.Annotations)
@@ -305,7 +412,9 @@ func TestTruncateCutsReadyWhenTheyAloneOverflow(t *testing.T) {
 	if len(ep.Subsets[0].NotReadyAddresses) != 0 {
 		t.Error("not-ready addresses kept")
 	}
-	if truncate(&corev1.Endpoints{Subsets: []corev1.EndpointSubset{{Addresses: addrs(MaxCapacity)}}}) {
+	if truncate(
+		&corev1.Endpoints{Subsets: []corev1.EndpointSubset{{Addresses: addrs(MaxCapacity)}}},
+	) {
 		t.Error("an Endpoints at capacity was truncated")
 	}
 }
@@ -360,7 +469,10 @@ func TestSyncTriggerTimeFromPodReadiness(t *testing.T) {
 func TestSyncTriggerTimeOnlyForNewChanges(t *testing.T) {
 	objs := []runtime.Object{newService("web")}
 	for i := range MaxCapacity + 1 {
-		objs = append(objs, newPod(fmt.Sprintf("p%04d", i), fmt.Sprintf("10.0.%d.%d", i/256, i%256), true, 8080))
+		objs = append(
+			objs,
+			newPod(fmt.Sprintf("p%04d", i), fmt.Sprintf("10.0.%d.%d", i/256, i%256), true, 8080),
+		)
 	}
 	f := newFixture(t, objs...)
 	if err := f.sync("ns/web"); err != nil {

@@ -84,8 +84,16 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 	}
 	core := cc.InformerFactory.Core().V1()
 	slices := cc.InformerFactory.Discovery().V1().EndpointSlices()
-	c := newSyncer(client, core.Services().Lister(), core.Pods().Lister(), slices.Lister(), core.Nodes().Lister(),
-		cc.EventRecorder, o, gate.Enabled(cc.FeatureGate, FeaturePreferSameTrafficDistribution, true))
+	c := newSyncer(
+		client,
+		core.Services().Lister(),
+		core.Pods().Lister(),
+		slices.Lister(),
+		core.Nodes().Lister(),
+		cc.EventRecorder,
+		o,
+		gate.Enabled(cc.FeatureGate, FeaturePreferSameTrafficDistribution, true),
+	)
 	c.workers = int(o.ConcurrentServiceEndpointSyncs)
 	// The loop exists before any handler is registered: a running informer
 	// calls a handler at once. On a later failure it is shut down here;
@@ -134,9 +142,16 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 
 // newSyncer returns a controller without a loop: what sync needs. Its pod
 // queue runs a goroutine until Run or podQueue.ShutDown releases it.
-func newSyncer(client kubernetes.Interface, services corelisters.ServiceLister, pods corelisters.PodLister,
-	slices discoverylisters.EndpointSliceLister, nodes corelisters.NodeLister, recorder record.EventRecorder,
-	o Options, preferSame bool) *controller {
+func newSyncer(
+	client kubernetes.Interface,
+	services corelisters.ServiceLister,
+	pods corelisters.PodLister,
+	slices discoverylisters.EndpointSliceLister,
+	nodes corelisters.NodeLister,
+	recorder record.EventRecorder,
+	o Options,
+	preferSame bool,
+) *controller {
 	c := &controller{
 		client:   client,
 		services: services,
@@ -149,9 +164,21 @@ func newSyncer(client kubernetes.Interface, services corelisters.ServiceLister, 
 		topology: topologycache.NewTopologyCache(),
 		batch:    o.EndpointUpdatesBatchPeriod,
 	}
-	c.podQueue = servicepods.New(services, func(key string, d time.Duration) { c.after(key, d) }, c.batch)
-	c.reconciler = endpointslicerec.NewReconciler(client, nodes, o.MaxEndpointsPerSlice, c.tracker, c.topology,
-		recorder, ManagedBy, endpointslicerec.WithPreferSameTrafficDistributionEnabled(preferSame))
+	c.podQueue = servicepods.New(
+		services,
+		func(key string, d time.Duration) { c.after(key, d) },
+		c.batch,
+	)
+	c.reconciler = endpointslicerec.NewReconciler(
+		client,
+		nodes,
+		o.MaxEndpointsPerSlice,
+		c.tracker,
+		c.topology,
+		recorder,
+		ManagedBy,
+		endpointslicerec.WithPreferSameTrafficDistributionEnabled(preferSame),
+	)
 	return c
 }
 
@@ -195,12 +222,21 @@ func (c *controller) sliceUpdated(log logr.Logger, oldObj, obj any) {
 	// Relabelling a slice to another Service does not bump its
 	// generation: both Services are synced.
 	if before, now := old.Labels[discoveryv1.LabelServiceName], s.Labels[discoveryv1.LabelServiceName]; before != now {
-		log.Info("EndpointSlice moved to another Service", "endpointslice", s.Namespace+"/"+s.Name, "oldService", before, "newService", now)
+		log.Info(
+			"EndpointSlice moved to another Service",
+			"endpointslice",
+			s.Namespace+"/"+s.Name,
+			"oldService",
+			before,
+			"newService",
+			now,
+		)
 		c.enqueueServiceOf(s)
 		c.enqueueServiceOf(old)
 		return
 	}
-	if c.reconciler.ManagedByChanged(old, s) || c.reconciler.ManagedByController(s) && c.tracker.ShouldSync(s) {
+	if c.reconciler.ManagedByChanged(old, s) ||
+		c.reconciler.ManagedByController(s) && c.tracker.ShouldSync(s) {
 		c.enqueueServiceOf(s)
 	}
 }
@@ -235,7 +271,8 @@ func (c *controller) nodeUpdated(oldObj, obj any) {
 	if !ok1 || !ok2 {
 		return
 	}
-	if nodeReady(old) != nodeReady(n) || old.Labels[corev1.LabelTopologyZone] != n.Labels[corev1.LabelTopologyZone] {
+	if nodeReady(old) != nodeReady(n) ||
+		old.Labels[corev1.LabelTopologyZone] != n.Labels[corev1.LabelTopologyZone] {
 		c.loop.Add(topologyKey)
 	}
 }

@@ -17,9 +17,13 @@ import (
 )
 
 func TestDescriptorAndFlags(t *testing.T) {
-	controllertest.CheckIdentity(t, endpointslice.Descriptor(endpointslice.NewOptions()), controllertest.Identity{
-		Name: "endpointslice-controller", Alias: "endpointslice", EventSource: "endpoint-slice-controller",
-	})
+	controllertest.CheckIdentity(
+		t,
+		endpointslice.Descriptor(endpointslice.NewOptions()),
+		controllertest.Identity{
+			Name: "endpointslice-controller", Alias: "endpointslice", EventSource: "endpoint-slice-controller",
+		},
+	)
 	tests := []struct {
 		flag, arg, def string
 		check          func(endpointslice.Options) bool
@@ -57,7 +61,9 @@ func TestBuildValidatesOptions(t *testing.T) {
 			"--concurrent-service-endpoint-syncs: must be between 1 and 50, got 0",
 			"--max-endpoints-per-slice: must be between 1 and 1000, got 0"}},
 		{"too many workers", endpointslice.Options{ConcurrentServiceEndpointSyncs: 51},
-			[]string{prefix + "--concurrent-service-endpoint-syncs: must be between 1 and 50, got 51"}},
+			[]string{
+				prefix + "--concurrent-service-endpoint-syncs: must be between 1 and 50, got 51",
+			}},
 		{"negative workers", endpointslice.Options{ConcurrentServiceEndpointSyncs: -1},
 			[]string{"--concurrent-service-endpoint-syncs: must be between 1 and 50, got -1"}},
 		{"slices too big", endpointslice.Options{MaxEndpointsPerSlice: 1001},
@@ -75,14 +81,20 @@ func TestBuildValidatesOptions(t *testing.T) {
 func TestFeatureSpecs(t *testing.T) {
 	spec, ok := endpointslice.FeatureSpecs()[endpointslice.FeaturePreferSameTrafficDistribution]
 	if !ok || !spec.Default || spec.PreRelease != featuregate.GA || !spec.LockToDefault {
-		t.Errorf("PreferSameTrafficDistribution spec %+v, want GA, on and locked (Kubernetes 1.37)", spec)
+		t.Errorf(
+			"PreferSameTrafficDistribution spec %+v, want GA, on and locked (Kubernetes 1.37)",
+			spec,
+		)
 	}
 }
 
 // TestRunWithCancelledContext: Run returns and releases the queue (its
 // goroutines) even when the term ended before it started.
 func TestRunWithCancelledContext(t *testing.T) {
-	controllertest.CheckRunWithCancelledContext(t, endpointslice.Descriptor(endpointslice.NewOptions()))
+	controllertest.CheckRunWithCancelledContext(
+		t,
+		endpointslice.Descriptor(endpointslice.NewOptions()),
+	)
 }
 
 // TestManagerWritesAndRepairsSlices: in a Manager, the controller writes a
@@ -92,20 +104,40 @@ func TestManagerWritesAndRepairsSlices(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-web"},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, ClusterIP: "10.96.0.1",
 			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
-			Ports:      []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}},
+			Ports: []corev1.ServicePort{
+				{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP},
+			}},
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.PodSpec{NodeName: "node-1"},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}},
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns",
+			Name:      "a",
+			Labels:    map[string]string{"app": "web"},
+		},
+		Spec: corev1.PodSpec{NodeName: "node-1"},
+		Status: corev1.PodStatus{
+			Phase:  corev1.PodRunning,
+			PodIP:  "10.0.0.1",
+			PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}},
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+			},
+		},
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
 	// An API server with resourceVersions: a fake clientset's watch can
 	// miss the slice written between its informer's list and watch, and
 	// then its deletion (a test that timed out about once in twenty runs).
-	h := managertest.NewAPI(t, "test",
-		[]descriptor.Descriptor{endpointslice.Descriptor(endpointslice.NewOptions())}, svc, pod, node)
+	h := managertest.NewAPI(
+		t,
+		"test",
+		[]descriptor.Descriptor{
+			endpointslice.Descriptor(endpointslice.NewOptions()),
+		},
+		svc,
+		pod,
+		node,
+	)
 	h.API.Serve(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), "EndpointSlice",
 		managertest.WithoutStatus())
 	client := h.API.Kube()

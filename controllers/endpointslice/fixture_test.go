@@ -46,17 +46,26 @@ func newFixture(t *testing.T, o Options, objs ...runtime.Object) *fixture {
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	var n atomic.Int64
-	client.PrependReactor("create", "endpointslices", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if s, ok := a.(clienttesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice); ok && s.Name == "" {
-			s.Name = fmt.Sprintf("%s%05d", s.GenerateName, n.Add(1))
-		}
-		return false, nil, nil
-	})
+	client.PrependReactor(
+		"create",
+		"endpointslices",
+		func(a clienttesting.Action) (bool, runtime.Object, error) {
+			if s, ok := a.(clienttesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice); ok &&
+				s.Name == "" {
+				s.Name = fmt.Sprintf("%s%05d", s.GenerateName, n.Add(1))
+			}
+			return false, nil, nil
+		},
+	)
 	f := &fixture{
-		t:        t,
-		client:   client,
-		services: controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.Service](objs)...),
-		slices:   controllertest.NamespacedIndexer(t, controllertest.OfType[*discoveryv1.EndpointSlice](objs)...),
+		t:      t,
+		client: client,
+		services: controllertest.NamespacedIndexer(
+			t,
+			controllertest.OfType[*corev1.Service](objs)...),
+		slices: controllertest.NamespacedIndexer(
+			t,
+			controllertest.OfType[*discoveryv1.EndpointSlice](objs)...),
 		recorder: record.NewFakeRecorder(100),
 		requeues: map[string]time.Duration{},
 	}
@@ -64,9 +73,18 @@ func newFixture(t *testing.T, o Options, objs ...runtime.Object) *fixture {
 	pods := cached(t, controllertest.OfType[*corev1.Pod](objs)...)
 	f.pods = controllertest.NamespacedIndexer(t, pods...)
 	nodes := controllertest.ClusterIndexer(t, controllertest.OfType[*corev1.Node](objs)...)
-	f.c = newSyncer(client, corelisters.NewServiceLister(f.services), corelisters.NewPodLister(f.pods),
-		discoverylisters.NewEndpointSliceLister(f.slices), corelisters.NewNodeLister(nodes), f.recorder,
-		o.withDefaults(), true)
+	f.c = newSyncer(
+		client,
+		corelisters.NewServiceLister(f.services),
+		corelisters.NewPodLister(f.pods),
+		discoverylisters.NewEndpointSliceLister(
+			f.slices,
+		),
+		corelisters.NewNodeLister(nodes),
+		f.recorder,
+		o.withDefaults(),
+		true,
+	)
 	f.c.after = func(key string, d time.Duration) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -99,7 +117,12 @@ func (f *fixture) podChanged(old, obj any) {
 // informer would.
 func (f *fixture) mirror() {
 	f.t.Helper()
-	controllertest.Mirror(f.t, f.client, f.slices, discoveryv1.SchemeGroupVersion.WithResource("endpointslices"))
+	controllertest.Mirror(
+		f.t,
+		f.client,
+		f.slices,
+		discoveryv1.SchemeGroupVersion.WithResource("endpointslices"),
+	)
 }
 
 // sync runs one sync of key.
@@ -122,13 +145,25 @@ var webLabels = map[string]string{"app": "web"}
 
 func newService(name string, mods ...func(*corev1.Service)) *corev1.Service {
 	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"team": "a"},
-			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:         "ns",
+			Name:              name,
+			UID:               types.UID("uid-" + name),
+			Labels:            map[string]string{"team": "a"},
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		},
 		Spec: corev1.ServiceSpec{
 			Selector:   webLabels,
 			ClusterIP:  "10.96.0.10",
 			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
-			Ports:      []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}},
+			Ports: []corev1.ServicePort{
+				{
+					Name:       "http",
+					Port:       80,
+					TargetPort: intstr.FromString("http"),
+					Protocol:   corev1.ProtocolTCP,
+				},
+			},
 		},
 	}
 	for _, m := range mods {
@@ -144,9 +179,16 @@ func newPod(name, ip string, ready bool, port int32, mods ...func(*corev1.Pod)) 
 		status = corev1.ConditionTrue
 	}
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Labels: webLabels},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns",
+			Name:      name,
+			UID:       types.UID("uid-" + name),
+			Labels:    webLabels,
+		},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c",
-			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP}}}}},
+			Ports: []corev1.ContainerPort{
+				{Name: "http", ContainerPort: port, Protocol: corev1.ProtocolTCP},
+			}}}},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}},
@@ -159,7 +201,12 @@ func newPod(name, ip string, ready bool, port int32, mods ...func(*corev1.Pod)) 
 }
 
 func newNode(name, zone string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelTopologyZone: zone}}}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   name,
+			Labels: map[string]string{corev1.LabelTopologyZone: zone},
+		},
+	}
 }
 
 func testLogger(t *testing.T) logr.Logger {

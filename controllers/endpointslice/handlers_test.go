@@ -13,30 +13,66 @@ import (
 )
 
 func TestPodChangeEnqueuesItsServices(t *testing.T) {
-	other := newService("other", func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "other"} })
+	other := newService(
+		"other",
+		func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "other"} },
+	)
 	// Updates carry a new resourceVersion (same versions are resyncs).
 	rv2 := func(p *corev1.Pod) { p.ResourceVersion = "2" }
 	ready := newPod("a", "10.0.0.1", true, 8080, func(p *corev1.Pod) { p.ResourceVersion = "1" })
-	notReady := newPod("a", "10.0.0.1", false, 8080, func(p *corev1.Pod) { p.ResourceVersion = "1" })
+	notReady := newPod(
+		"a",
+		"10.0.0.1",
+		false,
+		8080,
+		func(p *corev1.Pod) { p.ResourceVersion = "1" },
+	)
 	readyAgain := newPod("a", "10.0.0.1", true, 8080, rv2)
 	moved := newPod("a", "10.0.0.9", true, 8080, rv2)
-	relabelled := newPod("a", "10.0.0.1", true, 8080, rv2, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "other"} })
+	relabelled := newPod(
+		"a",
+		"10.0.0.1",
+		true,
+		8080,
+		rv2,
+		func(p *corev1.Pod) { p.Labels = map[string]string{"app": "other"} },
+	)
 	tests := []struct {
 		name     string
 		old, cur any
 		want     map[string]time.Duration
 	}{
 		{"added", nil, ready, map[string]time.Duration{"ns/web": 3 * time.Second}},
-		{"readiness changed", notReady, readyAgain, map[string]time.Duration{"ns/web": 3 * time.Second}},
+		{
+			"readiness changed",
+			notReady,
+			readyAgain,
+			map[string]time.Duration{"ns/web": 3 * time.Second},
+		},
 		{"IP changed", ready, moved, map[string]time.Duration{"ns/web": 3 * time.Second}},
 		{"no relevant change", ready, readyAgain, map[string]time.Duration{}},
-		{"moved to another Service: both", ready, relabelled, map[string]time.Duration{"ns/web": 3 * time.Second, "ns/other": 3 * time.Second}},
+		{
+			"moved to another Service: both",
+			ready,
+			relabelled,
+			map[string]time.Duration{"ns/web": 3 * time.Second, "ns/other": 3 * time.Second},
+		},
 		{"resync (same version)", ready, ready.DeepCopy(), map[string]time.Duration{}},
-		{"deleted (tombstone)", cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: ready}, nil, map[string]time.Duration{"ns/web": 3 * time.Second}},
+		{
+			"deleted (tombstone)",
+			cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: ready},
+			nil,
+			map[string]time.Duration{"ns/web": 3 * time.Second},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, Options{EndpointUpdatesBatchPeriod: 3 * time.Second}, newService("web"), other)
+			f := newFixture(
+				t,
+				Options{EndpointUpdatesBatchPeriod: 3 * time.Second},
+				newService("web"),
+				other,
+			)
 			f.podChanged(tt.old, tt.cur)
 			if !maps.Equal(f.requeues, tt.want) {
 				t.Errorf("enqueued %v, want %v", f.requeues, tt.want)
@@ -48,7 +84,10 @@ func TestPodChangeEnqueuesItsServices(t *testing.T) {
 func managedSlice(gen int64) *discoveryv1.EndpointSlice {
 	return &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-x", UID: "uid-x", Generation: gen,
-			Labels: map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: ManagedBy}},
+			Labels: map[string]string{
+				discoveryv1.LabelServiceName: "web",
+				discoveryv1.LabelManagedBy:   ManagedBy,
+			}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 	}
 }
@@ -59,8 +98,11 @@ func TestSliceEventsEnqueueTheService(t *testing.T) {
 		do   func(c *controller)
 		want map[string]time.Duration
 	}{
-		{"a slice the controller did not write", func(c *controller) { c.sliceAdded(managedSlice(1)) },
-			map[string]time.Duration{"ns/web": time.Second}},
+		{
+			"a slice the controller did not write",
+			func(c *controller) { c.sliceAdded(managedSlice(1)) },
+			map[string]time.Duration{"ns/web": time.Second},
+		},
 		{"the controller's own write", func(c *controller) {
 			c.tracker.Update(managedSlice(1))
 			c.sliceAdded(managedSlice(1))

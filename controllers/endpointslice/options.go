@@ -47,7 +47,11 @@ const FeaturePreferSameTrafficDistribution featuregate.Feature = "PreferSameTraf
 // Kubernetes 1.37 defaults, for a program to add to its feature gate.
 func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
 	return map[featuregate.Feature]featuregate.FeatureSpec{
-		FeaturePreferSameTrafficDistribution: {Default: true, PreRelease: featuregate.GA, LockToDefault: true},
+		FeaturePreferSameTrafficDistribution: {
+			Default:       true,
+			PreRelease:    featuregate.GA,
+			LockToDefault: true,
+		},
 	}
 }
 
@@ -78,12 +82,24 @@ func NewOptions() Options {
 // AddFlags binds KCM's flags for this controller to o, o's current values
 // being the defaults.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.Int32Var(&o.ConcurrentServiceEndpointSyncs, "concurrent-service-endpoint-syncs", o.ConcurrentServiceEndpointSyncs,
-		"The number of service endpoint syncing operations that will be done concurrently. Larger number = faster endpoint slice updating, but more CPU (and network) load. Defaults to 5.")
-	fs.Int32Var(&o.MaxEndpointsPerSlice, "max-endpoints-per-slice", o.MaxEndpointsPerSlice,
-		"The maximum number of endpoints that will be added to an EndpointSlice. More endpoints per slice will result in less endpoint slices, but larger resources. Defaults to 100.")
-	fs.DurationVar(&o.EndpointUpdatesBatchPeriod, "endpointslice-updates-batch-period", o.EndpointUpdatesBatchPeriod,
-		"The length of endpoint slice updates batching period. Processing of pod changes will be delayed by this duration to join them with potential upcoming updates and reduce the overall number of endpoints updates. Larger number = higher endpoint programming latency, but lower number of endpoints revision generated")
+	fs.Int32Var(
+		&o.ConcurrentServiceEndpointSyncs,
+		"concurrent-service-endpoint-syncs",
+		o.ConcurrentServiceEndpointSyncs,
+		"The number of service endpoint syncing operations that will be done concurrently. Larger number = faster endpoint slice updating, but more CPU (and network) load. Defaults to 5.",
+	)
+	fs.Int32Var(
+		&o.MaxEndpointsPerSlice,
+		"max-endpoints-per-slice",
+		o.MaxEndpointsPerSlice,
+		"The maximum number of endpoints that will be added to an EndpointSlice. More endpoints per slice will result in less endpoint slices, but larger resources. Defaults to 100.",
+	)
+	fs.DurationVar(
+		&o.EndpointUpdatesBatchPeriod,
+		"endpointslice-updates-batch-period",
+		o.EndpointUpdatesBatchPeriod,
+		"The length of endpoint slice updates batching period. Processing of pod changes will be delayed by this duration to join them with potential upcoming updates and reduce the overall number of endpoints updates. Larger number = higher endpoint programming latency, but lower number of endpoints revision generated",
+	)
 }
 
 func (o Options) withDefaults() Options {
@@ -100,13 +116,33 @@ func (o Options) withDefaults() Options {
 func (o Options) Validate() error {
 	var errs []error
 	if n := o.ConcurrentServiceEndpointSyncs; n < 1 || n > maxConcurrentServiceEndpointSyncs {
-		errs = append(errs, fmt.Errorf("--concurrent-service-endpoint-syncs: must be between 1 and %d, got %d", maxConcurrentServiceEndpointSyncs, n))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"--concurrent-service-endpoint-syncs: must be between 1 and %d, got %d",
+				maxConcurrentServiceEndpointSyncs,
+				n,
+			),
+		)
 	}
 	if n := o.MaxEndpointsPerSlice; n < 1 || n > maxMaxEndpointsPerSlice {
-		errs = append(errs, fmt.Errorf("--max-endpoints-per-slice: must be between 1 and %d, got %d", maxMaxEndpointsPerSlice, n))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"--max-endpoints-per-slice: must be between 1 and %d, got %d",
+				maxMaxEndpointsPerSlice,
+				n,
+			),
+		)
 	}
 	if o.EndpointUpdatesBatchPeriod < 0 {
-		errs = append(errs, fmt.Errorf("--endpointslice-updates-batch-period: must not be negative, got %v", o.EndpointUpdatesBatchPeriod))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"--endpointslice-updates-batch-period: must not be negative, got %v",
+				o.EndpointUpdatesBatchPeriod,
+			),
+		)
 	}
 	return errors.Join(errs...)
 }
@@ -120,7 +156,10 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err // the host names the controller
 		}
 		return c, nil
-	}).WithAliases(Alias).WithEventSource(EventSource).WithValidator(o.Validate).
+	}).
+		WithAliases(Alias).
+		WithEventSource(EventSource).
+		WithValidator(o.Validate).
 		WithInformers(
 			corev1.SchemeGroupVersion.WithResource("pods"),
 			corev1.SchemeGroupVersion.WithResource("services"),

@@ -91,15 +91,27 @@ func TestSyncWritesSlices(t *testing.T) {
 		},
 		{
 			name: "publishNotReadyAddresses makes every endpoint ready",
-			objs: []runtime.Object{newService("web", func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = true }),
-				newNode("node-1", "z1"), newPod("b", "10.0.0.2", false, 8080)},
+			objs: []runtime.Object{
+				newService(
+					"web",
+					func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = true },
+				),
+				newNode("node-1", "z1"),
+				newPod("b", "10.0.0.2", false, 8080),
+			},
 			want: []string{"http=8080 10.0.0.2:TFF"},
 		},
 		{
 			name: "pods without an IP or finished are left out",
 			objs: []runtime.Object{newService("web"), newNode("node-1", "z1"),
 				newPod("a", "", true, 8080, func(p *corev1.Pod) { p.Status.PodIPs = nil }),
-				newPod("b", "10.0.0.2", false, 8080, func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })},
+				newPod(
+					"b",
+					"10.0.0.2",
+					false,
+					8080,
+					func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded },
+				)},
 			// The library writes an empty placeholder slice without ports.
 			want: []string{" "},
 		},
@@ -107,13 +119,24 @@ func TestSyncWritesSlices(t *testing.T) {
 			name: "slices hold at most MaxEndpointsPerSlice",
 			o:    Options{MaxEndpointsPerSlice: 2},
 			objs: []runtime.Object{newService("web"), newNode("node-1", "z1"),
-				newPod("a", "10.0.0.1", true, 8080), newPod("b", "10.0.0.2", true, 8080), newPod("c", "10.0.0.3", true, 8080)},
+				newPod(
+					"a",
+					"10.0.0.1",
+					true,
+					8080,
+				), newPod("b", "10.0.0.2", true, 8080), newPod("c", "10.0.0.3", true, 8080)},
 			sizes: []int{1, 2},
 		},
 		{
 			name: "headless without ports",
-			objs: []runtime.Object{newService("web", func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone; s.Spec.Ports = nil }),
-				newNode("node-1", "z1"), newPod("a", "10.0.0.1", true, 8080)},
+			objs: []runtime.Object{
+				newService(
+					"web",
+					func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone; s.Spec.Ports = nil },
+				),
+				newNode("node-1", "z1"),
+				newPod("a", "10.0.0.1", true, 8080),
+			},
 			want: []string{" 10.0.0.1:TTF"},
 		},
 		{
@@ -125,11 +148,20 @@ func TestSyncWritesSlices(t *testing.T) {
 		},
 		{
 			name: "no selector: nothing",
-			objs: []runtime.Object{newService("web", func(s *corev1.Service) { s.Spec.Selector = nil }), newPod("a", "10.0.0.1", true, 8080)},
+			objs: []runtime.Object{
+				newService("web", func(s *corev1.Service) { s.Spec.Selector = nil }),
+				newPod("a", "10.0.0.1", true, 8080),
+			},
 		},
 		{
 			name: "ExternalName: nothing",
-			objs: []runtime.Object{newService("web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeExternalName }), newPod("a", "10.0.0.1", true, 8080)},
+			objs: []runtime.Object{
+				newService(
+					"web",
+					func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeExternalName },
+				),
+				newPod("a", "10.0.0.1", true, 8080),
+			},
 		},
 		{
 			name: "no Service: nothing",
@@ -156,10 +188,13 @@ func TestSyncWritesSlices(t *testing.T) {
 				t.Errorf("slices %q, want %q", s, tt.want)
 			}
 			for _, s := range got {
-				if s.Labels[discoveryv1.LabelManagedBy] != ManagedBy || s.Labels[discoveryv1.LabelServiceName] != "web" || s.Labels["team"] != "a" {
+				if s.Labels[discoveryv1.LabelManagedBy] != ManagedBy ||
+					s.Labels[discoveryv1.LabelServiceName] != "web" ||
+					s.Labels["team"] != "a" {
 					t.Errorf("slice %s labels %v", s.Name, s.Labels)
 				}
-				if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].Name != "web" || !ptr.Deref(s.OwnerReferences[0].Controller, false) {
+				if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].Name != "web" ||
+					!ptr.Deref(s.OwnerReferences[0].Controller, false) {
 					t.Errorf("slice %s owners %v", s.Name, s.OwnerReferences)
 				}
 				if s.AddressType != discoveryv1.AddressTypeIPv4 {
@@ -172,7 +207,13 @@ func TestSyncWritesSlices(t *testing.T) {
 
 func TestSyncHeadlessLabelZoneAndHostname(t *testing.T) {
 	svc := newService("web", func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })
-	p := newPod("a", "10.0.0.1", true, 8080, func(p *corev1.Pod) { p.Spec.Hostname, p.Spec.Subdomain = "a", "web" })
+	p := newPod(
+		"a",
+		"10.0.0.1",
+		true,
+		8080,
+		func(p *corev1.Pod) { p.Spec.Hostname, p.Spec.Subdomain = "a", "web" },
+	)
 	f := newFixture(t, Options{}, svc, p, newNode("node-1", "z1"))
 	if err := f.sync("ns/web"); err != nil {
 		t.Fatal(err)
@@ -186,7 +227,8 @@ func TestSyncHeadlessLabelZoneAndHostname(t *testing.T) {
 		t.Errorf("labels %v lack %s", s.Labels, corev1.IsHeadlessService)
 	}
 	e := s.Endpoints[0]
-	if ptr.Deref(e.Hostname, "") != "a" || ptr.Deref(e.Zone, "") != "z1" || ptr.Deref(e.NodeName, "") != "node-1" {
+	if ptr.Deref(e.Hostname, "") != "a" || ptr.Deref(e.Zone, "") != "z1" ||
+		ptr.Deref(e.NodeName, "") != "node-1" {
 		t.Errorf("endpoint hostname %v zone %v node %v", e.Hostname, e.Zone, e.NodeName)
 	}
 	if e.TargetRef == nil || e.TargetRef.Name != "a" || e.TargetRef.Kind != "Pod" {
@@ -267,7 +309,13 @@ func TestSyncTriggerTimeFromPodReadiness(t *testing.T) {
 // TestSyncIsIdempotentAndUpdates: a second sync over the written slices
 // changes nothing; a pod turning ready updates the slice in place.
 func TestSyncIsIdempotentAndUpdates(t *testing.T) {
-	f := newFixture(t, Options{}, newService("web"), newNode("node-1", "z1"), newPod("a", "10.0.0.1", false, 8080))
+	f := newFixture(
+		t,
+		Options{},
+		newService("web"),
+		newNode("node-1", "z1"),
+		newPod("a", "10.0.0.1", false, 8080),
+	)
 	if err := f.sync("ns/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -297,13 +345,28 @@ func TestSyncIsIdempotentAndUpdates(t *testing.T) {
 // own write is not acted on.
 func TestSyncStaleCache(t *testing.T) {
 	written := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-abc", Generation: 2, UID: "uid-slice",
-			Labels: map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: ManagedBy}},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:  "ns",
+			Name:       "web-abc",
+			Generation: 2,
+			UID:        "uid-slice",
+			Labels: map[string]string{
+				discoveryv1.LabelServiceName: "web",
+				discoveryv1.LabelManagedBy:   ManagedBy,
+			},
+		},
 		AddressType: discoveryv1.AddressTypeIPv4,
 	}
 	cached := written.DeepCopy()
 	cached.Generation = 1
-	f := newFixture(t, Options{}, newService("web"), newNode("node-1", "z1"), cached, newPod("a", "10.0.0.1", true, 8080))
+	f := newFixture(
+		t,
+		Options{},
+		newService("web"),
+		newNode("node-1", "z1"),
+		cached,
+		newPod("a", "10.0.0.1", true, 8080),
+	)
 	f.c.tracker.Update(written)
 	f.client.ClearActions()
 	err := f.sync("ns/web")
@@ -319,11 +382,26 @@ func TestSyncStaleCache(t *testing.T) {
 // neither updated nor counted; a fresh one is made.
 func TestSyncIgnoresSlicesBeingDeleted(t *testing.T) {
 	dying := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-old", DeletionTimestamp: ptr.To(metav1.Now()), Finalizers: []string{"x"},
-			Labels: map[string]string{discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: ManagedBy}},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:         "ns",
+			Name:              "web-old",
+			DeletionTimestamp: ptr.To(metav1.Now()),
+			Finalizers:        []string{"x"},
+			Labels: map[string]string{
+				discoveryv1.LabelServiceName: "web",
+				discoveryv1.LabelManagedBy:   ManagedBy,
+			},
+		},
 		AddressType: discoveryv1.AddressTypeIPv4,
 	}
-	f := newFixture(t, Options{}, newService("web"), newNode("node-1", "z1"), dying, newPod("a", "10.0.0.1", true, 8080))
+	f := newFixture(
+		t,
+		Options{},
+		newService("web"),
+		newNode("node-1", "z1"),
+		dying,
+		newPod("a", "10.0.0.1", true, 8080),
+	)
 	if err := f.sync("ns/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -336,10 +414,20 @@ func TestSyncIgnoresSlicesBeingDeleted(t *testing.T) {
 }
 
 func TestSyncFailureRecordsEvent(t *testing.T) {
-	f := newFixture(t, Options{}, newService("web"), newNode("node-1", "z1"), newPod("a", "10.0.0.1", true, 8080))
-	f.client.PrependReactor("create", "endpointslices", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, errors.New("boom")
-	})
+	f := newFixture(
+		t,
+		Options{},
+		newService("web"),
+		newNode("node-1", "z1"),
+		newPod("a", "10.0.0.1", true, 8080),
+	)
+	f.client.PrependReactor(
+		"create",
+		"endpointslices",
+		func(a clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, errors.New("boom")
+		},
+	)
 	if err := f.sync("ns/web"); err == nil {
 		t.Fatal("sync succeeded, want the create error")
 	}

@@ -77,7 +77,10 @@ func (gc *collector) handlers(gvk schema.GroupVersionKind) cache.ResourceEventHa
 
 // syncMonitors makes the monitors match resources (less the ignored ones):
 // new resources get a handler on their informer, gone ones lose it.
-func (gc *collector) syncMonitors(log logr.Logger, resources map[schema.GroupVersionResource]struct{}) error {
+func (gc *collector) syncMonitors(
+	log logr.Logger,
+	resources map[schema.GroupVersionResource]struct{},
+) error {
 	gc.monMu.Lock()
 	defer gc.monMu.Unlock()
 	old := gc.monitors
@@ -142,7 +145,9 @@ func (gc *collector) startMonitors(ctx context.Context) {
 	if n > 0 {
 		gc.factory.Start(ctx.Done())
 	}
-	logr.FromContextOrDiscard(ctx).V(4).Info("Started new monitors", "new", n, "current", len(gc.monitors))
+	logr.FromContextOrDiscard(ctx).
+		V(4).
+		Info("Started new monitors", "new", n, "current", len(gc.monitors))
 }
 
 // graphSynced reports whether there are monitors and all have synced.
@@ -205,7 +210,12 @@ func (gc *collector) runGraph(ctx context.Context) {
 func (gc *collector) safeProcessChange(log logr.Logger, c *change) {
 	defer func() {
 		if v := recover(); v != nil {
-			log.Error(fmt.Errorf("%v", v), "Recovered from a panic while updating the dependency graph", "stack", string(debug.Stack()))
+			log.Error(
+				fmt.Errorf("%v", v),
+				"Recovered from a panic while updating the dependency graph",
+				"stack",
+				string(debug.Stack()),
+			)
 		}
 	}()
 	gc.processChange(log, c)
@@ -242,12 +252,14 @@ func (gc *collector) processChange(log logr.Logger, c *change) {
 			_, mismatched := partitionDependents(existing.dependentList(), seen)
 			for _, dep := range mismatched {
 				if seen.Namespace != "" && dep.identity().Namespace != seen.Namespace {
-					log.V(2).Info("Item references an owner but does not match namespaces", "item", dep.identity(), "owner", seen)
+					log.V(2).
+						Info("Item references an owner but does not match namespaces", "item", dep.identity(), "owner", seen)
 					gc.reportInvalidNamespace(dep, seen.UID)
 				}
 				gc.enqueueDelete(dep)
 			}
-			log.V(2).Info("Replacing virtual item with observed item", "virtual", existing.identity(), "observed", seen)
+			log.V(2).
+				Info("Replacing virtual item with observed item", "virtual", existing.identity(), "observed", seen)
 			existing = existing.clone()
 			existing.setIdentity(seen)
 			gc.graph.put(existing)
@@ -259,7 +271,8 @@ func (gc *collector) processChange(log logr.Logger, c *change) {
 		n := newNode(identityOf(c))
 		n.owners = c.obj.GetOwnerReferences()
 		n.beingDeleted = c.obj.GetDeletionTimestamp() != nil
-		n.deletingDependents = n.beingDeleted && hasFinalizer(c.obj, metav1.FinalizerDeleteDependents)
+		n.deletingDependents = n.beingDeleted &&
+			hasFinalizer(c.obj, metav1.FinalizerDeleteDependents)
 		gc.graph.put(n)
 		gc.addToOwners(log, n, n.owners)
 		gc.transitions(log, c.old, c.obj, n)
@@ -367,7 +380,8 @@ func (gc *collector) addToOwners(log logr.Logger, n *node, owners []metav1.Owner
 		switch {
 		case oid.Namespace != "" && oid.Namespace != id.Namespace:
 			if on.observed() {
-				log.V(2).Info("Item references an owner but does not match namespaces", "item", id, "owner", oid)
+				log.V(2).
+					Info("Item references an owner but does not match namespaces", "item", id, "owner", oid)
 				gc.reportInvalidNamespace(n, o.UID)
 			}
 			suspicious = true
@@ -407,7 +421,10 @@ func (gc *collector) reportInvalidNamespace(n *node, owner types.UID) {
 }
 
 // enqueueUnblocked queues owners that a dependent stopped blocking.
-func (gc *collector) enqueueUnblocked(removed []metav1.OwnerReference, changed [][2]metav1.OwnerReference) {
+func (gc *collector) enqueueUnblocked(
+	removed []metav1.OwnerReference,
+	changed [][2]metav1.OwnerReference,
+) {
 	for _, r := range removed {
 		if blocking(r) {
 			if on, ok := gc.graph.get(r.UID); ok {
@@ -433,7 +450,8 @@ func (gc *collector) transitions(log logr.Logger, old, obj metav1.Object, n *nod
 		return
 	}
 	if startsDeletingWith(old, obj, metav1.FinalizerDeleteDependents) {
-		log.V(2).Info("Add item to attemptToDelete, because it's waiting for its dependents to be deleted", "item", n.identity())
+		log.V(2).
+			Info("Add item to attemptToDelete, because it's waiting for its dependents to be deleted", "item", n.identity())
 		n.markDeletingDependents()
 		for _, d := range n.dependentList() {
 			gc.enqueueDelete(d)
@@ -455,7 +473,9 @@ func startsDeletingWith(old, obj metav1.Object, finalizer string) bool {
 func hasFinalizer(o metav1.Object, f string) bool { return slices.Contains(o.GetFinalizers(), f) }
 
 // diffRefs compares owner references by uid.
-func diffRefs(old, cur []metav1.OwnerReference) (add, remove []metav1.OwnerReference, change [][2]metav1.OwnerReference) {
+func diffRefs(
+	old, cur []metav1.OwnerReference,
+) (add, remove []metav1.OwnerReference, change [][2]metav1.OwnerReference) {
 	byUID := map[types.UID]metav1.OwnerReference{}
 	for _, o := range old {
 		byUID[o.UID] = o

@@ -80,10 +80,12 @@ type collector struct {
 
 func newCollector(name string, d deps) *collector {
 	gc := &collector{
-		deps:     d,
-		ignored:  map[schema.GroupResource]struct{}{},
-		graph:    newUIDIndex(),
-		changes:  workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[*change]{Name: "garbage_collector_graph_changes"}),
+		deps:    d,
+		ignored: map[schema.GroupResource]struct{}{},
+		graph:   newUIDIndex(),
+		changes: workqueue.NewTypedWithConfig(
+			workqueue.TypedQueueConfig[*change]{Name: "garbage_collector_graph_changes"},
+		),
 		absent:   lru.New(absentCacheSize),
 		monitors: map[schema.GroupVersionResource]*monitor{},
 	}
@@ -182,11 +184,15 @@ func (gc *collector) refreshLoop(ctx context.Context) {
 
 // safeRefresh is refresh, turning a panic (say, in a discovery client)
 // into a logged error: the round is retried next period.
-func (gc *collector) safeRefresh(ctx context.Context, old map[schema.GroupVersionResource]struct{}) (res map[schema.GroupVersionResource]struct{}) {
+func (gc *collector) safeRefresh(
+	ctx context.Context,
+	old map[schema.GroupVersionResource]struct{},
+) (res map[schema.GroupVersionResource]struct{}) {
 	defer func() {
 		if v := recover(); v != nil {
-			logr.FromContextOrDiscard(ctx).Error(fmt.Errorf("%v", v), "Recovered from a panic while syncing the garbage collector with discovery",
-				"stack", string(debug.Stack()))
+			logr.FromContextOrDiscard(ctx).
+				Error(fmt.Errorf("%v", v), "Recovered from a panic while syncing the garbage collector with discovery",
+					"stack", string(debug.Stack()))
 			res = old
 		}
 	}()
@@ -195,7 +201,10 @@ func (gc *collector) safeRefresh(ctx context.Context, old map[schema.GroupVersio
 
 // refresh is one round of refreshLoop; it returns the resources now
 // monitored.
-func (gc *collector) refresh(ctx context.Context, old map[schema.GroupVersionResource]struct{}) map[schema.GroupVersionResource]struct{} {
+func (gc *collector) refresh(
+	ctx context.Context,
+	old map[schema.GroupVersionResource]struct{},
+) map[schema.GroupVersionResource]struct{} {
 	log := logr.FromContextOrDiscard(ctx)
 	if gc.invalidate != nil {
 		gc.invalidate()
@@ -219,7 +228,8 @@ func (gc *collector) refresh(ctx context.Context, old map[schema.GroupVersionRes
 	if maps.Equal(old, found) {
 		return old
 	}
-	log.V(2).Info("Syncing garbage collector with updated resources from discovery", "before", len(old), "after", len(found))
+	log.V(2).
+		Info("Syncing garbage collector with updated resources from discovery", "before", len(old), "after", len(found))
 	gc.mapper.Reset()
 	if err := gc.syncMonitors(log, found); err != nil {
 		log.Error(err, "Failed to sync all resource monitors")
@@ -237,7 +247,9 @@ func (gc *collector) refresh(ctx context.Context, old map[schema.GroupVersionRes
 
 var (
 	errVirtualDeleteQueued     = errors.New("enqueued virtual delete event")
-	errNamespacedOwnerOfGlobal = errors.New("cluster-scoped objects cannot refer to namespaced owners")
+	errNamespacedOwnerOfGlobal = errors.New(
+		"cluster-scoped objects cannot refer to namespaced owners",
+	)
 )
 
 // mappingError: an owner reference's apiVersion/kind has no resource.
@@ -302,7 +314,8 @@ func (gc *collector) attemptToDeleteItem(ctx context.Context, n *node) error {
 		if len(dangling) == 0 && len(waiting) == 0 {
 			return nil
 		}
-		log.V(2).Info("Remove dangling references and waiting references for item", "item", id, "dangling", len(dangling), "waiting", len(waiting))
+		log.V(2).
+			Info("Remove dangling references and waiting references for item", "item", id, "dangling", len(dangling), "waiting", len(waiting))
 		uids := append(uidsOf(dangling), uidsOf(waiting)...)
 		return gc.removeOwnerRefs(ctx, n, uids)
 	case len(waiting) != 0 && n.dependentCount() != 0:
@@ -311,14 +324,16 @@ func (gc *collector) attemptToDeleteItem(ctx context.Context, n *node) error {
 				// Both this item and one of its dependents wait for
 				// dependents: unblock this item's references to avoid a
 				// cycle, then delete it in the foreground.
-				log.V(2).Info("Unblocking owner references of item to prevent a deletion cycle", "item", id, "dependent", d.identity())
+				log.V(2).
+					Info("Unblocking owner references of item to prevent a deletion cycle", "item", id, "dependent", d.identity())
 				if err := gc.unblockOwnerRefs(ctx, n); err != nil {
 					return err
 				}
 				break
 			}
 		}
-		log.V(2).Info("At least one owner of item is deleting its dependents and the item has dependents: deleting it in the foreground", "item", id)
+		log.V(2).
+			Info("At least one owner of item is deleting its dependents and the item has dependents: deleting it in the foreground", "item", id)
 		return gc.deleteItem(ctx, id, latest, metav1.DeletePropagationForeground)
 	default:
 		policy := metav1.DeletePropagationBackground
@@ -333,7 +348,12 @@ func (gc *collector) attemptToDeleteItem(ctx context.Context, n *node) error {
 	}
 }
 
-func (gc *collector) deleteItem(ctx context.Context, id objectRef, latest *metav1.PartialObjectMetadata, policy metav1.DeletionPropagation) error {
+func (gc *collector) deleteItem(
+	ctx context.Context,
+	id objectRef,
+	latest *metav1.PartialObjectMetadata,
+	policy metav1.DeletionPropagation,
+) error {
 	err := gc.deleteObject(ctx, id, latest.ResourceVersion, latest.OwnerReferences, policy)
 	if apierrors.IsNotFound(err) {
 		gc.virtualDelete(id)
@@ -352,7 +372,11 @@ func uidsOf(refs []metav1.OwnerReference) []types.UID {
 
 // classify sorts an item's references into owners that exist, owners that
 // are absent and owners being deleted in the foreground.
-func (gc *collector) classify(ctx context.Context, item objectRef, refs []metav1.OwnerReference) (solid, dangling, waiting []metav1.OwnerReference, err error) {
+func (gc *collector) classify(
+	ctx context.Context,
+	item objectRef,
+	refs []metav1.OwnerReference,
+) (solid, dangling, waiting []metav1.OwnerReference, err error) {
 	for _, r := range refs {
 		gone, owner, err := gc.dangling(ctx, r, item)
 		if err != nil {
@@ -373,7 +397,11 @@ func (gc *collector) classify(ctx context.Context, item objectRef, refs []metav1
 // dangling reports whether the owner r names is absent: not found in the
 // item's namespace (or cluster-wide for a cluster-scoped kind), or found
 // with another uid. The live owner is returned when it exists.
-func (gc *collector) dangling(ctx context.Context, r metav1.OwnerReference, item objectRef) (bool, *metav1.PartialObjectMetadata, error) {
+func (gc *collector) dangling(
+	ctx context.Context,
+	r metav1.OwnerReference,
+	item objectRef,
+) (bool, *metav1.PartialObjectMetadata, error) {
 	key := refFromOwner(r, "")
 	if _, ok := gc.absent.Get(key); ok {
 		return true, nil, nil
@@ -390,10 +418,14 @@ func (gc *collector) dangling(ctx context.Context, r metav1.OwnerReference, item
 		key.Namespace = ""
 	}
 	if item.Namespace == "" && namespaced {
-		logr.FromContextOrDiscard(ctx).V(2).Info("Item is cluster-scoped, but refers to a namespaced owner", "item", item, "owner", r.Name)
+		logr.FromContextOrDiscard(ctx).
+			V(2).
+			Info("Item is cluster-scoped, but refers to a namespaced owner", "item", item, "owner", r.Name)
 		return false, nil, errNamespacedOwnerOfGlobal
 	}
-	owner, err := gc.metadata.Resource(resource).Namespace(nsFor(namespaced, item.Namespace)).Get(ctx, r.Name, metav1.GetOptions{})
+	owner, err := gc.metadata.Resource(resource).
+		Namespace(nsFor(namespaced, item.Namespace)).
+		Get(ctx, r.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		gc.absent.Add(key, nil)
@@ -414,7 +446,9 @@ func (gc *collector) dangling(ctx context.Context, r metav1.OwnerReference, item
 func (gc *collector) processDeletingDependents(ctx context.Context, n *node) error {
 	blockers := n.blockingDependents()
 	if len(blockers) == 0 {
-		logr.FromContextOrDiscard(ctx).V(2).Info("Remove DeleteDependents finalizer for item", "item", n.identity())
+		logr.FromContextOrDiscard(ctx).
+			V(2).
+			Info("Remove DeleteDependents finalizer for item", "item", n.identity())
 		return gc.removeFinalizer(ctx, n, metav1.FinalizerDeleteDependents)
 	}
 	for _, d := range blockers {
@@ -467,7 +501,9 @@ func nsFor(namespaced bool, ns string) string {
 }
 
 // apiResource maps apiVersion/kind to its resource and scope.
-func (gc *collector) apiResource(apiVersion, kind string) (schema.GroupVersionResource, bool, error) {
+func (gc *collector) apiResource(
+	apiVersion, kind string,
+) (schema.GroupVersionResource, bool, error) {
 	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
 	m, err := gc.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -476,7 +512,10 @@ func (gc *collector) apiResource(apiVersion, kind string) (schema.GroupVersionRe
 	return m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
-func (gc *collector) getObject(ctx context.Context, id objectRef) (*metav1.PartialObjectMetadata, error) {
+func (gc *collector) getObject(
+	ctx context.Context,
+	id objectRef,
+) (*metav1.PartialObjectMetadata, error) {
 	r, namespaced, err := gc.apiResource(id.APIVersion, id.Kind)
 	if err != nil {
 		return nil, err
@@ -492,7 +531,13 @@ func (gc *collector) getObject(ctx context.Context, id objectRef) (*metav1.Parti
 // resource version whose owner references were judged; a conflict caused
 // by a change that left the owner references alone is retried without the
 // resource version.
-func (gc *collector) deleteObject(ctx context.Context, id objectRef, rv string, owners []metav1.OwnerReference, policy metav1.DeletionPropagation) error {
+func (gc *collector) deleteObject(
+	ctx context.Context,
+	id objectRef,
+	rv string,
+	owners []metav1.OwnerReference,
+	policy metav1.DeletionPropagation,
+) error {
 	r, namespaced, err := gc.apiResource(id.APIVersion, id.Kind)
 	if err != nil {
 		return err
@@ -503,31 +548,48 @@ func (gc *collector) deleteObject(ctx context.Context, id objectRef, rv string, 
 		pre.ResourceVersion = &rv
 	}
 	client := gc.metadata.Resource(r).Namespace(nsFor(namespaced, id.Namespace))
-	err = client.Delete(ctx, id.Name, metav1.DeleteOptions{Preconditions: &pre, PropagationPolicy: &policy})
+	err = client.Delete(
+		ctx,
+		id.Name,
+		metav1.DeleteOptions{Preconditions: &pre, PropagationPolicy: &policy},
+	)
 	if apierrors.IsConflict(err) && rv != "" {
 		live, lerr := client.Get(ctx, id.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(lerr) {
 			return lerr
 		}
-		if lerr == nil && live.UID == id.UID && live.ResourceVersion != rv && reflect.DeepEqual(live.OwnerReferences, owners) {
+		if lerr == nil && live.UID == id.UID && live.ResourceVersion != rv &&
+			reflect.DeepEqual(live.OwnerReferences, owners) {
 			return gc.deleteObject(ctx, id, "", nil, policy)
 		}
 	}
 	return err
 }
 
-func (gc *collector) patchObject(ctx context.Context, id objectRef, patch []byte, pt types.PatchType) error {
+func (gc *collector) patchObject(
+	ctx context.Context,
+	id objectRef,
+	patch []byte,
+	pt types.PatchType,
+) error {
 	r, namespaced, err := gc.apiResource(id.APIVersion, id.Kind)
 	if err != nil {
 		return err
 	}
-	_, err = gc.metadata.Resource(r).Namespace(nsFor(namespaced, id.Namespace)).Patch(ctx, id.Name, pt, patch, metav1.PatchOptions{})
+	_, err = gc.metadata.Resource(r).
+		Namespace(nsFor(namespaced, id.Namespace)).
+		Patch(ctx, id.Name, pt, patch, metav1.PatchOptions{})
 	return err
 }
 
 // patch applies a strategic merge patch, or, where the resource does not
 // take one (custom resources), the JSON merge patch jmp makes.
-func (gc *collector) patch(ctx context.Context, n *node, smp []byte, jmp func() ([]byte, error)) error {
+func (gc *collector) patch(
+	ctx context.Context,
+	n *node,
+	smp []byte,
+	jmp func() ([]byte, error),
+) error {
 	id := n.identity()
 	err := gc.patchObject(ctx, id, smp, types.StrategicMergePatchType)
 	if err == nil || !apierrors.IsUnsupportedMediaType(err) {
@@ -556,7 +618,10 @@ func (gc *collector) removeOwnerRefs(ctx context.Context, n *node, uids []types.
 	id := n.identity()
 	smp := refsPatch{Metadata: refsPatchMeta{UID: id.UID}}
 	for _, u := range uids {
-		smp.Metadata.OwnerReferences = append(smp.Metadata.OwnerReferences, map[string]string{"$patch": "delete", "uid": string(u)})
+		smp.Metadata.OwnerReferences = append(
+			smp.Metadata.OwnerReferences,
+			map[string]string{"$patch": "delete", "uid": string(u)},
+		)
 	}
 	b, err := json.Marshal(smp)
 	if err != nil {
@@ -567,7 +632,12 @@ func (gc *collector) removeOwnerRefs(ctx context.Context, n *node, uids []types.
 		if err != nil {
 			return nil, err
 		}
-		p := refsPatch{Metadata: refsPatchMeta{ResourceVersion: cur.GetResourceVersion(), OwnerReferences: []any{}}}
+		p := refsPatch{
+			Metadata: refsPatchMeta{
+				ResourceVersion: cur.GetResourceVersion(),
+				OwnerReferences: []any{},
+			},
+		}
 		for _, r := range cur.GetOwnerReferences() {
 			if !slices.Contains(uids, r.UID) {
 				p.Metadata.OwnerReferences = append(p.Metadata.OwnerReferences, r)
@@ -598,7 +668,12 @@ func (gc *collector) unblockOwnerRefs(ctx context.Context, n *node) error {
 		if err != nil {
 			return nil, err
 		}
-		p := refsPatch{Metadata: refsPatchMeta{ResourceVersion: cur.GetResourceVersion(), OwnerReferences: []any{}}}
+		p := refsPatch{
+			Metadata: refsPatchMeta{
+				ResourceVersion: cur.GetResourceVersion(),
+				OwnerReferences: []any{},
+			},
+		}
 		for _, o := range n.ownerRefs() {
 			o.BlockOwnerDeletion = &no
 			p.Metadata.OwnerReferences = append(p.Metadata.OwnerReferences, o)
@@ -631,23 +706,41 @@ func (gc *collector) removeFinalizer(ctx context.Context, n *node, finalizer str
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("cannot finalize owner %s, because cannot get it: %w. The garbage collector will retry later", id, err)
+			return fmt.Errorf(
+				"cannot finalize owner %s, because cannot get it: %w. The garbage collector will retry later",
+				id,
+				err,
+			)
 		}
 		if !slices.Contains(cur.Finalizers, finalizer) {
 			return nil
 		}
-		kept := slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return f == finalizer })
+		kept := slices.DeleteFunc(
+			slices.Clone(cur.Finalizers),
+			func(f string) bool { return f == finalizer },
+		)
 		if len(kept) == 0 {
 			kept = nil
 		}
-		b, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": cur.ResourceVersion, "finalizers": kept}})
+		b, err := json.Marshal(
+			map[string]any{
+				"metadata": map[string]any{
+					"resourceVersion": cur.ResourceVersion,
+					"finalizers":      kept,
+				},
+			},
+		)
 		if err != nil {
 			return err
 		}
 		return gc.patchObject(ctx, id, b, types.MergePatchType)
 	})
 	if apierrors.IsConflict(err) {
-		return fmt.Errorf("updateMaxRetries(%d) has reached. The garbage collector will retry later for owner %s", retry.DefaultBackoff.Steps, id)
+		return fmt.Errorf(
+			"updateMaxRetries(%d) has reached. The garbage collector will retry later for owner %s",
+			retry.DefaultBackoff.Steps,
+			id,
+		)
 	}
 	return err
 }

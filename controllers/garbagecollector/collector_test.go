@@ -31,16 +31,25 @@ func TestAttemptToDelete(t *testing.T) {
 		wantPatch string
 	}{
 		{
-			name:       "all owners absent: background delete",
-			live:       []*metav1.PartialObjectMetadata{cm("ns", "dep", "d1", owner("gone", "g1", false))},
-			seen:       []*metav1.PartialObjectMetadata{cm("ns", "dep", "d1", owner("gone", "g1", false))},
+			name: "all owners absent: background delete",
+			live: []*metav1.PartialObjectMetadata{
+				cm("ns", "dep", "d1", owner("gone", "g1", false)),
+			},
+			seen: []*metav1.PartialObjectMetadata{
+				cm("ns", "dep", "d1", owner("gone", "g1", false)),
+			},
 			item:       "d1",
 			wantDelete: metav1.DeletePropagationBackground,
 		},
 		{
-			name:       "owner replaced by another uid: background delete",
-			live:       []*metav1.PartialObjectMetadata{cm("ns", "own", "new"), cm("ns", "dep", "d1", owner("own", "o1", false))},
-			seen:       []*metav1.PartialObjectMetadata{cm("ns", "dep", "d1", owner("own", "o1", false))},
+			name: "owner replaced by another uid: background delete",
+			live: []*metav1.PartialObjectMetadata{
+				cm("ns", "own", "new"),
+				cm("ns", "dep", "d1", owner("own", "o1", false)),
+			},
+			seen: []*metav1.PartialObjectMetadata{
+				cm("ns", "dep", "d1", owner("own", "o1", false)),
+			},
 			item:       "d1",
 			wantDelete: metav1.DeletePropagationBackground,
 		},
@@ -51,21 +60,35 @@ func TestAttemptToDelete(t *testing.T) {
 				o.Finalizers = []string{metav1.FinalizerOrphanDependents}
 				return o
 			}()},
-			seen:       []*metav1.PartialObjectMetadata{cm("ns", "dep", "d1", owner("gone", "g1", false))},
+			seen: []*metav1.PartialObjectMetadata{
+				cm("ns", "dep", "d1", owner("gone", "g1", false)),
+			},
 			item:       "d1",
 			wantDelete: metav1.DeletePropagationOrphan,
 		},
 		{
-			name:      "one absent of two: the absent reference is patched out",
-			live:      []*metav1.PartialObjectMetadata{ownLive, cm("ns", "dep", "d1", owner("gone", "g1", false), owner("own", "o1", false))},
-			seen:      []*metav1.PartialObjectMetadata{ownLive, cm("ns", "dep", "d1", owner("gone", "g1", false), owner("own", "o1", false))},
+			name: "one absent of two: the absent reference is patched out",
+			live: []*metav1.PartialObjectMetadata{
+				ownLive,
+				cm("ns", "dep", "d1", owner("gone", "g1", false), owner("own", "o1", false)),
+			},
+			seen: []*metav1.PartialObjectMetadata{
+				ownLive,
+				cm("ns", "dep", "d1", owner("gone", "g1", false), owner("own", "o1", false)),
+			},
 			item:      "d1",
 			wantPatch: `{"metadata":{"uid":"d1","ownerReferences":[{"$patch":"delete","uid":"g1"}]}}`,
 		},
 		{
 			name: "owner exists: nothing",
-			live: []*metav1.PartialObjectMetadata{ownLive, cm("ns", "dep", "d1", owner("own", "o1", false))},
-			seen: []*metav1.PartialObjectMetadata{ownLive, cm("ns", "dep", "d1", owner("own", "o1", false))},
+			live: []*metav1.PartialObjectMetadata{
+				ownLive,
+				cm("ns", "dep", "d1", owner("own", "o1", false)),
+			},
+			seen: []*metav1.PartialObjectMetadata{
+				ownLive,
+				cm("ns", "dep", "d1", owner("own", "o1", false)),
+			},
 			item: "d1",
 		},
 		{
@@ -75,30 +98,56 @@ func TestAttemptToDelete(t *testing.T) {
 			item: "l1",
 		},
 		{
-			name:       "owner waits for dependents, item has dependents: foreground delete",
-			live:       []*metav1.PartialObjectMetadata{ownWaiting, cm("ns", "dep", "d1", owner("own", "o1", true)), cm("ns", "grand", "g", owner("dep", "d1", true))},
-			seen:       []*metav1.PartialObjectMetadata{ownWaiting, cm("ns", "dep", "d1", owner("own", "o1", true)), cm("ns", "grand", "g", owner("dep", "d1", true))},
+			name: "owner waits for dependents, item has dependents: foreground delete",
+			live: []*metav1.PartialObjectMetadata{
+				ownWaiting,
+				cm("ns", "dep", "d1", owner("own", "o1", true)),
+				cm("ns", "grand", "g", owner("dep", "d1", true)),
+			},
+			seen: []*metav1.PartialObjectMetadata{
+				ownWaiting,
+				cm("ns", "dep", "d1", owner("own", "o1", true)),
+				cm("ns", "grand", "g", owner("dep", "d1", true)),
+			},
 			item:       "d1",
 			wantDelete: metav1.DeletePropagationForeground,
 		},
 		{
-			name:       "owner waits for dependents, item has none: background delete",
-			live:       []*metav1.PartialObjectMetadata{ownWaiting, cm("ns", "dep", "d1", owner("own", "o1", true))},
-			seen:       []*metav1.PartialObjectMetadata{ownWaiting, cm("ns", "dep", "d1", owner("own", "o1", true))},
+			name: "owner waits for dependents, item has none: background delete",
+			live: []*metav1.PartialObjectMetadata{
+				ownWaiting,
+				cm("ns", "dep", "d1", owner("own", "o1", true)),
+			},
+			seen: []*metav1.PartialObjectMetadata{
+				ownWaiting,
+				cm("ns", "dep", "d1", owner("own", "o1", true)),
+			},
 			item:       "d1",
 			wantDelete: metav1.DeletePropagationBackground,
 		},
 		{
-			name:      "one owner exists, another waits: the waiting reference is patched out",
-			live:      []*metav1.PartialObjectMetadata{ownWaiting, cm("ns", "keep", "k1"), cm("ns", "dep", "d1", owner("own", "o1", true), owner("keep", "k1", false))},
-			seen:      []*metav1.PartialObjectMetadata{ownWaiting, cm("ns", "keep", "k1"), cm("ns", "dep", "d1", owner("own", "o1", true), owner("keep", "k1", false))},
+			name: "one owner exists, another waits: the waiting reference is patched out",
+			live: []*metav1.PartialObjectMetadata{
+				ownWaiting,
+				cm("ns", "keep", "k1"),
+				cm("ns", "dep", "d1", owner("own", "o1", true), owner("keep", "k1", false)),
+			},
+			seen: []*metav1.PartialObjectMetadata{
+				ownWaiting,
+				cm("ns", "keep", "k1"),
+				cm("ns", "dep", "d1", owner("own", "o1", true), owner("keep", "k1", false)),
+			},
 			item:      "d1",
 			wantPatch: `"ownerReferences":[{"$patch":"delete","uid":"o1"}]`,
 		},
 		{
 			name: "item being deleted: nothing",
-			live: []*metav1.PartialObjectMetadata{deleting(cm("ns", "dep", "d1", owner("gone", "g1", false)), "example.com/x")},
-			seen: []*metav1.PartialObjectMetadata{deleting(cm("ns", "dep", "d1", owner("gone", "g1", false)), "example.com/x")},
+			live: []*metav1.PartialObjectMetadata{
+				deleting(cm("ns", "dep", "d1", owner("gone", "g1", false)), "example.com/x"),
+			},
+			seen: []*metav1.PartialObjectMetadata{
+				deleting(cm("ns", "dep", "d1", owner("gone", "g1", false)), "example.com/x"),
+			},
 			item: "d1",
 		},
 	}
@@ -120,12 +169,24 @@ func TestAttemptToDelete(t *testing.T) {
 				}
 				d := dels[0].(clienttesting.DeleteActionImpl)
 				opts := d.DeleteOptions
-				if d.Name != f.node(tt.item).identity().Name || opts.PropagationPolicy == nil || *opts.PropagationPolicy != tt.wantDelete {
-					t.Errorf("delete %s with %v, want %s with %s", d.Name, opts.PropagationPolicy, f.node(tt.item).identity().Name, tt.wantDelete)
+				if d.Name != f.node(tt.item).identity().Name || opts.PropagationPolicy == nil ||
+					*opts.PropagationPolicy != tt.wantDelete {
+					t.Errorf(
+						"delete %s with %v, want %s with %s",
+						d.Name,
+						opts.PropagationPolicy,
+						f.node(tt.item).identity().Name,
+						tt.wantDelete,
+					)
 				}
-				if opts.Preconditions == nil || opts.Preconditions.UID == nil || *opts.Preconditions.UID != types.UID(tt.item) ||
-					opts.Preconditions.ResourceVersion == nil || *opts.Preconditions.ResourceVersion != "1" {
-					t.Errorf("delete preconditions %+v, want the uid and the resource version read", opts.Preconditions)
+				if opts.Preconditions == nil || opts.Preconditions.UID == nil ||
+					*opts.Preconditions.UID != types.UID(tt.item) ||
+					opts.Preconditions.ResourceVersion == nil ||
+					*opts.Preconditions.ResourceVersion != "1" {
+					t.Errorf(
+						"delete preconditions %+v, want the uid and the resource version read",
+						opts.Preconditions,
+					)
 				}
 			}
 			patches := f.actionsOf("patch")
@@ -137,8 +198,14 @@ func TestAttemptToDelete(t *testing.T) {
 					t.Fatalf("patches %v, want one", patches)
 				}
 				p := patches[0].(clienttesting.PatchActionImpl)
-				if p.PatchType != types.StrategicMergePatchType || !strings.Contains(string(p.Patch), tt.wantPatch) {
-					t.Errorf("patch %s %s, want a strategic merge patch containing %s", p.PatchType, p.Patch, tt.wantPatch)
+				if p.PatchType != types.StrategicMergePatchType ||
+					!strings.Contains(string(p.Patch), tt.wantPatch) {
+					t.Errorf(
+						"patch %s %s, want a strategic merge patch containing %s",
+						p.PatchType,
+						p.Patch,
+						tt.wantPatch,
+					)
 				}
 			}
 		})
@@ -166,7 +233,8 @@ func TestAttemptToDeleteVirtualOwner(t *testing.T) {
 
 	f = newFixture(t, cm("ns", "own", "o1"))
 	f.add(cm("ns", "dep", "d1", owner("own", "o1", false)))
-	if err := f.gc.attemptToDelete(controllertest.LogContext(t), "o1"); err == nil || !strings.Contains(err.Error(), "hasn't been observed") {
+	if err := f.gc.attemptToDelete(controllertest.LogContext(t), "o1"); err == nil ||
+		!strings.Contains(err.Error(), "hasn't been observed") {
 		t.Errorf("existing virtual owner: err %v, want a retry until observed", err)
 	}
 }
@@ -175,14 +243,33 @@ func TestAttemptToDeleteVirtualOwner(t *testing.T) {
 // (a custom resource) gets a JSON merge patch of the remaining owner
 // references, preconditioned on the resource version.
 func TestMergePatchFallback(t *testing.T) {
-	f := newFixture(t, cm("ns", "own", "o1"), cm("ns", "dep", "d1", owner("gone", "g1", false), owner("own", "o1", false)))
-	f.add(cm("ns", "own", "o1"), cm("ns", "dep", "d1", owner("gone", "g1", false), owner("own", "o1", false)))
-	f.client.PrependReactor("patch", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.(clienttesting.PatchActionImpl).PatchType == types.StrategicMergePatchType {
-			return true, nil, apierrors.NewGenericServerResponse(415, "patch", schema.GroupResource{Resource: "configmaps"}, "dep", "", 0, false)
-		}
-		return false, nil, nil
-	})
+	f := newFixture(
+		t,
+		cm("ns", "own", "o1"),
+		cm("ns", "dep", "d1", owner("gone", "g1", false), owner("own", "o1", false)),
+	)
+	f.add(
+		cm("ns", "own", "o1"),
+		cm("ns", "dep", "d1", owner("gone", "g1", false), owner("own", "o1", false)),
+	)
+	f.client.PrependReactor(
+		"patch",
+		"*",
+		func(a clienttesting.Action) (bool, runtime.Object, error) {
+			if a.(clienttesting.PatchActionImpl).PatchType == types.StrategicMergePatchType {
+				return true, nil, apierrors.NewGenericServerResponse(
+					415,
+					"patch",
+					schema.GroupResource{Resource: "configmaps"},
+					"dep",
+					"",
+					0,
+					false,
+				)
+			}
+			return false, nil, nil
+		},
+	)
 	f.client.ClearActions()
 	if err := f.gc.attemptToDelete(controllertest.LogContext(t), "d1"); err != nil {
 		t.Fatalf("attemptToDelete: %v", err)
@@ -203,7 +290,11 @@ func TestMergePatchFallback(t *testing.T) {
 	}
 	if p.PatchType != types.MergePatchType || got.Metadata.ResourceVersion != "1" ||
 		len(got.Metadata.OwnerReferences) != 1 || got.Metadata.OwnerReferences[0].UID != "o1" {
-		t.Errorf("fallback patch %s %s, want a merge patch keeping only o1 at resourceVersion 1", p.PatchType, p.Patch)
+		t.Errorf(
+			"fallback patch %s %s, want a merge patch keeping only o1 at resourceVersion 1",
+			p.PatchType,
+			p.Patch,
+		)
 	}
 }
 
@@ -238,7 +329,11 @@ func TestForegroundOwner(t *testing.T) {
 			patches := f.actionsOf("patch")
 			if !tt.wantFinalize {
 				if len(patches) != 0 || !f.deleted.has("d1") {
-					t.Errorf("patches %v, queued %v: want no patch and the blocking dependent queued", patches, f.deleted.keys)
+					t.Errorf(
+						"patches %v, queued %v: want no patch and the blocking dependent queued",
+						patches,
+						f.deleted.keys,
+					)
 				}
 				return
 			}
@@ -246,7 +341,10 @@ func TestForegroundOwner(t *testing.T) {
 				t.Fatalf("patches %v, want the finalizer removed", patches)
 			}
 			p := patches[0].(clienttesting.PatchActionImpl)
-			if p.PatchType != types.MergePatchType || string(p.Patch) != `{"metadata":{"finalizers":["example.com/keep"],"resourceVersion":"1"}}` {
+			if p.PatchType != types.MergePatchType ||
+				string(
+					p.Patch,
+				) != `{"metadata":{"finalizers":["example.com/keep"],"resourceVersion":"1"}}` {
 				t.Errorf("patch %s %s", p.PatchType, p.Patch)
 			}
 		})
@@ -285,8 +383,13 @@ func TestOrphan(t *testing.T) {
 // resolve; the item is left alone (KCM forgets it) rather than deleted.
 func TestClusterScopedDependentOfNamespacedOwner(t *testing.T) {
 	node := &metav1.PartialObjectMetadata{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
-		ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "n1", ResourceVersion: "1", OwnerReferences: []metav1.OwnerReference{owner("own", "o1", false)}},
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            "n",
+			UID:             "n1",
+			ResourceVersion: "1",
+			OwnerReferences: []metav1.OwnerReference{owner("own", "o1", false)},
+		},
 	}
 	f := newFixture(t, node)
 	f.gc.processChange(testLog(t), &change{kind: added, gvk: node.GroupVersionKind(), obj: node})
@@ -308,7 +411,10 @@ func TestClusterScopedDependentOfNamespacedOwner(t *testing.T) {
 func TestForegroundCycleUnblocks(t *testing.T) {
 	own := deleting(cm("ns", "own", "o1"), metav1.FinalizerDeleteDependents)
 	item := cm("ns", "item", "i1", owner("own", "o1", true))
-	dep := deleting(cm("ns", "dep", "d1", owner("item", "i1", true)), metav1.FinalizerDeleteDependents)
+	dep := deleting(
+		cm("ns", "dep", "d1", owner("item", "i1", true)),
+		metav1.FinalizerDeleteDependents,
+	)
 	f := newFixture(t, own, item, dep)
 	f.add(own, item, dep)
 	f.client.ClearActions()
@@ -320,11 +426,14 @@ func TestForegroundCycleUnblocks(t *testing.T) {
 		t.Fatalf("patches %v, want the unblocking one", patches)
 	}
 	p := patches[0].(clienttesting.PatchActionImpl)
-	if want := `{"metadata":{"uid":"i1","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"own","uid":"o1","blockOwnerDeletion":false}]}}`; string(p.Patch) != want {
+	if want := `{"metadata":{"uid":"i1","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"own","uid":"o1","blockOwnerDeletion":false}]}}`; string(
+		p.Patch,
+	) != want {
 		t.Errorf("unblocking patch %s, want %s", p.Patch, want)
 	}
 	dels := f.actionsOf("delete")
-	if len(dels) != 1 || *dels[0].(clienttesting.DeleteActionImpl).DeleteOptions.PropagationPolicy != metav1.DeletePropagationForeground {
+	if len(dels) != 1 ||
+		*dels[0].(clienttesting.DeleteActionImpl).DeleteOptions.PropagationPolicy != metav1.DeletePropagationForeground {
 		t.Errorf("deletes %v, want one in the foreground", dels)
 	}
 }

@@ -25,16 +25,28 @@ import (
 )
 
 func TestDescriptorAndFlags(t *testing.T) {
-	controllertest.CheckIdentity(t, garbagecollector.Descriptor(garbagecollector.NewOptions()), controllertest.Identity{
-		Name: "garbage-collector-controller", Alias: "garbagecollector",
-	})
+	controllertest.CheckIdentity(
+		t,
+		garbagecollector.Descriptor(garbagecollector.NewOptions()),
+		controllertest.Identity{
+			Name: "garbage-collector-controller", Alias: "garbagecollector",
+		},
+	)
 	o := garbagecollector.NewOptions()
-	f := controllertest.ParseFlag(t, o.AddFlags, "concurrent-gc-syncs", "--concurrent-gc-syncs=7", "--enable-garbage-collector=false")
-	if f.DefValue != "20" || f.Usage != "The number of garbage collector workers that are allowed to sync concurrently." {
+	f := controllertest.ParseFlag(
+		t,
+		o.AddFlags,
+		"concurrent-gc-syncs",
+		"--concurrent-gc-syncs=7",
+		"--enable-garbage-collector=false",
+	)
+	if f.DefValue != "20" ||
+		f.Usage != "The number of garbage collector workers that are allowed to sync concurrently." {
 		t.Errorf("--concurrent-gc-syncs default %q usage %q", f.DefValue, f.Usage)
 	}
 	e := controllertest.FlagSet(o.AddFlags).Lookup("enable-garbage-collector")
-	if e == nil || e.Usage != "Enables the generic garbage collector. MUST be synced with the corresponding flag of the kube-apiserver." {
+	if e == nil ||
+		e.Usage != "Enables the generic garbage collector. MUST be synced with the corresponding flag of the kube-apiserver." {
 		t.Errorf("--enable-garbage-collector: %+v", e)
 	}
 	if o.ConcurrentGCSyncs != 7 || o.EnableGarbageCollector {
@@ -56,9 +68,20 @@ func TestBuildValidatesOptions(t *testing.T) {
 	}{
 		{"defaults", garbagecollector.NewOptions(), nil},
 		{"no workers", garbagecollector.Options{EnableGarbageCollector: true},
-			[]string{`descriptor "garbage-collector-controller": --concurrent-gc-syncs: must be at least 1, got 0`}},
-		{"negative workers and an empty ignored resource", garbagecollector.Options{ConcurrentGCSyncs: -2, IgnoredResources: []schema.GroupResource{{Group: "apps"}}},
-			[]string{"--concurrent-gc-syncs: must be at least 1, got -2", `IgnoredResources[0]: resource must not be empty (group "apps")`}},
+			[]string{
+				`descriptor "garbage-collector-controller": --concurrent-gc-syncs: must be at least 1, got 0`,
+			}},
+		{
+			"negative workers and an empty ignored resource",
+			garbagecollector.Options{
+				ConcurrentGCSyncs: -2,
+				IgnoredResources:  []schema.GroupResource{{Group: "apps"}},
+			},
+			[]string{
+				"--concurrent-gc-syncs: must be at least 1, got -2",
+				`IgnoredResources[0]: resource must not be empty (group "apps")`,
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +96,11 @@ type builder struct {
 	md metadata.Interface
 }
 
-func (b builder) Config(string) (*rest.Config, error)               { return nil, errors.New("no config") }
+func (b builder) Config(
+	string,
+) (*rest.Config, error) {
+	return nil, errors.New("no config")
+}
 func (b builder) Client(string) (kubernetes.Interface, error)       { return b.cs, nil }
 func (b builder) MetadataClient(string) (metadata.Interface, error) { return b.md, nil }
 func (b builder) DynamicClient(string) (dynamic.Interface, error) {
@@ -96,8 +123,10 @@ func hostContext(t *testing.T) (descriptor.Context, *informers.Set) {
 		ClientBuilder:                   builder{h.Client, h.Metadata},
 		ObjectOrMetadataInformerFactory: set,
 		InformersStarted:                started,
-		RESTMapper:                      mapper{meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})},
-		EventRecorder:                   &record.FakeRecorder{},
+		RESTMapper: mapper{
+			meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion}),
+		},
+		EventRecorder: &record.FakeRecorder{},
 	}, set
 }
 
@@ -129,7 +158,10 @@ func TestInit(t *testing.T) {
 // TestRunWithCancelledContext: Run returns and releases its queues (their
 // goroutines) even when the term ended before it started.
 func TestRunWithCancelledContext(t *testing.T) {
-	controllertest.CheckRunWithCancelledContext(t, garbagecollector.Descriptor(garbagecollector.NewOptions()))
+	controllertest.CheckRunWithCancelledContext(
+		t,
+		garbagecollector.Descriptor(garbagecollector.NewOptions()),
+	)
 }
 
 // TestHostRunsCollector: in a Manager (over fake clients whose discovery
@@ -138,27 +170,51 @@ func TestRunWithCancelledContext(t *testing.T) {
 // as KCM 1.37 does.
 func TestHostRunsCollector(t *testing.T) {
 	owned := func(name string, owner *corev1.ConfigMap) *corev1.ConfigMap {
-		c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
+		c := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: "ns",
+				Name:      name,
+				UID:       types.UID("uid-" + name),
+			},
+		}
 		if owner != nil {
-			c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}}
+			c.OwnerReferences = []metav1.OwnerReference{
+				{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID},
+			}
 		}
 		return c
 	}
 	root := owned("root", nil)
 	ghost := owned("ghost", nil)
-	h := managertest.New(t, "test", []descriptor.Descriptor{garbagecollector.Descriptor(garbagecollector.NewOptions())},
-		root, owned("child", root), owned("dangling", ghost))
-	h.Client.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
-		{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: []string{"get", "list", "watch", "delete", "patch"}},
-	}}}
+	h := managertest.New(
+		t,
+		"test",
+		[]descriptor.Descriptor{garbagecollector.Descriptor(garbagecollector.NewOptions())},
+		root,
+		owned("child", root),
+		owned("dangling", ghost),
+	)
+	h.Client.Resources = []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{
+				Name:       "configmaps",
+				Namespaced: true,
+				Kind:       "ConfigMap",
+				Verbs:      []string{"get", "list", "watch", "delete", "patch"},
+			},
+		}},
+	}
 	h.Start()
 	controllertest.WaitFor(t, "the object with an absent owner to be deleted", func() bool {
-		_, err := h.Client.CoreV1().ConfigMaps("ns").Get(t.Context(), "dangling", metav1.GetOptions{})
+		_, err := h.Client.CoreV1().
+			ConfigMaps("ns").
+			Get(t.Context(), "dangling", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	for _, path := range []string{"/debug/controllers/garbage-collector-controller/graph", "/debug/controllers/garbagecollector/graph"} {
 		code, body := h.Get(path + "?uid=uid-root")
-		if code != 200 || !strings.HasPrefix(body, "strict digraph full {") || !strings.Contains(body, `"uid-child" -> "uid-root";`) {
+		if code != 200 || !strings.HasPrefix(body, "strict digraph full {") ||
+			!strings.Contains(body, `"uid-child" -> "uid-root";`) {
 			t.Errorf("%s: %d %q", path, code, body)
 		}
 	}

@@ -96,7 +96,10 @@ func verticesAndEdges(nodes map[types.UID]*node) ([]*vertex, []edge) {
 			es = append(es, edge{from: uid, to: o.UID})
 		}
 	}
-	slices.SortStableFunc(vs, func(a, b *vertex) int { return strings.Compare(string(a.uid), string(b.uid)) })
+	slices.SortStableFunc(
+		vs,
+		func(a, b *vertex) int { return strings.Compare(string(a.uid), string(b.uid)) },
+	)
 	slices.SortStableFunc(es, func(a, b edge) int {
 		if c := strings.Compare(string(a.from), string(b.from)); c != 0 {
 			return c

@@ -90,7 +90,10 @@ func TestGraphHandler(t *testing.T) {
   // Node definitions.
   "d1" [`
 	if code != http.StatusOK || len(body) < len(wantPart) || body[:len(wantPart)] != wantPart ||
-		strings.Contains(body, `"x1"`) || strings.Contains(body, `"l1"`) || !strings.Contains(body, `"d1" -> "o1";`) {
+		strings.Contains(
+			body,
+			`"x1"`,
+		) || strings.Contains(body, `"l1"`) || !strings.Contains(body, `"d1" -> "o1";`) {
 		t.Errorf("/graph?uid=o1: %d\n%s", code, body)
 	}
 	if code, _ := get("/other"); code != http.StatusNotFound {

@@ -73,7 +73,9 @@ func newFixture(t *testing.T, live ...*metav1.PartialObjectMetadata) *fixture {
 	}
 	f := &fixture{
 		t: t, client: metadatafake.NewSimpleMetadataClient(scheme, objs...), mapper: newTestMapper(),
-		recorder: record.NewFakeRecorder(20), deleted: &recordingQueue{}, orphaned: &recordingQueue{},
+		recorder: record.NewFakeRecorder(
+			20,
+		), deleted: &recordingQueue{}, orphaned: &recordingQueue{},
 	}
 	f.gc = newCollector("test", deps{
 		metadata: f.client, mapper: f.mapper, recorder: f.recorder,
@@ -94,8 +96,14 @@ func newFixture(t *testing.T, live ...*metav1.PartialObjectMetadata) *fixture {
 // cm is a ConfigMap's metadata.
 func cm(ns, name, uid string, owners ...metav1.OwnerReference) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid), OwnerReferences: owners, ResourceVersion: "1"},
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       ns,
+			Name:            name,
+			UID:             types.UID(uid),
+			OwnerReferences: owners,
+			ResourceVersion: "1",
+		},
 	}
 }
 

@@ -20,13 +20,26 @@ type objectRef struct {
 }
 
 func (r objectRef) String() string {
-	return fmt.Sprintf("[%s/%s, namespace: %s, name: %s, uid: %s]", r.APIVersion, r.Kind, r.Namespace, r.Name, r.UID)
+	return fmt.Sprintf(
+		"[%s/%s, namespace: %s, name: %s, uid: %s]",
+		r.APIVersion,
+		r.Kind,
+		r.Namespace,
+		r.Name,
+		r.UID,
+	)
 }
 
 // refFromOwner is the identity an owner reference points at, assumed to be
 // in namespace ns.
 func refFromOwner(o metav1.OwnerReference, ns string) objectRef {
-	return objectRef{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: o.UID, Namespace: ns}
+	return objectRef{
+		APIVersion: o.APIVersion,
+		Kind:       o.Kind,
+		Name:       o.Name,
+		UID:        o.UID,
+		Namespace:  ns,
+	}
 }
 
 // sameCoordinates reports whether the owner reference o names r's

@@ -18,7 +18,11 @@ func TestGraphFromEvents(t *testing.T) {
 	f.add(dep)
 	o := f.node("o1")
 	if o.observed() || !f.deleted.has("o1") {
-		t.Fatalf("owner seen only in a reference: observed=%v queued=%v, want a virtual node queued for verification", o.observed(), f.deleted.has("o1"))
+		t.Fatalf(
+			"owner seen only in a reference: observed=%v queued=%v, want a virtual node queued for verification",
+			o.observed(),
+			f.deleted.has("o1"),
+		)
 	}
 	if got := o.identity(); got != (objectRef{APIVersion: "v1", Kind: "ConfigMap", Name: "own", UID: "o1", Namespace: "ns"}) {
 		t.Errorf("virtual owner identity %v", got)
@@ -96,8 +100,13 @@ func TestTransitions(t *testing.T) {
 				}
 			}
 			n := f.node("o1")
-			if !n.isBeingDeleted() || n.isDeletingDependents() != (tt.finalizer == metav1.FinalizerDeleteDependents) {
-				t.Errorf("beingDeleted %v deletingDependents %v", n.isBeingDeleted(), n.isDeletingDependents())
+			if !n.isBeingDeleted() ||
+				n.isDeletingDependents() != (tt.finalizer == metav1.FinalizerDeleteDependents) {
+				t.Errorf(
+					"beingDeleted %v deletingDependents %v",
+					n.isBeingDeleted(),
+					n.isDeletingDependents(),
+				)
 			}
 		})
 	}
@@ -114,7 +123,20 @@ func TestUnblockingQueuesOwner(t *testing.T) {
 	}{
 		{"reference removed", nil, true},
 		{"block turned off", []metav1.OwnerReference{owner("own", "o1", false)}, true},
-		{"still blocking", []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "own", UID: "o1", BlockOwnerDeletion: new(true), Controller: new(true)}}, false},
+		{
+			"still blocking",
+			[]metav1.OwnerReference{
+				{
+					APIVersion:         "v1",
+					Kind:               "ConfigMap",
+					Name:               "own",
+					UID:                "o1",
+					BlockOwnerDeletion: new(true),
+					Controller:         new(true),
+				},
+			},
+			false,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,31 +187,41 @@ func TestInvalidNamespaceOwnerEvent(t *testing.T) {
 func TestClusterScopedDependentEvent(t *testing.T) {
 	own := cm("ns", "own", "o1")
 	dep := &metav1.PartialObjectMetadata{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
-		ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "n1", OwnerReferences: []metav1.OwnerReference{owner("own", "o1", false)}},
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            "n",
+			UID:             "n1",
+			OwnerReferences: []metav1.OwnerReference{owner("own", "o1", false)},
+		},
 	}
 	want := `Warning OwnerRefInvalidNamespace ownerRef [v1/ConfigMap, namespace: , name: own, uid: o1] does not exist in namespace ""`
 	for _, ownerFirst := range []bool{true, false} {
-		t.Run(map[bool]string{true: "owner first", false: "dependent first"}[ownerFirst], func(t *testing.T) {
-			f := newFixture(t)
-			addNode := func() {
-				f.gc.processChange(testLog(t), &change{kind: added, gvk: dep.GroupVersionKind(), obj: dep})
-			}
-			if ownerFirst {
-				f.add(own)
-				addNode()
-			} else {
-				addNode()
-				f.add(own)
-			}
-			select {
-			case got := <-f.recorder.Events:
-				if got != want {
-					t.Errorf("event %q, want %q", got, want)
+		t.Run(
+			map[bool]string{true: "owner first", false: "dependent first"}[ownerFirst],
+			func(t *testing.T) {
+				f := newFixture(t)
+				addNode := func() {
+					f.gc.processChange(
+						testLog(t),
+						&change{kind: added, gvk: dep.GroupVersionKind(), obj: dep},
+					)
 				}
-			default:
-				t.Fatal("no event recorded")
-			}
-		})
+				if ownerFirst {
+					f.add(own)
+					addNode()
+				} else {
+					addNode()
+					f.add(own)
+				}
+				select {
+				case got := <-f.recorder.Events:
+					if got != want {
+						t.Errorf("event %q, want %q", got, want)
+					}
+				default:
+					t.Fatal("no event recorded")
+				}
+			},
+		)
 	}
 }

@@ -70,19 +70,33 @@ func NewOptions() Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(&o.ConcurrentGCSyncs, "concurrent-gc-syncs", o.ConcurrentGCSyncs,
 		"The number of garbage collector workers that are allowed to sync concurrently.")
-	fs.BoolVar(&o.EnableGarbageCollector, "enable-garbage-collector", o.EnableGarbageCollector,
-		"Enables the generic garbage collector. MUST be synced with the corresponding flag of the kube-apiserver.")
+	fs.BoolVar(
+		&o.EnableGarbageCollector,
+		"enable-garbage-collector",
+		o.EnableGarbageCollector,
+		"Enables the generic garbage collector. MUST be synced with the corresponding flag of the kube-apiserver.",
+	)
 }
 
 // Validate reports every invalid field.
 func (o Options) Validate() error {
 	var errs []error
 	if o.ConcurrentGCSyncs < 1 {
-		errs = append(errs, fmt.Errorf("--concurrent-gc-syncs: must be at least 1, got %d", o.ConcurrentGCSyncs))
+		errs = append(
+			errs,
+			fmt.Errorf("--concurrent-gc-syncs: must be at least 1, got %d", o.ConcurrentGCSyncs),
+		)
 	}
 	for i, r := range o.IgnoredResources {
 		if r.Resource == "" {
-			errs = append(errs, fmt.Errorf("IgnoredResources[%d]: resource must not be empty (group %q)", i, r.Group))
+			errs = append(
+				errs,
+				fmt.Errorf(
+					"IgnoredResources[%d]: resource must not be empty (group %q)",
+					i,
+					r.Group,
+				),
+			)
 		}
 	}
 	return errors.Join(errs...)
@@ -100,7 +114,10 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		return newCollector(cc.Name, d), nil
-	}).WithAliases(Alias).WithValidator(o.Validate).
+	}).
+		WithAliases(Alias).
+		WithValidator(o.Validate).
+
 		// It reads owner references and the rest of the metadata of
 		// whatever it watches, through meta.Accessor, and nothing else.
 		ReadsMetadataOnly()
@@ -121,9 +138,13 @@ func depsFrom(cc descriptor.Context, o Options) (deps, error) {
 	case b == nil:
 		return deps{}, errors.New("the garbage collector needs a client builder")
 	case cc.RESTMapper == nil:
-		return deps{}, errors.New("the garbage collector needs the host's RESTMapper (descriptor.Context.RESTMapper)")
+		return deps{}, errors.New(
+			"the garbage collector needs the host's RESTMapper (descriptor.Context.RESTMapper)",
+		)
 	case cc.ObjectOrMetadataInformerFactory == nil:
-		return deps{}, errors.New("the garbage collector needs descriptor.Context.ObjectOrMetadataInformerFactory")
+		return deps{}, errors.New(
+			"the garbage collector needs descriptor.Context.ObjectOrMetadataInformerFactory",
+		)
 	case cc.EventRecorder == nil:
 		return deps{}, errors.New("the garbage collector needs an event recorder")
 	}

@@ -48,7 +48,14 @@ func coreResources(names ...string) []*metav1.APIResourceList {
 }
 
 func typedCM(name string, refs ...metav1.OwnerReference) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: typesUID(name), OwnerReferences: refs}}
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       "ns",
+			Name:            name,
+			UID:             typesUID(name),
+			OwnerReferences: refs,
+		},
+	}
 }
 
 func typesUID(name string) types.UID { return types.UID("uid-" + name) }
@@ -103,7 +110,8 @@ func TestRunCollectsGarbage(t *testing.T) {
 
 	rec := httptest.NewRecorder()
 	gc.DebuggingHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/graph", nil))
-	if body := rec.Body.String(); rec.Code != http.StatusOK || !strings.Contains(body, `"uid-child" -> "uid-root";`) {
+	if body := rec.Body.String(); rec.Code != http.StatusOK ||
+		!strings.Contains(body, `"uid-child" -> "uid-root";`) {
 		t.Errorf("/graph: %d\n%s", rec.Code, body)
 	}
 
@@ -156,7 +164,9 @@ func TestRefreshFollowsDiscovery(t *testing.T) {
 		t.Fatalf("after a change, watched %v, want nodes and secrets", got)
 	}
 	disc.lists = coreResources("secrets")
-	disc.err = &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{{Version: "v1"}: context.DeadlineExceeded}}
+	disc.err = &discovery.ErrGroupDiscoveryFailed{
+		Groups: map[schema.GroupVersion]error{{Version: "v1"}: context.DeadlineExceeded},
+	}
 	gc.refresh(ctx, res)
 	if got := watched(); !slices.Equal(got, []string{"nodes", "secrets"}) {
 		t.Errorf("after a partial failure, watched %v, want the synced nodes monitor kept", got)

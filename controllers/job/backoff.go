@@ -113,7 +113,10 @@ func backoffRemaining(clk clock.PassiveClock, failures int32, last *time.Time) t
 }
 
 func sortByFinishTime(pods []*corev1.Pod) {
-	slices.SortStableFunc(pods, func(a, b *corev1.Pod) int { return finishTime(a).Compare(finishTime(b)) })
+	slices.SortStableFunc(
+		pods,
+		func(a, b *corev1.Pod) int { return finishTime(a).Compare(finishTime(b)) },
+	)
 }
 
 // finishTime is when a pod finished: the latest finish of its containers
@@ -123,11 +126,15 @@ func finishTime(p *corev1.Pod) time.Time {
 	if t := containersFinished(p); t != nil {
 		return *t
 	}
-	if c := podCondition(&p.Status, corev1.PodReady); c != nil && c.Status == corev1.ConditionFalse && !c.LastTransitionTime.IsZero() {
+	if c := podCondition(&p.Status, corev1.PodReady); c != nil &&
+		c.Status == corev1.ConditionFalse &&
+		!c.LastTransitionTime.IsZero() {
 		return c.LastTransitionTime.Time
 	}
 	if p.DeletionTimestamp != nil {
-		return p.DeletionTimestamp.Add(-time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0)) * time.Second)
+		return p.DeletionTimestamp.Add(
+			-time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0)) * time.Second,
+		)
 	}
 	return p.CreationTimestamp.Time
 }
@@ -161,5 +168,9 @@ func containersFinished(p *corev1.Pod) *time.Time {
 		}
 	}
 	regular := latest(nil, p.Status.ContainerStatuses, nil)
-	return latest(regular, p.Status.InitContainerStatuses, func(name string) bool { return sidecars[name] })
+	return latest(
+		regular,
+		p.Status.InitContainerStatuses,
+		func(name string) bool { return sidecars[name] },
+	)
 }

@@ -157,14 +157,20 @@ func newController(cfg config) (*controller, error) {
 	// already running (warm standby) calls them at once. Released on
 	// failure here, otherwise by Run.
 	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{
-		Clock:       cfg.clock,
-		Metrics:     cfg.metrics,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](apiBackoffBase, apiBackoffMax),
+		Clock:   cfg.clock,
+		Metrics: cfg.metrics,
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](
+			apiBackoffBase,
+			apiBackoffMax,
+		),
 	})
 	c.orphans = workloop.New(cfg.name+"-orphan-pods", c.syncOrphan, workloop.Options{
-		Clock:       cfg.clock,
-		Metrics:     cfg.metrics,
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](apiBackoffBase, apiBackoffMax),
+		Clock:   cfg.clock,
+		Metrics: cfg.metrics,
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](
+			apiBackoffBase,
+			apiBackoffMax,
+		),
 	})
 	c.enqueueAfter = c.loop.AddAfter
 	shutDown := func() { c.loop.ShutDown(); c.orphans.ShutDown() }
@@ -256,7 +262,12 @@ func (c *controller) deleteJob(obj any) {
 	c.loop.ObserveDelete(obj)
 	j, ok := workloop.Object[*batchv1.Job](obj)
 	if !ok {
-		c.log.Error(errors.New("unexpected object"), "Ignoring a Job delete event", "type", fmt.Sprintf("%T", obj))
+		c.log.Error(
+			errors.New("unexpected object"),
+			"Ignoring a Job delete event",
+			"type",
+			fmt.Sprintf("%T", obj),
+		)
 		return
 	}
 	key := jobKey(j)
@@ -279,7 +290,13 @@ func (c *controller) jobsSelecting(p *corev1.Pod) []*batchv1.Job {
 		return nil
 	}
 	if len(jobs) > 1 {
-		c.log.Info("More than one Job selects a pod; only one can adopt it", "pod", podKey(p), "labels", p.Labels)
+		c.log.Info(
+			"More than one Job selects a pod; only one can adopt it",
+			"pod",
+			podKey(p),
+			"labels",
+			p.Labels,
+		)
 	}
 	out := make([]*batchv1.Job, 0, len(jobs))
 	for i := range jobs {
@@ -371,7 +388,12 @@ func (c *controller) deletePod(obj any, final bool) {
 	}
 	p, ok := workloop.Object[*corev1.Pod](obj)
 	if !ok {
-		c.log.Error(errors.New("unexpected object"), "Ignoring a pod delete event", "type", fmt.Sprintf("%T", obj))
+		c.log.Error(
+			errors.New("unexpected object"),
+			"Ignoring a pod delete event",
+			"type",
+			fmt.Sprintf("%T", obj),
+		)
 		return
 	}
 	ref := metav1.GetControllerOfNoCopy(p)

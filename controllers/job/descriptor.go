@@ -35,8 +35,14 @@ const (
 func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
 	return map[featuregate.Feature]featuregate.FeatureSpec{
 		FeatureJobManagedBy: {Default: true, PreRelease: featuregate.GA, LockToDefault: true},
-		FeatureMutableSchedulingDirectivesForSuspendedJobs: {Default: true, PreRelease: featuregate.Beta},
-		FeatureStaleControllerConsistencyJob:               {Default: true, PreRelease: featuregate.Beta},
+		FeatureMutableSchedulingDirectivesForSuspendedJobs: {
+			Default:    true,
+			PreRelease: featuregate.Beta,
+		},
+		FeatureStaleControllerConsistencyJob: {
+			Default:    true,
+			PreRelease: featuregate.Beta,
+		},
 	}
 }
 
@@ -97,17 +103,25 @@ func newFromContext(ctx context.Context, cc descriptor.Context, o Options) (*con
 		return nil, err
 	}
 	return newController(config{
-		name:                    cc.Name,
-		metrics:                 cc.Metrics,
-		client:                  client,
-		jobs:                    cc.InformerFactory.Batch().V1().Jobs(),
-		pods:                    cc.InformerFactory.Core().V1().Pods(),
-		recorder:                cc.EventRecorder,
-		workers:                 int(o.ConcurrentJobSyncs),
-		clock:                   o.Clock,
-		managedBy:               gate.Enabled(cc.FeatureGate, FeatureJobManagedBy, true),
-		resetStartTimeOnSuspend: gate.Enabled(cc.FeatureGate, FeatureMutableSchedulingDirectivesForSuspendedJobs, true),
-		staleGuard:              gate.Enabled(cc.FeatureGate, FeatureStaleControllerConsistencyJob, true),
-		log:                     logr.FromContextOrDiscard(ctx),
+		name:      cc.Name,
+		metrics:   cc.Metrics,
+		client:    client,
+		jobs:      cc.InformerFactory.Batch().V1().Jobs(),
+		pods:      cc.InformerFactory.Core().V1().Pods(),
+		recorder:  cc.EventRecorder,
+		workers:   int(o.ConcurrentJobSyncs),
+		clock:     o.Clock,
+		managedBy: gate.Enabled(cc.FeatureGate, FeatureJobManagedBy, true),
+		resetStartTimeOnSuspend: gate.Enabled(
+			cc.FeatureGate,
+			FeatureMutableSchedulingDirectivesForSuspendedJobs,
+			true,
+		),
+		staleGuard: gate.Enabled(
+			cc.FeatureGate,
+			FeatureStaleControllerConsistencyJob,
+			true,
+		),
+		log: logr.FromContextOrDiscard(ctx),
 	})
 }

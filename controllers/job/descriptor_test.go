@@ -22,17 +22,27 @@ import (
 )
 
 func TestDescriptorAndFlags(t *testing.T) {
-	controllertest.CheckIdentity(t, job.Descriptor(job.NewOptions()), controllertest.Identity{Name: "job-controller", Alias: "job"})
+	controllertest.CheckIdentity(
+		t,
+		job.Descriptor(job.NewOptions()),
+		controllertest.Identity{Name: "job-controller", Alias: "job"},
+	)
 	o := job.NewOptions()
 	f := controllertest.ParseFlag(t, o.AddFlags, "concurrent-job-syncs", "--concurrent-job-syncs=9")
-	if f.DefValue != "5" || f.Usage != "The number of job objects that are allowed to sync concurrently. Larger number = more responsive jobs, but more CPU (and network) load" {
+	if f.DefValue != "5" ||
+		f.Usage != "The number of job objects that are allowed to sync concurrently. Larger number = more responsive jobs, but more CPU (and network) load" {
 		t.Errorf("default %q usage %q", f.DefValue, f.Usage)
 	}
 	if o.ConcurrentJobSyncs != 9 {
 		t.Errorf("ConcurrentJobSyncs %d, want 9", o.ConcurrentJobSyncs)
 	}
-	if keying, sharded := job.Descriptor(job.NewOptions()).IsSharded(); !sharded || keying != shard.ByNamespace {
-		t.Errorf("IsSharded = %v, %v; want sharded by namespace (a Job and its pods share one)", keying, sharded)
+	if keying, sharded := job.Descriptor(job.NewOptions()).IsSharded(); !sharded ||
+		keying != shard.ByNamespace {
+		t.Errorf(
+			"IsSharded = %v, %v; want sharded by namespace (a Job and its pods share one)",
+			keying,
+			sharded,
+		)
 	}
 }
 
@@ -43,8 +53,18 @@ func TestBuildValidatesOptions(t *testing.T) {
 		wantErr []string
 	}{
 		{"defaults", job.NewOptions(), nil},
-		{"zero workers", job.Options{}, []string{`descriptor "job-controller": --concurrent-job-syncs: must be at least 1, got 0`}},
-		{"negative workers", job.Options{ConcurrentJobSyncs: -3}, []string{"--concurrent-job-syncs: must be at least 1, got -3"}},
+		{
+			"zero workers",
+			job.Options{},
+			[]string{
+				`descriptor "job-controller": --concurrent-job-syncs: must be at least 1, got 0`,
+			},
+		},
+		{
+			"negative workers",
+			job.Options{ConcurrentJobSyncs: -3},
+			[]string{"--concurrent-job-syncs: must be at least 1, got -3"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,11 +119,16 @@ func runJob(t *testing.T, options func(*managertest.Harness)) {
 	j := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "work", UID: "uid-work"},
 		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To[int32](1), Completions: ptr.To[int32](2), BackoffLimit: ptr.To[int32](6),
+			Parallelism: ptr.To[int32](
+				1,
+			), Completions: ptr.To[int32](2), BackoffLimit: ptr.To[int32](6),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"job": "work"}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"job": "work"}},
-				Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "img"}}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers:    []corev1.Container{{Name: "c", Image: "img"}},
+				},
 			},
 		},
 	}
@@ -111,14 +136,19 @@ func runJob(t *testing.T, options func(*managertest.Harness)) {
 	// The fake API server neither names pods from generateName nor gives
 	// them UIDs; a real one does both.
 	var n atomic.Int64
-	h.Client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if p, ok := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod); ok && p.Name == "" {
-			id := n.Add(1)
-			p.Name = fmt.Sprintf("%s%d", p.GenerateName, id)
-			p.UID = types.UID(fmt.Sprintf("pod-uid-%d", id))
-		}
-		return false, nil, nil
-	})
+	h.Client.PrependReactor(
+		"create",
+		"pods",
+		func(a clienttesting.Action) (bool, runtime.Object, error) {
+			if p, ok := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod); ok &&
+				p.Name == "" {
+				id := n.Add(1)
+				p.Name = fmt.Sprintf("%s%d", p.GenerateName, id)
+				p.UID = types.UID(fmt.Sprintf("pod-uid-%d", id))
+			}
+			return false, nil, nil
+		},
+	)
 	options(h)
 	h.Start()
 	if h.Options.Sharding.Enabled {

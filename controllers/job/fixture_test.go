@@ -275,7 +275,8 @@ var rvCounter atomic.Int64
 func generateNames(cs *fake.Clientset) {
 	var n atomic.Int64
 	cs.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if p, ok := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod); ok && p.Name == "" && p.GenerateName != "" {
+		if p, ok := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod); ok && p.Name == "" &&
+			p.GenerateName != "" {
 			id := n.Add(1)
 			p.Name = fmt.Sprintf("%s%05d", p.GenerateName, id)
 			p.UID = types.UID(fmt.Sprintf("generated-%d", id))
@@ -290,11 +291,19 @@ func generateNames(cs *fake.Clientset) {
 // server's defaults (parallelism 1, backoffLimit 6, a selector).
 func newJob(name string, mods ...func(*batchv1.Job)) *batchv1.Job {
 	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Generation: 1, ResourceVersion: "1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       "ns",
+			Name:            name,
+			UID:             types.UID("uid-" + name),
+			Generation:      1,
+			ResourceVersion: "1",
+		},
 		Spec: batchv1.JobSpec{
 			Parallelism:  ptr.To[int32](1),
 			BackoffLimit: ptr.To[int32](6),
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"batch.kubernetes.io/controller-uid": "uid-" + name}},
+			Selector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"batch.kubernetes.io/controller-uid": "uid-" + name},
+			},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
 					"batch.kubernetes.io/controller-uid": "uid-" + name, "controller-uid": "uid-" + name,
@@ -351,15 +360,26 @@ func newPod(name string, j *batchv1.Job, mods ...func(*corev1.Pod)) *corev1.Pod 
 func finished(phase corev1.PodPhase, code int32, t time.Time) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		p.Status.Phase = phase
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{
-			Terminated: &corev1.ContainerStateTerminated{ExitCode: code, FinishedAt: metav1.NewTime(t)},
-		}}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{
+			{Name: "c", State: corev1.ContainerState{
+				Terminated: &corev1.ContainerStateTerminated{
+					ExitCode:   code,
+					FinishedAt: metav1.NewTime(t),
+				},
+			}},
+		}
 	}
 }
 
 func running(p *corev1.Pod) {
 	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(epoch)}}
+	p.Status.Conditions = []corev1.PodCondition{
+		{
+			Type:               corev1.PodReady,
+			Status:             corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(epoch),
+		},
+	}
 }
 
 func atIndex(ix int) func(*corev1.Pod) {

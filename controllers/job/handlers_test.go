@@ -89,7 +89,9 @@ func TestJobGoneForgetsState(t *testing.T) {
 // pod it selects; malformed keys are dropped.
 func TestOrphanSelectorKey(t *testing.T) {
 	j := newJob("work", func(j *batchv1.Job) {
-		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue}}
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue},
+		}
 	})
 	f := newFixture(t, objects(j, newPod("a", j), newPod("b", j)))
 	f.c.enqueueSelector(j)
@@ -109,7 +111,10 @@ func TestOrphanSelectorKey(t *testing.T) {
 // TestUnknownCompletionMode: a Job with a completion mode this version
 // does not know is left alone, with a Warning event.
 func TestUnknownCompletionMode(t *testing.T) {
-	j := newJob("work", func(j *batchv1.Job) { j.Spec.CompletionMode = ptr.To(batchv1.CompletionMode("Sparse")) })
+	j := newJob(
+		"work",
+		func(j *batchv1.Job) { j.Spec.CompletionMode = ptr.To(batchv1.CompletionMode("Sparse")) },
+	)
 	f := newFixture(t, objects(j))
 	if err := f.sync("ns/work"); err != nil {
 		t.Fatal(err)
@@ -127,7 +132,15 @@ func TestUnknownCompletionMode(t *testing.T) {
 // controller is not built (a host always passes one).
 func TestNewControllerNeedsRecorder(t *testing.T) {
 	f := newFixture(t, nil)
-	_, err := newController(config{name: "x", client: f.client, jobs: f.factory.Batch().V1().Jobs(), pods: f.factory.Core().V1().Pods(), workers: 1})
+	_, err := newController(
+		config{
+			name:    "x",
+			client:  f.client,
+			jobs:    f.factory.Batch().V1().Jobs(),
+			pods:    f.factory.Core().V1().Pods(),
+			workers: 1,
+		},
+	)
 	if err == nil || !strings.Contains(err.Error(), "recorder must not be nil") {
 		t.Errorf("error %v", err)
 	}

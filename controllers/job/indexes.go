@@ -190,7 +190,8 @@ func succeededIndexes(log logr.Logger, j *batchv1.Job, pods []*corev1.Pod) (prev
 	prev = parseSpans(log, j.Status.CompletedIndexes, int(*j.Spec.Completions))
 	var fresh []int
 	for _, p := range pods {
-		if ix, ok := validIndex(j, p); ok && p.Status.Phase == corev1.PodSucceeded && hasTrackingFinalizer(p) {
+		if ix, ok := validIndex(j, p); ok && p.Status.Phase == corev1.PodSucceeded &&
+			hasTrackingFinalizer(p) {
 			fresh = append(fresh, ix)
 		}
 	}
@@ -308,7 +309,8 @@ func delayedDeletions(log logr.Logger, jc *syncContext) map[int]*corev1.Pod {
 			continue
 		}
 		if cur, ok := out[ix]; ok {
-			if absoluteFailureCount(log, cur) <= absoluteFailureCount(log, p) && !finishTime(p).Before(finishTime(cur)) {
+			if absoluteFailureCount(log, cur) <= absoluteFailureCount(log, p) &&
+				!finishTime(p).Before(finishTime(cur)) {
 				out[ix] = p
 			}
 		} else {
@@ -351,12 +353,17 @@ func annotationInt32(log logr.Logger, p *corev1.Pod, key string) int32 {
 
 // replacementFailureCounts are the failure-count annotations of the pod
 // replacing replaced (nil: the index's first pod).
-func replacementFailureCounts(log logr.Logger, j *batchv1.Job, replaced *corev1.Pod) (failures, ignored int32) {
+func replacementFailureCounts(
+	log logr.Logger,
+	j *batchv1.Job,
+	replaced *corev1.Pod,
+) (failures, ignored int32) {
 	if replaced == nil {
 		return 0, 0
 	}
 	failures, ignored = indexFailureCount(log, replaced), indexIgnoredFailureCount(log, replaced)
-	if j.Spec.PodFailurePolicy != nil && !matchPodFailurePolicy(j.Spec.PodFailurePolicy, replaced).countFailed {
+	if j.Spec.PodFailurePolicy != nil &&
+		!matchPodFailurePolicy(j.Spec.PodFailurePolicy, replaced).countFailed {
 		ignored++
 	} else {
 		failures++
@@ -369,13 +376,19 @@ func replacementFailureCounts(log logr.Logger, j *batchv1.Job, replaced *corev1.
 func withIndexEnv(t *corev1.PodTemplateSpec) {
 	add := func(cs []corev1.Container) {
 		for i := range cs {
-			if slices.ContainsFunc(cs[i].Env, func(e corev1.EnvVar) bool { return e.Name == completionIndexEnv }) {
+			if slices.ContainsFunc(
+				cs[i].Env,
+				func(e corev1.EnvVar) bool { return e.Name == completionIndexEnv },
+			) {
 				continue
 			}
 			cs[i].Env = append(cs[i].Env, corev1.EnvVar{
 				Name: completionIndexEnv,
 				ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
-					FieldPath: fmt.Sprintf("metadata.labels['%s']", batchv1.JobCompletionIndexAnnotation),
+					FieldPath: fmt.Sprintf(
+						"metadata.labels['%s']",
+						batchv1.JobCompletionIndexAnnotation,
+					),
 				}},
 			})
 		}

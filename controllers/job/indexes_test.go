@@ -33,7 +33,15 @@ func TestSpans(t *testing.T) {
 	for _, tt := range tests {
 		s := parseSpans(logr.Discard(), tt.in, tt.completions).withIndexes(tt.add)
 		if s.String() != tt.want || s.total() != tt.total {
-			t.Errorf("%q + %v = %q (%d), want %q (%d)", tt.in, tt.add, s.String(), s.total(), tt.want, tt.total)
+			t.Errorf(
+				"%q + %v = %q (%d), want %q (%d)",
+				tt.in,
+				tt.add,
+				s.String(),
+				s.total(),
+				tt.want,
+				tt.total,
+			)
 		}
 	}
 	s := parseSpans(logr.Discard(), "1,3-5,9", 10)
@@ -67,18 +75,49 @@ func TestPendingIndexes(t *testing.T) {
 		want      []int
 	}{
 		{"from zero", batchv1.TerminatingOrFailed, "", nil, nil, nil, 3, []int{0, 1, 2}},
-		{"skip succeeded and active", batchv1.TerminatingOrFailed, "0,2", nil, []*corev1.Pod{pod(1), pod(4)}, nil, 3, []int{3, 5, 6}},
+		{
+			"skip succeeded and active",
+			batchv1.TerminatingOrFailed,
+			"0,2",
+			nil,
+			[]*corev1.Pod{pod(1), pod(4)},
+			nil,
+			3,
+			[]int{3, 5, 6},
+		},
 		{"skip failed", batchv1.TerminatingOrFailed, "", ptr.To("0-3"), nil, nil, 2, []int{4, 5}},
 		{"stop at completions", batchv1.TerminatingOrFailed, "0-5", nil, nil, nil, 5, []int{6, 7}},
-		{"terminating replaced at once", batchv1.TerminatingOrFailed, "", nil, nil, []*corev1.Pod{pod(0, terminating)}, 1, []int{0}},
-		{"terminating waited for with Failed", batchv1.Failed, "", nil, nil, []*corev1.Pod{pod(0, terminating)}, 1, []int{1}},
+		{
+			"terminating replaced at once",
+			batchv1.TerminatingOrFailed,
+			"",
+			nil,
+			nil,
+			[]*corev1.Pod{pod(0, terminating)},
+			1,
+			[]int{0},
+		},
+		{
+			"terminating waited for with Failed",
+			batchv1.Failed,
+			"",
+			nil,
+			nil,
+			[]*corev1.Pod{pod(0, terminating)},
+			1,
+			[]int{1},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			jj := j.DeepCopy()
 			jj.Spec.PodReplacementPolicy = ptr.To(tt.replace)
-			jc := &syncContext{job: jj, activePods: tt.active, pods: append(slices.Clone(tt.active), tt.others...),
-				succeededIndexes: parseSpans(logr.Discard(), tt.succeeded, 8)}
+			jc := &syncContext{
+				job:              jj,
+				activePods:       tt.active,
+				pods:             append(slices.Clone(tt.active), tt.others...),
+				succeededIndexes: parseSpans(logr.Discard(), tt.succeeded, 8),
+			}
 			if tt.failed != nil {
 				f := parseSpans(logr.Discard(), *tt.failed, 8)
 				jc.failedIndexes = &f
@@ -102,7 +141,14 @@ func TestPodsForRemoval(t *testing.T) {
 		}
 		return cached(t, p)[0]
 	}
-	pods := []*corev1.Pod{mk("dup-run", 1, running), mk("dup-pend", 1), mk("none", -1), mk("big", 5), mk("zero", 0, running), mk("two", 2)}
+	pods := []*corev1.Pod{
+		mk("dup-run", 1, running),
+		mk("dup-pend", 1),
+		mk("none", -1),
+		mk("big", 5),
+		mk("zero", 0, running),
+		mk("two", 2),
+	}
 	names := func(ps []*corev1.Pod) []string {
 		var out []string
 		for _, p := range ps {
@@ -111,14 +157,23 @@ func TestPodsForRemoval(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	if got := names(podsForRemoval(j, pods, 0)); !slices.Equal(got, []string{"big", "dup-pend", "none"}) {
+	if got := names(podsForRemoval(j, pods, 0)); !slices.Equal(
+		got,
+		[]string{"big", "dup-pend", "none"},
+	) {
 		t.Errorf("removal of none extra: %v", got)
 	}
-	if got := names(podsForRemoval(j, pods, 4)); !slices.Equal(got, []string{"big", "dup-pend", "none", "two"}) {
+	if got := names(podsForRemoval(j, pods, 4)); !slices.Equal(
+		got,
+		[]string{"big", "dup-pend", "none", "two"},
+	) {
 		t.Errorf("removal of 4: %v", got)
 	}
 	nonIndexed := newJob("work")
-	if got := names(podsForRemoval(nonIndexed, []*corev1.Pod{mk("a", -1, running), mk("b", -1)}, 1)); !slices.Equal(got, []string{"b"}) {
+	if got := names(podsForRemoval(nonIndexed, []*corev1.Pod{mk("a", -1, running), mk("b", -1)}, 1)); !slices.Equal(
+		got,
+		[]string{"b"},
+	) {
 		t.Errorf("non-indexed removal: %v", got)
 	}
 }
@@ -133,7 +188,8 @@ func TestIndexedGenerateName(t *testing.T) {
 		{"work", 3, "work-3-"},
 		{long, 12, long[:58-4] + "-12-"},
 	} {
-		if got := indexedGenerateName(tt.job, tt.ix); got != tt.want || len(got) > maxGeneratedNameLength {
+		if got := indexedGenerateName(tt.job, tt.ix); got != tt.want ||
+			len(got) > maxGeneratedNameLength {
 			t.Errorf("indexedGenerateName(%q, %d) = %q, want %q", tt.job, tt.ix, got, tt.want)
 		}
 	}

@@ -126,7 +126,14 @@ func (c *controller) manageJob(ctx context.Context, key string, jc *syncContext)
 				if ix != noIndex {
 					t, generateName = c.indexedTemplate(log, jc, template, ix)
 				}
-				err := c.pods.CreatePodWithGenerateName(ctx, job.Namespace, t, job, metav1.NewControllerRef(job, jobKind), generateName)
+				err := c.pods.CreatePodWithGenerateName(
+					ctx,
+					job.Namespace,
+					t,
+					job,
+					metav1.NewControllerRef(job, jobKind),
+					generateName,
+				)
 				if err == nil || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 					// A terminating namespace refuses every create; nothing
 					// to count or retry.
@@ -145,7 +152,8 @@ func (c *controller) manageJob(ctx context.Context, key string, jc *syncContext)
 		}
 		wg.Wait()
 		if skipped := diff - batch; failures > 0 && skipped > 0 {
-			log.V(2).Info("Slow-start failure. Skipping creating pods, decrementing expectations", "skippedCount", skipped)
+			log.V(2).
+				Info("Slow-start failure. Skipping creating pods, decrementing expectations", "skippedCount", skipped)
 			active -= skipped
 			c.exp.LowerCreations(key, int(skipped))
 			break
@@ -159,7 +167,12 @@ func (c *controller) manageJob(ctx context.Context, key string, jc *syncContext)
 // generateName: the completion-index annotation and label, the hostname
 // "<job>-<ix>" and, with backoffLimitPerIndex, the failure counts carried
 // over from the pod it replaces.
-func (c *controller) indexedTemplate(log logr.Logger, jc *syncContext, base *corev1.PodTemplateSpec, ix int) (*corev1.PodTemplateSpec, string) {
+func (c *controller) indexedTemplate(
+	log logr.Logger,
+	jc *syncContext,
+	base *corev1.PodTemplateSpec,
+	ix int,
+) (*corev1.PodTemplateSpec, string) {
 	t := base.DeepCopy()
 	if t.Annotations == nil {
 		t.Annotations = map[string]string{}
@@ -174,7 +187,9 @@ func (c *controller) indexedTemplate(log logr.Logger, jc *syncContext, base *cor
 		failures, ignored := replacementFailureCounts(log, jc.job, jc.delayedPerIndex[ix])
 		t.Annotations[batchv1.JobIndexFailureCountAnnotation] = strconv.Itoa(int(failures))
 		if ignored > 0 {
-			t.Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation] = strconv.Itoa(int(ignored))
+			t.Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation] = strconv.Itoa(
+				int(ignored),
+			)
 		}
 	}
 	return t, indexedGenerateName(jc.job.Name, ix)
@@ -182,7 +197,11 @@ func (c *controller) indexedTemplate(log logr.Logger, jc *syncContext, base *cor
 
 // indexesDue returns those of indexes whose per-index back-off has passed;
 // when none has, the shortest wait.
-func (c *controller) indexesDue(log logr.Logger, indexes []int, lastFailed map[int]*corev1.Pod) ([]int, time.Duration) {
+func (c *controller) indexesDue(
+	log logr.Logger,
+	indexes []int,
+	lastFailed map[int]*corev1.Pod,
+) ([]int, time.Duration) {
 	var due []int
 	var least *time.Duration
 	for _, ix := range indexes {
@@ -239,7 +258,12 @@ func podKeys(pods []*corev1.Pod) []string {
 // still counts here, as in KCM), how many pods are gone or going, and the
 // first error. Deletions that will not be observed are removed from the
 // expectations.
-func (c *controller) deleteJobPods(ctx context.Context, key string, job *batchv1.Job, pods []*corev1.Pod) (int32, int32, error) {
+func (c *controller) deleteJobPods(
+	ctx context.Context,
+	key string,
+	job *batchv1.Job,
+	pods []*corev1.Pod,
+) (int32, int32, error) {
 	var ready atomic.Int32
 	removed := int32(len(pods))
 	errs := make(chan error, len(pods))
@@ -276,14 +300,19 @@ func (c *controller) deleteJobPods(ctx context.Context, key string, job *batchv1
 // deleteActivePods deletes pods, keeping their finalizers (the status
 // tracking removes them after counting). It returns how many ready pods
 // and how many pods in all it deleted, and the first error.
-func (c *controller) deleteActivePods(ctx context.Context, job *batchv1.Job, pods []*corev1.Pod) (int32, int32, error) {
+func (c *controller) deleteActivePods(
+	ctx context.Context,
+	job *batchv1.Job,
+	pods []*corev1.Pod,
+) (int32, int32, error) {
 	var ready atomic.Int32
 	removed := int32(len(pods))
 	errs := make(chan error, len(pods))
 	var wg sync.WaitGroup
 	for _, p := range pods {
 		wg.Go(func() {
-			if err := c.pods.DeletePod(ctx, job.Namespace, p.Name, job); err != nil && !apierrors.IsNotFound(err) {
+			if err := c.pods.DeletePod(ctx, job.Namespace, p.Name, job); err != nil &&
+				!apierrors.IsNotFound(err) {
 				atomic.AddInt32(&removed, -1)
 				errs <- err
 			}

@@ -36,14 +36,21 @@ func NewOptions() Options { return Options{ConcurrentJobSyncs: DefaultConcurrent
 // AddFlags binds --concurrent-job-syncs to o, with KCM's name and help and
 // o's current value as the default.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.Int32Var(&o.ConcurrentJobSyncs, "concurrent-job-syncs", o.ConcurrentJobSyncs,
-		"The number of job objects that are allowed to sync concurrently. Larger number = more responsive jobs, but more CPU (and network) load")
+	fs.Int32Var(
+		&o.ConcurrentJobSyncs,
+		"concurrent-job-syncs",
+		o.ConcurrentJobSyncs,
+		"The number of job objects that are allowed to sync concurrently. Larger number = more responsive jobs, but more CPU (and network) load",
+	)
 }
 
 // Validate reports every invalid field.
 func (o Options) Validate() error {
 	if o.ConcurrentJobSyncs < 1 {
-		return fmt.Errorf("--concurrent-job-syncs: must be at least 1, got %d", o.ConcurrentJobSyncs)
+		return fmt.Errorf(
+			"--concurrent-job-syncs: must be at least 1, got %d",
+			o.ConcurrentJobSyncs,
+		)
 	}
 	return nil
 }

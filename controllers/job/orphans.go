@@ -65,7 +65,9 @@ func (c *controller) syncOrphan(ctx context.Context, key string) error {
 		}
 		for _, p := range pods {
 			if err := c.releaseOrphan(ctx, p); err != nil {
-				logFrom(ctx).Error(err, "Removing the tracking finalizer from an orphan pod", "pod", podKey(p))
+				logFrom(
+					ctx,
+				).Error(err, "Removing the tracking finalizer from an orphan pod", "pod", podKey(p))
 				c.orphans.AddRateLimited(orphanPodPrefix + p.Namespace + "/" + p.Name)
 			}
 		}
@@ -90,7 +92,8 @@ func (c *controller) releaseOrphan(ctx context.Context, p *corev1.Pod) error {
 	if !hasTrackingFinalizer(p) {
 		return nil
 	}
-	if _, err := c.patchPod(ctx, p.Namespace, p.Name, removeFinalizerPatch); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.patchPod(ctx, p.Namespace, p.Name, removeFinalizerPatch); err != nil &&
+		!apierrors.IsNotFound(err) {
 		return err
 	}
 	return nil

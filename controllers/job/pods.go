@@ -78,13 +78,23 @@ func filterPods(pods []*corev1.Pod, keep func(*corev1.Pod) bool) []*corev1.Pod {
 
 // patchPod applies a strategic-merge patch to a pod and returns the
 // patched pod.
-func (c *controller) patchPod(ctx context.Context, namespace, name string, patch []byte) (*corev1.Pod, error) {
-	return c.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+func (c *controller) patchPod(
+	ctx context.Context,
+	namespace, name string,
+	patch []byte,
+) (*corev1.Pod, error) {
+	return c.client.CoreV1().
+		Pods(namespace).
+		Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 }
 
 // patchJobPod is patchPod for a pod of the Job named key, the patched pod
 // recorded with the staleness guard.
-func (c *controller) patchJobPod(ctx context.Context, key, namespace, name string, patch []byte) error {
+func (c *controller) patchJobPod(
+	ctx context.Context,
+	key, namespace, name string,
+	patch []byte,
+) error {
 	p, err := c.patchPod(ctx, namespace, name, patch)
 	if err == nil {
 		c.wrote(key, p)

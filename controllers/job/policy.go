@@ -36,8 +36,15 @@ func matchPodFailurePolicy(policy *batchv1.PodFailurePolicy, p *corev1.Pod) poli
 				continue
 			}
 			failJob = func() string {
-				return fmt.Sprintf("Container %s for pod %s/%s failed with exit code %v matching %v rule at index %d",
-					cs.Name, p.Namespace, p.Name, cs.State.Terminated.ExitCode, rule.Action, i)
+				return fmt.Sprintf(
+					"Container %s for pod %s/%s failed with exit code %v matching %v rule at index %d",
+					cs.Name,
+					p.Namespace,
+					p.Name,
+					cs.State.Terminated.ExitCode,
+					rule.Action,
+					i,
+				)
 			}
 		case rule.OnPodConditions != nil:
 			cond := matchPodConditions(&p.Status, rule.OnPodConditions)
@@ -69,12 +76,16 @@ func matchPodFailurePolicy(policy *batchv1.PodFailurePolicy, p *corev1.Pod) poli
 
 // matchExitCodes returns the first terminated container (regular, then
 // init) whose non-zero exit code satisfies req.
-func matchExitCodes(st *corev1.PodStatus, req *batchv1.PodFailurePolicyOnExitCodesRequirement) *corev1.ContainerStatus {
+func matchExitCodes(
+	st *corev1.PodStatus,
+	req *batchv1.PodFailurePolicyOnExitCodesRequirement,
+) *corev1.ContainerStatus {
 	for _, list := range [][]corev1.ContainerStatus{st.ContainerStatuses, st.InitContainerStatuses} {
 		for i := range list {
 			cs := &list[i]
 			t := cs.State.Terminated
-			if t == nil || t.ExitCode == 0 || req.ContainerName != nil && *req.ContainerName != cs.Name {
+			if t == nil || t.ExitCode == 0 ||
+				req.ContainerName != nil && *req.ContainerName != cs.Name {
 				continue
 			}
 			in := slices.Contains(req.Values, t.ExitCode)
@@ -95,7 +106,10 @@ func matchExitCodes(st *corev1.PodStatus, req *batchv1.PodFailurePolicyOnExitCod
 
 // matchPodConditions returns the first of the pod's conditions that one of
 // the patterns matches by type and status.
-func matchPodConditions(st *corev1.PodStatus, patterns []batchv1.PodFailurePolicyOnPodConditionsPattern) *corev1.PodCondition {
+func matchPodConditions(
+	st *corev1.PodStatus,
+	patterns []batchv1.PodFailurePolicyOnPodConditionsPattern,
+) *corev1.PodCondition {
 	for i := range st.Conditions {
 		for _, pat := range patterns {
 			if st.Conditions[i].Type == pat.Type && st.Conditions[i].Status == pat.Status {
@@ -124,7 +138,12 @@ func failJobMessage(j *batchv1.Job, pods []*corev1.Pod) *string {
 
 // matchSuccessPolicy reports whether the succeeded indexes satisfy a rule
 // of policy, with the message KCM writes ("Matched rules at index N").
-func matchSuccessPolicy(log logr.Logger, policy *batchv1.SuccessPolicy, completions int32, succeeded spans) (string, bool) {
+func matchSuccessPolicy(
+	log logr.Logger,
+	policy *batchv1.SuccessPolicy,
+	completions int32,
+	succeeded spans,
+) (string, bool) {
 	if policy == nil || len(succeeded) == 0 {
 		return "", false
 	}
@@ -136,7 +155,8 @@ func matchSuccessPolicy(log logr.Logger, policy *batchv1.SuccessPolicy, completi
 				continue // unparsable: the rule matches nothing
 			}
 			n := overlap(required, succeeded)
-			matched = n == required.total() || rule.SucceededCount != nil && n >= int(*rule.SucceededCount)
+			matched = n == required.total() ||
+				rule.SucceededCount != nil && n >= int(*rule.SucceededCount)
 		} else if rule.SucceededCount != nil {
 			matched = succeeded.total() >= int(*rule.SucceededCount)
 		}

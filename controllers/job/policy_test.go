@@ -11,17 +11,32 @@ import (
 
 func TestMatchPodFailurePolicy(t *testing.T) {
 	exitCodes := func(action batchv1.PodFailurePolicyAction, op batchv1.PodFailurePolicyOnExitCodesOperator, container *string, codes ...int32) batchv1.PodFailurePolicyRule {
-		return batchv1.PodFailurePolicyRule{Action: action, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{ContainerName: container, Operator: op, Values: codes}}
+		return batchv1.PodFailurePolicyRule{
+			Action: action,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				ContainerName: container,
+				Operator:      op,
+				Values:        codes,
+			},
+		}
 	}
 	onCondition := func(action batchv1.PodFailurePolicyAction, ct corev1.PodConditionType) batchv1.PodFailurePolicyRule {
-		return batchv1.PodFailurePolicyRule{Action: action, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: ct, Status: corev1.ConditionTrue}}}
+		return batchv1.PodFailurePolicyRule{
+			Action: action,
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{
+				{Type: ct, Status: corev1.ConditionTrue},
+			},
+		}
 	}
 	failed := func(code int32, conds ...corev1.PodConditionType) *corev1.Pod {
 		p := &corev1.Pod{}
 		p.Namespace, p.Name = "ns", "p"
 		finished(corev1.PodFailed, code, epoch)(p)
 		for _, c := range conds {
-			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue})
+			p.Status.Conditions = append(
+				p.Status.Conditions,
+				corev1.PodCondition{Type: c, Status: corev1.ConditionTrue},
+			)
 		}
 		return cached(t, p)[0]
 	}
@@ -47,19 +62,92 @@ func TestMatchPodFailurePolicy(t *testing.T) {
 		wantAction  *batchv1.PodFailurePolicyAction
 	}{
 		{"no rules", nil, failed(1), "", true, nil},
-		{"FailJob on exit code", []batchv1.PodFailurePolicyRule{exitCodes(failJob, in, nil, 42)}, failed(42),
-			"Container c for pod ns/p failed with exit code 42 matching FailJob rule at index 0", true, &failJob},
-		{"exit code not matched", []batchv1.PodFailurePolicyRule{exitCodes(failJob, in, nil, 42)}, failed(1), "", true, nil},
-		{"NotIn", []batchv1.PodFailurePolicyRule{exitCodes(count, notIn, nil, 1, 2)}, failed(3), "", true, &count},
-		{"NotIn excluded", []batchv1.PodFailurePolicyRule{exitCodes(count, notIn, nil, 1, 2)}, failed(2), "", true, nil},
-		{"other container", []batchv1.PodFailurePolicyRule{exitCodes(failJob, in, ptr.To("sidecar"), 42)}, failed(42), "", true, nil},
-		{"named container", []batchv1.PodFailurePolicyRule{exitCodes(failJob, in, ptr.To("c"), 42)}, failed(42),
-			"Container c for pod ns/p failed with exit code 42 matching FailJob rule at index 0", true, &failJob},
-		{"Ignore on condition", []batchv1.PodFailurePolicyRule{onCondition(ignore, corev1.DisruptionTarget)}, failed(137, corev1.DisruptionTarget), "", false, &ignore},
-		{"FailJob on condition, second rule", []batchv1.PodFailurePolicyRule{exitCodes(ignore, in, nil, 5), onCondition(failJob, corev1.DisruptionTarget)}, failed(1, corev1.DisruptionTarget),
-			"Pod ns/p has condition DisruptionTarget matching FailJob rule at index 1", true, &failJob},
-		{"first match wins", []batchv1.PodFailurePolicyRule{exitCodes(failIndex, in, nil, 7), exitCodes(failJob, in, nil, 7)}, failed(7), "", true, &failIndex},
-		{"exit code 0 never matches", []batchv1.PodFailurePolicyRule{exitCodes(failJob, notIn, nil, 1)}, failed(0), "", true, nil},
+		{
+			"FailJob on exit code",
+			[]batchv1.PodFailurePolicyRule{exitCodes(failJob, in, nil, 42)},
+			failed(42),
+			"Container c for pod ns/p failed with exit code 42 matching FailJob rule at index 0",
+			true,
+			&failJob,
+		},
+		{
+			"exit code not matched",
+			[]batchv1.PodFailurePolicyRule{exitCodes(failJob, in, nil, 42)},
+			failed(1),
+			"",
+			true,
+			nil,
+		},
+		{
+			"NotIn",
+			[]batchv1.PodFailurePolicyRule{exitCodes(count, notIn, nil, 1, 2)},
+			failed(3),
+			"",
+			true,
+			&count,
+		},
+		{
+			"NotIn excluded",
+			[]batchv1.PodFailurePolicyRule{exitCodes(count, notIn, nil, 1, 2)},
+			failed(2),
+			"",
+			true,
+			nil,
+		},
+		{
+			"other container",
+			[]batchv1.PodFailurePolicyRule{exitCodes(failJob, in, ptr.To("sidecar"), 42)},
+			failed(42),
+			"",
+			true,
+			nil,
+		},
+		{
+			"named container",
+			[]batchv1.PodFailurePolicyRule{exitCodes(failJob, in, ptr.To("c"), 42)},
+			failed(42),
+			"Container c for pod ns/p failed with exit code 42 matching FailJob rule at index 0",
+			true,
+			&failJob,
+		},
+		{
+			"Ignore on condition",
+			[]batchv1.PodFailurePolicyRule{onCondition(ignore, corev1.DisruptionTarget)},
+			failed(137, corev1.DisruptionTarget),
+			"",
+			false,
+			&ignore,
+		},
+		{
+			"FailJob on condition, second rule",
+			[]batchv1.PodFailurePolicyRule{
+				exitCodes(ignore, in, nil, 5),
+				onCondition(failJob, corev1.DisruptionTarget),
+			},
+			failed(1, corev1.DisruptionTarget),
+			"Pod ns/p has condition DisruptionTarget matching FailJob rule at index 1",
+			true,
+			&failJob,
+		},
+		{
+			"first match wins",
+			[]batchv1.PodFailurePolicyRule{
+				exitCodes(failIndex, in, nil, 7),
+				exitCodes(failJob, in, nil, 7),
+			},
+			failed(7),
+			"",
+			true,
+			&failIndex,
+		},
+		{
+			"exit code 0 never matches",
+			[]batchv1.PodFailurePolicyRule{exitCodes(failJob, notIn, nil, 1)},
+			failed(0),
+			"",
+			true,
+			nil,
+		},
 		{"init container's exit code",
 			[]batchv1.PodFailurePolicyRule{exitCodes(failJob, in, ptr.To("init"), 3)},
 			initFailed(3),
@@ -77,7 +165,13 @@ func TestMatchPodFailurePolicy(t *testing.T) {
 				t.Errorf("message %q, want %q", got, tt.wantMessage)
 			}
 			if m.countFailed != tt.wantCount || !ptr.Equal(m.action, tt.wantAction) {
-				t.Errorf("count %v action %v, want %v %v", m.countFailed, ptr.Deref(m.action, ""), tt.wantCount, ptr.Deref(tt.wantAction, ""))
+				t.Errorf(
+					"count %v action %v, want %v %v",
+					m.countFailed,
+					ptr.Deref(m.action, ""),
+					tt.wantCount,
+					ptr.Deref(tt.wantAction, ""),
+				)
 			}
 		})
 	}
@@ -95,13 +189,43 @@ func TestMatchSuccessPolicy(t *testing.T) {
 	}{
 		{"no policy", nil, "0-4", ""},
 		{"nothing succeeded", []batchv1.SuccessPolicyRule{rule(nil, ptr.To[int32](1))}, "", ""},
-		{"indexes all in", []batchv1.SuccessPolicyRule{rule(ptr.To("0,2"), nil)}, "0-2", "Matched rules at index 0"},
+		{
+			"indexes all in",
+			[]batchv1.SuccessPolicyRule{rule(ptr.To("0,2"), nil)},
+			"0-2",
+			"Matched rules at index 0",
+		},
 		{"indexes missing one", []batchv1.SuccessPolicyRule{rule(ptr.To("0,3"), nil)}, "0-2", ""},
-		{"count within indexes", []batchv1.SuccessPolicyRule{rule(ptr.To("1-4"), ptr.To[int32](2))}, "0,2,4", "Matched rules at index 0"},
-		{"count within indexes not reached", []batchv1.SuccessPolicyRule{rule(ptr.To("1-4"), ptr.To[int32](2))}, "0,2", ""},
-		{"count alone", []batchv1.SuccessPolicyRule{rule(nil, ptr.To[int32](3))}, "0,5,7", "Matched rules at index 0"},
-		{"second rule", []batchv1.SuccessPolicyRule{rule(nil, ptr.To[int32](9)), rule(ptr.To("7"), nil)}, "7", "Matched rules at index 1"},
-		{"rule beyond completions is skipped", []batchv1.SuccessPolicyRule{rule(ptr.To("10-12"), nil), rule(ptr.To("1"), nil)}, "1", "Matched rules at index 1"},
+		{
+			"count within indexes",
+			[]batchv1.SuccessPolicyRule{rule(ptr.To("1-4"), ptr.To[int32](2))},
+			"0,2,4",
+			"Matched rules at index 0",
+		},
+		{
+			"count within indexes not reached",
+			[]batchv1.SuccessPolicyRule{rule(ptr.To("1-4"), ptr.To[int32](2))},
+			"0,2",
+			"",
+		},
+		{
+			"count alone",
+			[]batchv1.SuccessPolicyRule{rule(nil, ptr.To[int32](3))},
+			"0,5,7",
+			"Matched rules at index 0",
+		},
+		{
+			"second rule",
+			[]batchv1.SuccessPolicyRule{rule(nil, ptr.To[int32](9)), rule(ptr.To("7"), nil)},
+			"7",
+			"Matched rules at index 1",
+		},
+		{
+			"rule beyond completions is skipped",
+			[]batchv1.SuccessPolicyRule{rule(ptr.To("10-12"), nil), rule(ptr.To("1"), nil)},
+			"1",
+			"Matched rules at index 1",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,7 +233,12 @@ func TestMatchSuccessPolicy(t *testing.T) {
 			if tt.rules != nil {
 				policy = &batchv1.SuccessPolicy{Rules: tt.rules}
 			}
-			msg, ok := matchSuccessPolicy(logr.Discard(), policy, 10, parseSpans(logr.Discard(), tt.succeeded, 10))
+			msg, ok := matchSuccessPolicy(
+				logr.Discard(),
+				policy,
+				10,
+				parseSpans(logr.Discard(), tt.succeeded, 10),
+			)
 			if ok != (tt.want != "") || msg != tt.want {
 				t.Errorf("got %q %v, want %q", msg, ok, tt.want)
 			}
@@ -134,11 +263,41 @@ func TestPastBackoffLimitOnFailure(t *testing.T) {
 		pods   []*corev1.Pod
 		want   bool
 	}{
-		{"Never ignores restarts", corev1.RestartPolicyNever, 1, []*corev1.Pod{pod(corev1.PodRunning, 5)}, false},
-		{"limit reached", corev1.RestartPolicyOnFailure, 3, []*corev1.Pod{pod(corev1.PodRunning, 2), pod(corev1.PodPending, 1)}, true},
-		{"below the limit", corev1.RestartPolicyOnFailure, 3, []*corev1.Pod{pod(corev1.PodRunning, 2)}, false},
-		{"finished pods do not count", corev1.RestartPolicyOnFailure, 1, []*corev1.Pod{pod(corev1.PodFailed, 4)}, false},
-		{"limit 0: any restart", corev1.RestartPolicyOnFailure, 0, []*corev1.Pod{pod(corev1.PodRunning, 1)}, true},
+		{
+			"Never ignores restarts",
+			corev1.RestartPolicyNever,
+			1,
+			[]*corev1.Pod{pod(corev1.PodRunning, 5)},
+			false,
+		},
+		{
+			"limit reached",
+			corev1.RestartPolicyOnFailure,
+			3,
+			[]*corev1.Pod{pod(corev1.PodRunning, 2), pod(corev1.PodPending, 1)},
+			true,
+		},
+		{
+			"below the limit",
+			corev1.RestartPolicyOnFailure,
+			3,
+			[]*corev1.Pod{pod(corev1.PodRunning, 2)},
+			false,
+		},
+		{
+			"finished pods do not count",
+			corev1.RestartPolicyOnFailure,
+			1,
+			[]*corev1.Pod{pod(corev1.PodFailed, 4)},
+			false,
+		},
+		{
+			"limit 0: any restart",
+			corev1.RestartPolicyOnFailure,
+			0,
+			[]*corev1.Pod{pod(corev1.PodRunning, 1)},
+			true,
+		},
 		{"init containers' restarts count", corev1.RestartPolicyOnFailure, 3,
 			[]*corev1.Pod{initRestarts(3)}, true},
 	}

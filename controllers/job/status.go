@@ -29,14 +29,22 @@ import (
 //     Complete condition is added; the status is written again if needed.
 //
 // At most maxUncountedPods pods are taken per sync.
-func (c *controller) trackStatus(ctx context.Context, key string, jc *syncContext, needsFlush bool) error {
+func (c *controller) trackStatus(
+	ctx context.Context,
+	key string,
+	jc *syncContext,
+	needsFlush bool,
+) error {
 	log := logFrom(ctx)
 	job := jc.job
 	indexed := isIndexed(job)
 	pods := jc.pods
 	if indexed {
 		pods = slices.Clone(pods)
-		slices.SortStableFunc(pods, func(a, b *corev1.Pod) int { return cmp.Compare(completionIndex(a), completionIndex(b)) })
+		slices.SortStableFunc(
+			pods,
+			func(a, b *corev1.Pod) int { return cmp.Compare(completionIndex(a), completionIndex(b)) },
+		)
 	}
 	withFinalizer := uidSet{}
 	for _, p := range pods {
@@ -76,7 +84,8 @@ func (c *controller) trackStatus(ctx context.Context, key string, jc *syncContex
 			// Once the Job is failing, every unfinished pod counts as failed.
 			_, valid := validIndex(job, p)
 			if !jc.uncountedFailed.has(p.UID) && (!indexed || valid) {
-				if job.Spec.PodFailurePolicy == nil || matchPodFailurePolicy(job.Spec.PodFailurePolicy, p).countFailed {
+				if job.Spec.PodFailurePolicy == nil ||
+					matchPodFailurePolicy(job.Spec.PodFailurePolicy, p).countFailed {
 					uncounted.Failed = append(uncounted.Failed, p.UID)
 					needsFlush = true
 				}
@@ -112,14 +121,26 @@ func (c *controller) trackStatus(ctx context.Context, key string, jc *syncContex
 		// final one follows once every pod is counted.
 		job.Status.Conditions = append(job.Status.Conditions, *jc.finished)
 		needsFlush = true
-		jc.finished = newCondition(batchv1.JobFailed, corev1.ConditionTrue, jc.finished.Reason, jc.finished.Message, c.clock.Now())
+		jc.finished = newCondition(
+			batchv1.JobFailed,
+			corev1.ConditionTrue,
+			jc.finished.Reason,
+			jc.finished.Message,
+			c.clock.Now(),
+		)
 	}
 	if isSuccessCriteriaMet(jc.finished) {
 		if successCriteriaMet(job) == nil {
 			job.Status.Conditions = append(job.Status.Conditions, *jc.finished)
 			needsFlush = true
 		}
-		jc.finished = newCondition(batchv1.JobComplete, corev1.ConditionTrue, jc.finished.Reason, jc.finished.Message, c.clock.Now())
+		jc.finished = newCondition(
+			batchv1.JobComplete,
+			corev1.ConditionTrue,
+			jc.finished.Reason,
+			jc.finished.Message,
+			c.clock.Now(),
+		)
 	}
 
 	var err error
@@ -143,7 +164,8 @@ func (c *controller) trackStatus(ctx context.Context, key string, jc *syncContex
 // canRemoveFinalizer: the Job is being deleted or ending, the pod
 // succeeded, or it failed and is not kept for its index's replacement.
 func canRemoveFinalizer(log logr.Logger, jc *syncContext, p *corev1.Pod, failed bool) bool {
-	if jc.job.DeletionTimestamp != nil || jc.finished != nil || p.Status.Phase == corev1.PodSucceeded {
+	if jc.job.DeletionTimestamp != nil || jc.finished != nil ||
+		p.Status.Phase == corev1.PodSucceeded {
 		return true
 	}
 	if !failed {
@@ -152,7 +174,8 @@ func canRemoveFinalizer(log logr.Logger, jc *syncContext, p *corev1.Pod, failed 
 	if hasBackoffLimitPerIndex(jc.job) {
 		if ix := completionIndex(p); ix != noIndex {
 			if kept, ok := jc.delayedPerIndex[ix]; ok && kept.UID == p.UID {
-				log.V(3).Info("Delaying pod finalizer removal to await for pod recreation within the index", "pod", podKey(p))
+				log.V(3).
+					Info("Delaying pod finalizer removal to await for pod recreation within the index", "pod", podKey(p))
 				return false
 			}
 		}
@@ -165,7 +188,14 @@ func canRemoveFinalizer(log logr.Logger, jc *syncContext, p *corev1.Pod, failed 
 // finalizer is gone from the uncounted lists to the counters. If some
 // removal failed, it writes that partial progress. It returns whether the
 // status still holds unwritten changes. jc.job becomes the written Job.
-func (c *controller) flushAndRelease(ctx context.Context, key string, jc *syncContext, toRelease []*corev1.Pod, withFinalizer uidSet, needsFlush bool) (bool, error) {
+func (c *controller) flushAndRelease(
+	ctx context.Context,
+	key string,
+	jc *syncContext,
+	toRelease []*corev1.Pod,
+	withFinalizer uidSet,
+	needsFlush bool,
+) (bool, error) {
 	if needsFlush {
 		updated, err := c.updateStatus(ctx, key, jc.job)
 		if err != nil {
@@ -229,7 +259,11 @@ func countUncounted(st *batchv1.JobStatus, withFinalizer uidSet) bool {
 // removeFinalizers takes the tracking finalizer off pods, in parallel,
 // expecting each removal first. done[i] tells whether pods[i] has lost it
 // (or is gone).
-func (c *controller) removeFinalizers(ctx context.Context, key string, pods []*corev1.Pod) ([]bool, error) {
+func (c *controller) removeFinalizers(
+	ctx context.Context,
+	key string,
+	pods []*corev1.Pod,
+) ([]bool, error) {
 	uids := make([]types.UID, len(pods))
 	for i, p := range pods {
 		uids[i] = p.UID
@@ -268,15 +302,24 @@ func (c *controller) enactFinished(log logr.Logger, jc *syncContext) bool {
 	}
 	job := jc.job
 	if u := job.Status.UncountedTerminatedPods; u != nil && len(u.Succeeded)+len(u.Failed) > 0 {
-		log.V(4).Info("Delaying marking the Job as finished, because there are still uncounted pod(s)", "condition", jc.finished.Type, "count", len(u.Succeeded)+len(u.Failed))
+		log.V(4).
+			Info("Delaying marking the Job as finished, because there are still uncounted pod(s)", "condition", jc.finished.Type, "count", len(u.Succeeded)+len(u.Failed))
 		return false
 	}
 	if jc.terminating > 0 {
-		log.V(4).Info("Delaying marking the Job as finished, because there are still terminating pod(s)", "condition", jc.finished.Type, "count", jc.terminating)
+		log.V(4).
+			Info("Delaying marking the Job as finished, because there are still terminating pod(s)", "condition", jc.finished.Type, "count", jc.terminating)
 		return false
 	}
 	f := jc.finished
-	job.Status.Conditions, _ = ensureCondition(job.Status.Conditions, f.Type, f.Status, f.Reason, f.Message, c.clock.Now())
+	job.Status.Conditions, _ = ensureCondition(
+		job.Status.Conditions,
+		f.Type,
+		f.Status,
+		f.Reason,
+		f.Message,
+		c.clock.Now(),
+	)
 	if f.Type == batchv1.JobComplete {
 		job.Status.CompletionTime = &f.LastTransitionTime
 	}
@@ -287,7 +330,12 @@ func (c *controller) enactFinished(log logr.Logger, jc *syncContext) bool {
 func (c *controller) recordFinished(job *batchv1.Job, f *batchv1.JobCondition) {
 	if f.Type == batchv1.JobComplete {
 		if job.Spec.Completions != nil && job.Status.Succeeded > *job.Spec.Completions {
-			c.recorder.Event(job, corev1.EventTypeWarning, ReasonTooManySucceededPods, "Too many succeeded pods running after completion count reached")
+			c.recorder.Event(
+				job,
+				corev1.EventTypeWarning,
+				ReasonTooManySucceededPods,
+				"Too many succeeded pods running after completion count reached",
+			)
 		}
 		c.recorder.Event(job, corev1.EventTypeNormal, ReasonCompleted, "Job completed")
 		return

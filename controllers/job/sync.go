@@ -100,7 +100,8 @@ func (jc *syncContext) uncountedPods(skip uidSet) []*corev1.Pod {
 
 func isFinished(j *batchv1.Job) bool {
 	for _, c := range j.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) &&
+			c.Status == corev1.ConditionTrue {
 			return true
 		}
 	}
@@ -124,7 +125,12 @@ func findCondition(list []batchv1.JobCondition, t batchv1.JobConditionType) *bat
 	return nil
 }
 
-func newCondition(t batchv1.JobConditionType, status corev1.ConditionStatus, reason, message string, now time.Time) *batchv1.JobCondition {
+func newCondition(
+	t batchv1.JobConditionType,
+	status corev1.ConditionStatus,
+	reason, message string,
+	now time.Time,
+) *batchv1.JobCondition {
 	return &batchv1.JobCondition{
 		Type: t, Status: status, Reason: reason, Message: message,
 		LastProbeTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now),
@@ -134,7 +140,13 @@ func newCondition(t batchv1.JobConditionType, status corev1.ConditionStatus, rea
 // ensureCondition sets the condition of type t to status, reason and
 // message, replacing one that differs; a missing condition is added unless
 // its status would be False. It reports whether list changed.
-func ensureCondition(list []batchv1.JobCondition, t batchv1.JobConditionType, status corev1.ConditionStatus, reason, message string, now time.Time) ([]batchv1.JobCondition, bool) {
+func ensureCondition(
+	list []batchv1.JobCondition,
+	t batchv1.JobConditionType,
+	status corev1.ConditionStatus,
+	reason, message string,
+	now time.Time,
+) ([]batchv1.JobCondition, bool) {
 	if cur := findCondition(list, t); cur != nil {
 		if cur.Status == status && cur.Reason == reason && cur.Message == message {
 			return list, false
@@ -150,7 +162,8 @@ func ensureCondition(list []batchv1.JobCondition, t batchv1.JobConditionType, st
 
 // successCriteriaMet returns the Job's true SuccessCriteriaMet condition.
 func successCriteriaMet(j *batchv1.Job) *batchv1.JobCondition {
-	if c := findCondition(j.Status.Conditions, batchv1.JobSuccessCriteriaMet); c != nil && c.Status == corev1.ConditionTrue {
+	if c := findCondition(j.Status.Conditions, batchv1.JobSuccessCriteriaMet); c != nil &&
+		c.Status == corev1.ConditionTrue {
 		return c
 	}
 	return nil
@@ -161,7 +174,13 @@ func isSuccessCriteriaMet(c *batchv1.JobCondition) bool {
 }
 
 func (c *controller) failureTarget(reason, message string) *batchv1.JobCondition {
-	return newCondition(batchv1.JobFailureTarget, corev1.ConditionTrue, reason, message, c.clock.Now())
+	return newCondition(
+		batchv1.JobFailureTarget,
+		corev1.ConditionTrue,
+		reason,
+		message,
+		c.clock.Now(),
+	)
 }
 
 // sync brings one Job's pods and status in line with its spec. It must not
@@ -173,7 +192,9 @@ func (c *controller) sync(ctx context.Context, key string) error {
 
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil || ns == "" || name == "" {
-		return workloop.Permanent(fmt.Errorf("invalid job key %q: either namespace or name is missing", key))
+		return workloop.Permanent(
+			fmt.Errorf("invalid job key %q: either namespace or name is missing", key),
+		)
 	}
 	shared, err := c.jobLister.Jobs(ns).Get(name)
 	if apierrors.IsNotFound(err) {
@@ -189,7 +210,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	// Checked here, not only in the handlers: a queued key may by now name
 	// a Job created anew with managedBy set.
 	if c.managedElsewhere(shared) {
-		log.V(2).Info("Skip syncing the job as it is managed by an external controller", "uid", shared.UID, "controllerName", *shared.Spec.ManagedBy)
+		log.V(2).
+			Info("Skip syncing the job as it is managed by an external controller", "uid", shared.UID, "controllerName", *shared.Spec.ManagedBy)
 		return nil
 	}
 	job := shared.DeepCopy()
@@ -199,11 +221,18 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	if _, ok := c.finishedJobs.Load(job.UID); ok {
-		log.V(2).Info("Skip syncing the job as it is marked finished but the update is not yet observed", "uid", job.UID)
+		log.V(2).
+			Info("Skip syncing the job as it is marked finished but the update is not yet observed", "uid", job.UID)
 		return nil
 	}
-	if m := job.Spec.CompletionMode; m != nil && *m != batchv1.NonIndexedCompletion && *m != batchv1.IndexedCompletion {
-		c.recorder.Event(job, corev1.EventTypeWarning, ReasonUnknownCompletionMode, "Skipped Job sync because completion mode is unknown")
+	if m := job.Spec.CompletionMode; m != nil && *m != batchv1.NonIndexedCompletion &&
+		*m != batchv1.IndexedCompletion {
+		c.recorder.Event(
+			job,
+			corev1.EventTypeWarning,
+			ReasonUnknownCompletionMode,
+			"Skipped Job sync because completion mode is unknown",
+		)
 		return nil
 	}
 	if job.Spec.BackoffLimit == nil {
@@ -213,7 +242,9 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		job.Spec.Parallelism = ptr.To[int32](defaultParallelism)
 	}
 	if isIndexed(job) && job.Spec.Completions == nil {
-		return workloop.Permanent(fmt.Errorf("job %s: spec.completions is required in Indexed completion mode", key))
+		return workloop.Permanent(
+			fmt.Errorf("job %s: spec.completions is required in Indexed completion mode", key),
+		)
 	}
 	if job.Status.UncountedTerminatedPods == nil {
 		job.Status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{}
@@ -240,9 +271,19 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	}
 	jc.ready = countReady(jc.activePods)
 	active := int32(len(jc.activePods))
-	newSucceeded := filterPods(jc.uncountedPods(jc.uncountedSucceeded), func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
-	newFailed := filterPods(jc.uncountedPods(jc.uncountedFailed), func(p *corev1.Pod) bool { return isPodFailed(p, job) })
-	jc.succeeded = job.Status.Succeeded + int32(len(newSucceeded)) + int32(len(jc.uncountedSucceeded))
+	newSucceeded := filterPods(
+		jc.uncountedPods(jc.uncountedSucceeded),
+		func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded },
+	)
+	newFailed := filterPods(
+		jc.uncountedPods(jc.uncountedFailed),
+		func(p *corev1.Pod) bool { return isPodFailed(p, job) },
+	)
+	jc.succeeded = job.Status.Succeeded + int32(
+		len(newSucceeded),
+	) + int32(
+		len(jc.uncountedSucceeded),
+	)
 	jc.failed = job.Status.Failed + countedFailures(job, newFailed) + int32(len(jc.uncountedFailed))
 
 	if job.Status.StartTime == nil && !isSuspended(job) {
@@ -257,8 +298,15 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	// success (success policy, completions).
 	jc.finished = successCriteriaMet(job)
 	if jc.finished == nil {
-		if ft := findCondition(job.Status.Conditions, batchv1.JobFailureTarget); ft != nil && ft.Status == corev1.ConditionTrue {
-			jc.finished = newCondition(batchv1.JobFailed, corev1.ConditionTrue, ft.Reason, ft.Message, c.clock.Now())
+		if ft := findCondition(job.Status.Conditions, batchv1.JobFailureTarget); ft != nil &&
+			ft.Status == corev1.ConditionTrue {
+			jc.finished = newCondition(
+				batchv1.JobFailed,
+				corev1.ConditionTrue,
+				ft.Reason,
+				ft.Message,
+				c.clock.Now(),
+			)
 		} else if msg := failJobMessage(job, pods); msg != nil {
 			jc.finished = c.failureTarget(batchv1.JobReasonPodFailurePolicy, *msg)
 		}
@@ -266,12 +314,23 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	if jc.finished == nil {
 		switch {
 		case jc.failed > *job.Spec.BackoffLimit || pastBackoffLimitOnFailure(job, pods):
-			jc.finished = c.failureTarget(batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")
+			jc.finished = c.failureTarget(
+				batchv1.JobReasonBackoffLimitExceeded,
+				"Job has reached the specified backoff limit",
+			)
 		case c.pastActiveDeadline(job):
-			jc.finished = c.failureTarget(batchv1.JobReasonDeadlineExceeded, "Job was active longer than specified deadline")
+			jc.finished = c.failureTarget(
+				batchv1.JobReasonDeadlineExceeded,
+				"Job was active longer than specified deadline",
+			)
 		case job.Spec.ActiveDeadlineSeconds != nil && !isSuspended(job):
-			left := time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second - c.clock.Since(job.Status.StartTime.Time)
-			log.V(2).Info("Job has activeDeadlineSeconds configuration. Will sync this job again", "nextSyncIn", left)
+			left := time.Duration(
+				*job.Spec.ActiveDeadlineSeconds,
+			)*time.Second - c.clock.Since(
+				job.Status.StartTime.Time,
+			)
+			log.V(2).
+				Info("Job has activeDeadlineSeconds configuration. Will sync this job again", "nextSyncIn", left)
 			c.enqueueAfter(key, left)
 		}
 	}
@@ -284,16 +343,28 @@ func (c *controller) sync(ctx context.Context, key string) error {
 				failed := jc.failedIndexes.total()
 				switch {
 				case job.Spec.MaxFailedIndexes != nil && failed > int(*job.Spec.MaxFailedIndexes):
-					jc.finished = c.failureTarget(batchv1.JobReasonMaxFailedIndexesExceeded, "Job has exceeded the specified maximal number of failed indexes")
+					jc.finished = c.failureTarget(
+						batchv1.JobReasonMaxFailedIndexesExceeded,
+						"Job has exceeded the specified maximal number of failed indexes",
+					)
 				case failed > 0 && failed+jc.succeededIndexes.total() >= int(*job.Spec.Completions):
-					jc.finished = c.failureTarget(batchv1.JobReasonFailedIndexes, "Job has failed indexes")
+					jc.finished = c.failureTarget(
+						batchv1.JobReasonFailedIndexes,
+						"Job has failed indexes",
+					)
 				}
 			}
 			jc.delayedPerIndex = delayedDeletions(log, jc)
 		}
 		if jc.finished == nil {
 			if msg, ok := matchSuccessPolicy(log, job.Spec.SuccessPolicy, *job.Spec.Completions, jc.succeededIndexes); ok {
-				jc.finished = newCondition(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, batchv1.JobReasonSuccessPolicy, msg, c.clock.Now())
+				jc.finished = newCondition(
+					batchv1.JobSuccessCriteriaMet,
+					corev1.ConditionTrue,
+					batchv1.JobReasonSuccessPolicy,
+					msg,
+					c.clock.Now(),
+				)
 			}
 		}
 	}
@@ -354,7 +425,10 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	}
 
 	needsUpdate := suspendChanged || active != job.Status.Active ||
-		!ptr.Equal(&jc.ready, job.Status.Ready) || !ptr.Equal(&jc.terminating, job.Status.Terminating)
+		!ptr.Equal(
+			&jc.ready,
+			job.Status.Ready,
+		) || !ptr.Equal(&jc.terminating, job.Status.Terminating)
 	job.Status.Active = active
 	job.Status.Ready = ptr.To(jc.ready)
 	job.Status.Terminating = ptr.To(jc.terminating)
@@ -385,14 +459,22 @@ func (c *controller) pastActiveDeadline(j *batchv1.Job) bool {
 	if j.Spec.ActiveDeadlineSeconds == nil || j.Status.StartTime == nil || isSuspended(j) {
 		return false
 	}
-	return c.clock.Since(j.Status.StartTime.Time) >= time.Duration(*j.Spec.ActiveDeadlineSeconds)*time.Second
+	return c.clock.Since(
+		j.Status.StartTime.Time,
+	) >= time.Duration(
+		*j.Spec.ActiveDeadlineSeconds,
+	)*time.Second
 }
 
 // podsForJob returns the pods j controls after adopting matching orphans
 // (adding the tracking finalizer, which the returned copies show) and
 // releasing owned pods that stopped matching (removing it). Pods come from
 // the cache and are not to be modified.
-func (c *controller) podsForJob(ctx context.Context, key string, j *batchv1.Job) ([]*corev1.Pod, error) {
+func (c *controller) podsForJob(
+	ctx context.Context,
+	key string,
+	j *batchv1.Job,
+) ([]*corev1.Pod, error) {
 	sel, err := metav1.LabelSelectorAsSelector(j.Spec.Selector)
 	if err != nil {
 		return nil, workloop.Permanent(fmt.Errorf("couldn't convert Job selector: %w", err))
@@ -424,7 +506,10 @@ func (c *controller) podsForJob(ctx context.Context, key string, j *batchv1.Job)
 		return pods, err
 	}
 	for i, p := range pods {
-		adopted := !slices.ContainsFunc(p.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == j.UID })
+		adopted := !slices.ContainsFunc(
+			p.OwnerReferences,
+			func(r metav1.OwnerReference) bool { return r.UID == j.UID },
+		)
 		if adopted && !hasTrackingFinalizer(p) {
 			cp := p.DeepCopy()
 			cp.Finalizers = append(cp.Finalizers, batchv1.JobTrackingFinalizer)
@@ -464,8 +549,14 @@ func withFinalizerChange(patch []byte) ([]byte, error) {
 
 // updateStatus writes j's status and records the write with the staleness
 // guard.
-func (c *controller) updateStatus(ctx context.Context, key string, j *batchv1.Job) (*batchv1.Job, error) {
-	updated, err := c.client.BatchV1().Jobs(j.Namespace).UpdateStatus(ctx, j, metav1.UpdateOptions{})
+func (c *controller) updateStatus(
+	ctx context.Context,
+	key string,
+	j *batchv1.Job,
+) (*batchv1.Job, error) {
+	updated, err := c.client.BatchV1().
+		Jobs(j.Namespace).
+		UpdateStatus(ctx, j, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, err
 	}

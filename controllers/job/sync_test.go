@@ -28,13 +28,53 @@ func TestCreatesUpToParallelismAndRemainingCompletions(t *testing.T) {
 		succeededUncounted       int
 		wantCreates, wantActive  int32
 	}{
-		{name: "parallelism below completions", parallelism: 2, completions: ptr.To[int32](5), wantCreates: 2, wantActive: 2},
-		{name: "completions below parallelism", parallelism: 5, completions: ptr.To[int32](3), wantCreates: 3, wantActive: 3},
-		{name: "some succeeded", parallelism: 4, completions: ptr.To[int32](5), succeededCounted: 2, wantCreates: 3, wantActive: 3},
-		{name: "an uncounted success counts", parallelism: 4, completions: ptr.To[int32](2), succeededUncounted: 1, wantCreates: 1, wantActive: 1},
-		{name: "some active", parallelism: 3, completions: ptr.To[int32](10), active: 2, wantCreates: 1, wantActive: 3},
+		{
+			name:        "parallelism below completions",
+			parallelism: 2,
+			completions: ptr.To[int32](5),
+			wantCreates: 2,
+			wantActive:  2,
+		},
+		{
+			name:        "completions below parallelism",
+			parallelism: 5,
+			completions: ptr.To[int32](3),
+			wantCreates: 3,
+			wantActive:  3,
+		},
+		{
+			name:             "some succeeded",
+			parallelism:      4,
+			completions:      ptr.To[int32](5),
+			succeededCounted: 2,
+			wantCreates:      3,
+			wantActive:       3,
+		},
+		{
+			name:               "an uncounted success counts",
+			parallelism:        4,
+			completions:        ptr.To[int32](2),
+			succeededUncounted: 1,
+			wantCreates:        1,
+			wantActive:         1,
+		},
+		{
+			name:        "some active",
+			parallelism: 3,
+			completions: ptr.To[int32](10),
+			active:      2,
+			wantCreates: 1,
+			wantActive:  3,
+		},
 		{name: "no completions: parallelism", parallelism: 3, wantCreates: 3, wantActive: 3},
-		{name: "no completions, one succeeded: no more", parallelism: 3, active: 1, succeededCounted: 1, wantCreates: 0, wantActive: 1},
+		{
+			name:             "no completions, one succeeded: no more",
+			parallelism:      3,
+			active:           1,
+			succeededCounted: 1,
+			wantCreates:      0,
+			wantActive:       1,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,7 +87,10 @@ func TestCreatesUpToParallelismAndRemainingCompletions(t *testing.T) {
 				objs = append(objs, newPod("active-"+string(rune('a'+i)), j, running))
 			}
 			for i := range tt.succeededUncounted {
-				objs = append(objs, newPod("done-"+string(rune('a'+i)), j, finished(corev1.PodSucceeded, 0, epoch)))
+				objs = append(
+					objs,
+					newPod("done-"+string(rune('a'+i)), j, finished(corev1.PodSucceeded, 0, epoch)),
+				)
 			}
 			f := newFixture(t, objs)
 			if err := f.sync("ns/work"); err != nil {
@@ -58,9 +101,14 @@ func TestCreatesUpToParallelismAndRemainingCompletions(t *testing.T) {
 				t.Fatalf("created %d pods, want %d", len(created), tt.wantCreates)
 			}
 			for _, p := range created {
-				if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) || p.Labels["batch.kubernetes.io/job-name"] != "work" ||
-					p.GenerateName != "work-" || !metav1.IsControlledBy(p, j) {
-					t.Errorf("created pod %+v lacks the finalizer, labels, generateName or controller", p.ObjectMeta)
+				if !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) ||
+					p.Labels["batch.kubernetes.io/job-name"] != "work" ||
+					p.GenerateName != "work-" ||
+					!metav1.IsControlledBy(p, j) {
+					t.Errorf(
+						"created pod %+v lacks the finalizer, labels, generateName or controller",
+						p.ObjectMeta,
+					)
 				}
 			}
 			if got := f.job("work").Status.Active; got != tt.wantActive {
@@ -88,17 +136,25 @@ func TestFinalizerRemovedAfterCounting(t *testing.T) {
 		t.Fatalf("actions %v, want %v", got, want)
 	}
 	writes := f.statusWrites()
-	if u := writes[0].UncountedTerminatedPods; len(u.Succeeded) != 1 || u.Succeeded[0] != "uid-p" || writes[0].Succeeded != 0 {
-		t.Errorf("first write: uncounted %+v succeeded %d, want [uid-p] and 0", u, writes[0].Succeeded)
+	if u := writes[0].UncountedTerminatedPods; len(u.Succeeded) != 1 || u.Succeeded[0] != "uid-p" ||
+		writes[0].Succeeded != 0 {
+		t.Errorf(
+			"first write: uncounted %+v succeeded %d, want [uid-p] and 0",
+			u,
+			writes[0].Succeeded,
+		)
 	}
-	if c := findCondition(writes[0].Conditions, batchv1.JobSuccessCriteriaMet); c == nil || c.Reason != batchv1.JobReasonCompletionsReached {
+	if c := findCondition(writes[0].Conditions, batchv1.JobSuccessCriteriaMet); c == nil ||
+		c.Reason != batchv1.JobReasonCompletionsReached {
 		t.Errorf("first write lacks SuccessCriteriaMet: %+v", writes[0].Conditions)
 	}
 	last := writes[1]
-	if len(last.UncountedTerminatedPods.Succeeded) != 0 || last.Succeeded != 1 || last.CompletionTime == nil {
+	if len(last.UncountedTerminatedPods.Succeeded) != 0 || last.Succeeded != 1 ||
+		last.CompletionTime == nil {
 		t.Errorf("second write: %+v", last)
 	}
-	if c := findCondition(last.Conditions, batchv1.JobComplete); c == nil || c.Status != corev1.ConditionTrue {
+	if c := findCondition(last.Conditions, batchv1.JobComplete); c == nil ||
+		c.Status != corev1.ConditionTrue {
 		t.Errorf("second write lacks Complete: %+v", last.Conditions)
 	}
 	if p := f.apiPods()[0]; len(p.Finalizers) != 0 {
@@ -127,7 +183,11 @@ func TestFinalizerExpectations(t *testing.T) {
 	}
 	st := f.job("work").Status
 	if st.Succeeded != 1 || len(st.UncountedTerminatedPods.Succeeded) != 0 {
-		t.Errorf("succeeded %d uncounted %v: the pod was counted twice", st.Succeeded, st.UncountedTerminatedPods.Succeeded)
+		t.Errorf(
+			"succeeded %d uncounted %v: the pod was counted twice",
+			st.Succeeded,
+			st.UncountedTerminatedPods.Succeeded,
+		)
 	}
 	if f.count("patch pods") != 0 {
 		t.Errorf("actions %v: the finalizer was removed again", f.actions())
@@ -228,16 +288,33 @@ func TestBackoffRecord(t *testing.T) {
 		wantLast  *time.Time
 	}{
 		{"nothing", nil, nil, 0, nil},
-		{"two failures", nil, []*corev1.Pod{at("a", corev1.PodFailed, 5), at("b", corev1.PodFailed, 3)}, 2, ptr.To(epoch.Add(5 * time.Second))},
+		{
+			"two failures",
+			nil,
+			[]*corev1.Pod{at("a", corev1.PodFailed, 5), at("b", corev1.PodFailed, 3)},
+			2,
+			ptr.To(epoch.Add(5 * time.Second)),
+		},
 		{"a success resets", []*corev1.Pod{at("s", corev1.PodSucceeded, 9)}, nil, 0, nil},
 		{"failures after the success count", []*corev1.Pod{at("s", corev1.PodSucceeded, 4)},
-			[]*corev1.Pod{at("a", corev1.PodFailed, 2), at("b", corev1.PodFailed, 6), at("c", corev1.PodFailed, 8)}, 2, ptr.To(epoch.Add(8 * time.Second))},
+			[]*corev1.Pod{
+				at("a", corev1.PodFailed, 2),
+				at("b", corev1.PodFailed, 6),
+				at("c", corev1.PodFailed, 8),
+			}, 2, ptr.To(epoch.Add(8 * time.Second))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newBackoffStore().next("ns/work", tt.succeeded, tt.failed)
-			if r.failuresAfterLastSuccess != tt.wantN || !ptr.Equal(r.lastFailureTime, tt.wantLast) {
-				t.Errorf("record %d %v, want %d %v", r.failuresAfterLastSuccess, r.lastFailureTime, tt.wantN, tt.wantLast)
+			if r.failuresAfterLastSuccess != tt.wantN ||
+				!ptr.Equal(r.lastFailureTime, tt.wantLast) {
+				t.Errorf(
+					"record %d %v, want %d %v",
+					r.failuresAfterLastSuccess,
+					r.lastFailureTime,
+					tt.wantN,
+					tt.wantLast,
+				)
 			}
 		})
 	}
@@ -247,14 +324,21 @@ func TestBackoffRecord(t *testing.T) {
 // gets FailureTarget, its active pods are deleted and counted failed, and
 // once none is left it is Failed (BackoffLimitExceeded) with a Warning.
 func TestBackoffLimitExceeded(t *testing.T) {
-	j := newJob("work", started, completions(3), parallelism(2), func(j *batchv1.Job) { j.Spec.BackoffLimit = ptr.To[int32](1) })
+	j := newJob(
+		"work",
+		started,
+		completions(3),
+		parallelism(2),
+		func(j *batchv1.Job) { j.Spec.BackoffLimit = ptr.To[int32](1) },
+	)
 	f := newFixture(t, objects(j,
 		newPod("f1", j, finished(corev1.PodFailed, 1, epoch)),
 		newPod("f2", j, finished(corev1.PodFailed, 1, epoch)),
 		newPod("run", j, running)))
 	f.mustSync("ns/work")
 	st := f.job("work").Status
-	if c := findCondition(st.Conditions, batchv1.JobFailureTarget); c == nil || c.Reason != batchv1.JobReasonBackoffLimitExceeded {
+	if c := findCondition(st.Conditions, batchv1.JobFailureTarget); c == nil ||
+		c.Reason != batchv1.JobReasonBackoffLimitExceeded {
 		t.Fatalf("conditions %+v lack FailureTarget BackoffLimitExceeded", st.Conditions)
 	}
 	if f.count("delete pods") != 1 {
@@ -263,7 +347,9 @@ func TestBackoffLimitExceeded(t *testing.T) {
 	// The fake API server deletes at once; the Job finishes in the next sync.
 	f.mustSync("ns/work")
 	st = f.job("work").Status
-	if c := findCondition(st.Conditions, batchv1.JobFailed); c == nil || c.Reason != batchv1.JobReasonBackoffLimitExceeded || c.Message != "Job has reached the specified backoff limit" {
+	if c := findCondition(st.Conditions, batchv1.JobFailed); c == nil ||
+		c.Reason != batchv1.JobReasonBackoffLimitExceeded ||
+		c.Message != "Job has reached the specified backoff limit" {
 		t.Fatalf("conditions %+v lack Failed BackoffLimitExceeded", st.Conditions)
 	}
 	// The deleted running pod counts as failed too, as in KCM.
@@ -279,7 +365,11 @@ func TestBackoffLimitExceeded(t *testing.T) {
 // TestActiveDeadline: before the deadline the Job is requeued for it; at
 // the deadline it fails with DeadlineExceeded.
 func TestActiveDeadline(t *testing.T) {
-	j := newJob("work", started, func(j *batchv1.Job) { j.Spec.ActiveDeadlineSeconds = ptr.To[int64](30) })
+	j := newJob(
+		"work",
+		started,
+		func(j *batchv1.Job) { j.Spec.ActiveDeadlineSeconds = ptr.To[int64](30) },
+	)
 	f := newFixture(t, objects(j, newPod("p", j, running)))
 	f.clock.Step(10 * time.Second)
 	f.mustSync("ns/work")
@@ -293,7 +383,8 @@ func TestActiveDeadline(t *testing.T) {
 	f.mustSync("ns/work")
 	f.mustSync("ns/work")
 	jb := f.job("work")
-	if c := conditionOf(jb, batchv1.JobFailed); c == nil || c.Reason != batchv1.JobReasonDeadlineExceeded {
+	if c := conditionOf(jb, batchv1.JobFailed); c == nil ||
+		c.Reason != batchv1.JobReasonDeadlineExceeded {
 		t.Fatalf("conditions %+v lack Failed DeadlineExceeded", jb.Status.Conditions)
 	}
 	if jb.Status.Failed != 1 || len(f.apiPods()) != 0 {
@@ -323,11 +414,17 @@ func TestSuspendResume(t *testing.T) {
 	f.mustSync("ns/work")
 	jb := f.job("work")
 	c := conditionOf(jb, batchv1.JobSuspended)
-	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != "JobSuspended" || c.Message != "Job suspended" {
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != "JobSuspended" ||
+		c.Message != "Job suspended" {
 		t.Fatalf("Suspended condition %+v", c)
 	}
-	if jb.Status.StartTime != nil || jb.Status.Active != 0 || jb.Status.Failed != 0 || len(f.apiPods()) != 0 {
-		t.Errorf("status %+v with %d pods: want no startTime, nothing active or failed, no pods", jb.Status, len(f.apiPods()))
+	if jb.Status.StartTime != nil || jb.Status.Active != 0 || jb.Status.Failed != 0 ||
+		len(f.apiPods()) != 0 {
+		t.Errorf(
+			"status %+v with %d pods: want no startTime, nothing active or failed, no pods",
+			jb.Status,
+			len(f.apiPods()),
+		)
 	}
 	if ev := f.events(); !controllertest.HasEvent(ev, "Normal Suspended Job suspended") ||
 		!controllertest.HasEvent(ev, "Normal SuccessfulDelete") {
@@ -343,8 +440,14 @@ func TestSuspendResume(t *testing.T) {
 	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != "JobResumed" {
 		t.Fatalf("Suspended condition after resuming %+v", c)
 	}
-	if jb.Status.StartTime == nil || !jb.Status.StartTime.Time.Equal(f.clock.Now()) || len(f.apiPods()) != 2 {
-		t.Errorf("startTime %v (want %v), %d pods (want 2)", jb.Status.StartTime, f.clock.Now(), len(f.apiPods()))
+	if jb.Status.StartTime == nil || !jb.Status.StartTime.Time.Equal(f.clock.Now()) ||
+		len(f.apiPods()) != 2 {
+		t.Errorf(
+			"startTime %v (want %v), %d pods (want 2)",
+			jb.Status.StartTime,
+			f.clock.Now(),
+			len(f.apiPods()),
+		)
 	}
 	if ev := f.events(); !controllertest.HasEvent(ev, "Normal Resumed Job resumed") {
 		t.Errorf("events %v", ev)
@@ -354,10 +457,14 @@ func TestSuspendResume(t *testing.T) {
 // TestCreatedSuspended: a Job created suspended gets no startTime and no
 // pods, only the Suspended condition.
 func TestCreatedSuspended(t *testing.T) {
-	f := newFixture(t, objects(newJob("work", func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(true) })))
+	f := newFixture(
+		t,
+		objects(newJob("work", func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(true) })),
+	)
 	f.mustSync("ns/work")
 	jb := f.job("work")
-	if jb.Status.StartTime != nil || len(f.apiPods()) != 0 || conditionOf(jb, batchv1.JobSuspended) == nil {
+	if jb.Status.StartTime != nil || len(f.apiPods()) != 0 ||
+		conditionOf(jb, batchv1.JobSuspended) == nil {
 		t.Errorf("status %+v, %d pods", jb.Status, len(f.apiPods()))
 	}
 }
@@ -380,13 +487,20 @@ func TestManagedByIgnored(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			j := newJob("work", completions(1), func(j *batchv1.Job) { j.Spec.ManagedBy = tt.managedBy })
+			j := newJob(
+				"work",
+				completions(1),
+				func(j *batchv1.Job) { j.Spec.ManagedBy = tt.managedBy },
+			)
 			j.Status.Conditions = nil
 			var opts []fixtureOption
 			if tt.gateOff {
 				opts = append(opts, withoutManagedBy)
 			}
-			f := newFixture(t, objects(j, newPod("done", j, finished(corev1.PodSucceeded, 0, epoch))), opts...)
+			f := newFixture(
+				t,
+				objects(j, newPod("done", j, finished(corev1.PodSucceeded, 0, epoch))),
+				opts...)
 			if err := f.sync("ns/work"); err != nil {
 				t.Fatal(err)
 			}
@@ -419,11 +533,19 @@ func TestIndexedCreation(t *testing.T) {
 	for _, p := range f.createdPods() {
 		ix := p.Annotations[batchv1.JobCompletionIndexAnnotation]
 		got = append(got, ix)
-		if p.Labels[batchv1.JobCompletionIndexAnnotation] != ix || p.Spec.Hostname != "work-"+ix || p.GenerateName != "work-"+ix+"-" {
-			t.Errorf("pod for index %s: labels %v hostname %q generateName %q", ix, p.Labels, p.Spec.Hostname, p.GenerateName)
+		if p.Labels[batchv1.JobCompletionIndexAnnotation] != ix || p.Spec.Hostname != "work-"+ix ||
+			p.GenerateName != "work-"+ix+"-" {
+			t.Errorf(
+				"pod for index %s: labels %v hostname %q generateName %q",
+				ix,
+				p.Labels,
+				p.Spec.Hostname,
+				p.GenerateName,
+			)
 		}
 		env := p.Spec.Containers[0].Env
-		if len(env) != 1 || env[0].Name != "JOB_COMPLETION_INDEX" || env[0].ValueFrom.FieldRef.FieldPath != "metadata.labels['batch.kubernetes.io/job-completion-index']" {
+		if len(env) != 1 || env[0].Name != "JOB_COMPLETION_INDEX" ||
+			env[0].ValueFrom.FieldRef.FieldPath != "metadata.labels['batch.kubernetes.io/job-completion-index']" {
 			t.Errorf("pod for index %s: env %+v", ix, env)
 		}
 	}
@@ -444,13 +566,29 @@ func TestIndexedBookkeeping(t *testing.T) {
 	ok := func(name string, ix int) *corev1.Pod {
 		return newPod(name, j, atIndex(ix), finished(corev1.PodSucceeded, 0, epoch))
 	}
-	f := newFixture(t, objects(j, ok("a", 3), ok("b", 5), ok("c", 3), ok("d", 9), newPod("r", j, running, atIndex(6))))
+	f := newFixture(
+		t,
+		objects(
+			j,
+			ok("a", 3),
+			ok("b", 5),
+			ok("c", 3),
+			ok("d", 9),
+			newPod("r", j, running, atIndex(6)),
+		),
+	)
 	if err := f.sync("ns/work"); err != nil {
 		t.Fatal(err)
 	}
 	st := f.job("work").Status
-	if st.CompletedIndexes != "1,3-5" || st.Succeeded != 4 || len(st.UncountedTerminatedPods.Succeeded) != 0 {
-		t.Errorf("completedIndexes %q succeeded %d uncounted %v, want \"1,3-5\", 4, none", st.CompletedIndexes, st.Succeeded, st.UncountedTerminatedPods.Succeeded)
+	if st.CompletedIndexes != "1,3-5" || st.Succeeded != 4 ||
+		len(st.UncountedTerminatedPods.Succeeded) != 0 {
+		t.Errorf(
+			"completedIndexes %q succeeded %d uncounted %v, want \"1,3-5\", 4, none",
+			st.CompletedIndexes,
+			st.Succeeded,
+			st.UncountedTerminatedPods.Succeeded,
+		)
 	}
 	if n := f.count("patch pods"); n != 4 {
 		t.Errorf("%d finalizers removed, want 4 (every succeeded pod)", n)
@@ -470,10 +608,18 @@ func TestBackoffLimitPerIndex(t *testing.T) {
 	}
 	t.Run("first failure: replaced with the count", func(t *testing.T) {
 		j := newJob("work", indexed, completions(2), parallelism(2), started, perIndex(nil))
-		f := newFixture(t, objects(j, newPod("a", j, atIndex(0), finished(corev1.PodFailed, 1, epoch.Add(-time.Minute))), newPod("b", j, running, atIndex(1))))
+		f := newFixture(
+			t,
+			objects(
+				j,
+				newPod("a", j, atIndex(0), finished(corev1.PodFailed, 1, epoch.Add(-time.Minute))),
+				newPod("b", j, running, atIndex(1)),
+			),
+		)
 		f.mustSync("ns/work")
 		created := f.createdPods()
-		if len(created) != 1 || created[0].Annotations[batchv1.JobIndexFailureCountAnnotation] != "1" {
+		if len(created) != 1 ||
+			created[0].Annotations[batchv1.JobIndexFailureCountAnnotation] != "1" {
 			t.Fatalf("created %d pods, annotations %v", len(created), created)
 		}
 		if st := f.job("work").Status; st.FailedIndexes == nil || *st.FailedIndexes != "" {
@@ -481,32 +627,61 @@ func TestBackoffLimitPerIndex(t *testing.T) {
 		}
 	})
 	t.Run("limit reached: index failed, Job fails with FailedIndexes", func(t *testing.T) {
-		j := newJob("work", indexed, completions(2), parallelism(2), started, perIndex(nil), func(j *batchv1.Job) {
-			j.Status.CompletedIndexes, j.Status.Succeeded = "1", 1
-		})
-		failed := newPod("a", j, atIndex(0), finished(corev1.PodFailed, 1, epoch), func(p *corev1.Pod) {
-			p.Annotations[batchv1.JobIndexFailureCountAnnotation] = "1"
-		})
+		j := newJob(
+			"work",
+			indexed,
+			completions(2),
+			parallelism(2),
+			started,
+			perIndex(nil),
+			func(j *batchv1.Job) {
+				j.Status.CompletedIndexes, j.Status.Succeeded = "1", 1
+			},
+		)
+		failed := newPod(
+			"a",
+			j,
+			atIndex(0),
+			finished(corev1.PodFailed, 1, epoch),
+			func(p *corev1.Pod) {
+				p.Annotations[batchv1.JobIndexFailureCountAnnotation] = "1"
+			},
+		)
 		f := newFixture(t, objects(j, failed))
 		f.mustSync("ns/work")
 		st := f.job("work").Status
 		if st.FailedIndexes == nil || *st.FailedIndexes != "0" {
 			t.Fatalf("failedIndexes %v, want 0", st.FailedIndexes)
 		}
-		if c := findCondition(st.Conditions, batchv1.JobFailed); c == nil || c.Reason != batchv1.JobReasonFailedIndexes {
+		if c := findCondition(st.Conditions, batchv1.JobFailed); c == nil ||
+			c.Reason != batchv1.JobReasonFailedIndexes {
 			t.Errorf("conditions %+v lack Failed FailedIndexes", st.Conditions)
 		}
 	})
 	t.Run("maxFailedIndexes exceeded", func(t *testing.T) {
-		j := newJob("work", indexed, completions(4), parallelism(4), started, perIndex(ptr.To[int32](0)))
-		failed := newPod("a", j, atIndex(2), finished(corev1.PodFailed, 1, epoch), func(p *corev1.Pod) {
-			p.Annotations[batchv1.JobIndexFailureCountAnnotation] = "1"
-		})
+		j := newJob(
+			"work",
+			indexed,
+			completions(4),
+			parallelism(4),
+			started,
+			perIndex(ptr.To[int32](0)),
+		)
+		failed := newPod(
+			"a",
+			j,
+			atIndex(2),
+			finished(corev1.PodFailed, 1, epoch),
+			func(p *corev1.Pod) {
+				p.Annotations[batchv1.JobIndexFailureCountAnnotation] = "1"
+			},
+		)
 		f := newFixture(t, objects(j, failed, newPod("b", j, running, atIndex(0))))
 		f.mustSync("ns/work")
 		f.mustSync("ns/work")
 		st := f.job("work").Status
-		if c := findCondition(st.Conditions, batchv1.JobFailed); c == nil || c.Reason != batchv1.JobReasonMaxFailedIndexesExceeded {
+		if c := findCondition(st.Conditions, batchv1.JobFailed); c == nil ||
+			c.Reason != batchv1.JobReasonMaxFailedIndexesExceeded {
 			t.Errorf("conditions %+v lack Failed MaxFailedIndexesExceeded", st.Conditions)
 		}
 	})
@@ -519,10 +694,15 @@ func TestPodFailurePolicyInSync(t *testing.T) {
 	policy := func(action batchv1.PodFailurePolicyAction, code int32) func(*batchv1.Job) {
 		return func(j *batchv1.Job) {
 			j.Spec.BackoffLimit = ptr.To[int32](0)
-			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-				Action:      action,
-				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{code}},
-			}}}
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{
+				Rules: []batchv1.PodFailurePolicyRule{{
+					Action: action,
+					OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+						Operator: batchv1.PodFailurePolicyOnExitCodesOpIn,
+						Values:   []int32{code},
+					},
+				}},
+			}
 		}
 	}
 	t.Run("FailJob", func(t *testing.T) {
@@ -535,7 +715,8 @@ func TestPodFailurePolicyInSync(t *testing.T) {
 			c.Message != "Container c for pod ns/p failed with exit code 42 matching FailJob rule at index 0" {
 			t.Errorf("Failed condition %+v", c)
 		}
-		if ft := findCondition(st.Conditions, batchv1.JobFailureTarget); ft == nil || ft.Reason != batchv1.JobReasonPodFailurePolicy {
+		if ft := findCondition(st.Conditions, batchv1.JobFailureTarget); ft == nil ||
+			ft.Reason != batchv1.JobReasonPodFailurePolicy {
 			t.Errorf("FailureTarget condition %+v", ft)
 		}
 	})
@@ -544,12 +725,19 @@ func TestPodFailurePolicyInSync(t *testing.T) {
 		f := newFixture(t, objects(j, newPod("p", j, finished(corev1.PodFailed, 42, epoch))))
 		f.mustSync("ns/work")
 		st := f.job("work").Status
-		if st.Failed != 0 || isFinished(f.job("work")) || conditionOf(f.job("work"), batchv1.JobFailureTarget) != nil {
+		if st.Failed != 0 || isFinished(f.job("work")) ||
+			conditionOf(f.job("work"), batchv1.JobFailureTarget) != nil {
 			t.Errorf("status %+v: an ignored failure counted", st)
 		}
 		// As in KCM, an ignored failure still delays the replacement.
-		if d, ok := f.lastRequeue(); len(f.createdPods()) != 0 || !ok || d != PodFailureBackoffBase {
-			t.Errorf("created %d replacements, requeue %v %v; want none and the 10s back-off", len(f.createdPods()), d, ok)
+		if d, ok := f.lastRequeue(); len(f.createdPods()) != 0 || !ok ||
+			d != PodFailureBackoffBase {
+			t.Errorf(
+				"created %d replacements, requeue %v %v; want none and the 10s back-off",
+				len(f.createdPods()),
+				d,
+				ok,
+			)
 		}
 	})
 }
@@ -559,14 +747,18 @@ func TestPodFailurePolicyInSync(t *testing.T) {
 // pods deleted with their finalizers removed, then Complete.
 func TestSuccessPolicyInSync(t *testing.T) {
 	j := newJob("work", indexed, completions(3), parallelism(3), started, func(j *batchv1.Job) {
-		j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}
+		j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{
+			Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}},
+		}
 	})
 	f := newFixture(t, objects(j,
 		newPod("a", j, atIndex(0), finished(corev1.PodSucceeded, 0, epoch)),
 		newPod("b", j, atIndex(1), running), newPod("c", j, atIndex(2))))
 	f.mustSync("ns/work")
 	st := f.job("work").Status
-	if c := findCondition(st.Conditions, batchv1.JobSuccessCriteriaMet); c == nil || c.Reason != batchv1.JobReasonSuccessPolicy || c.Message != "Matched rules at index 0" {
+	if c := findCondition(st.Conditions, batchv1.JobSuccessCriteriaMet); c == nil ||
+		c.Reason != batchv1.JobReasonSuccessPolicy ||
+		c.Message != "Matched rules at index 0" {
 		t.Fatalf("conditions %+v", st.Conditions)
 	}
 	if f.count("delete pods") != 2 {
@@ -574,7 +766,8 @@ func TestSuccessPolicyInSync(t *testing.T) {
 	}
 	f.mustSync("ns/work")
 	st = f.job("work").Status
-	if c := findCondition(st.Conditions, batchv1.JobComplete); c == nil || c.Reason != batchv1.JobReasonSuccessPolicy {
+	if c := findCondition(st.Conditions, batchv1.JobComplete); c == nil ||
+		c.Reason != batchv1.JobReasonSuccessPolicy {
 		t.Fatalf("conditions %+v lack Complete SuccessPolicy", st.Conditions)
 	}
 	if st.CompletedIndexes != "0" || st.Succeeded != 1 || st.Failed != 0 {
@@ -587,7 +780,9 @@ func TestSuccessPolicyInSync(t *testing.T) {
 func TestOrphanFinalizerRemoved(t *testing.T) {
 	live := newJob("live", started)
 	done := newJob("done", started, func(j *batchv1.Job) {
-		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+		j.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue},
+		}
 	})
 	gone := newJob("gone")
 	f := newFixture(t, objects(live, done,
@@ -610,17 +805,28 @@ func TestOrphanFinalizerRemoved(t *testing.T) {
 // with the tracking finalizer in the same patch, and counted.
 func TestAdoptionAddsFinalizer(t *testing.T) {
 	j := newJob("work", started, completions(1))
-	orphan := newPod("stray", j, withoutFinalizer, running, func(p *corev1.Pod) { p.OwnerReferences = nil })
+	orphan := newPod(
+		"stray",
+		j,
+		withoutFinalizer,
+		running,
+		func(p *corev1.Pod) { p.OwnerReferences = nil },
+	)
 	f := newFixture(t, objects(j, orphan))
 	if err := f.sync("ns/work"); err != nil {
 		t.Fatal(err)
 	}
 	p := f.apiPods()[0]
-	if !metav1.IsControlledBy(&p, j) || !slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) {
+	if !metav1.IsControlledBy(&p, j) ||
+		!slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer) {
 		t.Errorf("pod %+v not adopted with the finalizer", p.ObjectMeta)
 	}
 	if len(f.createdPods()) != 0 || f.job("work").Status.Active != 1 {
-		t.Errorf("created %d pods, active %d: the adoptee should count", len(f.createdPods()), f.job("work").Status.Active)
+		t.Errorf(
+			"created %d pods, active %d: the adoptee should count",
+			len(f.createdPods()),
+			f.job("work").Status.Active,
+		)
 	}
 }
 
@@ -634,7 +840,8 @@ func TestWithFinalizerChange(t *testing.T) {
 			t.Errorf("withFinalizerChange(%s) = %s, %v; want %s", tt.in, got, err, tt.want)
 		}
 	}
-	if _, err := withFinalizerChange([]byte(`{}`)); err == nil || !strings.Contains(err.Error(), "no metadata") {
+	if _, err := withFinalizerChange([]byte(`{}`)); err == nil ||
+		!strings.Contains(err.Error(), "no metadata") {
 		t.Errorf("a patch without metadata: %v", err)
 	}
 }
@@ -658,15 +865,33 @@ func TestPodReplacementPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.policy), func(t *testing.T) {
-			j := newJob("work", started, completions(1), func(j *batchv1.Job) { j.Spec.PodReplacementPolicy = ptr.To(tt.policy) })
-			deleting := newPod("p", j, running, func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(epochTime()) })
+			j := newJob(
+				"work",
+				started,
+				completions(1),
+				func(j *batchv1.Job) { j.Spec.PodReplacementPolicy = ptr.To(tt.policy) },
+			)
+			deleting := newPod(
+				"p",
+				j,
+				running,
+				func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(epochTime()) },
+			)
 			f := newFixture(t, objects(j, deleting))
 			if err := f.sync("ns/work"); err != nil {
 				t.Fatal(err)
 			}
 			st := f.job("work").Status
-			if st.Failed != tt.wantFailed || ptr.Deref(st.Terminating, -1) != tt.wantTerminating || st.Active != 0 {
-				t.Errorf("failed %d terminating %v active %d, want %d %d 0", st.Failed, ptr.Deref(st.Terminating, -1), st.Active, tt.wantFailed, tt.wantTerminating)
+			if st.Failed != tt.wantFailed || ptr.Deref(st.Terminating, -1) != tt.wantTerminating ||
+				st.Active != 0 {
+				t.Errorf(
+					"failed %d terminating %v active %d, want %d %d 0",
+					st.Failed,
+					ptr.Deref(st.Terminating, -1),
+					st.Active,
+					tt.wantFailed,
+					tt.wantTerminating,
+				)
 			}
 			if n := f.count("patch pods"); n != tt.wantPatches {
 				t.Errorf("%d finalizer removals, want %d", n, tt.wantPatches)

@@ -25,11 +25,26 @@ var conditionTypes = []corev1.NamespaceConditionType{
 // okConditions are the reason and message of each condition when nothing
 // went wrong (status False), KCM's words.
 var okConditions = map[corev1.NamespaceConditionType]struct{ reason, message string }{
-	corev1.NamespaceDeletionDiscoveryFailure: {"ResourcesDiscovered", "All resources successfully discovered"},
-	corev1.NamespaceDeletionGVParsingFailure: {"ParsedGroupVersions", "All legacy kube types successfully parsed"},
-	corev1.NamespaceDeletionContentFailure:   {"ContentDeleted", "All content successfully deleted, may be waiting on finalization"},
-	corev1.NamespaceContentRemaining:         {"ContentRemoved", "All content successfully removed"},
-	corev1.NamespaceFinalizersRemaining:      {"ContentHasNoFinalizers", "All content-preserving finalizers finished"},
+	corev1.NamespaceDeletionDiscoveryFailure: {
+		"ResourcesDiscovered",
+		"All resources successfully discovered",
+	},
+	corev1.NamespaceDeletionGVParsingFailure: {
+		"ParsedGroupVersions",
+		"All legacy kube types successfully parsed",
+	},
+	corev1.NamespaceDeletionContentFailure: {
+		"ContentDeleted",
+		"All content successfully deleted, may be waiting on finalization",
+	},
+	corev1.NamespaceContentRemaining: {
+		"ContentRemoved",
+		"All content successfully removed",
+	},
+	corev1.NamespaceFinalizersRemaining: {
+		"ContentHasNoFinalizers",
+		"All content-preserving finalizers finished",
+	},
 }
 
 // conditionUpdater collects what went wrong in one pass over a namespace
@@ -52,7 +67,11 @@ func (u *conditionUpdater) discoveryFailed(err error) {
 	msg := err.Error()
 	var partial *discovery.ErrGroupDiscoveryFailed
 	if errors.As(err, &partial) {
-		msg = fmt.Sprintf("Discovery failed for some groups, %d failing: %v", len(partial.Groups), err)
+		msg = fmt.Sprintf(
+			"Discovery failed for some groups, %d failing: %v",
+			len(partial.Groups),
+			err,
+		)
 	}
 	u.fail(corev1.NamespaceDeletionDiscoveryFailure, "DiscoveryFailed", msg)
 }
@@ -68,11 +87,17 @@ func (u *conditionUpdater) contentFailed(err error) { u.contentErrs = append(u.c
 
 // contentRemaining records the objects left, per resource and per
 // finalizer; nothing is recorded for empty maps.
-func (u *conditionUpdater) contentRemaining(byResource map[schema.GroupVersionResource]int, byFinalizer map[string]int) {
+func (u *conditionUpdater) contentRemaining(
+	byResource map[schema.GroupVersionResource]int,
+	byFinalizer map[string]int,
+) {
 	var resources []string
 	for gvr, n := range byResource {
 		if n > 0 {
-			resources = append(resources, fmt.Sprintf("%s.%s has %d resource instances", gvr.Resource, gvr.Group, n))
+			resources = append(
+				resources,
+				fmt.Sprintf("%s.%s has %d resource instances", gvr.Resource, gvr.Group, n),
+			)
 		}
 	}
 	if len(byResource) > 0 {
@@ -88,12 +113,21 @@ func (u *conditionUpdater) contentRemaining(byResource map[schema.GroupVersionRe
 	}
 	if len(byFinalizer) > 0 {
 		slices.Sort(finalizers)
-		u.fail(corev1.NamespaceFinalizersRemaining, "SomeFinalizersRemain",
-			"Some content in the namespace has finalizers remaining: "+strings.Join(finalizers, ", "))
+		u.fail(
+			corev1.NamespaceFinalizersRemaining,
+			"SomeFinalizersRemain",
+			"Some content in the namespace has finalizers remaining: "+strings.Join(
+				finalizers,
+				", ",
+			),
+		)
 	}
 }
 
-func findCondition(conds []corev1.NamespaceCondition, t corev1.NamespaceConditionType) *corev1.NamespaceCondition {
+func findCondition(
+	conds []corev1.NamespaceCondition,
+	t corev1.NamespaceConditionType,
+) *corev1.NamespaceCondition {
 	for i := range conds {
 		if conds[i].Type == t {
 			return &conds[i]
@@ -107,7 +141,8 @@ func findCondition(conds []corev1.NamespaceCondition, t corev1.NamespaceConditio
 // status. It reports whether status changed.
 func (u *conditionUpdater) apply(status *corev1.NamespaceStatus) bool {
 	failing := slices.Clone(u.failing)
-	if findCondition(failing, corev1.NamespaceDeletionContentFailure) == nil && len(u.contentErrs) > 0 {
+	if findCondition(failing, corev1.NamespaceDeletionContentFailure) == nil &&
+		len(u.contentErrs) > 0 {
 		msgs := make([]string, 0, len(u.contentErrs))
 		for _, err := range u.contentErrs {
 			msgs = append(msgs, err.Error())
@@ -115,8 +150,12 @@ func (u *conditionUpdater) apply(status *corev1.NamespaceStatus) bool {
 		slices.Sort(msgs)
 		failing = append(failing, corev1.NamespaceCondition{
 			Type: corev1.NamespaceDeletionContentFailure, Status: corev1.ConditionTrue, LastTransitionTime: u.now,
-			Reason:  "ContentDeletionFailed",
-			Message: fmt.Sprintf("Failed to delete all resource types, %d remaining: %v", len(u.contentErrs), strings.Join(msgs, ", ")),
+			Reason: "ContentDeletionFailed",
+			Message: fmt.Sprintf(
+				"Failed to delete all resource types, %d remaining: %v",
+				len(u.contentErrs),
+				strings.Join(msgs, ", "),
+			),
 		})
 	}
 	changed := false
@@ -124,7 +163,13 @@ func (u *conditionUpdater) apply(status *corev1.NamespaceStatus) bool {
 		want := findCondition(failing, t)
 		if want == nil {
 			ok := okConditions[t]
-			want = &corev1.NamespaceCondition{Type: t, Status: corev1.ConditionFalse, LastTransitionTime: u.now, Reason: ok.reason, Message: ok.message}
+			want = &corev1.NamespaceCondition{
+				Type:               t,
+				Status:             corev1.ConditionFalse,
+				LastTransitionTime: u.now,
+				Reason:             ok.reason,
+				Message:            ok.message,
+			}
 		}
 		have := findCondition(status.Conditions, t)
 		switch {

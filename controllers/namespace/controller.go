@@ -60,10 +60,15 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 	informer := cc.InformerFactory.Core().V1().Namespaces()
 	c := &controller{
 		namespaces: informer.Lister(),
-		deleter:    newDeleter(client, meta, serverNamespacedResources(client.Discovery()), o.Clock),
-		workers:    int(o.ConcurrentNamespaceSyncs),
-		every:      o.NamespaceSyncPeriod,
-		ticks:      clock.RealClock{},
+		deleter: newDeleter(
+			client,
+			meta,
+			serverNamespacedResources(client.Discovery()),
+			o.Clock,
+		),
+		workers: int(o.ConcurrentNamespaceSyncs),
+		every:   o.NamespaceSyncPeriod,
+		ticks:   clock.RealClock{},
 	}
 	// The loop exists before the handler is registered (a running informer
 	// calls it at once); on a later failure it is shut down here,
@@ -89,7 +94,10 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 // with: built from the controller's REST config with KCM's raised limits
 // when the host has a config, else the builder's own clients (a host over
 // fake clientsets).
-func clients(b descriptor.ClientBuilder, name string) (kubernetes.Interface, metadata.Interface, error) {
+func clients(
+	b descriptor.ClientBuilder,
+	name string,
+) (kubernetes.Interface, metadata.Interface, error) {
 	cfg, err := b.Config(name)
 	if err != nil {
 		client, err := b.Client(name)
@@ -132,7 +140,9 @@ func raiseLimits(cfg *rest.Config) {
 
 // serverNamespacedResources asks the server, at every call, for its
 // preferred namespaced resources, as KCM's namespace controller does.
-func serverNamespacedResources(d discovery.DiscoveryInterface) func() ([]*metav1.APIResourceList, error) {
+func serverNamespacedResources(
+	d discovery.DiscoveryInterface,
+) func() ([]*metav1.APIResourceList, error) {
 	return func() ([]*metav1.APIResourceList, error) { return discovery.ServerPreferredNamespacedResources(d) }
 }
 
@@ -141,7 +151,10 @@ func serverNamespacedResources(d discovery.DiscoveryInterface) func() ([]*metav1
 // burst of 100, as KCM does.
 func rateLimiter(c clock.PassiveClock) workqueue.TypedRateLimiter[string] {
 	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Minute),
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](
+			5*time.Millisecond,
+			time.Minute,
+		),
 		newBucket(c, 10, 100),
 	)
 }
@@ -245,7 +258,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	var remaining *contentRemainingError
 	if errors.As(err, &remaining) {
 		wait := time.Duration(remaining.estimate/2+1) * time.Second
-		log.V(4).Info("Content remaining in namespace", "namespace", key, "waitSeconds", wait.Seconds())
+		log.V(4).
+			Info("Content remaining in namespace", "namespace", key, "waitSeconds", wait.Seconds())
 		return workloop.RequeueAfter(wait)
 	}
 	if err != nil {

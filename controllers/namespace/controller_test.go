@@ -24,7 +24,14 @@ func newTestController(t *testing.T, f *fixture, cached ...*corev1.Namespace) *c
 		deleter:    f.d,
 		workers:    1,
 	}
-	c.loop = workloop.New("test", c.sync, workloop.Options{Clock: testingclock.NewFakeClock(t0), RateLimiter: rateLimiter(testingclock.NewFakeClock(t0))})
+	c.loop = workloop.New(
+		"test",
+		c.sync,
+		workloop.Options{
+			Clock:       testingclock.NewFakeClock(t0),
+			RateLimiter: rateLimiter(testingclock.NewFakeClock(t0)),
+		},
+	)
 	t.Cleanup(c.loop.ShutDown)
 	return c
 }
@@ -42,14 +49,42 @@ func TestSyncRequeue(t *testing.T) {
 		wantErr   bool          // a plain (retried) error
 		wantCalls bool          // the API was called
 	}{
-		{name: "pod within a 30s grace period: 16s", ns: namespace(10 * time.Second), objs: []object{pod("p", 30, true)},
-			cached: true, wantAfter: 16 * time.Second, wantCalls: true},
-		{name: "finalizers: 15s estimate, 8s", ns: namespace(time.Minute), objs: []object{obj(configMaps, "cm", "example.com/block")},
-			cached: true, wantAfter: 8 * time.Second, wantCalls: true},
-		{name: "emptied", ns: namespace(time.Minute), objs: []object{obj(configMaps, "cm")}, cached: true, wantCalls: true},
-		{name: "not in the cache", ns: namespace(time.Minute), objs: []object{obj(configMaps, "cm")}},
-		{name: "pod stuck past its grace period: retried", ns: namespace(time.Minute), objs: []object{pod("p", 30, true)},
-			cached: true, wantErr: true, wantCalls: true},
+		{
+			name:      "pod within a 30s grace period: 16s",
+			ns:        namespace(10 * time.Second),
+			objs:      []object{pod("p", 30, true)},
+			cached:    true,
+			wantAfter: 16 * time.Second,
+			wantCalls: true,
+		},
+		{
+			name:      "finalizers: 15s estimate, 8s",
+			ns:        namespace(time.Minute),
+			objs:      []object{obj(configMaps, "cm", "example.com/block")},
+			cached:    true,
+			wantAfter: 8 * time.Second,
+			wantCalls: true,
+		},
+		{
+			name:      "emptied",
+			ns:        namespace(time.Minute),
+			objs:      []object{obj(configMaps, "cm")},
+			cached:    true,
+			wantCalls: true,
+		},
+		{
+			name: "not in the cache",
+			ns:   namespace(time.Minute),
+			objs: []object{obj(configMaps, "cm")},
+		},
+		{
+			name:      "pod stuck past its grace period: retried",
+			ns:        namespace(time.Minute),
+			objs:      []object{pod("p", 30, true)},
+			cached:    true,
+			wantErr:   true,
+			wantCalls: true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,7 +134,11 @@ func TestHandlerDelaysDeletedNamespaces(t *testing.T) {
 		t.Fatalf("queued %d before the delay passed", n)
 	}
 	clk.Step(time.Millisecond)
-	controllertest.WaitFor(t, "the deleted namespace to be queued", func() bool { return c.loop.Len() == 1 })
+	controllertest.WaitFor(
+		t,
+		"the deleted namespace to be queued",
+		func() bool { return c.loop.Len() == 1 },
+	)
 }
 
 // TestRetryLimits: one namespace's retries back off from 5ms to a minute;
@@ -111,7 +150,10 @@ func TestRetryLimits(t *testing.T) {
 	for range 3 {
 		got = append(got, rl.When("a"))
 	}
-	if want := []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond}; !slices.Equal(got, want) {
+	if want := []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond}; !slices.Equal(
+		got,
+		want,
+	) {
 		t.Errorf("back-off %v, want %v", got, want)
 	}
 	for range 30 {
@@ -168,7 +210,11 @@ func TestPeriodicPassQueuesDeletingNamespaces(t *testing.T) {
 		return c.loop.Len() > 0
 	})
 	if elapsed := clk.Since(t0); elapsed < time.Minute+deletionDelay {
-		t.Errorf("queued %v after the start, want at least a period and the delay (%v)", elapsed, time.Minute+deletionDelay)
+		t.Errorf(
+			"queued %v after the start, want at least a period and the delay (%v)",
+			elapsed,
+			time.Minute+deletionDelay,
+		)
 	}
 	if n := c.loop.Len(); n != 1 {
 		t.Errorf("queued %d, want only the namespace being deleted", n)

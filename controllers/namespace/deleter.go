@@ -34,7 +34,10 @@ var podsResource = corev1.SchemeGroupVersion.WithResource("pods")
 type contentRemainingError struct{ estimate int64 }
 
 func (e *contentRemainingError) Error() string {
-	return fmt.Sprintf("some content remains in the namespace, estimate %d seconds before it is removed", e.estimate)
+	return fmt.Sprintf(
+		"some content remains in the namespace, estimate %d seconds before it is removed",
+		e.estimate,
+	)
 }
 
 // deleter empties one namespace at a time of every namespaced resource the
@@ -50,7 +53,12 @@ type deleter struct {
 	token    corev1.FinalizerName
 }
 
-func newDeleter(client kubernetes.Interface, meta metadata.Interface, discover func() ([]*metav1.APIResourceList, error), c clock.PassiveClock) *deleter {
+func newDeleter(
+	client kubernetes.Interface,
+	meta metadata.Interface,
+	discover func() ([]*metav1.APIResourceList, error),
+	c clock.PassiveClock,
+) *deleter {
 	return &deleter{
 		namespaces: client.CoreV1().Namespaces(),
 		pods:       client.CoreV1(),
@@ -77,7 +85,9 @@ func (d *deleter) delete(ctx context.Context, name string) error {
 	if ns.DeletionTimestamp == nil {
 		return nil
 	}
-	logr.FromContextOrDiscard(ctx).V(5).Info("Emptying namespace", "namespace", name, "finalizer", d.token)
+	logr.FromContextOrDiscard(ctx).
+		V(5).
+		Info("Emptying namespace", "namespace", name, "finalizer", d.token)
 	ns, err = d.retryOnConflict(ctx, ns, d.markTerminating)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -103,7 +113,11 @@ func (d *deleter) delete(ctx context.Context, name string) error {
 
 // retryOnConflict calls update until it does not conflict, each retry on a
 // fresh copy of the namespace, failing if the namespace was replaced.
-func (d *deleter) retryOnConflict(ctx context.Context, ns *corev1.Namespace, update func(context.Context, *corev1.Namespace) (*corev1.Namespace, error)) (*corev1.Namespace, error) {
+func (d *deleter) retryOnConflict(
+	ctx context.Context,
+	ns *corev1.Namespace,
+	update func(context.Context, *corev1.Namespace) (*corev1.Namespace, error),
+) (*corev1.Namespace, error) {
 	for {
 		out, err := update(ctx, ns)
 		if !apierrors.IsConflict(err) {
@@ -125,7 +139,10 @@ func (d *deleter) retryOnConflict(ctx context.Context, ns *corev1.Namespace, upd
 
 // markTerminating sets status.phase to Terminating on a namespace being
 // deleted.
-func (d *deleter) markTerminating(ctx context.Context, ns *corev1.Namespace) (*corev1.Namespace, error) {
+func (d *deleter) markTerminating(
+	ctx context.Context,
+	ns *corev1.Namespace,
+) (*corev1.Namespace, error) {
 	if ns.DeletionTimestamp.IsZero() || ns.Status.Phase == corev1.NamespaceTerminating {
 		return ns, nil
 	}
@@ -166,7 +183,10 @@ type remaining struct {
 // namespaced resource, pods first, and records the outcome in the
 // namespace's conditions. It returns the longest estimate of the time the
 // remaining objects need, and the namespace as last written.
-func (d *deleter) deleteAllContent(ctx context.Context, ns *corev1.Namespace) (int64, *corev1.Namespace, error) {
+func (d *deleter) deleteAllContent(
+	ctx context.Context,
+	ns *corev1.Namespace,
+) (int64, *corev1.Namespace, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	deletedAt := *ns.DeletionTimestamp
 	conds := conditionUpdater{now: metav1.NewTime(d.clock.Now())}
@@ -204,7 +224,10 @@ func (d *deleter) deleteAllContent(ctx context.Context, ns *corev1.Namespace) (i
 	if _, ok := resources[podsResource]; ok {
 		r, err := d.deleteResource(ctx, ops, podsResource, ns.Name, deletedAt)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("failed to delete pods for namespace: %s, err: %w", ns.Name, err))
+			errs = append(
+				errs,
+				fmt.Errorf("failed to delete pods for namespace: %s, err: %w", ns.Name, err),
+			)
 			conds.contentFailed(err)
 		}
 		tally(podsResource, r)
@@ -231,21 +254,27 @@ func (d *deleter) deleteAllContent(ctx context.Context, ns *corev1.Namespace) (i
 	// variant, and the namespace may keep other finalizers after ours.
 	ns = d.writeConditions(ctx, ns, &conds)
 	err = utilerrors.NewAggregate(errs)
-	log.V(4).Info("Deleted namespace content", "namespace", ns.Name, "estimate", estimate, "err", err)
+	log.V(4).
+		Info("Deleted namespace content", "namespace", ns.Name, "estimate", estimate, "err", err)
 	return estimate, ns, err
 }
 
 // writeConditions applies conds to ns and writes the status when it
 // changed, returning the namespace as written (ns itself when nothing was
 // written or the write failed: the failure is logged, not returned).
-func (d *deleter) writeConditions(ctx context.Context, ns *corev1.Namespace, conds *conditionUpdater) *corev1.Namespace {
+func (d *deleter) writeConditions(
+	ctx context.Context,
+	ns *corev1.Namespace,
+	conds *conditionUpdater,
+) *corev1.Namespace {
 	ns = ns.DeepCopy()
 	if !conds.apply(&ns.Status) {
 		return ns
 	}
 	out, err := d.namespaces.UpdateStatus(ctx, ns, metav1.UpdateOptions{})
 	if err != nil {
-		logr.FromContextOrDiscard(ctx).Error(err, "Couldn't update status condition for namespace", "namespace", ns.Name)
+		logr.FromContextOrDiscard(ctx).
+			Error(err, "Couldn't update status condition for namespace", "namespace", ns.Name)
 		return ns
 	}
 	return out
@@ -301,7 +330,11 @@ func sorted(set map[schema.GroupVersionResource]struct{}) []schema.GroupVersionR
 		out = append(out, gvr)
 	}
 	slices.SortFunc(out, func(a, b schema.GroupVersionResource) int {
-		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Version, b.Version), cmp.Compare(a.Resource, b.Resource))
+		return cmp.Or(
+			cmp.Compare(a.Group, b.Group),
+			cmp.Compare(a.Version, b.Version),
+			cmp.Compare(a.Resource, b.Resource),
+		)
 	})
 	return out
 }
@@ -309,7 +342,13 @@ func sorted(set map[schema.GroupVersionResource]struct{}) []schema.GroupVersionR
 // deleteResource deletes the namespace's objects of one resource, by
 // collection where the server supports it, else one by one, and tells
 // what is left.
-func (d *deleter) deleteResource(ctx context.Context, o ops, gvr schema.GroupVersionResource, ns string, deletedAt metav1.Time) (remaining, error) {
+func (d *deleter) deleteResource(
+	ctx context.Context,
+	o ops,
+	gvr schema.GroupVersionResource,
+	ns string,
+	deletedAt metav1.Time,
+) (remaining, error) {
 	log := logr.FromContextOrDiscard(ctx).V(5).WithValues("namespace", ns, "resource", gvr)
 	estimate, err := d.estimate(ctx, gvr, ns, deletedAt)
 	if err != nil {
@@ -348,7 +387,11 @@ func (d *deleter) deleteResource(ctx context.Context, o ops, gvr schema.GroupVer
 		return remaining{estimate: estimate, count: len(left.Items), byFinalizer: byFinalizer}, nil
 	case len(byFinalizer) > 0:
 		// Finalizers are a normal reason to wait; give them time.
-		return remaining{estimate: finalizerSeconds, count: len(left.Items), byFinalizer: byFinalizer}, nil
+		return remaining{
+			estimate:    finalizerSeconds,
+			count:       len(left.Items),
+			byFinalizer: byFinalizer,
+		}, nil
 	}
 	// Nothing explains why they are still here.
 	return remaining{estimate: estimate, count: len(left.Items)},
@@ -370,11 +413,18 @@ func unsupported(err error) bool {
 
 // deleteCollection deletes all the namespace's objects of gvr at once. It
 // returns false when the server does not support that.
-func (d *deleter) deleteCollection(ctx context.Context, o ops, gvr schema.GroupVersionResource, ns string) (bool, error) {
+func (d *deleter) deleteCollection(
+	ctx context.Context,
+	o ops,
+	gvr schema.GroupVersionResource,
+	ns string,
+) (bool, error) {
 	if !has(o.deleteCollection, gvr) {
 		return false, nil
 	}
-	err := d.meta.Resource(gvr).Namespace(ns).DeleteCollection(ctx, backgroundDelete(), metav1.ListOptions{})
+	err := d.meta.Resource(gvr).
+		Namespace(ns).
+		DeleteCollection(ctx, backgroundDelete(), metav1.ListOptions{})
 	if err != nil && unsupported(err) {
 		return false, nil
 	}
@@ -383,7 +433,12 @@ func (d *deleter) deleteCollection(ctx context.Context, o ops, gvr schema.GroupV
 
 // list lists the namespace's objects of gvr; listed is false when the
 // server does not support listing them.
-func (d *deleter) list(ctx context.Context, o ops, gvr schema.GroupVersionResource, ns string) (items *metav1.PartialObjectMetadataList, listed bool, err error) {
+func (d *deleter) list(
+	ctx context.Context,
+	o ops,
+	gvr schema.GroupVersionResource,
+	ns string,
+) (items *metav1.PartialObjectMetadataList, listed bool, err error) {
 	if !has(o.list, gvr) {
 		return nil, false, nil
 	}
@@ -399,7 +454,12 @@ func (d *deleter) list(ctx context.Context, o ops, gvr schema.GroupVersionResour
 
 // deleteEach lists the namespace's objects of gvr and deletes them one by
 // one.
-func (d *deleter) deleteEach(ctx context.Context, o ops, gvr schema.GroupVersionResource, ns string) error {
+func (d *deleter) deleteEach(
+	ctx context.Context,
+	o ops,
+	gvr schema.GroupVersionResource,
+	ns string,
+) error {
 	items, listed, err := d.list(ctx, o, gvr, ns)
 	if err != nil || !listed {
 		return err
@@ -417,7 +477,12 @@ func (d *deleter) deleteEach(ctx context.Context, o ops, gvr schema.GroupVersion
 // deleted: for pods, the longest grace period of the pods not yet
 // finished, unless that much time has passed since the namespace's
 // deletion; zero for everything else.
-func (d *deleter) estimate(ctx context.Context, gvr schema.GroupVersionResource, ns string, deletedAt metav1.Time) (int64, error) {
+func (d *deleter) estimate(
+	ctx context.Context,
+	gvr schema.GroupVersionResource,
+	ns string,
+	deletedAt metav1.Time,
+) (int64, error) {
 	if gvr.GroupResource() != podsResource.GroupResource() {
 		return 0, nil
 	}

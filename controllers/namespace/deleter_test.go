@@ -71,58 +71,112 @@ func TestPass(t *testing.T) {
 		wantFinal   [][]corev1.FinalizerName
 		wantLeft    []string
 	}{
-		{name: "not being deleted: untouched", ns: namespace(0, func(ns *corev1.Namespace) { ns.DeletionTimestamp = nil }),
-			objs: []object{obj(configMaps, "cm")}, wantLeft: []string{"configmaps/cm"}},
+		{
+			name:     "not being deleted: untouched",
+			ns:       namespace(0, func(ns *corev1.Namespace) { ns.DeletionTimestamp = nil }),
+			objs:     []object{obj(configMaps, "cm")},
+			wantLeft: []string{"configmaps/cm"},
+		},
 		{name: "gone: nothing to do"},
-		{name: "no finalizers left: only marked Terminating", ns: namespace(0, func(ns *corev1.Namespace) { ns.Spec.Finalizers = nil }),
-			objs: []object{obj(configMaps, "cm")}, wantLeft: []string{"configmaps/cm"}},
-		{name: "other finalizers are kept, sorted, once", ns: namespace(0, func(ns *corev1.Namespace) {
-			ns.Spec.Finalizers = []corev1.FinalizerName{"z.example/f", corev1.FinalizerKubernetes, "a.example/f", "z.example/f"}
-		}), wantConds: okConds, wantFinal: [][]corev1.FinalizerName{{"a.example/f", "z.example/f"}}},
+		{
+			name:     "no finalizers left: only marked Terminating",
+			ns:       namespace(0, func(ns *corev1.Namespace) { ns.Spec.Finalizers = nil }),
+			objs:     []object{obj(configMaps, "cm")},
+			wantLeft: []string{"configmaps/cm"},
+		},
+		{
+			name: "other finalizers are kept, sorted, once",
+			ns: namespace(0, func(ns *corev1.Namespace) {
+				ns.Spec.Finalizers = []corev1.FinalizerName{
+					"z.example/f",
+					corev1.FinalizerKubernetes,
+					"a.example/f",
+					"z.example/f",
+				}
+			}),
+			wantConds: okConds,
+			wantFinal: [][]corev1.FinalizerName{{"a.example/f", "z.example/f"}},
+		},
 		{name: "pod within its grace period: nothing else deleted, requeued by the estimate",
-			ns: namespace(10 * time.Second), objs: []object{pod("p", 30, true), obj(configMaps, "cm")},
+			ns: namespace(
+				10 * time.Second,
+			), objs: []object{pod("p", 30, true), obj(configMaps, "cm")},
 			wantEstim: 30, wantConds: okConds, wantLeft: []string{"pods/p", "configmaps/cm"}},
 		{name: "terminal pods do not count in the estimate", ns: namespace(10 * time.Second),
-			objs: []object{pod("p", 30, false)}, wantConds: okConds, wantFinal: [][]corev1.FinalizerName{{}}},
+			objs: []object{
+				pod("p", 30, false),
+			}, wantConds: okConds, wantFinal: [][]corev1.FinalizerName{{}}},
 		{name: "pod past its grace period and still there: unexpected",
 			ns: namespace(time.Minute), objs: []object{pod("p", 30, true), obj(configMaps, "cm")},
-			wantErr:   "failed to delete pods for namespace: ns, err: unexpected items still remain in namespace: ns for gvr: /v1, Resource=pods",
-			wantConds: withConds("NamespaceDeletionContentFailure True ContentDeletionFailed: Failed to delete all resource types, 1 remaining: unexpected items still remain in namespace: ns for gvr: /v1, Resource=pods"),
-			wantLeft:  []string{"pods/p", "configmaps/cm"}},
+			wantErr: "failed to delete pods for namespace: ns, err: unexpected items still remain in namespace: ns for gvr: /v1, Resource=pods",
+			wantConds: withConds(
+				"NamespaceDeletionContentFailure True ContentDeletionFailed: Failed to delete all resource types, 1 remaining: unexpected items still remain in namespace: ns for gvr: /v1, Resource=pods",
+			),
+			wantLeft: []string{"pods/p", "configmaps/cm"}},
 		{name: "finalizers hold content: remaining, estimated 15s",
-			ns: namespace(time.Minute), objs: []object{obj(configMaps, "cm", "example.com/block"), obj(widgets, "w", "example.com/block", "example.com/other"), obj(secrets, "s")},
+			ns: namespace(
+				time.Minute,
+			), objs: []object{obj(configMaps, "cm", "example.com/block"), obj(widgets, "w", "example.com/block", "example.com/other"), obj(secrets, "s")},
 			wantEstim: finalizerSeconds,
 			wantConds: withConds(
 				"NamespaceContentRemaining True SomeResourcesRemain: Some resources are remaining: configmaps. has 1 resource instances, widgets.example.com has 1 resource instances",
-				"NamespaceFinalizersRemaining True SomeFinalizersRemain: Some content in the namespace has finalizers remaining: example.com/block in 2 resource instances, example.com/other in 1 resource instances"),
+				"NamespaceFinalizersRemaining True SomeFinalizersRemain: Some content in the namespace has finalizers remaining: example.com/block in 2 resource instances, example.com/other in 1 resource instances",
+			),
 			wantLeft: []string{"configmaps/cm", "widgets/w"}},
 		{name: "one resource failing does not stop the others",
-			ns: namespace(time.Minute), objs: []object{obj(configMaps, "cm"), obj(secrets, "s"), obj(widgets, "w")},
-			errs:      map[string]error{"deletecollection configmaps": boom},
-			wantErr:   "Internal error occurred: boom",
-			wantConds: withConds("NamespaceDeletionContentFailure True ContentDeletionFailed: Failed to delete all resource types, 1 remaining: Internal error occurred: boom"),
-			wantLeft:  []string{"configmaps/cm"}},
+			ns: namespace(
+				time.Minute,
+			), objs: []object{obj(configMaps, "cm"), obj(secrets, "s"), obj(widgets, "w")},
+			errs:    map[string]error{"deletecollection configmaps": boom},
+			wantErr: "Internal error occurred: boom",
+			wantConds: withConds(
+				"NamespaceDeletionContentFailure True ContentDeletionFailed: Failed to delete all resource types, 1 remaining: Internal error occurred: boom",
+			),
+			wantLeft: []string{"configmaps/cm"}},
 		{name: "deletecollection not allowed after all: deleted one by one",
 			ns: namespace(time.Minute), objs: []object{obj(secrets, "s")},
-			errs:      map[string]error{"deletecollection secrets": apierrors.NewMethodNotSupported(secrets.GroupResource(), "deletecollection")},
+			errs: map[string]error{
+				"deletecollection secrets": apierrors.NewMethodNotSupported(
+					secrets.GroupResource(),
+					"deletecollection",
+				),
+			},
 			wantConds: okConds, wantFinal: [][]corev1.FinalizerName{{}}},
 		{name: "partial discovery: the rest is deleted, the failure reported, not finalized",
 			ns: namespace(time.Minute), objs: []object{obj(configMaps, "cm")},
-			discoverErr: &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("down")}},
-			wantErr:     "unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: down",
-			wantConds:   withConds("NamespaceDeletionDiscoveryFailure True DiscoveryFailed: Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: down")},
+			discoverErr: &discovery.ErrGroupDiscoveryFailed{
+				Groups: map[schema.GroupVersion]error{
+					{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("down"),
+				},
+			},
+			wantErr: "unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: down",
+			wantConds: withConds(
+				"NamespaceDeletionDiscoveryFailure True DiscoveryFailed: Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: down",
+			)},
 		{name: "discovery failed altogether",
 			ns: namespace(time.Minute), objs: []object{obj(configMaps, "cm")},
 			lists: []*metav1.APIResourceList{}, discoverErr: errors.New("connection refused"),
-			wantErr:   "connection refused",
-			wantConds: withConds("NamespaceDeletionDiscoveryFailure True DiscoveryFailed: connection refused"),
-			wantLeft:  []string{"configmaps/cm"}},
+			wantErr: "connection refused",
+			wantConds: withConds(
+				"NamespaceDeletionDiscoveryFailure True DiscoveryFailed: connection refused",
+			),
+			wantLeft: []string{"configmaps/cm"}},
 		{name: "a group version that does not parse: nothing deleted",
 			ns: namespace(time.Minute), objs: []object{obj(configMaps, "cm")},
-			lists:     append(resources(), &metav1.APIResourceList{GroupVersion: "a/b/c", APIResources: []metav1.APIResource{{Name: "xs", Namespaced: true, Verbs: allVerbs}}}),
-			wantErr:   "unexpected GroupVersion string: a/b/c",
-			wantConds: withConds("NamespaceDeletionGroupVersionParsingFailure True GroupVersionParsingFailed: unexpected GroupVersion string: a/b/c"),
-			wantLeft:  []string{"configmaps/cm"}},
+			lists: append(
+				resources(),
+				&metav1.APIResourceList{
+					GroupVersion: "a/b/c",
+					APIResources: []metav1.APIResource{
+						{Name: "xs", Namespaced: true, Verbs: allVerbs},
+					},
+				},
+			),
+			wantErr: "unexpected GroupVersion string: a/b/c",
+			wantConds: withConds(
+				"NamespaceDeletionGroupVersionParsingFailure True GroupVersionParsingFailed: unexpected GroupVersion string: a/b/c",
+			),
+			wantLeft: []string{"configmaps/cm"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,7 +227,12 @@ func TestPass(t *testing.T) {
 // back to "ok" (new lastTransitionTime only where the status changed) and
 // finalizes.
 func TestConditionsAcrossPasses(t *testing.T) {
-	f := newFixture(t, namespace(time.Minute), obj(configMaps, "cm", "example.com/block"), obj(secrets, "s"))
+	f := newFixture(
+		t,
+		namespace(time.Minute),
+		obj(configMaps, "cm", "example.com/block"),
+		obj(secrets, "s"),
+	)
 	ctx := controllertest.LogContext(t)
 	var rem *contentRemainingError
 	if err := f.d.delete(ctx, "ns"); !errors.As(err, &rem) || rem.estimate != 15 {
@@ -208,7 +267,14 @@ func TestConditionsAcrossPasses(t *testing.T) {
 		was := first.Status.Conditions[i]
 		changed := c.Status != was.Status
 		if moved := !c.LastTransitionTime.Equal(&was.LastTransitionTime); moved != changed {
-			t.Errorf("%s: lastTransitionTime %v -> %v with status %s -> %s", c.Type, was.LastTransitionTime, c.LastTransitionTime, was.Status, c.Status)
+			t.Errorf(
+				"%s: lastTransitionTime %v -> %v with status %s -> %s",
+				c.Type,
+				was.LastTransitionTime,
+				c.LastTransitionTime,
+				was.Status,
+				c.Status,
+			)
 		}
 	}
 }
@@ -219,20 +285,28 @@ func TestConflictsRetried(t *testing.T) {
 	for _, replaced := range []bool{false, true} {
 		f := newFixture(t, namespace(time.Minute))
 		conflicts := 0
-		f.client.PrependReactor("update", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
-			if a.GetSubresource() != "status" || conflicts > 0 {
-				return false, nil, nil
-			}
-			conflicts++
-			if replaced {
-				ns := namespace(time.Minute)
-				ns.UID = "uid-other"
-				if err := f.client.Tracker().Update(namespacesResource, ns, ""); err != nil {
-					t.Fatal(err)
+		f.client.PrependReactor(
+			"update",
+			"namespaces",
+			func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if a.GetSubresource() != "status" || conflicts > 0 {
+					return false, nil, nil
 				}
-			}
-			return true, nil, apierrors.NewConflict(corev1.Resource("namespaces"), "ns", errors.New("changed"))
-		})
+				conflicts++
+				if replaced {
+					ns := namespace(time.Minute)
+					ns.UID = "uid-other"
+					if err := f.client.Tracker().Update(namespacesResource, ns, ""); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return true, nil, apierrors.NewConflict(
+					corev1.Resource("namespaces"),
+					"ns",
+					errors.New("changed"),
+				)
+			},
+		)
 		err := f.d.delete(controllertest.LogContext(t), "ns")
 		switch {
 		case replaced && (err == nil || err.Error() != "namespace uid has changed across retries"):

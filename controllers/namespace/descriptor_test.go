@@ -17,12 +17,23 @@ import (
 )
 
 func TestDescriptorAndFlags(t *testing.T) {
-	controllertest.CheckIdentity(t, namespace.Descriptor(namespace.NewOptions()), controllertest.Identity{
-		Name: "namespace-controller", Alias: "namespace",
-	})
+	controllertest.CheckIdentity(
+		t,
+		namespace.Descriptor(namespace.NewOptions()),
+		controllertest.Identity{
+			Name: "namespace-controller", Alias: "namespace",
+		},
+	)
 	o := namespace.NewOptions()
-	f := controllertest.ParseFlag(t, o.AddFlags, "concurrent-namespace-syncs", "--concurrent-namespace-syncs=3", "--namespace-sync-period=90s")
-	if f.DefValue != "10" || f.Usage != "The number of namespace objects that are allowed to sync concurrently. Larger number = more responsive namespace termination, but more CPU (and network) load" {
+	f := controllertest.ParseFlag(
+		t,
+		o.AddFlags,
+		"concurrent-namespace-syncs",
+		"--concurrent-namespace-syncs=3",
+		"--namespace-sync-period=90s",
+	)
+	if f.DefValue != "10" ||
+		f.Usage != "The number of namespace objects that are allowed to sync concurrently. Larger number = more responsive namespace termination, but more CPU (and network) load" {
 		t.Errorf("concurrent-namespace-syncs: default %q usage %q", f.DefValue, f.Usage)
 	}
 	defaults := namespace.NewOptions()
@@ -44,10 +55,15 @@ func TestBuildValidatesOptions(t *testing.T) {
 		{"defaults", namespace.NewOptions(), nil},
 		{"no periodic sync", namespace.Options{ConcurrentNamespaceSyncs: 1}, nil},
 		{"zero workers", namespace.Options{NamespaceSyncPeriod: time.Minute},
-			[]string{`descriptor "namespace-controller": --concurrent-namespace-syncs: must be at least 1, got 0`}},
-		{"both wrong", namespace.Options{ConcurrentNamespaceSyncs: -2, NamespaceSyncPeriod: -time.Second},
+			[]string{
+				`descriptor "namespace-controller": --concurrent-namespace-syncs: must be at least 1, got 0`,
+			}},
+		{
+			"both wrong",
+			namespace.Options{ConcurrentNamespaceSyncs: -2, NamespaceSyncPeriod: -time.Second},
 			[]string{`--concurrent-namespace-syncs: must be at least 1, got -2`,
-				`--namespace-sync-period: must not be negative (0 turns the periodic sync off), got -1s`}},
+				`--namespace-sync-period: must not be negative (0 turns the periodic sync off), got -1s`},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,7 +85,10 @@ func TestInitWithoutMetadataClient(t *testing.T) {
 	cs := fake.NewClientset()
 	_, err := d.Init()(t.Context(), descriptor.Context{
 		Name: d.Name(), ClientBuilder: controllertest.ClientBuilder(cs, nil),
-		InformerFactory: informers.NewSharedInformerFactory(cs, 0), EventRecorder: &record.FakeRecorder{},
+		InformerFactory: informers.NewSharedInformerFactory(
+			cs,
+			0,
+		), EventRecorder: &record.FakeRecorder{},
 	})
 	if err == nil {
 		t.Fatal("Init succeeded without a metadata client")
@@ -83,18 +102,39 @@ func TestManagerEmptiesDeletedNamespace(t *testing.T) {
 	now := metav1.Now()
 	gone := &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{Name: "gone", DeletionTimestamp: &now},
-		Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
+		Spec: corev1.NamespaceSpec{
+			Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes},
+		},
 	}
 	kept := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}
 	cm := func(ns string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}
 	}
-	h := managertest.New(t, "test", []descriptor.Descriptor{namespace.Descriptor(namespace.NewOptions())},
-		gone, kept, cm("gone"), cm("kept"))
-	h.Client.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
-		{Name: "configmaps", Namespaced: true, Kind: "ConfigMap", Verbs: metav1.Verbs{"delete", "deletecollection", "list", "get"}},
-		{Name: "namespaces", Namespaced: false, Kind: "Namespace", Verbs: metav1.Verbs{"delete", "list", "get"}},
-	}}}
+	h := managertest.New(
+		t,
+		"test",
+		[]descriptor.Descriptor{namespace.Descriptor(namespace.NewOptions())},
+		gone,
+		kept,
+		cm("gone"),
+		cm("kept"),
+	)
+	h.Client.Resources = []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{
+				Name:       "configmaps",
+				Namespaced: true,
+				Kind:       "ConfigMap",
+				Verbs:      metav1.Verbs{"delete", "deletecollection", "list", "get"},
+			},
+			{
+				Name:       "namespaces",
+				Namespaced: false,
+				Kind:       "Namespace",
+				Verbs:      metav1.Verbs{"delete", "list", "get"},
+			},
+		}},
+	}
 	h.Start()
 	controllertest.WaitFor(t, "the deleted namespace to be finalized", func() bool {
 		ns, err := h.Client.CoreV1().Namespaces().Get(t.Context(), "gone", metav1.GetOptions{})

@@ -35,7 +35,16 @@ var (
 
 var namespacesResource = corev1.SchemeGroupVersion.WithResource("namespaces")
 
-var allVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+var allVerbs = metav1.Verbs{
+	"create",
+	"delete",
+	"deletecollection",
+	"get",
+	"list",
+	"patch",
+	"update",
+	"watch",
+}
 
 // resources is what the fake discovery answers by default.
 func resources() []*metav1.APIResourceList {
@@ -147,7 +156,11 @@ func (r *fakeResource) deleteLocked(match func(*object) bool) {
 	})
 }
 
-func (r *fakeResource) mine(o *object) bool { return o.gvr == r.gvr && o.meta.Namespace == r.namespace }
+func (r *fakeResource) mine(
+	o *object,
+) bool {
+	return o.gvr == r.gvr && o.meta.Namespace == r.namespace
+}
 
 func checkBackground(o metav1.DeleteOptions) error {
 	if o.PropagationPolicy == nil || *o.PropagationPolicy != metav1.DeletePropagationBackground {
@@ -156,7 +169,12 @@ func checkBackground(o metav1.DeleteOptions) error {
 	return nil
 }
 
-func (r *fakeResource) Delete(_ context.Context, name string, o metav1.DeleteOptions, _ ...string) error {
+func (r *fakeResource) Delete(
+	_ context.Context,
+	name string,
+	o metav1.DeleteOptions,
+	_ ...string,
+) error {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
 	if err := r.call("delete", name); err != nil {
@@ -177,7 +195,11 @@ func (r *fakeResource) Delete(_ context.Context, name string, o metav1.DeleteOpt
 	return nil
 }
 
-func (r *fakeResource) DeleteCollection(_ context.Context, o metav1.DeleteOptions, _ metav1.ListOptions) error {
+func (r *fakeResource) DeleteCollection(
+	_ context.Context,
+	o metav1.DeleteOptions,
+	_ metav1.ListOptions,
+) error {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
 	if err := r.call("deletecollection", ""); err != nil {
@@ -190,7 +212,10 @@ func (r *fakeResource) DeleteCollection(_ context.Context, o metav1.DeleteOption
 	return nil
 }
 
-func (r *fakeResource) List(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+func (r *fakeResource) List(
+	context.Context,
+	metav1.ListOptions,
+) (*metav1.PartialObjectMetadataList, error) {
 	r.f.mu.Lock()
 	defer r.f.mu.Unlock()
 	if err := r.call("list", ""); err != nil {
@@ -205,7 +230,12 @@ func (r *fakeResource) List(context.Context, metav1.ListOptions) (*metav1.Partia
 	return out, nil
 }
 
-func (r *fakeResource) Get(context.Context, string, metav1.GetOptions, ...string) (*metav1.PartialObjectMetadata, error) {
+func (r *fakeResource) Get(
+	context.Context,
+	string,
+	metav1.GetOptions,
+	...string,
+) (*metav1.PartialObjectMetadata, error) {
 	return nil, apierrors.NewMethodNotSupported(r.gvr.GroupResource(), "get")
 }
 
@@ -213,7 +243,14 @@ func (r *fakeResource) Watch(context.Context, metav1.ListOptions) (watch.Interfa
 	return nil, apierrors.NewMethodNotSupported(r.gvr.GroupResource(), "watch")
 }
 
-func (r *fakeResource) Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*metav1.PartialObjectMetadata, error) {
+func (r *fakeResource) Patch(
+	context.Context,
+	string,
+	types.PatchType,
+	[]byte,
+	metav1.PatchOptions,
+	...string,
+) (*metav1.PartialObjectMetadata, error) {
 	return nil, apierrors.NewMethodNotSupported(r.gvr.GroupResource(), "patch")
 }
 
@@ -222,9 +259,16 @@ func (r *fakeResource) Patch(context.Context, string, types.PatchType, []byte, m
 func namespace(deletedAgo time.Duration, opts ...func(*corev1.Namespace)) *corev1.Namespace {
 	ts := metav1.NewTime(t0.Add(-deletedAgo))
 	ns := &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{Name: "ns", UID: "uid-ns", ResourceVersion: "5", DeletionTimestamp: &ts},
-		Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
-		Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              "ns",
+			UID:               "uid-ns",
+			ResourceVersion:   "5",
+			DeletionTimestamp: &ts,
+		},
+		Spec: corev1.NamespaceSpec{
+			Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes},
+		},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
 	}
 	for _, o := range opts {
 		o(ns)
@@ -254,7 +298,11 @@ type fixture struct {
 func newFixture(t *testing.T, ns *corev1.Namespace, objs ...object) *fixture {
 	t.Helper()
 	clk := testingclock.NewFakeClock(t0)
-	f := &fixture{clock: clk, meta: &fakeMetadata{clock: clk, errs: map[string]error{}}, lists: resources()}
+	f := &fixture{
+		clock: clk,
+		meta:  &fakeMetadata{clock: clk, errs: map[string]error{}},
+		lists: resources(),
+	}
 	var typed []*corev1.Pod
 	for i := range objs {
 		o := objs[i]
@@ -262,7 +310,13 @@ func newFixture(t *testing.T, ns *corev1.Namespace, objs ...object) *fixture {
 		if o.gvr == podsResource {
 			var grace int64
 			fmt.Sscan(o.meta.Annotations["grace"], &grace)
-			typed = append(typed, &corev1.Pod{ObjectMeta: o.meta.ObjectMeta, Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To(grace)}})
+			typed = append(
+				typed,
+				&corev1.Pod{
+					ObjectMeta: o.meta.ObjectMeta,
+					Spec:       corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To(grace)},
+				},
+			)
 		}
 	}
 	f.client = fake.NewClientset()
@@ -279,23 +333,32 @@ func newFixture(t *testing.T, ns *corev1.Namespace, objs ...object) *fixture {
 	// The finalize subresource sets spec.finalizers only. (The API server
 	// would then remove a deleted namespace left without finalizers; here
 	// it stays, so that tests can read its last conditions.)
-	f.client.PrependReactor("create", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "finalize" {
-			return false, nil, nil
-		}
-		in := a.(k8stesting.CreateActionImpl).GetObject().(*corev1.Namespace)
-		stored, err := f.client.Tracker().Get(namespacesResource, "", in.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		ns := stored.(*corev1.Namespace).DeepCopy()
-		ns.Spec.Finalizers = in.Spec.Finalizers
-		if err := f.client.Tracker().Update(namespacesResource, ns, ""); err != nil {
-			return true, nil, err
-		}
-		return true, ns, nil
-	})
-	f.d = newDeleter(f.client, f.meta, func() ([]*metav1.APIResourceList, error) { return f.lists, f.discoverErr }, clk)
+	f.client.PrependReactor(
+		"create",
+		"namespaces",
+		func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() != "finalize" {
+				return false, nil, nil
+			}
+			in := a.(k8stesting.CreateActionImpl).GetObject().(*corev1.Namespace)
+			stored, err := f.client.Tracker().Get(namespacesResource, "", in.Name)
+			if err != nil {
+				return true, nil, err
+			}
+			ns := stored.(*corev1.Namespace).DeepCopy()
+			ns.Spec.Finalizers = in.Spec.Finalizers
+			if err := f.client.Tracker().Update(namespacesResource, ns, ""); err != nil {
+				return true, nil, err
+			}
+			return true, ns, nil
+		},
+	)
+	f.d = newDeleter(
+		f.client,
+		f.meta,
+		func() ([]*metav1.APIResourceList, error) { return f.lists, f.discoverErr },
+		clk,
+	)
 	return f
 }
 

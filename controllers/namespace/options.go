@@ -56,18 +56,34 @@ func NewOptions() Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.NamespaceSyncPeriod, "namespace-sync-period", o.NamespaceSyncPeriod,
 		"The period for syncing namespace life-cycle updates")
-	fs.Int32Var(&o.ConcurrentNamespaceSyncs, "concurrent-namespace-syncs", o.ConcurrentNamespaceSyncs,
-		"The number of namespace objects that are allowed to sync concurrently. Larger number = more responsive namespace termination, but more CPU (and network) load")
+	fs.Int32Var(
+		&o.ConcurrentNamespaceSyncs,
+		"concurrent-namespace-syncs",
+		o.ConcurrentNamespaceSyncs,
+		"The number of namespace objects that are allowed to sync concurrently. Larger number = more responsive namespace termination, but more CPU (and network) load",
+	)
 }
 
 // Validate reports every invalid field, naming its flag.
 func (o Options) Validate() error {
 	var errs []error
 	if o.ConcurrentNamespaceSyncs < 1 {
-		errs = append(errs, fmt.Errorf("--concurrent-namespace-syncs: must be at least 1, got %d", o.ConcurrentNamespaceSyncs))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"--concurrent-namespace-syncs: must be at least 1, got %d",
+				o.ConcurrentNamespaceSyncs,
+			),
+		)
 	}
 	if o.NamespaceSyncPeriod < 0 {
-		errs = append(errs, fmt.Errorf("--namespace-sync-period: must not be negative (0 turns the periodic sync off), got %v", o.NamespaceSyncPeriod))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"--namespace-sync-period: must not be negative (0 turns the periodic sync off), got %v",
+				o.NamespaceSyncPeriod,
+			),
+		)
 	}
 	return errors.Join(errs...)
 }
@@ -88,6 +104,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		return c, nil
-	}).WithAliases(Alias).WithValidator(o.Validate).
+	}).
+		WithAliases(Alias).
+		WithValidator(o.Validate).
 		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"))
 }

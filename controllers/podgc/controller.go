@@ -83,7 +83,15 @@ func (c *controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return nil
 	}
-	log.Info("Starting pod garbage collection", "period", c.period, "quarantine", c.quarantine, "terminatedPodThreshold", c.threshold)
+	log.Info(
+		"Starting pod garbage collection",
+		"period",
+		c.period,
+		"quarantine",
+		c.quarantine,
+		"terminatedPodThreshold",
+		c.threshold,
+	)
 	defer log.Info("Stopped pod garbage collection")
 	c.gc(ctx)
 	t := c.clock.NewTicker(c.period)
@@ -162,7 +170,8 @@ func (c *controller) gcTerminated(ctx context.Context, p *pass, pods []*corev1.P
 		return
 	}
 	slices.SortFunc(terminated, deletionOrder)
-	logr.FromContextOrDiscard(ctx).Info("Deleting terminated pods above the threshold", "count", excess, "threshold", c.threshold)
+	logr.FromContextOrDiscard(ctx).
+		Info("Deleting terminated pods above the threshold", "count", excess, "threshold", c.threshold)
 	c.deleteAll(ctx, p.take(terminated[:excess]), nil, "terminated")
 }
 
@@ -196,7 +205,14 @@ func (c *controller) gcOutOfService(ctx context.Context, p *pass, pods []*corev1
 		node, err := c.nodes.Get(pod.Spec.NodeName)
 		if err != nil {
 			if !apierrors.IsNotFound(err) {
-				log.Error(err, "Getting the node of a terminating pod", "node", pod.Spec.NodeName, "pod", podRef(pod))
+				log.Error(
+					err,
+					"Getting the node of a terminating pod",
+					"node",
+					pod.Spec.NodeName,
+					"pod",
+					podRef(pod),
+				)
 			}
 			continue
 		}
@@ -227,7 +243,12 @@ func hasTaint(node *corev1.Node, key string) bool {
 
 // gcOrphaned deletes the pods of nodes that stayed missing for the
 // quarantine time and that the API server confirms are gone.
-func (c *controller) gcOrphaned(ctx context.Context, p *pass, pods []*corev1.Pod, nodes []*corev1.Node) {
+func (c *controller) gcOrphaned(
+	ctx context.Context,
+	p *pass,
+	pods []*corev1.Pod,
+	nodes []*corev1.Node,
+) {
 	log := logr.FromContextOrDiscard(ctx)
 	known := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
@@ -297,7 +318,12 @@ func (c *controller) gcUnscheduledTerminating(ctx context.Context, p *pass, pods
 
 // deleteAll marks each pod failed (with cond, if any) and force-deletes it,
 // with bounded parallelism; it returns once every call has ended.
-func (c *controller) deleteAll(ctx context.Context, pods []*corev1.Pod, cond *corev1.PodCondition, why string) {
+func (c *controller) deleteAll(
+	ctx context.Context,
+	pods []*corev1.Pod,
+	cond *corev1.PodCondition,
+	why string,
+) {
 	if len(pods) == 0 {
 		return
 	}
@@ -316,7 +342,11 @@ func (c *controller) deleteAll(ctx context.Context, pods []*corev1.Pod, cond *co
 // deletes it with grace period 0. Both calls are preconditioned on the UID of
 // the lister's copy, which is never modified. A pod that is already gone is
 // not an error.
-func (c *controller) failAndDelete(ctx context.Context, pod *corev1.Pod, cond *corev1.PodCondition) error {
+func (c *controller) failAndDelete(
+	ctx context.Context,
+	pod *corev1.Pod,
+	cond *corev1.PodCondition,
+) error {
 	if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
 		status := pod.Status.DeepCopy()
 		status.Phase = corev1.PodFailed
@@ -328,7 +358,9 @@ func (c *controller) failAndDelete(ctx context.Context, pod *corev1.Pod, cond *c
 		if err != nil {
 			return err
 		}
-		_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		_, err = c.client.CoreV1().
+			Pods(pod.Namespace).
+			Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil
@@ -348,7 +380,12 @@ func (c *controller) failAndDelete(ctx context.Context, pod *corev1.Pod, cond *c
 
 // withCondition sets cond in status, keeping the old transition time when
 // the condition's status does not change.
-func withCondition(status *corev1.PodStatus, cond corev1.PodCondition, generation int64, now metav1.Time) {
+func withCondition(
+	status *corev1.PodStatus,
+	cond corev1.PodCondition,
+	generation int64,
+	now metav1.Time,
+) {
 	cond.ObservedGeneration = generation
 	cond.LastTransitionTime = now
 	for i := range status.Conditions {

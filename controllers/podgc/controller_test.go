@@ -59,7 +59,10 @@ func newNode(name string, ready bool, taints ...string) *corev1.Node {
 	}
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}}
 	for _, k := range taints {
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: k, Effect: corev1.TaintEffectNoExecute})
+		n.Spec.Taints = append(
+			n.Spec.Taints,
+			corev1.Taint{Key: k, Effect: corev1.TaintEffectNoExecute},
+		)
 	}
 	return n
 }
@@ -77,16 +80,27 @@ type fixture struct {
 
 // newFixture puts pods in the informer and the API, informerNodes in the
 // informer and the API, and apiOnlyNodes in the API only.
-func newFixture(t *testing.T, threshold int, pods []*corev1.Pod, informerNodes, apiOnlyNodes []*corev1.Node) *fixture {
+func newFixture(
+	t *testing.T,
+	threshold int,
+	pods []*corev1.Pod,
+	informerNodes, apiOnlyNodes []*corev1.Node,
+) *fixture {
 	t.Helper()
-	podIdx := controllertest.NamespacedIndexer(t, controllertest.Pruned(t, Descriptor(Options{}), pods...)...)
+	podIdx := controllertest.NamespacedIndexer(
+		t,
+		controllertest.Pruned(t, Descriptor(Options{}), pods...)...)
 	nodeIdx := controllertest.ClusterIndexer(t, informerNodes...)
 	orig := map[string]*corev1.Pod{}
 	for _, p := range pods {
 		orig[p.Name] = p.DeepCopy()
 	}
 	client := fake.NewClientset(slices.Concat(
-		controllertest.DeepCopies(pods...), controllertest.DeepCopies(informerNodes...), controllertest.DeepCopies(apiOnlyNodes...))...)
+		controllertest.DeepCopies(
+			pods...),
+		controllertest.DeepCopies(informerNodes...),
+		controllertest.DeepCopies(apiOnlyNodes...),
+	)...)
 	clk := testingclock.NewFakeClock(t0)
 	return &fixture{
 		c: &controller{
@@ -122,8 +136,14 @@ func (f *fixture) deletes(t *testing.T) []string {
 		if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 0 {
 			t.Errorf("delete of %s: grace period %v, want 0", d.Name, opts.GracePeriodSeconds)
 		}
-		if opts.Preconditions == nil || opts.Preconditions.UID == nil || *opts.Preconditions.UID != types.UID("uid-"+d.Name) {
-			t.Errorf("delete of %s: preconditions %+v, want UID uid-%s", d.Name, opts.Preconditions, d.Name)
+		if opts.Preconditions == nil || opts.Preconditions.UID == nil ||
+			*opts.Preconditions.UID != types.UID("uid-"+d.Name) {
+			t.Errorf(
+				"delete of %s: preconditions %+v, want UID uid-%s",
+				d.Name,
+				opts.Preconditions,
+				d.Name,
+			)
 		}
 	}
 	slices.Sort(out)
@@ -141,7 +161,12 @@ func (f *fixture) patches(t *testing.T) map[string]corev1.Pod {
 			continue
 		}
 		if p.Subresource != "status" || p.PatchType != types.StrategicMergePatchType {
-			t.Errorf("patch of %s: subresource %q type %q, want a strategic merge patch of status", p.Name, p.Subresource, p.PatchType)
+			t.Errorf(
+				"patch of %s: subresource %q type %q, want a strategic merge patch of status",
+				p.Name,
+				p.Subresource,
+				p.PatchType,
+			)
 		}
 		before, err := json.Marshal(f.orig[p.Name])
 		if err != nil {
@@ -160,7 +185,8 @@ func (f *fixture) patches(t *testing.T) map[string]corev1.Pod {
 				UID types.UID `json:"uid"`
 			} `json:"metadata"`
 		}
-		if err := json.Unmarshal(p.Patch, &meta); err != nil || meta.Metadata.UID != types.UID("uid-"+p.Name) {
+		if err := json.Unmarshal(p.Patch, &meta); err != nil ||
+			meta.Metadata.UID != types.UID("uid-"+p.Name) {
 			t.Errorf("patch of %s: %s does not carry the UID precondition", p.Name, p.Patch)
 		}
 		out[p.Name] = pod
@@ -205,15 +231,21 @@ func TestGC(t *testing.T) {
 			wantDeleted: []string{"a"},
 		},
 		{
-			name:          "terminated pods at the threshold are kept",
-			threshold:     2,
-			pods:          []*corev1.Pod{newPod("a", phase(corev1.PodSucceeded)), newPod("b", phase(corev1.PodFailed))},
+			name:      "terminated pods at the threshold are kept",
+			threshold: 2,
+			pods: []*corev1.Pod{
+				newPod("a", phase(corev1.PodSucceeded)),
+				newPod("b", phase(corev1.PodFailed)),
+			},
 			wantNoActions: true,
 		},
 		{
-			name:          "threshold 0 disables terminated-pod collection, as in KCM",
-			threshold:     0,
-			pods:          []*corev1.Pod{newPod("a", phase(corev1.PodSucceeded)), newPod("b", phase(corev1.PodFailed))},
+			name:      "threshold 0 disables terminated-pod collection, as in KCM",
+			threshold: 0,
+			pods: []*corev1.Pod{
+				newPod("a", phase(corev1.PodSucceeded)),
+				newPod("b", phase(corev1.PodFailed)),
+			},
 			wantNoActions: true,
 		},
 		{
@@ -294,10 +326,18 @@ func TestGC(t *testing.T) {
 					t.Errorf("patch of %s sets phase %q, want Failed", name, p.Status.Phase)
 				}
 				if p.Status.ObservedGeneration != 3 {
-					t.Errorf("patch of %s: observedGeneration %d, want the pod's generation 3", name, p.Status.ObservedGeneration)
+					t.Errorf(
+						"patch of %s: observedGeneration %d, want the pod's generation 3",
+						name,
+						p.Status.ObservedGeneration,
+					)
 				}
 				if len(p.Status.Conditions) != 0 {
-					t.Errorf("patch of %s sets conditions %+v, want none", name, p.Status.Conditions)
+					t.Errorf(
+						"patch of %s sets conditions %+v, want none",
+						name,
+						p.Status.Conditions,
+					)
 				}
 				failed = append(failed, name)
 			}
@@ -336,7 +376,11 @@ func TestOrphanedQuarantine(t *testing.T) {
 				{advance: 0},
 				{advance: 20 * time.Second},
 				{advance: 19 * time.Second},
-				{advance: time.Second, wantNodeGets: 1, wantDeleted: []string{"orphan", "orphan-done"}},
+				{
+					advance:      time.Second,
+					wantNodeGets: 1,
+					wantDeleted:  []string{"orphan", "orphan-done"},
+				},
 			},
 		},
 		{
@@ -377,7 +421,13 @@ func TestOrphanedQuarantine(t *testing.T) {
 				}
 				f.c.gc(ctx)
 				if got := f.nodeGets(); got != s.wantNodeGets {
-					t.Errorf("step %d (+%v): node GETs %d, want %d", i, s.advance, got, s.wantNodeGets)
+					t.Errorf(
+						"step %d (+%v): node GETs %d, want %d",
+						i,
+						s.advance,
+						got,
+						s.wantNodeGets,
+					)
 				}
 				if got := f.deletes(t); !slices.Equal(got, s.wantDeleted) {
 					t.Errorf("step %d (+%v): deleted %v, want %v", i, s.advance, got, s.wantDeleted)
@@ -405,7 +455,10 @@ func TestOrphanedPodGetsDisruptionCondition(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newPod("orphan", onNode("gone"))
-			p.Status.Conditions = append(tt.existing, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+			p.Status.Conditions = append(
+				tt.existing,
+				corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+			)
 			f := newFixture(t, 100, []*corev1.Pod{p}, nil, nil)
 			ctx := controllertest.LogContext(t)
 			f.c.gc(ctx)
@@ -419,7 +472,10 @@ func TestOrphanedPodGetsDisruptionCondition(t *testing.T) {
 				t.Errorf("phase %q, want Failed", patch.Status.Phase)
 			}
 			if len(patch.Status.Conditions) != 2 {
-				t.Errorf("conditions after the patch %+v, want the Ready condition kept", patch.Status.Conditions)
+				t.Errorf(
+					"conditions after the patch %+v, want the Ready condition kept",
+					patch.Status.Conditions,
+				)
 			}
 			var got *corev1.PodCondition
 			for i := range patch.Status.Conditions {
@@ -430,17 +486,21 @@ func TestOrphanedPodGetsDisruptionCondition(t *testing.T) {
 			if got == nil {
 				t.Fatalf("no DisruptionTarget condition in %+v", patch.Status.Conditions)
 			}
-			if got.Status != corev1.ConditionTrue || got.Reason != orphanedReason || got.Message != orphanedMessage || got.ObservedGeneration != 3 {
+			if got.Status != corev1.ConditionTrue || got.Reason != orphanedReason ||
+				got.Message != orphanedMessage ||
+				got.ObservedGeneration != 3 {
 				t.Errorf("condition %+v", got)
 			}
 			if !got.LastTransitionTime.Time.Equal(tt.wantLTT) {
 				t.Errorf("lastTransitionTime %v, want %v", got.LastTransitionTime.Time, tt.wantLTT)
 			}
-			stored, err := f.client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), "ns", "orphan")
+			stored, err := f.client.Tracker().
+				Get(corev1.SchemeGroupVersion.WithResource("pods"), "ns", "orphan")
 			if err == nil {
 				t.Errorf("pod still stored after the delete: %v", stored)
 			}
-			if p.Status.Phase != corev1.PodRunning || len(p.Status.Conditions) != len(tt.existing)+1 {
+			if p.Status.Phase != corev1.PodRunning ||
+				len(p.Status.Conditions) != len(tt.existing)+1 {
 				t.Error("the lister's pod was modified")
 			}
 		})
@@ -465,25 +525,29 @@ func TestGCErrorsDoNotBlockOtherPods(t *testing.T) {
 				newPod("a", terminating),
 				newPod("b", terminating),
 			}, nil, nil)
-			f.client.PrependReactor(tt.verb, "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-				if a.GetSubresource() != tt.subresource {
-					return false, nil, nil
-				}
-				name := ""
-				switch a := a.(type) {
-				case k8stesting.PatchActionImpl:
-					name = a.Name
-				case k8stesting.DeleteActionImpl:
-					name = a.Name
-				}
-				if name != "a" {
-					return false, nil, nil
-				}
-				if tt.err == nil {
-					return true, nil, newNotFound(name)
-				}
-				return true, nil, tt.err
-			})
+			f.client.PrependReactor(
+				tt.verb,
+				"pods",
+				func(a k8stesting.Action) (bool, runtime.Object, error) {
+					if a.GetSubresource() != tt.subresource {
+						return false, nil, nil
+					}
+					name := ""
+					switch a := a.(type) {
+					case k8stesting.PatchActionImpl:
+						name = a.Name
+					case k8stesting.DeleteActionImpl:
+						name = a.Name
+					}
+					if name != "a" {
+						return false, nil, nil
+					}
+					if tt.err == nil {
+						return true, nil, newNotFound(name)
+					}
+					return true, nil, tt.err
+				},
+			)
 			f.c.gc(controllertest.LogContext(t))
 			if got := f.deletes(t); !slices.Equal(got, tt.wantDeleted) {
 				t.Errorf("delete calls %v, want %v", got, tt.wantDeleted)

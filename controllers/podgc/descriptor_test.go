@@ -25,7 +25,12 @@ func TestDescriptor(t *testing.T) {
 
 func TestFlags(t *testing.T) {
 	o := podgc.NewOptions()
-	f := controllertest.ParseFlag(t, o.AddFlags, "terminated-pod-gc-threshold", "--terminated-pod-gc-threshold=7")
+	f := controllertest.ParseFlag(
+		t,
+		o.AddFlags,
+		"terminated-pod-gc-threshold",
+		"--terminated-pod-gc-threshold=7",
+	)
 	if f.DefValue != "12500" {
 		t.Errorf("default %q, want 12500", f.DefValue)
 	}
@@ -44,11 +49,30 @@ func TestBuildValidatesOptions(t *testing.T) {
 		wantErr []string
 	}{
 		{"defaults", func(*podgc.Options) {}, nil},
-		{"zero threshold disables, as in KCM", func(o *podgc.Options) { o.TerminatedPodGCThreshold = 0 }, nil},
-		{"negative threshold disables, as in KCM", func(o *podgc.Options) { o.TerminatedPodGCThreshold = -5 }, nil},
-		{"zero durations take the defaults", func(o *podgc.Options) { o.GCCheckPeriod, o.QuarantineTime = 0, 0 }, nil},
-		{"negative durations", func(o *podgc.Options) { o.GCCheckPeriod, o.QuarantineTime = -time.Second, -time.Second },
-			[]string{"pod-garbage-collector-controller", "GCCheckPeriod: must not be negative", "QuarantineTime: must not be negative"}},
+		{
+			"zero threshold disables, as in KCM",
+			func(o *podgc.Options) { o.TerminatedPodGCThreshold = 0 },
+			nil,
+		},
+		{
+			"negative threshold disables, as in KCM",
+			func(o *podgc.Options) { o.TerminatedPodGCThreshold = -5 },
+			nil,
+		},
+		{
+			"zero durations take the defaults",
+			func(o *podgc.Options) { o.GCCheckPeriod, o.QuarantineTime = 0, 0 },
+			nil,
+		},
+		{
+			"negative durations",
+			func(o *podgc.Options) { o.GCCheckPeriod, o.QuarantineTime = -time.Second, -time.Second },
+			[]string{
+				"pod-garbage-collector-controller",
+				"GCCheckPeriod: must not be negative",
+				"QuarantineTime: must not be negative",
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,11 +92,24 @@ func podGone(t *testing.T, cs kubernetes.Interface, name string) func() bool {
 
 func TestManagerDeletesUnscheduledTerminatingPod(t *testing.T) {
 	now := metav1.Now()
-	h := managertest.New(t, "test", []descriptor.Descriptor{podgc.Descriptor(podgc.NewOptions())},
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "stuck", DeletionTimestamp: &now}, Status: corev1.PodStatus{Phase: corev1.PodPending}},
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fine"}, Status: corev1.PodStatus{Phase: corev1.PodPending}},
+	h := managertest.New(
+		t,
+		"test",
+		[]descriptor.Descriptor{podgc.Descriptor(podgc.NewOptions())},
+		&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "stuck", DeletionTimestamp: &now},
+			Status:     corev1.PodStatus{Phase: corev1.PodPending},
+		},
+		&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fine"},
+			Status:     corev1.PodStatus{Phase: corev1.PodPending},
+		},
 	).Start()
-	controllertest.WaitFor(t, "the unscheduled terminating pod to be deleted", podGone(t, h.Client, "stuck"))
+	controllertest.WaitFor(
+		t,
+		"the unscheduled terminating pod to be deleted",
+		podGone(t, h.Client, "stuck"),
+	)
 	if podGone(t, h.Client, "fine")() {
 		t.Error("an unscheduled pod that is not terminating was deleted")
 	}
@@ -85,10 +122,21 @@ func TestManagerDeletesOrphansAfterQuarantine(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	o := podgc.NewOptions()
 	o.Clock = clk
-	h := managertest.New(t, "test", []descriptor.Descriptor{podgc.Descriptor(o)},
+	h := managertest.New(
+		t,
+		"test",
+		[]descriptor.Descriptor{podgc.Descriptor(o)},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "here"}},
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "orphan"}, Spec: corev1.PodSpec{NodeName: "gone"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bound"}, Spec: corev1.PodSpec{NodeName: "here"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+		&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "orphan"},
+			Spec:       corev1.PodSpec{NodeName: "gone"},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+		},
+		&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bound"},
+			Spec:       corev1.PodSpec{NodeName: "here"},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+		},
 	).Start()
 	// The ticker is created once the first pass has ended.
 	controllertest.WaitFor(t, "the first pass", clk.HasWaiters)

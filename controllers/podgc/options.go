@@ -62,9 +62,13 @@ func NewOptions() Options {
 // AddFlags binds --terminated-pod-gc-threshold to o, with KCM's name and help
 // and o's current value as the default.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.Int32Var(&o.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", o.TerminatedPodGCThreshold,
+	fs.Int32Var(
+		&o.TerminatedPodGCThreshold,
+		"terminated-pod-gc-threshold",
+		o.TerminatedPodGCThreshold,
 		"Number of terminated pods that can exist before the terminated pod garbage collector starts deleting terminated pods. "+
-			"If <= 0, the terminated pod garbage collector is disabled.")
+			"If <= 0, the terminated pod garbage collector is disabled.",
+	)
 }
 
 // withDefaults returns a copy with the zero fields that have defaults set.
@@ -86,10 +90,16 @@ func (o Options) withDefaults() Options {
 func (o Options) Validate() error {
 	var errs []error
 	if o.GCCheckPeriod < 0 {
-		errs = append(errs, fmt.Errorf("GCCheckPeriod: must not be negative, got %v", o.GCCheckPeriod))
+		errs = append(
+			errs,
+			fmt.Errorf("GCCheckPeriod: must not be negative, got %v", o.GCCheckPeriod),
+		)
 	}
 	if o.QuarantineTime < 0 {
-		errs = append(errs, fmt.Errorf("QuarantineTime: must not be negative, got %v", o.QuarantineTime))
+		errs = append(
+			errs,
+			fmt.Errorf("QuarantineTime: must not be negative, got %v", o.QuarantineTime),
+		)
 	}
 	return errors.Join(errs...)
 }
@@ -103,8 +113,11 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		return c, nil
-	}).WithAliases(Alias).WithValidator(o.Validate).
+	}).
+		WithAliases(Alias).
+		WithValidator(o.Validate).
 		WithInformers(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithResource("nodes")).
+
 		// What it reads of a pod besides its metadata: its node, and the
 		// status it patches to Failed.
 		WithReads(corev1.SchemeGroupVersion.WithResource("pods"),

@@ -182,7 +182,9 @@ func (c *controller) updateOwner(oldObj, newObj any) {
 	c.loop.Observe(newObj)
 	if old.UID != cur.UID {
 		// Deleted and recreated between two events: forget the old one.
-		c.deleteOwner(cache.DeletedFinalStateUnknown{Key: old.Namespace + "/" + old.Name, Obj: oldObj})
+		c.deleteOwner(
+			cache.DeletedFinalStateUnknown{Key: old.Namespace + "/" + old.Name, Obj: oldObj},
+		)
 	}
 	// Every update, resyncs included, is synced: a sync whose creates all
 	// failed gets retried this way, and a sync with unmet expectations is
@@ -197,7 +199,14 @@ func (c *controller) deleteOwner(obj any) {
 	}
 	rs, ok := c.kind.view(obj)
 	if !ok {
-		c.log.Error(errors.New("unexpected object"), "Ignoring a delete event", "kind", c.kindName, "type", fmt.Sprintf("%T", obj))
+		c.log.Error(
+			errors.New("unexpected object"),
+			"Ignoring a delete event",
+			"kind",
+			c.kindName,
+			"type",
+			fmt.Sprintf("%T", obj),
+		)
 		return
 	}
 	key := rs.Namespace + "/" + rs.Name
@@ -232,7 +241,15 @@ func (c *controller) ownersSelecting(p *corev1.Pod) []*appsv1.ReplicaSet {
 		out = append(out, rs)
 	}
 	if len(out) > 1 {
-		c.log.Info("More than one object selects a pod; only one can adopt it", "kind", c.kindName, "pod", podKey(p), "labels", p.Labels)
+		c.log.Info(
+			"More than one object selects a pod; only one can adopt it",
+			"kind",
+			c.kindName,
+			"pod",
+			podKey(p),
+			"labels",
+			p.Labels,
+		)
 	}
 	return out
 }
@@ -312,7 +329,10 @@ func (c *controller) updatePod(oldObj, newObj any) {
 		if !podstate.IsReady(old) && podstate.IsReady(cur) && rs.Spec.MinReadySeconds > 0 {
 			// It becomes available minReadySeconds from now; nothing else
 			// will tell us.
-			c.enqueueAfter(rs.Namespace+"/"+rs.Name, time.Duration(rs.Spec.MinReadySeconds)*time.Second)
+			c.enqueueAfter(
+				rs.Namespace+"/"+rs.Name,
+				time.Duration(rs.Spec.MinReadySeconds)*time.Second,
+			)
 		}
 		return
 	}
@@ -327,7 +347,12 @@ func (c *controller) deletePod(obj any) {
 	c.loop.ObserveDelete(obj)
 	p, ok := workloop.Object[*corev1.Pod](obj)
 	if !ok {
-		c.log.Error(errors.New("unexpected object"), "Ignoring a pod delete event", "type", fmt.Sprintf("%T", obj))
+		c.log.Error(
+			errors.New("unexpected object"),
+			"Ignoring a pod delete event",
+			"type",
+			fmt.Sprintf("%T", obj),
+		)
 		return
 	}
 	ref := metav1.GetControllerOfNoCopy(p)

@@ -92,7 +92,10 @@ func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 	workers := o.ConcurrentRCSyncs
 	return descriptor.New(ReplicationControllerControllerName, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		return build(ctx, cc, int(workers), func(client kubernetes.Interface) kind {
-			return rcKind{client: client, inf: cc.InformerFactory.Core().V1().ReplicationControllers()}
+			return rcKind{
+				client: client,
+				inf:    cc.InformerFactory.Core().V1().ReplicationControllers(),
+			}
 		})
 	}).
 		WithAliases(ReplicationControllerControllerAlias).
@@ -104,7 +107,12 @@ func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 		Sharded(shard.ByNamespace)
 }
 
-func build(ctx context.Context, cc descriptor.Context, workers int, newKind func(kubernetes.Interface) kind) (descriptor.Controller, error) {
+func build(
+	ctx context.Context,
+	cc descriptor.Context,
+	workers int,
+	newKind func(kubernetes.Interface) kind,
+) (descriptor.Controller, error) {
 	client, err := cc.ClientBuilder.Client(cc.Name)
 	if err != nil {
 		return nil, err

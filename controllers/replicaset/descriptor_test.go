@@ -34,7 +34,8 @@ func TestOptionsAndFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	for _, name := range []string{"concurrent-replicaset-syncs", "concurrent-rc-syncs"} {
-		if f := fs.Lookup(name); f == nil || f.DefValue != "5" || !strings.Contains(f.Usage, "allowed to sync concurrently") {
+		if f := fs.Lookup(name); f == nil || f.DefValue != "5" ||
+			!strings.Contains(f.Usage, "allowed to sync concurrently") {
 			t.Errorf("flag %s: %+v", name, f)
 		}
 	}
@@ -47,10 +48,18 @@ func TestOptionsAndFlags(t *testing.T) {
 }
 
 func TestDescriptorNames(t *testing.T) {
-	controllertest.CheckIdentity(t, replicaset.Descriptor(replicaset.NewOptions()), controllertest.Identity{
-		Name: "replicaset-controller", Alias: "replicaset"})
-	controllertest.CheckIdentity(t, replicaset.ReplicationControllerDescriptor(replicaset.NewOptions()), controllertest.Identity{
-		Name: "replicationcontroller-controller", Alias: "replicationcontroller", EventSource: "replication-controller"})
+	controllertest.CheckIdentity(
+		t,
+		replicaset.Descriptor(replicaset.NewOptions()),
+		controllertest.Identity{
+			Name: "replicaset-controller", Alias: "replicaset"},
+	)
+	controllertest.CheckIdentity(
+		t,
+		replicaset.ReplicationControllerDescriptor(replicaset.NewOptions()),
+		controllertest.Identity{
+			Name: "replicationcontroller-controller", Alias: "replicationcontroller", EventSource: "replication-controller"},
+	)
 }
 
 func TestBuildRejectsInvalidOptions(t *testing.T) {
@@ -104,11 +113,17 @@ func TestThroughManager(t *testing.T) {
 			d:    replicaset.Descriptor(replicaset.NewOptions()),
 			obj: &appsv1.ReplicaSet{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "rs-uid"},
-				Spec:       appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, Template: template},
+				Spec: appsv1.ReplicaSetSpec{
+					Replicas: ptr.To[int32](3),
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+					Template: template,
+				},
 			},
 			want: 3,
 			status: func(t *testing.T, h *managertest.Harness) (int32, error) {
-				rs, err := h.Client.AppsV1().ReplicaSets("ns").Get(t.Context(), "web", metav1.GetOptions{})
+				rs, err := h.Client.AppsV1().
+					ReplicaSets("ns").
+					Get(t.Context(), "web", metav1.GetOptions{})
 				if err != nil {
 					return 0, err
 				}
@@ -120,11 +135,17 @@ func TestThroughManager(t *testing.T) {
 			d:    replicaset.ReplicationControllerDescriptor(replicaset.NewOptions()),
 			obj: &corev1.ReplicationController{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "rc-uid"},
-				Spec:       corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](2), Selector: map[string]string{"app": "web"}, Template: &template},
+				Spec: corev1.ReplicationControllerSpec{
+					Replicas: ptr.To[int32](2),
+					Selector: map[string]string{"app": "web"},
+					Template: &template,
+				},
 			},
 			want: 2,
 			status: func(t *testing.T, h *managertest.Harness) (int32, error) {
-				rc, err := h.Client.CoreV1().ReplicationControllers("ns").Get(t.Context(), "web", metav1.GetOptions{})
+				rc, err := h.Client.CoreV1().
+					ReplicationControllers("ns").
+					Get(t.Context(), "web", metav1.GetOptions{})
 				if err != nil {
 					return 0, err
 				}

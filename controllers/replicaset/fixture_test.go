@@ -185,7 +185,8 @@ func (f *fixture) apiPods() []corev1.Pod {
 func generateNames(cs *fake.Clientset) {
 	var n atomic.Int64
 	cs.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if p, ok := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod); ok && p.Name == "" && p.GenerateName != "" {
+		if p, ok := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod); ok && p.Name == "" &&
+			p.GenerateName != "" {
 			id := n.Add(1)
 			p.Name = fmt.Sprintf("%s%05d", p.GenerateName, id)
 			p.UID = types.UID(fmt.Sprintf("generated-%d", id))
@@ -198,13 +199,22 @@ var webLabels = map[string]string{"app": "web"}
 
 func newRS(name string, replicas int32, mods ...func(*appsv1.ReplicaSet)) *appsv1.ReplicaSet {
 	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:  "ns",
+			Name:       name,
+			UID:        types.UID("uid-" + name),
+			Generation: 1,
+		},
 		Spec: appsv1.ReplicaSetSpec{
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: webLabels},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", "tier": "front"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}},
+				ObjectMeta: metav1.ObjectMeta{
+					Labels: map[string]string{"app": "web", "tier": "front"},
+				},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "c", Image: "img"}},
+				},
 			},
 		},
 	}
@@ -214,15 +224,26 @@ func newRS(name string, replicas int32, mods ...func(*appsv1.ReplicaSet)) *appsv
 	return rs
 }
 
-func newRC(name string, replicas int32, mods ...func(*corev1.ReplicationController)) *corev1.ReplicationController {
+func newRC(
+	name string,
+	replicas int32,
+	mods ...func(*corev1.ReplicationController),
+) *corev1.ReplicationController {
 	rc := &corev1.ReplicationController{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:  "ns",
+			Name:       name,
+			UID:        types.UID("uid-" + name),
+			Generation: 1,
+		},
 		Spec: corev1.ReplicationControllerSpec{
 			Replicas: ptr.To(replicas),
 			Selector: webLabels,
 			Template: &corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "c", Image: "img"}},
+				},
 			},
 		},
 	}

@@ -74,7 +74,10 @@ func (k rsKind) fresh(ctx context.Context, namespace, name string) (*appsv1.Repl
 	return k.client.AppsV1().ReplicaSets(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-func (k rsKind) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+func (k rsKind) updateStatus(
+	ctx context.Context,
+	rs *appsv1.ReplicaSet,
+) (*appsv1.ReplicaSet, error) {
 	return k.client.AppsV1().ReplicaSets(rs.Namespace).UpdateStatus(ctx, rs, metav1.UpdateOptions{})
 }
 
@@ -124,15 +127,22 @@ func (k rcKind) list(namespace string) ([]*appsv1.ReplicaSet, error) {
 }
 
 func (k rcKind) fresh(ctx context.Context, namespace, name string) (*appsv1.ReplicaSet, error) {
-	rc, err := k.client.CoreV1().ReplicationControllers(namespace).Get(ctx, name, metav1.GetOptions{})
+	rc, err := k.client.CoreV1().
+		ReplicationControllers(namespace).
+		Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
 	return rcToRS(rc), nil
 }
 
-func (k rcKind) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
-	rc, err := k.client.CoreV1().ReplicationControllers(rs.Namespace).UpdateStatus(ctx, rsToRC(rs), metav1.UpdateOptions{})
+func (k rcKind) updateStatus(
+	ctx context.Context,
+	rs *appsv1.ReplicaSet,
+) (*appsv1.ReplicaSet, error) {
+	rc, err := k.client.CoreV1().
+		ReplicationControllers(rs.Namespace).
+		UpdateStatus(ctx, rsToRC(rs), metav1.UpdateOptions{})
 	if err != nil {
 		return nil, err
 	}

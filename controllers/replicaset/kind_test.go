@@ -18,14 +18,17 @@ func TestRCConversion(t *testing.T) {
 			Replicas: 3, FullyLabeledReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1, ObservedGeneration: 4,
 			Conditions: []corev1.ReplicationControllerCondition{{
 				Type: corev1.ReplicationControllerReplicaFailure, Status: corev1.ConditionTrue,
-				LastTransitionTime: metav1.NewTime(epoch.Truncate(time.Second)), Reason: "FailedCreate", Message: "m",
+				LastTransitionTime: metav1.NewTime(
+					epoch.Truncate(time.Second),
+				), Reason: "FailedCreate", Message: "m",
 			}},
 		}
 	})
 	orig := rc.DeepCopy()
 	rs := rcToRS(rc)
 	if *rs.Spec.Replicas != 3 || rs.Spec.MinReadySeconds != 7 || rs.Spec.Selector.MatchLabels["app"] != "web" ||
-		rs.Spec.Template.Labels["app"] != "web" || rs.Status.ReadyReplicas != 1 || len(rs.Status.Conditions) != 1 {
+		rs.Spec.Template.Labels["app"] != "web" || rs.Status.ReadyReplicas != 1 ||
+		len(rs.Status.Conditions) != 1 {
 		t.Errorf("rcToRS = %+v", rs)
 	}
 	rs.Labels["l"] = "changed"

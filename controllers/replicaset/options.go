@@ -41,10 +41,18 @@ func NewOptions() Options {
 // accept "--concurrent-rc-syncs"; here it is registered under the dashed
 // name directly.)
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.Int32Var(&o.ConcurrentReplicaSetSyncs, "concurrent-replicaset-syncs", o.ConcurrentReplicaSetSyncs,
-		"The number of replica sets that are allowed to sync concurrently. Larger number = more responsive replica management, but more CPU (and network) load")
-	fs.Int32Var(&o.ConcurrentRCSyncs, "concurrent-rc-syncs", o.ConcurrentRCSyncs,
-		"The number of replication controllers that are allowed to sync concurrently. Larger number = more responsive replica management, but more CPU (and network) load")
+	fs.Int32Var(
+		&o.ConcurrentReplicaSetSyncs,
+		"concurrent-replicaset-syncs",
+		o.ConcurrentReplicaSetSyncs,
+		"The number of replica sets that are allowed to sync concurrently. Larger number = more responsive replica management, but more CPU (and network) load",
+	)
+	fs.Int32Var(
+		&o.ConcurrentRCSyncs,
+		"concurrent-rc-syncs",
+		o.ConcurrentRCSyncs,
+		"The number of replication controllers that are allowed to sync concurrently. Larger number = more responsive replica management, but more CPU (and network) load",
+	)
 }
 
 func validateWorkers(flag string, n int32) error {

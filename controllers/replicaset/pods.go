@@ -30,11 +30,16 @@ func untilAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) *time.D
 // nextAvailabilityCheck is when the earliest of pods that is ready but not
 // yet available (as evaluated at evaluated) becomes available, measured from
 // current; 0 if that moment has passed meanwhile; nil if no pod is waiting.
-func nextAvailabilityCheck(pods []*corev1.Pod, minReadySeconds int32, evaluated, current time.Time) *time.Duration {
+func nextAvailabilityCheck(
+	pods []*corev1.Pod,
+	minReadySeconds int32,
+	evaluated, current time.Time,
+) *time.Duration {
 	var first *corev1.Pod
 	var least time.Duration
 	for _, p := range pods {
-		if d := untilAvailable(p, minReadySeconds, evaluated); d != nil && (first == nil || *d < least) {
+		if d := untilAvailable(p, minReadySeconds, evaluated); d != nil &&
+			(first == nil || *d < least) {
 			first, least = p, *d
 		}
 	}
@@ -204,7 +209,12 @@ func podsToDelete(pods, related []*corev1.Pod, diff int, now time.Time, cost boo
 			perNode[p.Spec.NodeName]++
 		}
 	}
-	order := deletionOrder{pods: append([]*corev1.Pod(nil), pods...), ranks: make([]int, len(pods)), now: now, cost: cost}
+	order := deletionOrder{
+		pods:  append([]*corev1.Pod(nil), pods...),
+		ranks: make([]int, len(pods)),
+		now:   now,
+		cost:  cost,
+	}
 	for i, p := range order.pods {
 		order.ranks[i] = perNode[p.Spec.NodeName]
 	}

@@ -20,14 +20,18 @@ func TestStatusWriteArmsStalenessGuard(t *testing.T) {
 	})
 	rs.Spec.Replicas = ptr.To[int32](0) // no pods to create: only the status changes
 	f := newFixture(t, kindRS, rs)
-	f.client.PrependReactor("update", "replicasets", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "status" {
-			return false, nil, nil
-		}
-		written := a.(clienttesting.UpdateAction).GetObject().(*appsv1.ReplicaSet).DeepCopy()
-		written.ResourceVersion = "11" // what an API server would assign
-		return true, written, nil
-	})
+	f.client.PrependReactor(
+		"update",
+		"replicasets",
+		func(a clienttesting.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() != "status" {
+				return false, nil, nil
+			}
+			written := a.(clienttesting.UpdateAction).GetObject().(*appsv1.ReplicaSet).DeepCopy()
+			written.ResourceVersion = "11" // what an API server would assign
+			return true, written, nil
+		},
+	)
 	if err := f.sync("ns/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -57,13 +61,17 @@ func TestPodCreateArmsStalenessGuard(t *testing.T) {
 	rs := newRS("web", 1, func(rs *appsv1.ReplicaSet) { rs.UID = "rs-uid" })
 	f := newFixture(t, kindRS, rs)
 	var created *corev1.Pod
-	f.client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		p := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
-		// As an API server returns it: named, with a uid and a version.
-		p.Namespace, p.Name, p.UID, p.ResourceVersion = a.GetNamespace(), "web-abcde", "pod-uid", "20"
-		created = p
-		return true, p, nil
-	})
+	f.client.PrependReactor(
+		"create",
+		"pods",
+		func(a clienttesting.Action) (bool, runtime.Object, error) {
+			p := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy()
+			// As an API server returns it: named, with a uid and a version.
+			p.Namespace, p.Name, p.UID, p.ResourceVersion = a.GetNamespace(), "web-abcde", "pod-uid", "20"
+			created = p
+			return true, p, nil
+		},
+	)
 	if err := f.sync("ns/web"); err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,13 @@ const statusUpdateRetries = 1
 // calculateStatus returns rs's new status given its claimed active pods, the
 // number of its terminating pods (nil when not reported) and the error of
 // managing replicas, evaluated at now. rs is not modified.
-func calculateStatus(rs *appsv1.ReplicaSet, active []*corev1.Pod, terminating *int32, manageErr error, now time.Time) appsv1.ReplicaSetStatus {
+func calculateStatus(
+	rs *appsv1.ReplicaSet,
+	active []*corev1.Pod,
+	terminating *int32,
+	manageErr error,
+	now time.Time,
+) appsv1.ReplicaSetStatus {
 	st := *rs.Status.DeepCopy()
 	template := labels.SelectorFromValidatedSet(labels.Set(rs.Spec.Template.Labels))
 	var fully, ready, available int32
@@ -73,7 +79,10 @@ func calculateStatus(rs *appsv1.ReplicaSet, active []*corev1.Pod, terminating *i
 	return st
 }
 
-func condition(st appsv1.ReplicaSetStatus, t appsv1.ReplicaSetConditionType) *appsv1.ReplicaSetCondition {
+func condition(
+	st appsv1.ReplicaSetStatus,
+	t appsv1.ReplicaSetConditionType,
+) *appsv1.ReplicaSetCondition {
 	for i := range st.Conditions {
 		if st.Conditions[i].Type == t {
 			return &st.Conditions[i]
@@ -82,7 +91,10 @@ func condition(st appsv1.ReplicaSetStatus, t appsv1.ReplicaSetConditionType) *ap
 	return nil
 }
 
-func withoutCondition(cs []appsv1.ReplicaSetCondition, t appsv1.ReplicaSetConditionType) []appsv1.ReplicaSetCondition {
+func withoutCondition(
+	cs []appsv1.ReplicaSetCondition,
+	t appsv1.ReplicaSetConditionType,
+) []appsv1.ReplicaSetCondition {
 	var out []appsv1.ReplicaSetCondition
 	for _, c := range cs {
 		if c.Type != t {
@@ -109,7 +121,11 @@ func statusUnchanged(rs *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) bool {
 // unless nothing would change; on failure it re-reads the object and tries
 // again, statusUpdateRetries times. rs must be a copy the caller owns. A
 // write is recorded with the loop's staleness guard.
-func (c *controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st appsv1.ReplicaSetStatus) (*appsv1.ReplicaSet, error) {
+func (c *controller) updateStatus(
+	ctx context.Context,
+	rs *appsv1.ReplicaSet,
+	st appsv1.ReplicaSetStatus,
+) (*appsv1.ReplicaSet, error) {
 	if statusUnchanged(rs, st) {
 		return rs, nil
 	}
@@ -117,10 +133,27 @@ func (c *controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st
 	log := logr.FromContextOrDiscard(ctx)
 	for i := 0; ; i++ {
 		if v := log.V(4); v.Enabled() {
-			v.Info("Updating status", "kind", c.kindName, "object", rs.Namespace+"/"+rs.Name,
-				"replicas", st.Replicas, "want", replicasOf(rs), "fullyLabeled", st.FullyLabeledReplicas,
-				"ready", st.ReadyReplicas, "available", st.AvailableReplicas,
-				"terminating", st.TerminatingReplicas, "observedGeneration", st.ObservedGeneration)
+			v.Info(
+				"Updating status",
+				"kind",
+				c.kindName,
+				"object",
+				rs.Namespace+"/"+rs.Name,
+				"replicas",
+				st.Replicas,
+				"want",
+				replicasOf(rs),
+				"fullyLabeled",
+				st.FullyLabeledReplicas,
+				"ready",
+				st.ReadyReplicas,
+				"available",
+				st.AvailableReplicas,
+				"terminating",
+				st.TerminatingReplicas,
+				"observedGeneration",
+				st.ObservedGeneration,
+			)
 		}
 		rs.Status = st
 		updated, err := c.kind.updateStatus(ctx, rs)

@@ -69,7 +69,13 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	needsManage := c.exp.Satisfied(key)
 	selector, err := selectorOf(rs)
 	if err != nil {
-		c.recorder.Eventf(c.kind.object(rs), corev1.EventTypeWarning, ReasonInvalidSelector, "Invalid selector: %v", err)
+		c.recorder.Eventf(
+			c.kind.object(rs),
+			corev1.EventTypeWarning,
+			ReasonInvalidSelector,
+			"Invalid selector: %v",
+			err,
+		)
 		return workloop.Permanent(fmt.Errorf("%s %s: invalid selector: %w", c.kindName, key, err))
 	}
 
@@ -86,7 +92,13 @@ func (c *controller) sync(ctx context.Context, key string) error {
 			continue
 		}
 		if err := ownership.ValidateOwnerRefs(p); err != nil {
-			c.recorder.Eventf(c.kind.object(rs), corev1.EventTypeWarning, ReasonInvalidOwnerRefs, "Ignoring pod: %v", err)
+			c.recorder.Eventf(
+				c.kind.object(rs),
+				corev1.EventTypeWarning,
+				ReasonInvalidOwnerRefs,
+				"Ignoring pod: %v",
+				err,
+			)
 			refErrs = append(refErrs, err)
 			continue
 		}
@@ -101,7 +113,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	if c.terminating {
 		n := int32(0)
 		for _, p := range all {
-			if podstate.IsTerminating(p) && metav1.IsControlledBy(p, rs) && selector.Matches(labels.Set(p.Labels)) {
+			if podstate.IsTerminating(p) && metav1.IsControlledBy(p, rs) &&
+				selector.Matches(labels.Set(p.Labels)) {
 				n++
 			}
 		}
@@ -115,14 +128,19 @@ func (c *controller) sync(ctx context.Context, key string) error {
 
 	rs = rs.DeepCopy()
 	now := c.clock.Now() // one instant for status and the next check
-	updated, err := c.updateStatus(ctx, rs, calculateStatus(rs, active, terminating, manageErr, now))
+	updated, err := c.updateStatus(
+		ctx,
+		rs,
+		calculateStatus(rs, active, terminating, manageErr, now),
+	)
 	if err != nil {
 		return err
 	}
 	if manageErr != nil {
 		return manageErr
 	}
-	if mrs := updated.Spec.MinReadySeconds; mrs > 0 && updated.Status.ReadyReplicas != updated.Status.AvailableReplicas {
+	if mrs := updated.Spec.MinReadySeconds; mrs > 0 &&
+		updated.Status.ReadyReplicas != updated.Status.AvailableReplicas {
 		next := time.Duration(mrs) * time.Second
 		if d := nextAvailabilityCheck(active, mrs, now, c.clock.Now()); d != nil {
 			next = *d
@@ -144,7 +162,12 @@ func (c *controller) podsOf(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
 
 // claim adopts and releases pods for rs and returns those it controls.
 // Adoption first rereads rs from the API server.
-func (c *controller) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+func (c *controller) claim(
+	ctx context.Context,
+	rs *appsv1.ReplicaSet,
+	selector labels.Selector,
+	pods []*corev1.Pod,
+) ([]*corev1.Pod, error) {
 	m, err := ownership.New[*corev1.Pod](ownership.Config{
 		Owner:     rs,
 		OwnerKind: c.kind.gvk(),
@@ -162,7 +185,13 @@ func (c *controller) claim(ctx context.Context, rs *appsv1.ReplicaSet, selector 
 
 // manageReplicas creates or deletes pods so that active (rs's claimed active
 // pods, not modified) reaches spec.replicas, at most burst at a time.
-func (c *controller) manageReplicas(ctx context.Context, log logr.Logger, key string, rs *appsv1.ReplicaSet, active []*corev1.Pod) error {
+func (c *controller) manageReplicas(
+	ctx context.Context,
+	log logr.Logger,
+	key string,
+	rs *appsv1.ReplicaSet,
+	active []*corev1.Pod,
+) error {
 	want := int(replicasOf(rs))
 	diff := len(active) - want
 	owner := c.kind.object(rs)

@@ -25,18 +25,26 @@ import (
 )
 
 func quotaForbidden() error {
-	return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("exceeded quota: compute"))
+	return apierrors.NewForbidden(
+		schema.GroupResource{Resource: "pods"},
+		"",
+		errors.New("exceeded quota: compute"),
+	)
 }
 
 // failCreateNumber makes the n-th pod create (1-based) fail with err.
 func failCreateNumber(f *fixture, n int64, err error) {
 	var calls atomic.Int64
-	f.client.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if calls.Add(1) == n {
-			return true, nil, err
-		}
-		return false, nil, nil
-	})
+	f.client.PrependReactor(
+		"create",
+		"pods",
+		func(clienttesting.Action) (bool, runtime.Object, error) {
+			if calls.Add(1) == n {
+				return true, nil, err
+			}
+			return false, nil, nil
+		},
+	)
 }
 
 func TestSlowStartBatch(t *testing.T) {
@@ -63,8 +71,17 @@ func TestSlowStartBatch(t *testing.T) {
 				}
 				return nil
 			})
-			if int(calls.Load()) != tt.wantCalls || ok != tt.wantOK || (err != nil) != (tt.failAt > 0) {
-				t.Errorf("calls %d, successes %d, err %v; want %d, %d, failure %v", calls.Load(), ok, err, tt.wantCalls, tt.wantOK, tt.failAt > 0)
+			if int(calls.Load()) != tt.wantCalls || ok != tt.wantOK ||
+				(err != nil) != (tt.failAt > 0) {
+				t.Errorf(
+					"calls %d, successes %d, err %v; want %d, %d, failure %v",
+					calls.Load(),
+					ok,
+					err,
+					tt.wantCalls,
+					tt.wantOK,
+					tt.failAt > 0,
+				)
 			}
 		})
 	}
@@ -91,7 +108,9 @@ func TestScaleUpSlowStart(t *testing.T) {
 	}
 	for _, p := range f.createdPods() {
 		ref := metav1.GetControllerOf(p)
-		if p.GenerateName != "web-" || ref == nil || ref.UID != rs.UID || ref.Kind != "ReplicaSet" || p.Labels["tier"] != "front" {
+		if p.GenerateName != "web-" || ref == nil || ref.UID != rs.UID ||
+			ref.Kind != "ReplicaSet" ||
+			p.Labels["tier"] != "front" {
 			t.Errorf("created pod %+v", p.ObjectMeta)
 		}
 	}
@@ -242,11 +261,25 @@ func TestScaleDownPicksPods(t *testing.T) {
 		}, "pending"},
 		{"not ready before ready", []*corev1.Pod{
 			newPod("ready", rs, readySince(old)),
-			newPod("notready", rs, func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning; p.Spec.NodeName = "node-1" }),
+			newPod(
+				"notready",
+				rs,
+				func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning; p.Spec.NodeName = "node-1" },
+			),
 		}, "notready"},
 		{"lower deletion cost first", []*corev1.Pod{
-			newPod("cheap", rs, readySince(old), func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.PodDeletionCost: "-5"} }),
-			newPod("dear", rs, readySince(epoch.Add(-time.Minute)), func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.PodDeletionCost: "100"} }),
+			newPod(
+				"cheap",
+				rs,
+				readySince(old),
+				func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.PodDeletionCost: "-5"} },
+			),
+			newPod(
+				"dear",
+				rs,
+				readySince(epoch.Add(-time.Minute)),
+				func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.PodDeletionCost: "100"} },
+			),
 		}, "cheap"},
 		{"newer ready first", []*corev1.Pod{
 			newPod("old", rs, readySince(old)),
@@ -284,13 +317,37 @@ func TestAdoption(t *testing.T) {
 		wantErr    string
 		wantCreate int
 	}{
-		{name: "orphan adopted after the recheck", cached: newRS("web", 1), api: newRS("web", 1), wantAdopt: true},
-		{name: "owner being deleted (cache)", cached: newRS("web", 1, func(rs *appsv1.ReplicaSet) { rs.DeletionTimestamp = &deleting }),
-			api: newRS("web", 1, func(rs *appsv1.ReplicaSet) { rs.DeletionTimestamp = &deleting })},
+		{
+			name:      "orphan adopted after the recheck",
+			cached:    newRS("web", 1),
+			api:       newRS("web", 1),
+			wantAdopt: true,
+		},
+		{
+			name: "owner being deleted (cache)",
+			cached: newRS(
+				"web",
+				1,
+				func(rs *appsv1.ReplicaSet) { rs.DeletionTimestamp = &deleting },
+			),
+			api: newRS(
+				"web",
+				1,
+				func(rs *appsv1.ReplicaSet) { rs.DeletionTimestamp = &deleting },
+			),
+		},
 		{name: "owner being deleted (recheck)", cached: newRS("web", 1),
-			api: newRS("web", 1, func(rs *appsv1.ReplicaSet) { rs.DeletionTimestamp = &deleting }), wantErr: "being deleted"},
+			api: newRS(
+				"web",
+				1,
+				func(rs *appsv1.ReplicaSet) { rs.DeletionTimestamp = &deleting },
+			), wantErr: "being deleted"},
 		{name: "owner recreated (recheck)", cached: newRS("web", 1),
-			api: newRS("web", 1, func(rs *appsv1.ReplicaSet) { rs.UID = "another" }), wantErr: "is gone"},
+			api: newRS(
+				"web",
+				1,
+				func(rs *appsv1.ReplicaSet) { rs.UID = "another" },
+			), wantErr: "is gone"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -298,7 +355,8 @@ func TestAdoption(t *testing.T) {
 			f := newFixture(t, kindRS, tt.api, orphan)
 			f.cache(tt.cached) // replaces the API server's version in the cache
 			err := f.sync("ns/web")
-			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			if tt.wantErr == "" && err != nil ||
+				tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("sync = %v, want error containing %q", err, tt.wantErr)
 			}
 			got, err := f.client.CoreV1().Pods("ns").Get(t.Context(), "orphan", metav1.GetOptions{})
@@ -307,12 +365,21 @@ func TestAdoption(t *testing.T) {
 			}
 			adopted := metav1.IsControlledBy(got, tt.cached)
 			if adopted != tt.wantAdopt {
-				t.Errorf("adopted = %v, want %v (refs %+v)", adopted, tt.wantAdopt, got.OwnerReferences)
+				t.Errorf(
+					"adopted = %v, want %v (refs %+v)",
+					adopted,
+					tt.wantAdopt,
+					got.OwnerReferences,
+				)
 			}
 			acts := f.actions()
 			if tt.wantAdopt {
-				if i, j := slices.Index(acts, "get replicasets"), slices.Index(acts, "patch pods"); i < 0 || j < i {
-					t.Errorf("actions %v: want an uncached get of the ReplicaSet before the patch", acts)
+				if i, j := slices.Index(acts, "get replicasets"), slices.Index(acts, "patch pods"); i < 0 ||
+					j < i {
+					t.Errorf(
+						"actions %v: want an uncached get of the ReplicaSet before the patch",
+						acts,
+					)
 				}
 				if st := f.rsStatus("web"); st.Replicas != 1 {
 					t.Errorf("status.replicas %d, want the adopted pod counted", st.Replicas)
@@ -366,12 +433,22 @@ func TestStatus(t *testing.T) {
 				return []*corev1.Pod{
 					newPod("ready", rs, readySince(epoch.Add(-time.Minute))),
 					newPod("partial-labels", rs, withLabels(webLabels)),
-					newPod("done", rs, func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
+					newPod(
+						"done",
+						rs,
+						func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded },
+					),
 					newPod("terminating", rs, terminatingPod),
 				}
 			},
-			want: appsv1.ReplicaSetStatus{Replicas: 2, FullyLabeledReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-				TerminatingReplicas: ptr.To[int32](1), ObservedGeneration: 1},
+			want: appsv1.ReplicaSetStatus{
+				Replicas:             2,
+				FullyLabeledReplicas: 1,
+				ReadyReplicas:        1,
+				AvailableReplicas:    1,
+				TerminatingReplicas:  ptr.To[int32](1),
+				ObservedGeneration:   1,
+			},
 		},
 		{
 			name:     "minReadySeconds: requeued for the first pod to become available",
@@ -383,8 +460,14 @@ func TestStatus(t *testing.T) {
 					newPod("c", rs, readySince(epoch.Add(-time.Minute))),    // available
 				}
 			},
-			want: appsv1.ReplicaSetStatus{Replicas: 3, FullyLabeledReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 1,
-				TerminatingReplicas: ptr.To[int32](0), ObservedGeneration: 1},
+			want: appsv1.ReplicaSetStatus{
+				Replicas:             3,
+				FullyLabeledReplicas: 3,
+				ReadyReplicas:        3,
+				AvailableReplicas:    1,
+				TerminatingReplicas:  ptr.To[int32](0),
+				ObservedGeneration:   1,
+			},
 			wantRequeue: 5 * time.Second,
 		},
 		{
@@ -393,17 +476,33 @@ func TestStatus(t *testing.T) {
 			pods: func(rs *appsv1.ReplicaSet) []*corev1.Pod {
 				return []*corev1.Pod{newPod("a", rs, readySince(epoch.Add(-time.Minute)))}
 			},
-			want: appsv1.ReplicaSetStatus{Replicas: 1, FullyLabeledReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-				TerminatingReplicas: ptr.To[int32](0), ObservedGeneration: 1},
+			want: appsv1.ReplicaSetStatus{
+				Replicas:             1,
+				FullyLabeledReplicas: 1,
+				ReadyReplicas:        1,
+				AvailableReplicas:    1,
+				TerminatingReplicas:  ptr.To[int32](0),
+				ObservedGeneration:   1,
+			},
 		},
 		{
 			name: "unchanged status is not written",
 			pods: func(rs *appsv1.ReplicaSet) []*corev1.Pod {
 				return []*corev1.Pod{newPod("a", rs)}
 			},
-			initialStatus: &appsv1.ReplicaSetStatus{Replicas: 1, FullyLabeledReplicas: 1, TerminatingReplicas: ptr.To[int32](0), ObservedGeneration: 1},
-			want:          appsv1.ReplicaSetStatus{Replicas: 1, FullyLabeledReplicas: 1, TerminatingReplicas: ptr.To[int32](0), ObservedGeneration: 1},
-			wantNoUpdate:  true,
+			initialStatus: &appsv1.ReplicaSetStatus{
+				Replicas:             1,
+				FullyLabeledReplicas: 1,
+				TerminatingReplicas:  ptr.To[int32](0),
+				ObservedGeneration:   1,
+			},
+			want: appsv1.ReplicaSetStatus{
+				Replicas:             1,
+				FullyLabeledReplicas: 1,
+				TerminatingReplicas:  ptr.To[int32](0),
+				ObservedGeneration:   1,
+			},
+			wantNoUpdate: true,
 		},
 	}
 	for _, tt := range tests {
@@ -443,27 +542,37 @@ func TestStatus(t *testing.T) {
 
 func apiEqual(a, b appsv1.ReplicaSetStatus) bool {
 	return a.Replicas == b.Replicas && a.FullyLabeledReplicas == b.FullyLabeledReplicas && a.ReadyReplicas == b.ReadyReplicas &&
-		a.AvailableReplicas == b.AvailableReplicas && ptr.Equal(a.TerminatingReplicas, b.TerminatingReplicas) &&
-		a.ObservedGeneration == b.ObservedGeneration && len(a.Conditions) == len(b.Conditions)
+		a.AvailableReplicas == b.AvailableReplicas &&
+		ptr.Equal(a.TerminatingReplicas, b.TerminatingReplicas) &&
+		a.ObservedGeneration == b.ObservedGeneration &&
+		len(a.Conditions) == len(b.Conditions)
 }
 
 func TestReplicaFailureCondition(t *testing.T) {
 	rs := newRS("web", 2)
 	f := newFixture(t, kindRS, rs)
-	f.client.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, quotaForbidden()
-	})
+	f.client.PrependReactor(
+		"create",
+		"pods",
+		func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, quotaForbidden()
+		},
+	)
 	if err := f.sync("ns/web"); err == nil {
 		t.Fatal("sync succeeded although every create fails")
 	}
 	st := f.rsStatus("web")
 	c := condition(st, appsv1.ReplicaSetReplicaFailure)
-	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != reasonFailedCreate || !strings.Contains(c.Message, "exceeded quota") ||
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != reasonFailedCreate ||
+		!strings.Contains(c.Message, "exceeded quota") ||
 		!c.LastTransitionTime.Time.Equal(epoch) {
 		t.Fatalf("ReplicaFailure condition %+v", c)
 	}
 	if f.count("create pods") != 1 {
-		t.Errorf("%d creates, want 1 (the slow start stops at the first failure)", f.count("create pods"))
+		t.Errorf(
+			"%d creates, want 1 (the slow start stops at the first failure)",
+			f.count("create pods"),
+		)
 	}
 
 	// The quota is raised; the informer delivers the status update.
@@ -496,19 +605,25 @@ func TestReplicationController(t *testing.T) {
 			t.Fatalf("%d pods created, want 2", len(created))
 		}
 		ref := metav1.GetControllerOf(created[0])
-		if ref == nil || ref.APIVersion != "v1" || ref.Kind != "ReplicationController" || ref.Name != "legacy" || ref.UID != rc.UID {
+		if ref == nil || ref.APIVersion != "v1" || ref.Kind != "ReplicationController" ||
+			ref.Name != "legacy" ||
+			ref.UID != rc.UID {
 			t.Errorf("controller reference %+v", ref)
 		}
-		got, err := f.client.CoreV1().ReplicationControllers("ns").Get(t.Context(), "legacy", metav1.GetOptions{})
+		got, err := f.client.CoreV1().
+			ReplicationControllers("ns").
+			Get(t.Context(), "legacy", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The pods are not cached yet, so replicas is still 0, but the
 		// status was written to the RC, observing its generation.
-		if got.Status.ObservedGeneration != 1 || f.count("update replicationcontrollers/status") != 1 {
+		if got.Status.ObservedGeneration != 1 ||
+			f.count("update replicationcontrollers/status") != 1 {
 			t.Errorf("RC status %+v after %v", got.Status, f.actions())
 		}
-		if got.Spec.Template == nil || *got.Spec.Replicas != 2 || got.Spec.Selector["app"] != "web" {
+		if got.Spec.Template == nil || *got.Spec.Replicas != 2 ||
+			got.Spec.Selector["app"] != "web" {
 			t.Errorf("the status write changed the spec: %+v", got.Spec)
 		}
 	})
@@ -533,12 +648,17 @@ func TestReplicationController(t *testing.T) {
 		if got := f.deleted(); !slices.Equal(got, []string{"b", "c"}) {
 			t.Errorf("deleted %v, want the two not-ready pods", got)
 		}
-		got, err := f.client.CoreV1().ReplicationControllers("ns").Get(t.Context(), "legacy", metav1.GetOptions{})
+		got, err := f.client.CoreV1().
+			ReplicationControllers("ns").
+			Get(t.Context(), "legacy", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got.Status.Replicas != 4 || got.Status.ReadyReplicas != 2 {
-			t.Errorf("RC status %+v, want 4 replicas (before the deletions are seen), 2 ready", got.Status)
+			t.Errorf(
+				"RC status %+v, want 4 replicas (before the deletions are seen), 2 ready",
+				got.Status,
+			)
 		}
 		if evs := f.events(); !controllertest.HasEvent(evs, "Normal SuccessfulDelete") {
 			t.Errorf("events %q", evs)
@@ -546,17 +666,24 @@ func TestReplicationController(t *testing.T) {
 	})
 	t.Run("failure condition", func(t *testing.T) {
 		f := newFixture(t, kindRC, newRC("legacy", 1))
-		f.client.PrependReactor("create", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-			return true, nil, quotaForbidden()
-		})
+		f.client.PrependReactor(
+			"create",
+			"pods",
+			func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, quotaForbidden()
+			},
+		)
 		if err := f.sync("ns/legacy"); err == nil {
 			t.Fatal("sync succeeded although every create fails")
 		}
-		got, err := f.client.CoreV1().ReplicationControllers("ns").Get(t.Context(), "legacy", metav1.GetOptions{})
+		got, err := f.client.CoreV1().
+			ReplicationControllers("ns").
+			Get(t.Context(), "legacy", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != corev1.ReplicationControllerReplicaFailure ||
+		if len(got.Status.Conditions) != 1 ||
+			got.Status.Conditions[0].Type != corev1.ReplicationControllerReplicaFailure ||
 			got.Status.Conditions[0].Reason != reasonFailedCreate {
 			t.Errorf("RC conditions %+v", got.Status.Conditions)
 		}
@@ -565,9 +692,17 @@ func TestReplicationController(t *testing.T) {
 
 func TestInvalidObjectsAreIsolated(t *testing.T) {
 	bad := newRS("bad", 2, func(rs *appsv1.ReplicaSet) {
-		rs.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Resembles"}}}
+		rs.Spec.Selector = &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "app", Operator: "Resembles"},
+			},
+		}
 	})
-	empty := newRS("empty", 2, func(rs *appsv1.ReplicaSet) { rs.Spec.Selector = &metav1.LabelSelector{} })
+	empty := newRS(
+		"empty",
+		2,
+		func(rs *appsv1.ReplicaSet) { rs.Spec.Selector = &metav1.LabelSelector{} },
+	)
 	good := newRS("good", 2, func(rs *appsv1.ReplicaSet) {
 		rs.Spec.Selector.MatchLabels = map[string]string{"app": "good"}
 		rs.Spec.Template.Labels = map[string]string{"app": "good"}
@@ -598,7 +733,9 @@ func TestInvalidObjectsAreIsolated(t *testing.T) {
 func TestMalformedOwnerRefs(t *testing.T) {
 	rs := newRS("web", 2)
 	broken := newPod("broken", nil, func(p *corev1.Pod) {
-		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Thing", Name: "x"}} // no UID
+		p.OwnerReferences = []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "Thing", Name: "x"},
+		} // no UID
 	})
 	f := newFixture(t, kindRS, rs, broken, newPod("fine", rs))
 	err := f.sync("ns/web")
@@ -637,7 +774,11 @@ func TestDeletedObjectForgetsExpectations(t *testing.T) {
 
 func TestHandlers(t *testing.T) {
 	rs := newRS("web", 1, func(rs *appsv1.ReplicaSet) { rs.Spec.MinReadySeconds = 10 })
-	other := newRS("other", 1, func(rs *appsv1.ReplicaSet) { rs.Spec.Selector.MatchLabels = map[string]string{"app": "other"} })
+	other := newRS(
+		"other",
+		1,
+		func(rs *appsv1.ReplicaSet) { rs.Spec.Selector.MatchLabels = map[string]string{"app": "other"} },
+	)
 	f := newFixture(t, kindRS, rs, other)
 
 	f.c.exp.ExpectCreations("ns/web", 1)
@@ -665,7 +806,9 @@ func TestHandlers(t *testing.T) {
 	}
 
 	foreign := newPod("f", nil, func(p *corev1.Pod) {
-		p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(rs, corev1.SchemeGroupVersion.WithKind("ReplicationController"))}
+		p.OwnerReferences = []metav1.OwnerReference{
+			*metav1.NewControllerRef(rs, corev1.SchemeGroupVersion.WithKind("ReplicationController")),
+		}
 	})
 	f.c.exp.ExpectDeletions("ns/web", []string{"ns/f"})
 	f.c.deletePod(foreign) // same name and UID, wrong kind: not ours

@@ -24,7 +24,8 @@ func claimEvaluator(list listFunc) *evaluator {
 		matching: func(in []corev1.ResourceName) []corev1.ResourceName {
 			var out []corev1.ResourceName
 			for _, name := range in {
-				if name == countName || strings.HasSuffix(string(name), corev1.ResourceClaimsPerClass) {
+				if name == countName ||
+					strings.HasSuffix(string(name), corev1.ResourceClaimsPerClass) {
 					out = append(out, name)
 				}
 			}
@@ -33,7 +34,10 @@ func claimEvaluator(list listFunc) *evaluator {
 		usage: func(obj runtime.Object) (corev1.ResourceList, error) {
 			claim, ok := obj.(*resourcev1.ResourceClaim)
 			if !ok {
-				return corev1.ResourceList{}, fmt.Errorf("expected a *v1.ResourceClaim, got %T", obj)
+				return corev1.ResourceList{}, fmt.Errorf(
+					"expected a *v1.ResourceClaim, got %T",
+					obj,
+				)
 			}
 			return claimUsage(claim), nil
 		},
@@ -69,7 +73,12 @@ func claimUsage(claim *resourcev1.ResourceClaim) corev1.ResourceList {
 			}
 			addInto(out, largest)
 		case req.Exactly != nil:
-			addInto(out, corev1.ResourceList{classDevices(req.Exactly.DeviceClassName): *deviceCount(req.Exactly.AllocationMode, req.Exactly.Count)})
+			addInto(
+				out,
+				corev1.ResourceList{
+					classDevices(req.Exactly.DeviceClassName): *deviceCount(req.Exactly.AllocationMode, req.Exactly.Count),
+				},
+			)
 		}
 	}
 	return out

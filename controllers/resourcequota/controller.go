@@ -128,7 +128,10 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 	log := logr.FromContextOrDiscard(ctx)
 	switch {
 	case discovery.IsGroupDiscoveryFailedError(err):
-		log.Error(err, "Initial discovery check failure, continuing and counting on future sync update")
+		log.Error(
+			err,
+			"Initial discovery check failure, continuing and counting on future sync update",
+		)
 	case err != nil:
 		return fail(err)
 	}
@@ -150,7 +153,11 @@ func discoveryOf(client kubernetes.Interface) discovery.ServerResourcesInterface
 
 // builtinEvaluators are the evaluators of the core resources; discovery
 // adds object counts for the rest.
-func builtinEvaluators(lister func(schema.GroupVersionResource) listFunc, clk clock.PassiveClock, podLevel bool) []*evaluator {
+func builtinEvaluators(
+	lister func(schema.GroupVersionResource) listFunc,
+	clk clock.PassiveClock,
+	podLevel bool,
+) []*evaluator {
 	core := func(r string) schema.GroupVersionResource { return corev1.SchemeGroupVersion.WithResource(r) }
 	count := func(r string, alias corev1.ResourceName) *evaluator {
 		return newCountEvaluator(schema.GroupResource{Resource: r}, lister(core(r)), alias)
@@ -216,7 +223,9 @@ func (c *controller) enqueueAll(ctx context.Context) {
 	for _, q := range qs {
 		c.primary.Add(q.Namespace + "/" + q.Name)
 	}
-	logr.FromContextOrDiscard(ctx).V(4).Info("Queued all resource quotas for full calculation of usage", "count", len(qs))
+	logr.FromContextOrDiscard(ctx).
+		V(4).
+		Info("Queued all resource quotas for full calculation of usage", "count", len(qs))
 }
 
 // addQuota queues a quota: on the priority queue when its status lacks the
@@ -296,7 +305,13 @@ func (c *controller) syncQuota(ctx context.Context, q *corev1.ResourceQuota) err
 		used = addLists(corev1.ResourceList{}, q.Status.Used)
 	}
 	hard := addLists(corev1.ResourceList{}, q.Spec.Hard)
-	measured, calcErr := calculateUsage(q.Namespace, q.Spec.Scopes, q.Spec.ScopeSelector, hard, c.registry)
+	measured, calcErr := calculateUsage(
+		q.Namespace,
+		q.Spec.Scopes,
+		q.Spec.ScopeSelector,
+		hard,
+		c.registry,
+	)
 	maps.Copy(used, measured)
 	used = maskList(used, resourceNames(hard))
 	dirty = dirty || !sameLists(used, q.Status.Used)
@@ -305,7 +320,9 @@ func (c *controller) syncQuota(ctx context.Context, q *corev1.ResourceQuota) err
 	}
 	upd := q.DeepCopy()
 	upd.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: used}
-	_, err := c.client.CoreV1().ResourceQuotas(q.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	_, err := c.client.CoreV1().
+		ResourceQuotas(q.Namespace).
+		UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	return errors.Join(calcErr, err)
 }
 
@@ -345,10 +362,14 @@ func (c *controller) rediscover() func(context.Context) {
 		if !cache.WaitForCacheSync(waitCtx.Done(), c.monitors.synced) {
 			if ctx.Err() != nil {
 				// A stop, not a failure: nothing to report.
-				log.V(2).Info("Stopped waiting for quota monitor sync", "reason", context.Cause(ctx))
+				log.V(2).
+					Info("Stopped waiting for quota monitor sync", "reason", context.Cause(ctx))
 				return
 			}
-			log.Error(errors.New("timed out waiting for quota monitor sync"), "Quota monitors not synced")
+			log.Error(
+				errors.New("timed out waiting for quota monitor sync"),
+				"Quota monitors not synced",
+			)
 			return
 		}
 		log.V(2).Info("Synced quota controller with discovered resources", "resources", len(found))

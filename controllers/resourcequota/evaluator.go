@@ -42,7 +42,11 @@ func objectCountName(gr schema.GroupResource) corev1.ResourceName {
 
 // newCountEvaluator counts a resource's objects under its count/ name and,
 // when alias is set, under that name too (secrets, configmaps...).
-func newCountEvaluator(gr schema.GroupResource, list listFunc, alias corev1.ResourceName) *evaluator {
+func newCountEvaluator(
+	gr schema.GroupResource,
+	list listFunc,
+	alias corev1.ResourceName,
+) *evaluator {
 	names := []corev1.ResourceName{objectCountName(gr)}
 	if alias != "" {
 		names = append(names, alias)
@@ -63,10 +67,19 @@ func newCountEvaluator(gr schema.GroupResource, list listFunc, alias corev1.Reso
 
 // scopeRequirements are a quota's scopes (each as an Exists requirement)
 // followed by its scope selector's expressions.
-func scopeRequirements(scopes []corev1.ResourceQuotaScope, sel *corev1.ScopeSelector) []corev1.ScopedResourceSelectorRequirement {
+func scopeRequirements(
+	scopes []corev1.ResourceQuotaScope,
+	sel *corev1.ScopeSelector,
+) []corev1.ScopedResourceSelectorRequirement {
 	var out []corev1.ScopedResourceSelectorRequirement
 	for _, s := range scopes {
-		out = append(out, corev1.ScopedResourceSelectorRequirement{ScopeName: s, Operator: corev1.ScopeSelectorOpExists})
+		out = append(
+			out,
+			corev1.ScopedResourceSelectorRequirement{
+				ScopeName: s,
+				Operator:  corev1.ScopeSelectorOpExists,
+			},
+		)
 	}
 	if sel != nil {
 		out = append(out, sel.MatchExpressions...)
@@ -78,7 +91,11 @@ func scopeRequirements(scopes []corev1.ResourceQuotaScope, sel *corev1.ScopeSele
 // scope requirement; every one of resources is reported, zero when unused.
 // As in KCM, an object whose scope cannot be decided ends the sum without
 // an error, with what was summed so far.
-func (e *evaluator) usageStats(namespace string, reqs []corev1.ScopedResourceSelectorRequirement, resources []corev1.ResourceName) (corev1.ResourceList, error) {
+func (e *evaluator) usageStats(
+	namespace string,
+	reqs []corev1.ScopedResourceSelectorRequirement,
+	resources []corev1.ResourceName,
+) (corev1.ResourceList, error) {
 	used := corev1.ResourceList{}
 	for _, name := range resources {
 		used[name] = zero()
@@ -190,7 +207,13 @@ func (r *registry) matchesAny(names []corev1.ResourceName) bool {
 // knows, the usage in namespace under the quota's scopes. A resource whose
 // evaluator failed is left out of the answer, and the failures returned
 // joined.
-func calculateUsage(namespace string, scopes []corev1.ResourceQuotaScope, sel *corev1.ScopeSelector, hard corev1.ResourceList, reg *registry) (corev1.ResourceList, error) {
+func calculateUsage(
+	namespace string,
+	scopes []corev1.ResourceQuotaScope,
+	sel *corev1.ScopeSelector,
+	hard corev1.ResourceList,
+	reg *registry,
+) (corev1.ResourceList, error) {
 	hardNames := resourceNames(hard)
 	evaluators := reg.list()
 	var potential []corev1.ResourceName

@@ -42,8 +42,17 @@ var ignoredResources = map[schema.GroupResource]struct{}{
 // quotable discovers the namespaced resources that can be created, listed,
 // watched and deleted. A partial discovery failure returns what was found
 // with the error; finding nothing is an error.
-func quotable(d discovery.ServerResourcesInterface) (map[schema.GroupVersionResource]struct{}, error) {
-	found, err := apiresources.Preferred(d, apiresources.Namespaced, "create", "list", "watch", "delete")
+func quotable(
+	d discovery.ServerResourcesInterface,
+) (map[schema.GroupVersionResource]struct{}, error) {
+	found, err := apiresources.Preferred(
+		d,
+		apiresources.Namespaced,
+		"create",
+		"list",
+		"watch",
+		"delete",
+	)
 	if err != nil && len(found) == 0 {
 		return nil, fmt.Errorf("failed to discover resources: %w", err)
 	}
@@ -81,7 +90,10 @@ type monitors struct {
 // Monitors of resources no longer offered are removed. The errors of
 // resources that could not be monitored are returned joined; the others
 // are monitored all the same.
-func (m *monitors) sync(ctx context.Context, resources map[schema.GroupVersionResource]struct{}) error {
+func (m *monitors) sync(
+	ctx context.Context,
+	resources map[schema.GroupVersionResource]struct{},
+) error {
 	log := logr.FromContextOrDiscard(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -104,7 +116,8 @@ func (m *monitors) sync(ctx context.Context, resources map[schema.GroupVersionRe
 			continue
 		}
 		if m.registry.addIfAbsent(newCountEvaluator(gvr.GroupResource(), m.lister(gvr), "")) {
-			log.V(2).Info("QuotaMonitor created object count evaluator", "resource", gvr.GroupResource())
+			log.V(2).
+				Info("QuotaMonitor created object count evaluator", "resource", gvr.GroupResource())
 		}
 		next[gvr] = mon
 		added++
@@ -114,7 +127,8 @@ func (m *monitors) sync(ctx context.Context, resources map[schema.GroupVersionRe
 			errs = append(errs, fmt.Errorf("removing the monitor of %s: %w", gvr, err))
 		}
 	}
-	log.V(4).Info("Quota monitors synced", "added", added, "kept", len(next)-added, "removed", len(old))
+	log.V(4).
+		Info("Quota monitors synced", "added", added, "kept", len(next)-added, "removed", len(old))
 	m.current = next
 	if m.stop != nil && added > 0 {
 		m.factory.Start(m.stop)
@@ -243,7 +257,8 @@ func statusResourcesChanged(o, n *corev1.Pod) bool {
 	} {
 		for _, os := range pair.old {
 			for _, ns := range pair.new {
-				if ns.Name == os.Name && !apiequality.Semantic.DeepEqual(os.Resources, ns.Resources) {
+				if ns.Name == os.Name &&
+					!apiequality.Semantic.DeepEqual(os.Resources, ns.Resources) {
 					return true
 				}
 			}

@@ -34,7 +34,11 @@ var (
 	gvrQuotas      = corev1.SchemeGroupVersion.WithResource("resourcequotas")
 	gvrEvents      = corev1.SchemeGroupVersion.WithResource("events")
 	gvrDeployments = appsv1.SchemeGroupVersion.WithResource("deployments")
-	gvrWidgets     = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	gvrWidgets     = schema.GroupVersionResource{
+		Group:    "example.com",
+		Version:  "v1",
+		Resource: "widgets",
+	}
 )
 
 func set(gvrs ...schema.GroupVersionResource) map[schema.GroupVersionResource]struct{} {
@@ -102,7 +106,11 @@ func TestMonitorsFollowDiscovery(t *testing.T) {
 	if err := client.AppsV1().Deployments("ns").Delete(ctx, "d", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "the delete to replenish", func() bool { return rep.has("deployments.apps ns") })
+	controllertest.WaitFor(
+		t,
+		"the delete to replenish",
+		func() bool { return rep.has("deployments.apps ns") },
+	)
 
 	if err := m.sync(ctx, set(gvrPods)); err != nil {
 		t.Fatal(err)
@@ -179,25 +187,36 @@ func TestControllerKeepsStatus(t *testing.T) {
 // write came last, even one measured before a deletion.
 func withResourceVersions(client *fake.Clientset) {
 	last := 0 // guarded by the fake's lock, held around every reactor
-	client.PrependReactor("create", "resourcequotas", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		last++
-		a.(clienttesting.CreateAction).GetObject().(*corev1.ResourceQuota).ResourceVersion = strconv.Itoa(last)
-		return false, nil, nil
-	})
-	client.PrependReactor("update", "resourcequotas", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		q := a.(clienttesting.UpdateAction).GetObject().(*corev1.ResourceQuota)
-		stored, err := client.Tracker().Get(gvrQuotas, q.Namespace, q.Name)
-		if err != nil {
+	client.PrependReactor(
+		"create",
+		"resourcequotas",
+		func(a clienttesting.Action) (bool, runtime.Object, error) {
+			last++
+			a.(clienttesting.CreateAction).GetObject().(*corev1.ResourceQuota).ResourceVersion = strconv.Itoa(
+				last,
+			)
 			return false, nil, nil
-		}
-		if rv := stored.(*corev1.ResourceQuota).ResourceVersion; q.ResourceVersion != "" && q.ResourceVersion != rv {
-			return true, nil, apierrors.NewConflict(gvrQuotas.GroupResource(), q.Name,
-				fmt.Errorf("resourceVersion %s, stored %s", q.ResourceVersion, rv))
-		}
-		last++
-		q.ResourceVersion = strconv.Itoa(last)
-		return false, nil, nil
-	})
+		},
+	)
+	client.PrependReactor(
+		"update",
+		"resourcequotas",
+		func(a clienttesting.Action) (bool, runtime.Object, error) {
+			q := a.(clienttesting.UpdateAction).GetObject().(*corev1.ResourceQuota)
+			stored, err := client.Tracker().Get(gvrQuotas, q.Namespace, q.Name)
+			if err != nil {
+				return false, nil, nil
+			}
+			if rv := stored.(*corev1.ResourceQuota).ResourceVersion; q.ResourceVersion != "" &&
+				q.ResourceVersion != rv {
+				return true, nil, apierrors.NewConflict(gvrQuotas.GroupResource(), q.Name,
+					fmt.Errorf("resourceVersion %s, stored %s", q.ResourceVersion, rv))
+			}
+			last++
+			q.ResourceVersion = strconv.Itoa(last)
+			return false, nil, nil
+		},
+	)
 }
 
 // TestRediscoverStopIsNoError: a stop while rediscover waits for new
@@ -227,7 +246,11 @@ func TestRediscoverStopIsNoError(t *testing.T) {
 			// The factory is never started: the monitors never sync.
 			factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
 			c := &controller{discoveryPeriod: time.Millisecond}
-			c.monitors = &monitors{factory: typedOnly{factory}, registry: newRegistry(), replenish: func(schema.GroupResource, string) {}}
+			c.monitors = &monitors{
+				factory:   typedOnly{factory},
+				registry:  newRegistry(),
+				replenish: func(schema.GroupResource, string) {},
+			}
 			c.discover = func() (map[schema.GroupVersionResource]struct{}, error) { return set(gvrSecrets), nil }
 			if tt.stop {
 				c.discoveryPeriod = time.Hour
@@ -259,16 +282,32 @@ func TestRediscover(t *testing.T) {
 		found map[schema.GroupVersionResource]struct{}
 		err   error
 	}
-	appsFailed := &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{appsv1.SchemeGroupVersion: errors.New("apps is down")}}
+	appsFailed := &discovery.ErrGroupDiscoveryFailed{
+		Groups: map[schema.GroupVersion]error{
+			appsv1.SchemeGroupVersion: errors.New("apps is down"),
+		},
+	}
 	steps := []struct {
 		name string
 		answer
 		want []schema.GroupVersionResource
 	}{
 		{"first discovery", answer{set(gvrPods), nil}, []schema.GroupVersionResource{gvrPods}},
-		{"a new resource", answer{set(gvrPods, gvrDeployments), nil}, []schema.GroupVersionResource{gvrPods, gvrDeployments}},
-		{"its group fails discovery", answer{set(gvrPods), appsFailed}, []schema.GroupVersionResource{gvrPods, gvrDeployments}},
-		{"discovery fails", answer{nil, errors.New("down")}, []schema.GroupVersionResource{gvrPods, gvrDeployments}},
+		{
+			"a new resource",
+			answer{set(gvrPods, gvrDeployments), nil},
+			[]schema.GroupVersionResource{gvrPods, gvrDeployments},
+		},
+		{
+			"its group fails discovery",
+			answer{set(gvrPods), appsFailed},
+			[]schema.GroupVersionResource{gvrPods, gvrDeployments},
+		},
+		{
+			"discovery fails",
+			answer{nil, errors.New("down")},
+			[]schema.GroupVersionResource{gvrPods, gvrDeployments},
+		},
 		{"the resource goes", answer{set(gvrPods), nil}, []schema.GroupVersionResource{gvrPods}},
 	}
 	var current answer

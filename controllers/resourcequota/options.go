@@ -68,10 +68,18 @@ func NewOptions() Options {
 
 // AddFlags binds KCM's flags to o, with o's current values as defaults.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.Int32Var(&o.ConcurrentResourceQuotaSyncs, "concurrent-resource-quota-syncs", o.ConcurrentResourceQuotaSyncs,
-		"The number of resource quotas that are allowed to sync concurrently. Larger number = more responsive quota management, but more CPU (and network) load")
-	fs.DurationVar(&o.ResourceQuotaSyncPeriod, "resource-quota-sync-period", o.ResourceQuotaSyncPeriod,
-		"The period for syncing quota usage status in the system")
+	fs.Int32Var(
+		&o.ConcurrentResourceQuotaSyncs,
+		"concurrent-resource-quota-syncs",
+		o.ConcurrentResourceQuotaSyncs,
+		"The number of resource quotas that are allowed to sync concurrently. Larger number = more responsive quota management, but more CPU (and network) load",
+	)
+	fs.DurationVar(
+		&o.ResourceQuotaSyncPeriod,
+		"resource-quota-sync-period",
+		o.ResourceQuotaSyncPeriod,
+		"The period for syncing quota usage status in the system",
+	)
 }
 
 func (o Options) withDefaults() Options {
@@ -91,10 +99,22 @@ func (o Options) withDefaults() Options {
 func (o Options) Validate() error {
 	var errs []error
 	if o.ConcurrentResourceQuotaSyncs < 0 {
-		errs = append(errs, fmt.Errorf("--concurrent-resource-quota-syncs: must be at least 1, got %d", o.ConcurrentResourceQuotaSyncs))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"--concurrent-resource-quota-syncs: must be at least 1, got %d",
+				o.ConcurrentResourceQuotaSyncs,
+			),
+		)
 	}
 	if o.ResourceQuotaSyncPeriod < 0 {
-		errs = append(errs, fmt.Errorf("--resource-quota-sync-period: must be positive (for example 5m), got %v", o.ResourceQuotaSyncPeriod))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"--resource-quota-sync-period: must be positive (for example 5m), got %v",
+				o.ResourceQuotaSyncPeriod,
+			),
+		)
 	}
 	return errors.Join(errs...)
 }
@@ -108,7 +128,9 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		return c, nil
-	}).WithAliases(Alias).WithValidator(o.Validate).
+	}).
+		WithAliases(Alias).
+		WithValidator(o.Validate).
 		WithInformers(corev1.SchemeGroupVersion.WithResource("resourcequotas")).
 		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...)
 }

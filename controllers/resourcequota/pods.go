@@ -42,7 +42,8 @@ func isExtendedQuotaName(name corev1.ResourceName) bool {
 	if !strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix) {
 		return false
 	}
-	return !isNativeResource(name) || strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix+deviceClassPrefix)
+	return !isNativeResource(name) ||
+		strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix+deviceClassPrefix)
 }
 
 // isExtendedResource reports whether a container may request name as an
@@ -63,7 +64,8 @@ func podMatching(in []corev1.ResourceName) []corev1.ResourceName {
 	out := intersect(in, podNames)
 	for _, name := range in {
 		s := string(name)
-		if strings.HasPrefix(s, corev1.ResourceHugePagesPrefix) || strings.HasPrefix(s, corev1.ResourceRequestsHugePagesPrefix) {
+		if strings.HasPrefix(s, corev1.ResourceHugePagesPrefix) ||
+			strings.HasPrefix(s, corev1.ResourceRequestsHugePagesPrefix) {
 			out = append(out, name)
 		}
 		if isExtendedQuotaName(name) {
@@ -108,7 +110,9 @@ func podCounts(pod *corev1.Pod, clk clock.PassiveClock) bool {
 		return false
 	}
 	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
-		end := pod.DeletionTimestamp.Add(time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second)
+		end := pod.DeletionTimestamp.Add(
+			time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second,
+		)
 		if clk.Now().After(end) {
 			return false
 		}
@@ -146,7 +150,8 @@ func computeUsage(requests, limits corev1.ResourceList) corev1.ResourceList {
 
 // podLevelSupported: the resources a pod may set in spec.resources.
 func podLevelSupported(name corev1.ResourceName) bool {
-	return name == corev1.ResourceCPU || name == corev1.ResourceMemory || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+	return name == corev1.ResourceCPU || name == corev1.ResourceMemory ||
+		strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
 }
 
 func podLevelSet(l corev1.ResourceList) bool {
@@ -215,7 +220,11 @@ func specRequests(c *corev1.Container, _ *corev1.ContainerStatus, _ bool) corev1
 	return c.Resources.Requests
 }
 
-func allocatedRequests(c *corev1.Container, st *corev1.ContainerStatus, infeasible bool) corev1.ResourceList {
+func allocatedRequests(
+	c *corev1.Container,
+	st *corev1.ContainerStatus,
+	infeasible bool,
+) corev1.ResourceList {
 	switch {
 	case st != nil && st.AllocatedResources != nil:
 		return st.AllocatedResources
@@ -225,7 +234,11 @@ func allocatedRequests(c *corev1.Container, st *corev1.ContainerStatus, infeasib
 	return c.Resources.Requests
 }
 
-func actuatedRequests(c *corev1.Container, st *corev1.ContainerStatus, infeasible bool) corev1.ResourceList {
+func actuatedRequests(
+	c *corev1.Container,
+	st *corev1.ContainerStatus,
+	infeasible bool,
+) corev1.ResourceList {
 	switch {
 	case st != nil && st.Resources != nil && st.Resources.Requests != nil:
 		return st.Resources.Requests
@@ -241,7 +254,11 @@ func specLimits(c *corev1.Container, _ *corev1.ContainerStatus, _ bool) corev1.R
 	return c.Resources.Limits
 }
 
-func actuatedLimits(c *corev1.Container, st *corev1.ContainerStatus, infeasible bool) corev1.ResourceList {
+func actuatedLimits(
+	c *corev1.Container,
+	st *corev1.ContainerStatus,
+	infeasible bool,
+) corev1.ResourceList {
 	switch {
 	case st != nil && st.Resources != nil && st.Resources.Limits != nil:
 		return st.Resources.Limits
@@ -281,7 +298,8 @@ func podLimits(pod *corev1.Pod, podLevel bool) corev1.ResourceList {
 	} else {
 		lims = maxLists(aggregate(pod, specLimits), aggregate(pod, actuatedLimits))
 	}
-	if podLevel && pod.Spec.Resources != nil && (podLevelSet(pod.Spec.Resources.Requests) || podLevelSet(pod.Spec.Resources.Limits)) {
+	if podLevel && pod.Spec.Resources != nil &&
+		(podLevelSet(pod.Spec.Resources.Requests) || podLevelSet(pod.Spec.Resources.Limits)) {
 		for name, q := range pod.Spec.Resources.Limits {
 			if podLevelSupported(name) {
 				lims[name] = q.DeepCopy()
@@ -311,7 +329,11 @@ func podScope(podLevel bool) scopeFunc {
 	}
 }
 
-func podMatchesScope(req corev1.ScopedResourceSelectorRequirement, obj runtime.Object, podLevel bool) (bool, error) {
+func podMatchesScope(
+	req corev1.ScopedResourceSelectorRequirement,
+	obj runtime.Object,
+	podLevel bool,
+) (bool, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return false, fmt.Errorf("expected a *v1.Pod, got %T", obj)
@@ -335,7 +357,9 @@ func podMatchesScope(req corev1.ScopedResourceSelectorRequirement, obj runtime.O
 		}
 		var set labels.Set
 		if pod.Spec.PriorityClassName != "" {
-			set = labels.Set{string(corev1.ResourceQuotaScopePriorityClass): pod.Spec.PriorityClassName}
+			set = labels.Set{
+				string(corev1.ResourceQuotaScopePriorityClass): pod.Spec.PriorityClassName,
+			}
 		}
 		return sel.Matches(set), nil
 	case corev1.ResourceQuotaScopeCrossNamespacePodAffinity:
@@ -356,7 +380,8 @@ func podBestEffort(pod *corev1.Pod, podLevel bool) bool {
 	if pod.Status.QOSClass != "" {
 		return pod.Status.QOSClass == corev1.PodQOSBestEffort
 	}
-	if r := pod.Spec.Resources; podLevel && r != nil && (podLevelSet(r.Requests) || podLevelSet(r.Limits)) {
+	if r := pod.Spec.Resources; podLevel && r != nil &&
+		(podLevelSet(r.Requests) || podLevelSet(r.Limits)) {
 		return requirementsBestEffort(r)
 	}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
@@ -404,10 +429,18 @@ func crossNamespaceAffinity(pod *corev1.Pod) bool {
 		}
 		return false
 	}
-	if p := a.PodAffinity; p != nil && check(p.RequiredDuringSchedulingIgnoredDuringExecution, p.PreferredDuringSchedulingIgnoredDuringExecution) {
+	if p := a.PodAffinity; p != nil &&
+		check(
+			p.RequiredDuringSchedulingIgnoredDuringExecution,
+			p.PreferredDuringSchedulingIgnoredDuringExecution,
+		) {
 		return true
 	}
-	if p := a.PodAntiAffinity; p != nil && check(p.RequiredDuringSchedulingIgnoredDuringExecution, p.PreferredDuringSchedulingIgnoredDuringExecution) {
+	if p := a.PodAntiAffinity; p != nil &&
+		check(
+			p.RequiredDuringSchedulingIgnoredDuringExecution,
+			p.PreferredDuringSchedulingIgnoredDuringExecution,
+		) {
 		return true
 	}
 	return false

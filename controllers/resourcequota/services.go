@@ -76,7 +76,10 @@ func quotaServiceType(svc *corev1.Service) corev1.ServiceType {
 
 const storageClassSuffix = ".storageclass.storage.k8s.io/"
 
-var pvcNames = []corev1.ResourceName{corev1.ResourcePersistentVolumeClaims, corev1.ResourceRequestsStorage}
+var pvcNames = []corev1.ResourceName{
+	corev1.ResourcePersistentVolumeClaims,
+	corev1.ResourceRequestsStorage,
+}
 
 func pvcMatching(in []corev1.ResourceName) []corev1.ResourceName {
 	var out []corev1.ResourceName
@@ -108,7 +111,10 @@ func pvcEvaluator(list listFunc) *evaluator {
 		usage: func(obj runtime.Object) (corev1.ResourceList, error) {
 			pvc, ok := obj.(*corev1.PersistentVolumeClaim)
 			if !ok {
-				return corev1.ResourceList{}, fmt.Errorf("expected a *v1.PersistentVolumeClaim, got %T", obj)
+				return corev1.ResourceList{}, fmt.Errorf(
+					"expected a *v1.PersistentVolumeClaim, got %T",
+					obj,
+				)
 			}
 			return pvcUsage(pvc), nil
 		},
@@ -154,7 +160,8 @@ func pvcStorage(pvc *corev1.PersistentVolumeClaim) *resource.Quantity {
 		return nil
 	}
 	out := roundUp(req)
-	if alloc, ok := pvc.Status.AllocatedResources[corev1.ResourceStorage]; ok && alloc.Cmp(out) > 0 {
+	if alloc, ok := pvc.Status.AllocatedResources[corev1.ResourceStorage]; ok &&
+		alloc.Cmp(out) > 0 {
 		out = roundUp(alloc)
 	}
 	return &out

@@ -32,7 +32,11 @@ type fixture struct {
 
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
-	f := &fixture{t: t, client: fake.NewClientset(controllertest.DeepCopies(objs...)...), stores: map[schema.GroupResource]cache.Indexer{}}
+	f := &fixture{
+		t:      t,
+		client: fake.NewClientset(controllertest.DeepCopies(objs...)...),
+		stores: map[schema.GroupResource]cache.Indexer{},
+	}
 	for _, o := range objs {
 		gr := groupResourceOf(t, o)
 		if f.stores[gr] == nil {
@@ -54,7 +58,8 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		priority: workloop.New(priorityQueue, nil, workloop.Options{}),
 	}
 	t.Cleanup(func() { c.primary.ShutDown(); c.priority.ShutDown() })
-	c.registry = newRegistry(builtinEvaluators(f.lister, clocktesting.NewFakePassiveClock(epoch), true)...)
+	c.registry = newRegistry(
+		builtinEvaluators(f.lister, clocktesting.NewFakePassiveClock(epoch), true)...)
 	f.c = c
 	return f
 }
@@ -68,7 +73,9 @@ func (f *fixture) store(gr schema.GroupResource) cache.Indexer {
 
 func (f *fixture) lister(gvr schema.GroupVersionResource) listFunc {
 	return func(ns string) ([]runtime.Object, error) {
-		return cache.NewGenericLister(f.store(gvr.GroupResource()), gvr.GroupResource()).ByNamespace(ns).List(labels.Everything())
+		return cache.NewGenericLister(f.store(gvr.GroupResource()), gvr.GroupResource()).
+			ByNamespace(ns).
+			List(labels.Everything())
 	}
 }
 
@@ -95,15 +102,23 @@ func groupResourceOf(t *testing.T, o runtime.Object) schema.GroupResource {
 func (f *fixture) statusUpdates() []*corev1.ResourceQuota {
 	var out []*corev1.ResourceQuota
 	for _, a := range f.client.Actions() {
-		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" && a.GetResource().Resource == "resourcequotas" {
+		if u, ok := a.(clienttesting.UpdateAction); ok && a.GetSubresource() == "status" &&
+			a.GetResource().Resource == "resourcequotas" {
 			out = append(out, u.GetObject().(*corev1.ResourceQuota))
 		}
 	}
 	return out
 }
 
-func quota(name string, hard corev1.ResourceList, status *corev1.ResourceQuotaStatus) *corev1.ResourceQuota {
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+func quota(
+	name string,
+	hard corev1.ResourceList,
+	status *corev1.ResourceQuotaStatus,
+) *corev1.ResourceQuota {
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+	}
 	if status != nil {
 		q.Status = *status
 	}
@@ -117,9 +132,33 @@ func secret(ns, name string) *corev1.Secret {
 func TestSyncWritesMaskedUsage(t *testing.T) {
 	done := testPod("done", ctr("c", rl("cpu", "1"), nil))
 	done.Status.Phase = corev1.PodSucceeded
-	q := quota("q", rl("pods", "10", "count/pods", "10", "requests.cpu", "4", "secrets", "5", "count/widgets.example.com", "3"),
-		&corev1.ResourceQuotaStatus{Hard: rl("pods", "10"), Used: rl("pods", "9", "configmaps", "2", "count/widgets.example.com", "1")})
-	f := newFixture(t, q, testPod("run", ctr("c", rl("cpu", "250m"), nil)), done, secret("ns", "s"), secret("other", "s"))
+	q := quota(
+		"q",
+		rl(
+			"pods",
+			"10",
+			"count/pods",
+			"10",
+			"requests.cpu",
+			"4",
+			"secrets",
+			"5",
+			"count/widgets.example.com",
+			"3",
+		),
+		&corev1.ResourceQuotaStatus{
+			Hard: rl("pods", "10"),
+			Used: rl("pods", "9", "configmaps", "2", "count/widgets.example.com", "1"),
+		},
+	)
+	f := newFixture(
+		t,
+		q,
+		testPod("run", ctr("c", rl("cpu", "250m"), nil)),
+		done,
+		secret("ns", "s"),
+		secret("other", "s"),
+	)
 	if err := f.c.sync(t.Context(), "ns/q"); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +169,23 @@ func TestSyncWritesMaskedUsage(t *testing.T) {
 	checkList(t, "status.hard", ups[0].Status.Hard, q.Spec.Hard)
 	// configmaps is not limited any more: masked away; nothing measures
 	// widgets: the former usage stays.
-	checkList(t, "status.used", ups[0].Status.Used, rl("pods", "1", "count/pods", "2", "requests.cpu", "250m", "secrets", "1", "count/widgets.example.com", "1"))
+	checkList(
+		t,
+		"status.used",
+		ups[0].Status.Used,
+		rl(
+			"pods",
+			"1",
+			"count/pods",
+			"2",
+			"requests.cpu",
+			"250m",
+			"secrets",
+			"1",
+			"count/widgets.example.com",
+			"1",
+		),
+	)
 
 	// The status written is the status kept: nothing more to write.
 	if err := f.stores[schema.GroupResource{Resource: "resourcequotas"}].Update(ups[0]); err != nil {
@@ -151,9 +206,21 @@ func TestSyncWritesWhenStatusMissing(t *testing.T) {
 		writes int
 	}{
 		{"no status", nil, 1},
-		{"hard differs", &corev1.ResourceQuotaStatus{Hard: rl("secrets", "4"), Used: rl("secrets", "1")}, 1},
-		{"used differs", &corev1.ResourceQuotaStatus{Hard: rl("secrets", "5"), Used: rl("secrets", "3")}, 1},
-		{"up to date (1000m equals 1)", &corev1.ResourceQuotaStatus{Hard: rl("secrets", "5000m"), Used: rl("secrets", "1")}, 0},
+		{
+			"hard differs",
+			&corev1.ResourceQuotaStatus{Hard: rl("secrets", "4"), Used: rl("secrets", "1")},
+			1,
+		},
+		{
+			"used differs",
+			&corev1.ResourceQuotaStatus{Hard: rl("secrets", "5"), Used: rl("secrets", "3")},
+			1,
+		},
+		{
+			"up to date (1000m equals 1)",
+			&corev1.ResourceQuotaStatus{Hard: rl("secrets", "5000m"), Used: rl("secrets", "1")},
+			0,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,11 +236,26 @@ func TestSyncWritesWhenStatusMissing(t *testing.T) {
 }
 
 func TestSyncKeepsUsageWhenMeasuringFails(t *testing.T) {
-	q := quota("q", rl("secrets", "5", "configmaps", "5"), &corev1.ResourceQuotaStatus{Hard: rl("secrets", "5", "configmaps", "5"), Used: rl("secrets", "3", "configmaps", "3")})
-	f := newFixture(t, q, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}})
-	broken := newCountEvaluator(schema.GroupResource{Resource: "secrets"}, func(string) ([]runtime.Object, error) {
-		return nil, errors.New("secrets not yet synced")
-	}, corev1.ResourceSecrets)
+	q := quota(
+		"q",
+		rl("secrets", "5", "configmaps", "5"),
+		&corev1.ResourceQuotaStatus{
+			Hard: rl("secrets", "5", "configmaps", "5"),
+			Used: rl("secrets", "3", "configmaps", "3"),
+		},
+	)
+	f := newFixture(
+		t,
+		q,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}},
+	)
+	broken := newCountEvaluator(
+		schema.GroupResource{Resource: "secrets"},
+		func(string) ([]runtime.Object, error) {
+			return nil, errors.New("secrets not yet synced")
+		},
+		corev1.ResourceSecrets,
+	)
 	f.c.registry.byRes[broken.resource] = broken
 	err := f.c.sync(t.Context(), "ns/q")
 	if err == nil || !strings.Contains(err.Error(), "secrets not yet synced") {
@@ -203,18 +285,60 @@ func TestAddQuotaQueues(t *testing.T) {
 		priority bool
 	}{
 		{"new quota", quota("q", rl("pods", "1"), nil), true},
-		{"limits changed", quota("q", rl("pods", "2"), &corev1.ResourceQuotaStatus{Hard: rl("pods", "1"), Used: rl("pods", "0")}), true},
-		{"a measured usage missing", quota("q", rl("pods", "1", "secrets", "1"), &corev1.ResourceQuotaStatus{Hard: rl("pods", "1", "secrets", "1"), Used: rl("pods", "0")}), true},
-		{"only an unmeasured usage missing", quota("q", rl("pods", "1", "count/widgets.example.com", "1"),
-			&corev1.ResourceQuotaStatus{Hard: rl("pods", "1", "count/widgets.example.com", "1"), Used: rl("pods", "0")}), false},
-		{"complete", quota("q", rl("pods", "1"), &corev1.ResourceQuotaStatus{Hard: rl("pods", "1"), Used: rl("pods", "0")}), false},
+		{
+			"limits changed",
+			quota(
+				"q",
+				rl("pods", "2"),
+				&corev1.ResourceQuotaStatus{Hard: rl("pods", "1"), Used: rl("pods", "0")},
+			),
+			true,
+		},
+		{
+			"a measured usage missing",
+			quota(
+				"q",
+				rl("pods", "1", "secrets", "1"),
+				&corev1.ResourceQuotaStatus{
+					Hard: rl("pods", "1", "secrets", "1"),
+					Used: rl("pods", "0"),
+				},
+			),
+			true,
+		},
+		{
+			"only an unmeasured usage missing",
+			quota(
+				"q",
+				rl("pods", "1", "count/widgets.example.com", "1"),
+				&corev1.ResourceQuotaStatus{
+					Hard: rl("pods", "1", "count/widgets.example.com", "1"),
+					Used: rl("pods", "0"),
+				},
+			),
+			false,
+		},
+		{
+			"complete",
+			quota(
+				"q",
+				rl("pods", "1"),
+				&corev1.ResourceQuotaStatus{Hard: rl("pods", "1"), Used: rl("pods", "0")},
+			),
+			false,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			f.c.addQuota(tt.q)
 			if got := f.c.priority.Len() == 1 && f.c.primary.Len() == 0; got != tt.priority {
-				t.Errorf("priority %d, primary %d; want on the priority queue: %v", f.c.priority.Len(), f.c.primary.Len(), tt.priority)
+				t.Errorf(
+					"priority %d, primary %d; want on the priority queue: %v",
+					f.c.priority.Len(),
+					f.c.primary.Len(),
+					tt.priority,
+				)
 			}
 			if f.c.priority.Len()+f.c.primary.Len() != 1 {
 				t.Errorf("queued %d times, want once", f.c.priority.Len()+f.c.primary.Len())
@@ -225,13 +349,27 @@ func TestAddQuotaQueues(t *testing.T) {
 
 func TestReplenishQueuesMatchingQuotas(t *testing.T) {
 	limited := func(name string, hard corev1.ResourceList) *corev1.ResourceQuota {
-		return quota(name, hard, &corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{}})
+		return quota(
+			name,
+			hard,
+			&corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{}},
+		)
 	}
 	// The cache may not hold the controller's status writes yet: a quota
 	// limits what its spec names.
-	newLimit := quota("new-limit", rl("secrets", "1", "pods", "1"), &corev1.ResourceQuotaStatus{Hard: rl("secrets", "1"), Used: rl("secrets", "0")})
-	f := newFixture(t,
-		limited("pods", rl("pods", "1")), limited("cpu", rl("requests.cpu", "1")), limited("secrets", rl("secrets", "1")),
+	newLimit := quota(
+		"new-limit",
+		rl("secrets", "1", "pods", "1"),
+		&corev1.ResourceQuotaStatus{Hard: rl("secrets", "1"), Used: rl("secrets", "0")},
+	)
+	f := newFixture(
+		t,
+		limited(
+			"pods",
+			rl("pods", "1"),
+		),
+		limited("cpu", rl("requests.cpu", "1")),
+		limited("secrets", rl("secrets", "1")),
 		quota("unmeasured", rl("pods", "1"), nil), // status.hard not yet written
 		newLimit,
 	)
@@ -297,15 +435,50 @@ func TestChargeChanged(t *testing.T) {
 		old, new any
 		want     bool
 	}{
-		{"pod relabelled", podsResource, pod, with(pod, func(p *corev1.Pod) { p.Labels = map[string]string{"a": "b"} }), false},
-		{"pod running", podsResource, pod, with(pod, func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }), false},
-		{"pod succeeded", podsResource, pod, with(pod, func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), true},
-		{"pod failed", podsResource, pod, with(pod, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), true},
-		{"pod terminating", podsResource, pod, with(pod, func(p *corev1.Pod) { v := int64(5); p.Spec.ActiveDeadlineSeconds = &v }), true},
+		{
+			"pod relabelled",
+			podsResource,
+			pod,
+			with(pod, func(p *corev1.Pod) { p.Labels = map[string]string{"a": "b"} }),
+			false,
+		},
+		{
+			"pod running",
+			podsResource,
+			pod,
+			with(pod, func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }),
+			false,
+		},
+		{
+			"pod succeeded",
+			podsResource,
+			pod,
+			with(pod, func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
+			true,
+		},
+		{
+			"pod failed",
+			podsResource,
+			pod,
+			with(pod, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }),
+			true,
+		},
+		{
+			"pod terminating",
+			podsResource,
+			pod,
+			with(pod, func(p *corev1.Pod) { v := int64(5); p.Spec.ActiveDeadlineSeconds = &v }),
+			true,
+		},
 		{"pod resized", podsResource,
-			with(pod, func(p *corev1.Pod) { p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c"}} }),
+			with(
+				pod,
+				func(p *corev1.Pod) { p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c"}} },
+			),
 			with(pod, func(p *corev1.Pod) {
-				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Resources: &corev1.ResourceRequirements{Requests: rl("cpu", "2")}}}
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{
+					{Name: "c", Resources: &corev1.ResourceRequirements{Requests: rl("cpu", "2")}},
+				}
 			}), true},
 		{"pod's sidecar resized", podsResource,
 			with(pod, func(p *corev1.Pod) {
@@ -315,10 +488,34 @@ func TestChargeChanged(t *testing.T) {
 				p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "side",
 					Resources: &corev1.ResourceRequirements{Limits: rl("cpu", "2")}}}
 			}), true},
-		{"service becomes a load balancer", servicesResource, svc(corev1.ServiceTypeClusterIP), svc(corev1.ServiceTypeLoadBalancer), true},
-		{"ClusterIP to ExternalName", servicesResource, svc(corev1.ServiceTypeClusterIP), svc(corev1.ServiceTypeExternalName), false},
-		{"claim updated", pvcsResource, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolumeClaim{}, true},
-		{"other resources", schema.GroupResource{Resource: "secrets"}, secret("ns", "a"), secret("ns", "a"), false},
+		{
+			"service becomes a load balancer",
+			servicesResource,
+			svc(corev1.ServiceTypeClusterIP),
+			svc(corev1.ServiceTypeLoadBalancer),
+			true,
+		},
+		{
+			"ClusterIP to ExternalName",
+			servicesResource,
+			svc(corev1.ServiceTypeClusterIP),
+			svc(corev1.ServiceTypeExternalName),
+			false,
+		},
+		{
+			"claim updated",
+			pvcsResource,
+			&corev1.PersistentVolumeClaim{},
+			&corev1.PersistentVolumeClaim{},
+			true,
+		},
+		{
+			"other resources",
+			schema.GroupResource{Resource: "secrets"},
+			secret("ns", "a"),
+			secret("ns", "a"),
+			false,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,11 +27,18 @@ func rl(kv ...string) corev1.ResourceList {
 }
 
 func ctr(name string, req, lim corev1.ResourceList) corev1.Container {
-	return corev1.Container{Name: name, Image: "i", Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}
+	return corev1.Container{
+		Name:      name,
+		Image:     "i",
+		Resources: corev1.ResourceRequirements{Requests: req, Limits: lim},
+	}
 }
 
 func testPod(name string, cs ...corev1.Container) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.PodSpec{Containers: cs}}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+		Spec:       corev1.PodSpec{Containers: cs},
+	}
 }
 
 // cached returns pod as the host's pods informer holds it: with only the
@@ -72,15 +79,51 @@ func TestPodUsage(t *testing.T) {
 		podLevel bool
 		want     corev1.ResourceList
 	}{
-		{"best effort counts the pod only", func() *corev1.Pod { return testPod("p", ctr("c", nil, nil)) },
-			false, rl("count/pods", "1", "pods", "1")},
+		{
+			"best effort counts the pod only",
+			func() *corev1.Pod { return testPod("p", ctr("c", nil, nil)) },
+			false,
+			rl("count/pods", "1", "pods", "1"),
+		},
 		{"requests and limits of two containers add up", func() *corev1.Pod {
-			return testPod("p", ctr("a", rl("cpu", "100m", "memory", "1Gi"), rl("cpu", "1")), ctr("b", rl("cpu", "250m", "ephemeral-storage", "2Gi"), rl("memory", "2Gi", "ephemeral-storage", "3Gi")))
-		}, false, rl("count/pods", "1", "pods", "1", "cpu", "350m", "requests.cpu", "350m", "memory", "1Gi", "requests.memory", "1Gi",
-			"limits.cpu", "1", "limits.memory", "2Gi", "ephemeral-storage", "2Gi", "requests.ephemeral-storage", "2Gi", "limits.ephemeral-storage", "3Gi")},
+			return testPod(
+				"p",
+				ctr("a", rl("cpu", "100m", "memory", "1Gi"), rl("cpu", "1")),
+				ctr(
+					"b",
+					rl("cpu", "250m", "ephemeral-storage", "2Gi"),
+					rl("memory", "2Gi", "ephemeral-storage", "3Gi"),
+				),
+			)
+		}, false, rl(
+			"count/pods",
+			"1",
+			"pods",
+			"1",
+			"cpu",
+			"350m",
+			"requests.cpu",
+			"350m",
+			"memory",
+			"1Gi",
+			"requests.memory",
+			"1Gi",
+			"limits.cpu",
+			"1",
+			"limits.memory",
+			"2Gi",
+			"ephemeral-storage",
+			"2Gi",
+			"requests.ephemeral-storage",
+			"2Gi",
+			"limits.ephemeral-storage",
+			"3Gi",
+		)},
 		{"a larger init container raises the requests", func() *corev1.Pod {
 			p := testPod("p", ctr("c", rl("cpu", "100m"), nil))
-			p.Spec.InitContainers = []corev1.Container{ctr("init", rl("cpu", "2", "memory", "10Mi"), nil)}
+			p.Spec.InitContainers = []corev1.Container{
+				ctr("init", rl("cpu", "2", "memory", "10Mi"), nil),
+			}
 			return p
 		}, false, rl("count/pods", "1", "pods", "1", "cpu", "2", "requests.cpu", "2", "memory", "10Mi", "requests.memory", "10Mi")},
 		{"a sidecar adds to the containers and to later init containers", func() *corev1.Pod {
@@ -89,7 +132,14 @@ func TestPodUsage(t *testing.T) {
 			return p
 		}, false, rl("count/pods", "1", "pods", "1", "cpu", "600m", "requests.cpu", "600m", "memory", "64Mi", "requests.memory", "64Mi", "limits.cpu", "500m")},
 		{"extended resources and hugepages", func() *corev1.Pod {
-			return testPod("p", ctr("c", rl("example.com/gpu", "2", "hugepages-2Mi", "4Mi"), rl("example.com/gpu", "2", "hugepages-2Mi", "4Mi")))
+			return testPod(
+				"p",
+				ctr(
+					"c",
+					rl("example.com/gpu", "2", "hugepages-2Mi", "4Mi"),
+					rl("example.com/gpu", "2", "hugepages-2Mi", "4Mi"),
+				),
+			)
 		}, false, rl("count/pods", "1", "pods", "1", "requests.example.com/gpu", "2", "hugepages-2Mi", "4Mi", "requests.hugepages-2Mi", "4Mi")},
 		{"overhead adds to requests and to set limits", func() *corev1.Pod {
 			p := testPod("p", ctr("c", rl("cpu", "100m", "memory", "10Mi"), rl("cpu", "200m")))
@@ -98,7 +148,10 @@ func TestPodUsage(t *testing.T) {
 		}, false, rl("count/pods", "1", "pods", "1", "cpu", "110m", "requests.cpu", "110m", "memory", "11Mi", "requests.memory", "11Mi", "limits.cpu", "210m")},
 		{"pod-level resources override the containers", func() *corev1.Pod {
 			p := testPod("p", ctr("c", rl("cpu", "100m"), nil))
-			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "1"), Limits: rl("cpu", "2")}
+			p.Spec.Resources = &corev1.ResourceRequirements{
+				Requests: rl("cpu", "1"),
+				Limits:   rl("cpu", "2"),
+			}
 			return p
 		}, true, rl("count/pods", "1", "pods", "1", "cpu", "1", "requests.cpu", "1", "limits.cpu", "2")},
 		{"pod-level resources ignored with the gate off", func() *corev1.Pod {
@@ -108,7 +161,9 @@ func TestPodUsage(t *testing.T) {
 		}, false, rl("count/pods", "1", "pods", "1", "cpu", "100m", "requests.cpu", "100m")},
 		{"a resize the kubelet allocated counts when larger", func() *corev1.Pod {
 			p := testPod("p", ctr("c", rl("cpu", "100m"), nil))
-			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", AllocatedResources: rl("cpu", "300m")}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{
+				{Name: "c", AllocatedResources: rl("cpu", "300m")},
+			}
 			return p
 		}, false, rl("count/pods", "1", "pods", "1", "cpu", "300m", "requests.cpu", "300m")},
 		{"a resize the kubelet actuated counts when larger", func() *corev1.Pod {
@@ -183,29 +238,81 @@ func TestPodScopes(t *testing.T) {
 	prio := testPod("priority", ctr("c", nil, nil))
 	prio.Spec.PriorityClassName = "high"
 	xns := testPod("xns", ctr("c", nil, nil))
-	xns.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
-		{Weight: 1, PodAffinityTerm: corev1.PodAffinityTerm{NamespaceSelector: &metav1.LabelSelector{}}},
-	}}}
+	xns.Spec.Affinity = &corev1.Affinity{
+		PodAntiAffinity: &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+				{
+					Weight: 1,
+					PodAffinityTerm: corev1.PodAffinityTerm{
+						NamespaceSelector: &metav1.LabelSelector{},
+					},
+				},
+			},
+		},
+	}
 	exists := func(s corev1.ResourceQuotaScope) corev1.ScopedResourceSelectorRequirement {
-		return corev1.ScopedResourceSelectorRequirement{ScopeName: s, Operator: corev1.ScopeSelectorOpExists}
+		return corev1.ScopedResourceSelectorRequirement{
+			ScopeName: s,
+			Operator:  corev1.ScopeSelectorOpExists,
+		}
 	}
 	pc := func(op corev1.ScopeSelectorOperator, v ...string) corev1.ScopedResourceSelectorRequirement {
-		return corev1.ScopedResourceSelectorRequirement{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: op, Values: v}
+		return corev1.ScopedResourceSelectorRequirement{
+			ScopeName: corev1.ResourceQuotaScopePriorityClass,
+			Operator:  op,
+			Values:    v,
+		}
 	}
 	tests := []struct {
 		name string
 		req  corev1.ScopedResourceSelectorRequirement
 		want map[string]bool // pod name: in scope
 	}{
-		{"BestEffort", exists(corev1.ResourceQuotaScopeBestEffort), map[string]bool{"besteffort": true, "burstable": false, "reported": true}},
-		{"NotBestEffort", exists(corev1.ResourceQuotaScopeNotBestEffort), map[string]bool{"besteffort": false, "burstable": true}},
-		{"Terminating", exists(corev1.ResourceQuotaScopeTerminating), map[string]bool{"terminating": true, "besteffort": false}},
-		{"NotTerminating", exists(corev1.ResourceQuotaScopeNotTerminating), map[string]bool{"terminating": false, "besteffort": true}},
-		{"PriorityClass Exists", pc(corev1.ScopeSelectorOpExists), map[string]bool{"priority": true, "besteffort": false}},
-		{"PriorityClass DoesNotExist", pc(corev1.ScopeSelectorOpDoesNotExist), map[string]bool{"priority": false, "besteffort": true}},
-		{"PriorityClass In", pc(corev1.ScopeSelectorOpIn, "high", "low"), map[string]bool{"priority": true, "besteffort": false}},
-		{"PriorityClass NotIn", pc(corev1.ScopeSelectorOpNotIn, "high"), map[string]bool{"priority": false, "besteffort": true}},
-		{"CrossNamespacePodAffinity", exists(corev1.ResourceQuotaScopeCrossNamespacePodAffinity), map[string]bool{"xns": true, "besteffort": false}},
+		{
+			"BestEffort",
+			exists(corev1.ResourceQuotaScopeBestEffort),
+			map[string]bool{"besteffort": true, "burstable": false, "reported": true},
+		},
+		{
+			"NotBestEffort",
+			exists(corev1.ResourceQuotaScopeNotBestEffort),
+			map[string]bool{"besteffort": false, "burstable": true},
+		},
+		{
+			"Terminating",
+			exists(corev1.ResourceQuotaScopeTerminating),
+			map[string]bool{"terminating": true, "besteffort": false},
+		},
+		{
+			"NotTerminating",
+			exists(corev1.ResourceQuotaScopeNotTerminating),
+			map[string]bool{"terminating": false, "besteffort": true},
+		},
+		{
+			"PriorityClass Exists",
+			pc(corev1.ScopeSelectorOpExists),
+			map[string]bool{"priority": true, "besteffort": false},
+		},
+		{
+			"PriorityClass DoesNotExist",
+			pc(corev1.ScopeSelectorOpDoesNotExist),
+			map[string]bool{"priority": false, "besteffort": true},
+		},
+		{
+			"PriorityClass In",
+			pc(corev1.ScopeSelectorOpIn, "high", "low"),
+			map[string]bool{"priority": true, "besteffort": false},
+		},
+		{
+			"PriorityClass NotIn",
+			pc(corev1.ScopeSelectorOpNotIn, "high"),
+			map[string]bool{"priority": false, "besteffort": true},
+		},
+		{
+			"CrossNamespacePodAffinity",
+			exists(corev1.ResourceQuotaScopeCrossNamespacePodAffinity),
+			map[string]bool{"xns": true, "besteffort": false},
+		},
 	}
 	pods := map[string]*corev1.Pod{}
 	for _, p := range []*corev1.Pod{be, burst, qosReported, term, prio, xns} {
@@ -244,13 +351,62 @@ func TestServiceUsage(t *testing.T) {
 		want corev1.ResourceList
 	}{
 		{"ClusterIP", corev1.ServiceSpec{Ports: ports(2, false)},
-			rl("services", "1", "count/services", "1", "services.loadbalancers", "0", "services.nodeports", "0")},
-		{"NodePort counts every port", corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: ports(3, false)},
-			rl("services", "1", "count/services", "1", "services.loadbalancers", "0", "services.nodeports", "3")},
-		{"LoadBalancer", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: ports(2, false)},
-			rl("services", "1", "count/services", "1", "services.loadbalancers", "1", "services.nodeports", "2")},
-		{"LoadBalancer without node ports counts those allocated", corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: ptr.To(false), Ports: ports(2, true)},
-			rl("services", "1", "count/services", "1", "services.loadbalancers", "1", "services.nodeports", "1")},
+			rl(
+				"services",
+				"1",
+				"count/services",
+				"1",
+				"services.loadbalancers",
+				"0",
+				"services.nodeports",
+				"0",
+			)},
+		{
+			"NodePort counts every port",
+			corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: ports(3, false)},
+			rl(
+				"services",
+				"1",
+				"count/services",
+				"1",
+				"services.loadbalancers",
+				"0",
+				"services.nodeports",
+				"3",
+			),
+		},
+		{
+			"LoadBalancer",
+			corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: ports(2, false)},
+			rl(
+				"services",
+				"1",
+				"count/services",
+				"1",
+				"services.loadbalancers",
+				"1",
+				"services.nodeports",
+				"2",
+			),
+		},
+		{
+			"LoadBalancer without node ports counts those allocated",
+			corev1.ServiceSpec{
+				Type:                          corev1.ServiceTypeLoadBalancer,
+				AllocateLoadBalancerNodePorts: ptr.To(false),
+				Ports:                         ports(2, true),
+			},
+			rl(
+				"services",
+				"1",
+				"count/services",
+				"1",
+				"services.loadbalancers",
+				"1",
+				"services.nodeports",
+				"1",
+			),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -261,7 +417,9 @@ func TestServiceUsage(t *testing.T) {
 
 func TestPVCUsage(t *testing.T) {
 	claim := func(class *string, annotation, size string) *corev1.PersistentVolumeClaim {
-		c := &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: class}}
+		c := &corev1.PersistentVolumeClaim{
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: class},
+		}
 		if size != "" {
 			c.Spec.Resources.Requests = rl("storage", size)
 		}
@@ -277,53 +435,179 @@ func TestPVCUsage(t *testing.T) {
 		pvc  *corev1.PersistentVolumeClaim
 		want corev1.ResourceList
 	}{
-		{"no class", claim(nil, "", "1Gi"), rl("persistentvolumeclaims", "1", "count/persistentvolumeclaims", "1", "requests.storage", "1Gi")},
-		{"a class counts twice", claim(ptr.To("gold"), "", "1Gi"), rl("persistentvolumeclaims", "1", "count/persistentvolumeclaims", "1", "requests.storage", "1Gi",
-			"gold.storageclass.storage.k8s.io/persistentvolumeclaims", "1", "gold.storageclass.storage.k8s.io/requests.storage", "1Gi")},
-		{"the beta annotation wins over the spec", claim(ptr.To("gold"), "silver", "1Gi"), rl("persistentvolumeclaims", "1", "count/persistentvolumeclaims", "1", "requests.storage", "1Gi",
-			"silver.storageclass.storage.k8s.io/persistentvolumeclaims", "1", "silver.storageclass.storage.k8s.io/requests.storage", "1Gi")},
-		{"a fractional request rounds up to a byte", claim(nil, "", "1500m"), rl("persistentvolumeclaims", "1", "count/persistentvolumeclaims", "1", "requests.storage", "2")},
-		{"a larger allocation counts", grown, rl("persistentvolumeclaims", "1", "count/persistentvolumeclaims", "1", "requests.storage", "2Gi")},
-		{"no request", claim(nil, "", ""), rl("persistentvolumeclaims", "1", "count/persistentvolumeclaims", "1")},
+		{
+			"no class",
+			claim(nil, "", "1Gi"),
+			rl(
+				"persistentvolumeclaims",
+				"1",
+				"count/persistentvolumeclaims",
+				"1",
+				"requests.storage",
+				"1Gi",
+			),
+		},
+		{
+			"a class counts twice",
+			claim(ptr.To("gold"), "", "1Gi"),
+			rl(
+				"persistentvolumeclaims",
+				"1",
+				"count/persistentvolumeclaims",
+				"1",
+				"requests.storage",
+				"1Gi",
+				"gold.storageclass.storage.k8s.io/persistentvolumeclaims",
+				"1",
+				"gold.storageclass.storage.k8s.io/requests.storage",
+				"1Gi",
+			),
+		},
+		{
+			"the beta annotation wins over the spec",
+			claim(ptr.To("gold"), "silver", "1Gi"),
+			rl(
+				"persistentvolumeclaims",
+				"1",
+				"count/persistentvolumeclaims",
+				"1",
+				"requests.storage",
+				"1Gi",
+				"silver.storageclass.storage.k8s.io/persistentvolumeclaims",
+				"1",
+				"silver.storageclass.storage.k8s.io/requests.storage",
+				"1Gi",
+			),
+		},
+		{
+			"a fractional request rounds up to a byte",
+			claim(nil, "", "1500m"),
+			rl(
+				"persistentvolumeclaims",
+				"1",
+				"count/persistentvolumeclaims",
+				"1",
+				"requests.storage",
+				"2",
+			),
+		},
+		{
+			"a larger allocation counts",
+			grown,
+			rl(
+				"persistentvolumeclaims",
+				"1",
+				"count/persistentvolumeclaims",
+				"1",
+				"requests.storage",
+				"2Gi",
+			),
+		},
+		{
+			"no request",
+			claim(nil, "", ""),
+			rl("persistentvolumeclaims", "1", "count/persistentvolumeclaims", "1"),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkList(t, "usage", pvcUsage(tt.pvc), tt.want)
 		})
 	}
-	in := []corev1.ResourceName{"gold.storageclass.storage.k8s.io/requests.storage", "requests.storage", "count/persistentvolumeclaims", "pods", "x.storageclass.storage.k8s.io/other"}
+	in := []corev1.ResourceName{
+		"gold.storageclass.storage.k8s.io/requests.storage",
+		"requests.storage",
+		"count/persistentvolumeclaims",
+		"pods",
+		"x.storageclass.storage.k8s.io/other",
+	}
 	if got := pvcMatching(in); len(got) != 3 {
 		t.Errorf("pvcMatching(%v) = %v, want the first three", in, got)
 	}
 }
 
 func TestQuantityArithmetic(t *testing.T) {
-	checkList(t, "add", addLists(rl("cpu", "500m", "pods", "1"), rl("cpu", "1", "memory", "1Gi")), rl("cpu", "1500m", "pods", "1", "memory", "1Gi"))
-	if !sameLists(rl("cpu", "1"), rl("cpu", "1000m")) || sameLists(rl("cpu", "1"), rl("cpu", "1", "pods", "0")) || sameLists(rl("cpu", "1"), rl("memory", "1")) {
+	checkList(
+		t,
+		"add",
+		addLists(rl("cpu", "500m", "pods", "1"), rl("cpu", "1", "memory", "1Gi")),
+		rl("cpu", "1500m", "pods", "1", "memory", "1Gi"),
+	)
+	if !sameLists(rl("cpu", "1"), rl("cpu", "1000m")) ||
+		sameLists(rl("cpu", "1"), rl("cpu", "1", "pods", "0")) ||
+		sameLists(rl("cpu", "1"), rl("memory", "1")) {
 		t.Error("sameLists")
 	}
-	checkList(t, "mask", maskList(rl("cpu", "1", "pods", "2"), []corev1.ResourceName{"pods", "secrets"}), rl("pods", "2"))
-	checkList(t, "max", maxLists(rl("cpu", "1"), rl("cpu", "2", "memory", "1")), rl("cpu", "2", "memory", "1"))
+	checkList(
+		t,
+		"mask",
+		maskList(rl("cpu", "1", "pods", "2"), []corev1.ResourceName{"pods", "secrets"}),
+		rl("pods", "2"),
+	)
+	checkList(
+		t,
+		"max",
+		maxLists(rl("cpu", "1"), rl("cpu", "2", "memory", "1")),
+		rl("cpu", "2", "memory", "1"),
+	)
 }
 
 func TestClaimUsage(t *testing.T) {
 	exact := func(class string, mode resourcev1.DeviceAllocationMode, n int64) resourcev1.DeviceRequest {
-		return resourcev1.DeviceRequest{Name: "r", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: class, AllocationMode: mode, Count: n}}
+		return resourcev1.DeviceRequest{
+			Name: "r",
+			Exactly: &resourcev1.ExactDeviceRequest{
+				DeviceClassName: class,
+				AllocationMode:  mode,
+				Count:           n,
+			},
+		}
 	}
-	claim := &resourcev1.ResourceClaim{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{
-		exact("gpu", resourcev1.DeviceAllocationModeExactCount, 2),
-		exact("gpu", resourcev1.DeviceAllocationModeExactCount, 1),
-		exact("nic", resourcev1.DeviceAllocationModeAll, 0),
-		{Name: "either", FirstAvailable: []resourcev1.DeviceSubRequest{
-			{Name: "a", DeviceClassName: "fpga", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
-			{Name: "b", DeviceClassName: "fpga", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 3},
-			{Name: "c", DeviceClassName: "gpu", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1},
-		}},
-	}}}}
-	checkList(t, "usage", claimUsage(claim), rl("count/resourceclaims.resource.k8s.io", "1",
-		"gpu.deviceclass.resource.k8s.io/devices", "4", "nic.deviceclass.resource.k8s.io/devices", "32", "fpga.deviceclass.resource.k8s.io/devices", "3"))
+	claim := &resourcev1.ResourceClaim{
+		Spec: resourcev1.ResourceClaimSpec{
+			Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{
+				exact("gpu", resourcev1.DeviceAllocationModeExactCount, 2),
+				exact("gpu", resourcev1.DeviceAllocationModeExactCount, 1),
+				exact("nic", resourcev1.DeviceAllocationModeAll, 0),
+				{Name: "either", FirstAvailable: []resourcev1.DeviceSubRequest{
+					{
+						Name:            "a",
+						DeviceClassName: "fpga",
+						AllocationMode:  resourcev1.DeviceAllocationModeExactCount,
+						Count:           1,
+					},
+					{
+						Name:            "b",
+						DeviceClassName: "fpga",
+						AllocationMode:  resourcev1.DeviceAllocationModeExactCount,
+						Count:           3,
+					},
+					{
+						Name:            "c",
+						DeviceClassName: "gpu",
+						AllocationMode:  resourcev1.DeviceAllocationModeExactCount,
+						Count:           1,
+					},
+				}},
+			}},
+		},
+	}
+	checkList(t, "usage", claimUsage(claim), rl(
+		"count/resourceclaims.resource.k8s.io",
+		"1",
+		"gpu.deviceclass.resource.k8s.io/devices",
+		"4",
+		"nic.deviceclass.resource.k8s.io/devices",
+		"32",
+		"fpga.deviceclass.resource.k8s.io/devices",
+		"3",
+	))
 	e := claimEvaluator(nil)
-	in := []corev1.ResourceName{"count/resourceclaims.resource.k8s.io", "gpu.deviceclass.resource.k8s.io/devices", "pods"}
+	in := []corev1.ResourceName{
+		"count/resourceclaims.resource.k8s.io",
+		"gpu.deviceclass.resource.k8s.io/devices",
+		"pods",
+	}
 	if got := e.matching(in); len(got) != 2 {
 		t.Errorf("matching(%v) = %v, want the first two", in, got)
 	}
@@ -333,7 +617,10 @@ func TestPodLevelBestEffort(t *testing.T) {
 	p := testPod("p", ctr("c", nil, nil))
 	p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "1")}
 	p = cached(t, p)
-	be := corev1.ScopedResourceSelectorRequirement{ScopeName: corev1.ResourceQuotaScopeBestEffort, Operator: corev1.ScopeSelectorOpExists}
+	be := corev1.ScopedResourceSelectorRequirement{
+		ScopeName: corev1.ResourceQuotaScopeBestEffort,
+		Operator:  corev1.ScopeSelectorOpExists,
+	}
 	if in, _ := podScope(true)(be, p); in {
 		t.Error("pod-level requests honoured: the pod is not BestEffort")
 	}

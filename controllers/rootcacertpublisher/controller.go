@@ -67,7 +67,13 @@ func newController(cc descriptor.Context, ca []byte, workers int) (*controller, 
 // Run waits for the caches, then syncs namespaces until ctx is done.
 func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
-	log.Info("Publishing the root CA in every namespace", "configMap", ConfigMapName, "workers", c.workers)
+	log.Info(
+		"Publishing the root CA in every namespace",
+		"configMap",
+		ConfigMapName,
+		"workers",
+		c.workers,
+	)
 	defer log.Info("Stopped publishing the root CA")
 	return c.loop.RunWorkers(ctx, c.workers)
 }
@@ -124,7 +130,8 @@ func (c *controller) sync(ctx context.Context, namespace string) error {
 		case apierrors.IsAlreadyExists(err):
 			// The informer is behind; its add event requeues the namespace.
 			return nil
-		case apierrors.IsNotFound(err), apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		case apierrors.IsNotFound(err),
+			apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 			return nil
 		default:
 			return fmt.Errorf("creating %s/%s: %w", namespace, ConfigMapName, err)

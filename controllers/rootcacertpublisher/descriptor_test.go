@@ -44,12 +44,17 @@ func writeFile(t *testing.T, content []byte) string {
 }
 
 func TestDescriptorAndFlags(t *testing.T) {
-	controllertest.CheckIdentity(t, rootcacertpublisher.Descriptor(rootcacertpublisher.NewOptions()), controllertest.Identity{
-		Name: "root-ca-certificate-publisher-controller", Alias: "root-ca-cert-publisher",
-	})
+	controllertest.CheckIdentity(
+		t,
+		rootcacertpublisher.Descriptor(rootcacertpublisher.NewOptions()),
+		controllertest.Identity{
+			Name: "root-ca-certificate-publisher-controller", Alias: "root-ca-cert-publisher",
+		},
+	)
 	o := rootcacertpublisher.NewOptions()
 	f := controllertest.ParseFlag(t, o.AddFlags, "root-ca-file", "--root-ca-file=/etc/ca.pem")
-	if f.DefValue != "" || !strings.Contains(f.Usage, "This must be a valid PEM-encoded CA bundle.") {
+	if f.DefValue != "" ||
+		!strings.Contains(f.Usage, "This must be a valid PEM-encoded CA bundle.") {
 		t.Fatalf("--root-ca-file: %+v", f)
 	}
 	if o.RootCAFile != "/etc/ca.pem" {
@@ -68,11 +73,34 @@ func TestBuildValidatesOptions(t *testing.T) {
 		{"zero value", rootcacertpublisher.Options{}, nil},
 		{"bundle", rootcacertpublisher.Options{RootCA: good}, nil},
 		{"file", rootcacertpublisher.Options{RootCAFile: writeFile(t, good)}, nil},
-		{"negative workers", rootcacertpublisher.Options{Workers: -2}, []string{"root-ca-certificate-publisher-controller", "Workers: must be at least 1, got -2"}},
-		{"both", rootcacertpublisher.Options{RootCA: good, RootCAFile: "/x"}, []string{"RootCA and --root-ca-file are both set"}},
-		{"bad bundle", rootcacertpublisher.Options{RootCA: []byte("nope")}, []string{"RootCA: not a PEM-encoded CA bundle"}},
-		{"missing file", rootcacertpublisher.Options{RootCAFile: filepath.Join(t.TempDir(), "missing")}, []string{"--root-ca-file: open"}},
-		{"bad file", rootcacertpublisher.Options{RootCAFile: writeFile(t, []byte("nope"))}, []string{"--root-ca-file", "not a PEM-encoded CA bundle"}},
+		{
+			"negative workers",
+			rootcacertpublisher.Options{Workers: -2},
+			[]string{
+				"root-ca-certificate-publisher-controller",
+				"Workers: must be at least 1, got -2",
+			},
+		},
+		{
+			"both",
+			rootcacertpublisher.Options{RootCA: good, RootCAFile: "/x"},
+			[]string{"RootCA and --root-ca-file are both set"},
+		},
+		{
+			"bad bundle",
+			rootcacertpublisher.Options{RootCA: []byte("nope")},
+			[]string{"RootCA: not a PEM-encoded CA bundle"},
+		},
+		{
+			"missing file",
+			rootcacertpublisher.Options{RootCAFile: filepath.Join(t.TempDir(), "missing")},
+			[]string{"--root-ca-file: open"},
+		},
+		{
+			"bad file",
+			rootcacertpublisher.Options{RootCAFile: writeFile(t, []byte("nope"))},
+			[]string{"--root-ca-file", "not a PEM-encoded CA bundle"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,9 +122,27 @@ func TestCASource(t *testing.T) {
 	}{
 		{"bundle", rootcacertpublisher.Options{RootCA: ca}, nil, true, ""},
 		{"file", rootcacertpublisher.Options{RootCAFile: writeFile(t, ca)}, nil, true, ""},
-		{"file vanished since Build", rootcacertpublisher.Options{RootCAFile: filepath.Join(t.TempDir(), "gone")}, nil, false, "--root-ca-file"},
-		{"client CA data", rootcacertpublisher.Options{}, &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, true, ""},
-		{"client CA file", rootcacertpublisher.Options{}, &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAFile: writeFile(t, ca)}}, true, ""},
+		{
+			"file vanished since Build",
+			rootcacertpublisher.Options{RootCAFile: filepath.Join(t.TempDir(), "gone")},
+			nil,
+			false,
+			"--root-ca-file",
+		},
+		{
+			"client CA data",
+			rootcacertpublisher.Options{},
+			&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
+			true,
+			"",
+		},
+		{
+			"client CA file",
+			rootcacertpublisher.Options{},
+			&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAFile: writeFile(t, ca)}},
+			true,
+			"",
+		},
 		{"client without CA", rootcacertpublisher.Options{}, &rest.Config{}, false, ""},
 		{"no client config", rootcacertpublisher.Options{}, nil, false, ""},
 	}
@@ -128,13 +174,20 @@ func TestManagerPublishes(t *testing.T) {
 	ca := caPEM(t)
 	o := rootcacertpublisher.NewOptions()
 	o.RootCA = ca
-	h := managertest.New(t, "test", []descriptor.Descriptor{rootcacertpublisher.Descriptor(o)},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
+	h := managertest.New(
+		t,
+		"test",
+		[]descriptor.Descriptor{rootcacertpublisher.Descriptor(o)},
+		&corev1.Namespace{
+			ObjectMeta: metav1.ObjectMeta{Name: "ns"},
+			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
+		},
 	).Start()
 	cms := h.Client.CoreV1().ConfigMaps("ns")
 	published := func() bool {
 		cm, err := cms.Get(t.Context(), rootcacertpublisher.ConfigMapName, metav1.GetOptions{})
-		return err == nil && cm.Data[rootcacertpublisher.DataKey] == string(ca) && len(cm.Data) == 1 &&
+		return err == nil && cm.Data[rootcacertpublisher.DataKey] == string(ca) &&
+			len(cm.Data) == 1 &&
 			cm.Annotations[rootcacertpublisher.DescriptionAnnotation] == rootcacertpublisher.Description
 	}
 	controllertest.WaitFor(t, "the config map", published)
@@ -159,7 +212,8 @@ func TestManagerPublishes(t *testing.T) {
 }
 
 func TestManagerWithoutCADoesNotStart(t *testing.T) {
-	h := managertest.New(t, "test", []descriptor.Descriptor{rootcacertpublisher.Descriptor(rootcacertpublisher.NewOptions())}).Start()
+	h := managertest.New(t, "test", []descriptor.Descriptor{rootcacertpublisher.Descriptor(rootcacertpublisher.NewOptions())}).
+		Start()
 	h.WaitFor(rootcacertpublisher.Name, manager.PhaseNotStarted)
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)

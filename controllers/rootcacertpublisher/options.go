@@ -49,9 +49,13 @@ func NewOptions() Options { return Options{Workers: 1} }
 // on one flag set, in either order: the flag is registered once and its
 // value reaches both Options.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	sharedflag.String(fs, &o.RootCAFile, "root-ca-file",
+	sharedflag.String(
+		fs,
+		&o.RootCAFile,
+		"root-ca-file",
 		"If set, this root certificate authority will be included in service account's token secret. "+
-			"This must be a valid PEM-encoded CA bundle.")
+			"This must be a valid PEM-encoded CA bundle.",
+	)
 }
 
 // Validate reports every invalid field. It reads RootCAFile, if set, to
@@ -131,7 +135,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		if len(ca) == 0 {
-			logr.FromContextOrDiscard(ctx).Info("Not starting: no root CA configured (Options.RootCA, --root-ca-file or the client configuration's CA)")
+			logr.FromContextOrDiscard(ctx).
+				Info("Not starting: no root CA configured (Options.RootCA, --root-ca-file or the client configuration's CA)")
 			return nil, nil
 		}
 		c, err := newController(cc, ca, o.Workers)
@@ -140,7 +145,9 @@ func Descriptor(o Options) descriptor.Descriptor {
 		}
 		logr.FromContextOrDiscard(ctx).V(1).Info("Publishing root CA", "source", source)
 		return c, nil
-	}).WithAliases(Alias).WithValidator(o.Validate).
+	}).
+		WithAliases(Alias).
+		WithValidator(o.Validate).
 		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"), corev1.SchemeGroupVersion.WithResource("configmaps")).
 		Sharded(shard.ByNamespace)
 }

@@ -64,7 +64,13 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 // Run waits for the caches, then syncs namespaces until ctx is done.
 func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
-	log.Info("Ensuring service accounts in every active namespace", "serviceAccounts", c.names, "workers", c.workers)
+	log.Info(
+		"Ensuring service accounts in every active namespace",
+		"serviceAccounts",
+		c.names,
+		"workers",
+		c.workers,
+	)
 	defer log.Info("Stopped ensuring service accounts")
 	return c.loop.RunWorkers(ctx, c.workers)
 }
@@ -109,17 +115,25 @@ func (c *controller) sync(ctx context.Context, namespace string) error {
 			errs = append(errs, err)
 			continue
 		}
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-		_, err = c.client.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{})
+		sa := &corev1.ServiceAccount{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		}
+		_, err = c.client.CoreV1().
+			ServiceAccounts(namespace).
+			Create(ctx, sa, metav1.CreateOptions{})
 		switch {
 		case err == nil:
 			log.V(2).Info("Created service account", "serviceAccount", namespace+"/"+name)
 		case apierrors.IsAlreadyExists(err):
 			// The informer is behind; nothing to do.
-		case apierrors.IsNotFound(err), apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		case apierrors.IsNotFound(err),
+			apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 			// The namespace is going away.
 		default:
-			errs = append(errs, fmt.Errorf("creating service account %s/%s: %w", namespace, name, err))
+			errs = append(
+				errs,
+				fmt.Errorf("creating service account %s/%s: %w", namespace, name, err),
+			)
 		}
 	}
 	return errors.Join(errs...)

@@ -20,7 +20,10 @@ import (
 )
 
 func namespace(name string, phase corev1.NamespacePhase) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NamespaceStatus{Phase: phase}}
+	return &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status:     corev1.NamespaceStatus{Phase: phase},
+	}
 }
 
 func account(ns, name string) *corev1.ServiceAccount {
@@ -30,10 +33,16 @@ func account(ns, name string) *corev1.ServiceAccount {
 // newFixture returns a controller over listers filled with the objects (and
 // a fake clientset holding them too) and a queue that is shut down when the
 // test ends.
-func newFixture(t *testing.T, names []string, objs ...runtime.Object) (*controller, *fake.Clientset) {
+func newFixture(
+	t *testing.T,
+	names []string,
+	objs ...runtime.Object,
+) (*controller, *fake.Clientset) {
 	t.Helper()
 	nsIdx := controllertest.ClusterIndexer(t, controllertest.OfType[*corev1.Namespace](objs)...)
-	saIdx := controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.ServiceAccount](objs)...)
+	saIdx := controllertest.NamespacedIndexer(
+		t,
+		controllertest.OfType[*corev1.ServiceAccount](objs)...)
 	client := fake.NewClientset(objs...)
 	c := &controller{
 		client:     client,
@@ -60,8 +69,14 @@ func creates(client *fake.Clientset) []string {
 }
 
 func TestSync(t *testing.T) {
-	terminating := apierrors.NewForbidden(corev1.Resource("serviceaccounts"), "default", errors.New("namespace is terminating"))
-	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
+	terminating := apierrors.NewForbidden(
+		corev1.Resource("serviceaccounts"),
+		"default",
+		errors.New("namespace is terminating"),
+	)
+	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{
+		{Type: corev1.NamespaceTerminatingCause},
+	}
 	tests := []struct {
 		name        string
 		names       []string
@@ -79,12 +94,18 @@ func TestSync(t *testing.T) {
 		{
 			name:  "existing default is left alone",
 			names: []string{"default"},
-			objs:  []runtime.Object{namespace("ns", corev1.NamespaceActive), account("ns", "default")},
+			objs: []runtime.Object{
+				namespace("ns", corev1.NamespaceActive),
+				account("ns", "default"),
+			},
 		},
 		{
-			name:        "only the missing ones of several",
-			names:       []string{"default", "builder"},
-			objs:        []runtime.Object{namespace("ns", corev1.NamespaceActive), account("ns", "default")},
+			name:  "only the missing ones of several",
+			names: []string{"default", "builder"},
+			objs: []runtime.Object{
+				namespace("ns", corev1.NamespaceActive),
+				account("ns", "default"),
+			},
 			wantCreates: []string{"ns/builder"},
 		},
 		{
@@ -123,12 +144,17 @@ func TestSync(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c, client := newFixture(t, tt.names, tt.objs...)
 			if tt.createErr != nil {
-				client.PrependReactor("create", "serviceaccounts", func(k8stesting.Action) (bool, runtime.Object, error) {
-					return true, nil, tt.createErr
-				})
+				client.PrependReactor(
+					"create",
+					"serviceaccounts",
+					func(k8stesting.Action) (bool, runtime.Object, error) {
+						return true, nil, tt.createErr
+					},
+				)
 			}
 			err := c.sync(controllertest.LogContext(t), "ns")
-			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			if tt.wantErr == "" && err != nil ||
+				tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("sync error %v, want %q", err, tt.wantErr)
 			}
 			if got := creates(client); !slices.Equal(got, tt.wantCreates) {
@@ -148,7 +174,10 @@ func TestEnsuredAccountsSyncTheirNamespace(t *testing.T) {
 	}{
 		{"ensured account", account("a", "default"), []string{"a"}},
 		{"ensured account, tombstone",
-			cache.DeletedFinalStateUnknown{Key: "a/default", Obj: account("a", "default")}, []string{"a"}},
+			cache.DeletedFinalStateUnknown{
+				Key: "a/default",
+				Obj: account("a", "default"),
+			}, []string{"a"}},
 		{"other account", account("a", "other"), nil},
 		{"garbage", "not an object", nil},
 	}

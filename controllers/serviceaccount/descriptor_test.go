@@ -14,9 +14,13 @@ import (
 )
 
 func TestDescriptor(t *testing.T) {
-	controllertest.CheckIdentity(t, serviceaccount.Descriptor(serviceaccount.NewOptions()), controllertest.Identity{
-		Name: "serviceaccount-controller", Alias: "serviceaccount",
-	})
+	controllertest.CheckIdentity(
+		t,
+		serviceaccount.Descriptor(serviceaccount.NewOptions()),
+		controllertest.Identity{
+			Name: "serviceaccount-controller", Alias: "serviceaccount",
+		},
+	)
 	o := serviceaccount.NewOptions()
 	if controllertest.FlagSet(o.AddFlags).HasFlags() {
 		t.Error("AddFlags registered flags; KCM has none for this controller")
@@ -31,9 +35,21 @@ func TestBuildValidatesOptions(t *testing.T) {
 	}{
 		{"defaults", serviceaccount.NewOptions(), nil},
 		{"zero value", serviceaccount.Options{}, nil},
-		{"negative workers", serviceaccount.Options{Workers: -1}, []string{"serviceaccount-controller", "Workers: must be at least 1, got -1"}},
-		{"empty list", serviceaccount.Options{ServiceAccounts: []string{}}, []string{"ServiceAccounts: must not be empty"}},
-		{"bad name", serviceaccount.Options{ServiceAccounts: []string{"Bad_Name"}}, []string{`ServiceAccounts: "Bad_Name" is not a valid name`}},
+		{
+			"negative workers",
+			serviceaccount.Options{Workers: -1},
+			[]string{"serviceaccount-controller", "Workers: must be at least 1, got -1"},
+		},
+		{
+			"empty list",
+			serviceaccount.Options{ServiceAccounts: []string{}},
+			[]string{"ServiceAccounts: must not be empty"},
+		},
+		{
+			"bad name",
+			serviceaccount.Options{ServiceAccounts: []string{"Bad_Name"}},
+			[]string{`ServiceAccounts: "Bad_Name" is not a valid name`},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,13 +60,22 @@ func TestBuildValidatesOptions(t *testing.T) {
 
 func TestManagerEnsuresDefault(t *testing.T) {
 	ns := func(name string, phase corev1.NamespacePhase) *corev1.Namespace {
-		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NamespaceStatus{Phase: phase}}
+		return &corev1.Namespace{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status:     corev1.NamespaceStatus{Phase: phase},
+		}
 	}
 	h := managertest.New(t, "test", []descriptor.Descriptor{serviceaccount.Descriptor(serviceaccount.NewOptions())},
-		ns("active", corev1.NamespaceActive), ns("terminating", corev1.NamespaceTerminating)).Start()
+		ns(
+			"active",
+			corev1.NamespaceActive,
+		), ns("terminating", corev1.NamespaceTerminating)).
+		Start()
 	exists := func(ns string) func() bool {
 		return func() bool {
-			_, err := h.Client.CoreV1().ServiceAccounts(ns).Get(t.Context(), "default", metav1.GetOptions{})
+			_, err := h.Client.CoreV1().
+				ServiceAccounts(ns).
+				Get(t.Context(), "default", metav1.GetOptions{})
 			return err == nil
 		}
 	}
@@ -66,7 +91,9 @@ func TestManagerEnsuresDefault(t *testing.T) {
 	}
 	controllertest.WaitFor(t, "default in a new namespace", exists("later"))
 
-	_, err := h.Client.CoreV1().ServiceAccounts("terminating").Get(t.Context(), "default", metav1.GetOptions{})
+	_, err := h.Client.CoreV1().
+		ServiceAccounts("terminating").
+		Get(t.Context(), "default", metav1.GetOptions{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("service account in a terminating namespace: %v", err)
 	}
@@ -78,5 +105,8 @@ func TestManagerEnsuresDefault(t *testing.T) {
 // TestRunWithCancelledContext: Run returns and releases the queue (its
 // goroutines) even when the term ended before it started.
 func TestRunWithCancelledContext(t *testing.T) {
-	controllertest.CheckRunWithCancelledContext(t, serviceaccount.Descriptor(serviceaccount.NewOptions()))
+	controllertest.CheckRunWithCancelledContext(
+		t,
+		serviceaccount.Descriptor(serviceaccount.NewOptions()),
+	)
 }

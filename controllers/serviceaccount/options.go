@@ -63,11 +63,21 @@ func (o Options) Validate() error {
 		errs = append(errs, fmt.Errorf("Workers: must be at least 1, got %d", o.Workers))
 	}
 	if o.ServiceAccounts != nil && len(o.ServiceAccounts) == 0 {
-		errs = append(errs, errors.New("ServiceAccounts: must not be empty; leave it nil for [\"default\"]"))
+		errs = append(
+			errs,
+			errors.New("ServiceAccounts: must not be empty; leave it nil for [\"default\"]"),
+		)
 	}
 	for _, n := range o.ServiceAccounts {
 		if msgs := validation.IsDNS1123Subdomain(n); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("ServiceAccounts: %q is not a valid name: %s", n, strings.Join(msgs, "; ")))
+			errs = append(
+				errs,
+				fmt.Errorf(
+					"ServiceAccounts: %q is not a valid name: %s",
+					n,
+					strings.Join(msgs, "; "),
+				),
+			)
 		}
 	}
 	return errors.Join(errs...)
@@ -78,14 +88,18 @@ func (o Options) Validate() error {
 // namespace: under --enable-sharding a replica caches the Namespaces and
 // ServiceAccounts of its slots only.
 func Descriptor(o Options) descriptor.Descriptor {
-	o.ServiceAccounts = slices.Clone(o.ServiceAccounts) // later changes by the caller do not reach it
+	o.ServiceAccounts = slices.Clone(
+		o.ServiceAccounts,
+	) // later changes by the caller do not reach it
 	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newController(cc, o.withDefaults())
 		if err != nil {
 			return nil, err
 		}
 		return c, nil
-	}).WithAliases(Alias).WithValidator(o.Validate).
+	}).
+		WithAliases(Alias).
+		WithValidator(o.Validate).
 		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"), corev1.SchemeGroupVersion.WithResource("serviceaccounts")).
 		Sharded(shard.ByNamespace)
 }

@@ -50,7 +50,13 @@ type controller struct {
 	removeBackoff wait.Backoff
 }
 
-func newController(cc descriptor.Context, client kubernetes.Interface, s *signer, rootCA []byte, o Options) (*controller, error) {
+func newController(
+	cc descriptor.Context,
+	client kubernetes.Interface,
+	s *signer,
+	rootCA []byte,
+	o Options,
+) (*controller, error) {
 	saInformer := cc.InformerFactory.Core().V1().ServiceAccounts()
 	secretInformer := cc.InformerFactory.Core().V1().Secrets()
 	c := &controller{
@@ -117,7 +123,8 @@ func (c *controller) serviceAccountChanged(obj any) {
 }
 
 func (c *controller) secretChanged(obj any) {
-	if s, ok := workloop.Object[*corev1.Secret](obj); ok && s.Type == corev1.SecretTypeServiceAccountToken {
+	if s, ok := workloop.Object[*corev1.Secret](obj); ok &&
+		s.Type == corev1.SecretTypeServiceAccountToken {
 		c.secretLoop.Add(secretKey(s))
 	}
 }
@@ -160,7 +167,10 @@ func secretKey(s *corev1.Secret) string {
 func parseSecretKey(key string) (secretRef, error) {
 	parts := strings.Split(key, "/")
 	if len(parts) != 5 {
-		return secretRef{}, fmt.Errorf("invalid secret key %q: want namespace/name/uid/saName/saUID", key)
+		return secretRef{}, fmt.Errorf(
+			"invalid secret key %q: want namespace/name/uid/saName/saUID",
+			key,
+		)
 	}
 	saName, err1 := url.PathUnescape(parts[3])
 	saUID, err2 := url.PathUnescape(parts[4])
@@ -169,7 +179,11 @@ func parseSecretKey(key string) (secretRef, error) {
 	}
 	r := secretRef{parts[0], parts[1], types.UID(parts[2]), saName, types.UID(saUID)}
 	if r.namespace == "" || r.name == "" || r.uid == "" || r.saName == "" {
-		return secretRef{}, fmt.Errorf("invalid secret key %q: the namespace, name, uid and %s annotation must be set", key, corev1.ServiceAccountNameKey)
+		return secretRef{}, fmt.Errorf(
+			"invalid secret key %q: the namespace, name, uid and %s annotation must be set",
+			key,
+			corev1.ServiceAccountNameKey,
+		)
 	}
 	return r, nil
 }

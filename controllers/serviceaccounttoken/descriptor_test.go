@@ -22,7 +22,14 @@ import (
 
 func TestDescriptorAndFlags(t *testing.T) {
 	d := serviceaccounttoken.Descriptor(serviceaccounttoken.NewOptions())
-	controllertest.CheckIdentity(t, d, controllertest.Identity{Name: "serviceaccount-token-controller", Alias: "serviceaccount-token"})
+	controllertest.CheckIdentity(
+		t,
+		d,
+		controllertest.Identity{
+			Name:  "serviceaccount-token-controller",
+			Alias: "serviceaccount-token",
+		},
+	)
 	if !d.IsStartFirst() {
 		t.Error("not StartFirst; KCM starts the token controller before all others")
 	}
@@ -77,7 +84,12 @@ func TestRootCAFileIsSharedWithThePublisher(t *testing.T) {
 			t.Fatal(err)
 		}
 		if tok.RootCAFile != "/shared.crt" || pub.RootCAFile != "/shared.crt" {
-			t.Errorf("token first %v: token controller %q, publisher %q", tokenFirst, tok.RootCAFile, pub.RootCAFile)
+			t.Errorf(
+				"token first %v: token controller %q, publisher %q",
+				tokenFirst,
+				tok.RootCAFile,
+				pub.RootCAFile,
+			)
 		}
 	}
 }
@@ -100,17 +112,45 @@ func TestBuildValidatesOptions(t *testing.T) {
 	}{
 		{"defaults", serviceaccounttoken.NewOptions(), nil},
 		{"zero value takes the defaults", serviceaccounttoken.Options{}, nil},
-		{"key and CA", with(func(o *serviceaccounttoken.Options) { o.ServiceAccountKeyFile, o.RootCAFile = keyFile, caFile }), nil},
-		{"negative workers", with(func(o *serviceaccounttoken.Options) { o.ConcurrentSATokenSyncs = -1 }),
-			[]string{prefix + "--concurrent-serviceaccount-token-syncs: must be at least 1, got -1"}},
+		{
+			"key and CA",
+			with(
+				func(o *serviceaccounttoken.Options) { o.ServiceAccountKeyFile, o.RootCAFile = keyFile, caFile },
+			),
+			nil,
+		},
+		{
+			"negative workers",
+			with(func(o *serviceaccounttoken.Options) { o.ConcurrentSATokenSyncs = -1 }),
+			[]string{
+				prefix + "--concurrent-serviceaccount-token-syncs: must be at least 1, got -1",
+			},
+		},
 		{"negative retries", with(func(o *serviceaccounttoken.Options) { o.MaxRetries = -2 }),
 			[]string{"MaxRetries: must be at least 1, got -2"}},
-		{"missing key file", with(func(o *serviceaccounttoken.Options) { o.ServiceAccountKeyFile = "/nonexistent/key.pem" }),
-			[]string{`--service-account-private-key-file "/nonexistent/key.pem"`, "no such file"}},
-		{"key file not a key", with(func(o *serviceaccounttoken.Options) { o.ServiceAccountKeyFile = garbage }),
-			[]string{`--service-account-private-key-file "` + garbage + `"`, "give a PEM file holding an RSA or ECDSA private key"}},
-		{"ed25519 key", with(func(o *serviceaccounttoken.Options) { o.ServiceAccountKeyFile = edFile }),
-			[]string{`--service-account-private-key-file "` + edFile + `"`, "use an RSA or ECDSA private key"}},
+		{
+			"missing key file",
+			with(
+				func(o *serviceaccounttoken.Options) { o.ServiceAccountKeyFile = "/nonexistent/key.pem" },
+			),
+			[]string{`--service-account-private-key-file "/nonexistent/key.pem"`, "no such file"},
+		},
+		{
+			"key file not a key",
+			with(func(o *serviceaccounttoken.Options) { o.ServiceAccountKeyFile = garbage }),
+			[]string{
+				`--service-account-private-key-file "` + garbage + `"`,
+				"give a PEM file holding an RSA or ECDSA private key",
+			},
+		},
+		{
+			"ed25519 key",
+			with(func(o *serviceaccounttoken.Options) { o.ServiceAccountKeyFile = edFile }),
+			[]string{
+				`--service-account-private-key-file "` + edFile + `"`,
+				"use an RSA or ECDSA private key",
+			},
+		},
 		{"CA file not PEM", with(func(o *serviceaccounttoken.Options) { o.RootCAFile = garbage }),
 			[]string{`--root-ca-file "` + garbage + `": not a PEM-encoded CA bundle`}},
 		{"every problem at once", with(func(o *serviceaccounttoken.Options) {
@@ -127,7 +167,11 @@ func TestBuildValidatesOptions(t *testing.T) {
 // TestInitWithoutKeyFileDoesNotStart: as in KCM, no key file means the
 // controller chooses not to start.
 func TestInitWithoutKeyFileDoesNotStart(t *testing.T) {
-	c, err := controllertest.Init(t, serviceaccounttoken.Descriptor(serviceaccounttoken.NewOptions()), nil)
+	c, err := controllertest.Init(
+		t,
+		serviceaccounttoken.Descriptor(serviceaccounttoken.NewOptions()),
+		nil,
+	)
 	if c != nil || err != nil {
 		t.Fatalf("Init = %v, %v; want nil, nil", c, err)
 	}
@@ -137,7 +181,11 @@ func TestInitWithoutKeyFileDoesNotStart(t *testing.T) {
 // term; one that no longer holds a key fails the InitFunc, naming the flag.
 func TestInitReportsAKeyFileThatNoLongerParses(t *testing.T) {
 	o := serviceaccounttoken.NewOptions()
-	o.ServiceAccountKeyFile = serviceaccounttoken.WriteTestFile(t, "key.pem", []byte("rotated badly"))
+	o.ServiceAccountKeyFile = serviceaccounttoken.WriteTestFile(
+		t,
+		"key.pem",
+		[]byte("rotated badly"),
+	)
 	c, err := controllertest.Init(t, serviceaccounttoken.Descriptor(o), &rest.Config{})
 	if c != nil || err == nil {
 		t.Fatalf("Init = %v, %v; want an error", c, err)
@@ -164,15 +212,20 @@ func TestManagerFillsAndDeletesTokens(t *testing.T) {
 	caFile, ca := serviceaccounttoken.WriteTestCA(t)
 	o := serviceaccounttoken.NewOptions()
 	o.ServiceAccountKeyFile, o.RootCAFile = keyFile, caFile
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "builder", UID: "sa-uid"}}
+	sa := &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "builder", UID: "sa-uid"},
+	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "builder-token", UID: "secret-uid",
 			Annotations: map[string]string{corev1.ServiceAccountNameKey: "builder"}},
 		Type: corev1.SecretTypeServiceAccountToken,
 	}
-	h := managertest.New(t, "test", []descriptor.Descriptor{serviceaccounttoken.Descriptor(o)}, sa, secret).Start()
+	h := managertest.New(t, "test", []descriptor.Descriptor{serviceaccounttoken.Descriptor(o)}, sa, secret).
+		Start()
 	get := func() (*corev1.Secret, error) {
-		return h.Client.CoreV1().Secrets("ns").Get(t.Context(), "builder-token", metav1.GetOptions{})
+		return h.Client.CoreV1().
+			Secrets("ns").
+			Get(t.Context(), "builder-token", metav1.GetOptions{})
 	}
 	var filled *corev1.Secret
 	controllertest.WaitFor(t, "the token to be filled", func() bool {
@@ -180,28 +233,41 @@ func TestManagerFillsAndDeletesTokens(t *testing.T) {
 		filled = s
 		return err == nil && len(s.Data[corev1.ServiceAccountTokenKey]) > 0
 	})
-	if string(filled.Data[corev1.ServiceAccountRootCAKey]) != string(ca) || string(filled.Data[corev1.ServiceAccountNamespaceKey]) != "ns" {
-		t.Errorf("ca.crt %q namespace %q", filled.Data[corev1.ServiceAccountRootCAKey], filled.Data[corev1.ServiceAccountNamespaceKey])
+	if string(filled.Data[corev1.ServiceAccountRootCAKey]) != string(ca) ||
+		string(filled.Data[corev1.ServiceAccountNamespaceKey]) != "ns" {
+		t.Errorf(
+			"ca.crt %q namespace %q",
+			filled.Data[corev1.ServiceAccountRootCAKey],
+			filled.Data[corev1.ServiceAccountNamespaceKey],
+		)
 	}
 	if got := filled.Annotations[corev1.ServiceAccountUIDKey]; got != "sa-uid" {
 		t.Errorf("uid annotation %q, want sa-uid", got)
 	}
-	tok, err := jwt.ParseSigned(string(filled.Data[corev1.ServiceAccountTokenKey]), []jose.SignatureAlgorithm{jose.RS256})
+	tok, err := jwt.ParseSigned(
+		string(filled.Data[corev1.ServiceAccountTokenKey]),
+		[]jose.SignatureAlgorithm{jose.RS256},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var claims jwt.Claims
-	if err := tok.Claims(key.Public(), &claims); err != nil || claims.Subject != "system:serviceaccount:ns:builder" {
+	if err := tok.Claims(key.Public(), &claims); err != nil ||
+		claims.Subject != "system:serviceaccount:ns:builder" {
 		t.Errorf("claims %+v, %v", claims, err)
 	}
 
 	if err := h.Client.CoreV1().ServiceAccounts("ns").Delete(t.Context(), "builder", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "the token secret to be deleted with its service account", func() bool {
-		_, err := get()
-		return apierrors.IsNotFound(err)
-	})
+	controllertest.WaitFor(
+		t,
+		"the token secret to be deleted with its service account",
+		func() bool {
+			_, err := get()
+			return apierrors.IsNotFound(err)
+		},
+	)
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}

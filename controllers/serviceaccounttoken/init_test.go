@@ -29,8 +29,26 @@ func TestInitChoosesCAAndClient(t *testing.T) {
 		wantCA     []byte
 		wantClient *fake.Clientset
 	}{
-		{"--root-ca-file wins", caFile, controllertest.ClientBuilder(rootCS, &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: configCA}}), fileCA, rootCS},
-		{"else the root configuration's CA data", "", controllertest.ClientBuilder(rootCS, &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: configCA}}), configCA, rootCS},
+		{
+			"--root-ca-file wins",
+			caFile,
+			controllertest.ClientBuilder(
+				rootCS,
+				&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: configCA}},
+			),
+			fileCA,
+			rootCS,
+		},
+		{
+			"else the root configuration's CA data",
+			"",
+			controllertest.ClientBuilder(
+				rootCS,
+				&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: configCA}},
+			),
+			configCA,
+			rootCS,
+		},
 		{"no configuration: no CA", "", controllertest.ClientBuilder(rootCS, nil), nil, rootCS},
 		{"no root client builder: the controller's client", "", nil, nil, ownCS},
 	}

@@ -20,7 +20,9 @@ import (
 
 // rsaKey is generated once per test binary: RSA generation is slow under
 // the race detector.
-var rsaKey = sync.OnceValues(func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 2048) })
+var rsaKey = sync.OnceValues(
+	func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 2048) },
+)
 
 // NewTestKey returns a new private key of kind: "rsa", "p224", "p256",
 // "p384", "p521" or "ed25519".
@@ -77,7 +79,10 @@ func WriteTestKey(t testing.TB, kind string) (string, crypto.Signer) {
 // temporary directory and returns the file's path and its content.
 func WriteTestCA(t testing.TB) (string, []byte) {
 	t.Helper()
-	cert, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "test-ca"}, NewTestKey(t, "p256"))
+	cert, err := certutil.NewSelfSignedCACert(
+		certutil.Config{CommonName: "test-ca"},
+		NewTestKey(t, "p256"),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,10 @@ type Options struct {
 
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
-	return Options{ConcurrentSATokenSyncs: DefaultConcurrentSATokenSyncs, MaxRetries: DefaultMaxRetries}
+	return Options{
+		ConcurrentSATokenSyncs: DefaultConcurrentSATokenSyncs,
+		MaxRetries:             DefaultMaxRetries,
+	}
 }
 
 // AddFlags binds KCM's flags of this controller to o, with KCM's names and
@@ -67,12 +70,24 @@ func NewOptions() Options {
 // read by this controller and the root-CA publisher: whichever AddFlags runs
 // first registers it and the value reaches both.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.ServiceAccountKeyFile, "service-account-private-key-file", o.ServiceAccountKeyFile,
-		"Enables legacy secret-based tokens when set. Filename containing a PEM-encoded private RSA or ECDSA key used to sign service account tokens.")
-	fs.Int32Var(&o.ConcurrentSATokenSyncs, "concurrent-serviceaccount-token-syncs", o.ConcurrentSATokenSyncs,
-		"The number of service account token objects that are allowed to sync concurrently. Larger number = more responsive token generation, but more CPU (and network) load")
-	sharedflag.String(fs, &o.RootCAFile, "root-ca-file",
-		"If set, this root certificate authority will be included in service account's token secret. This must be a valid PEM-encoded CA bundle.")
+	fs.StringVar(
+		&o.ServiceAccountKeyFile,
+		"service-account-private-key-file",
+		o.ServiceAccountKeyFile,
+		"Enables legacy secret-based tokens when set. Filename containing a PEM-encoded private RSA or ECDSA key used to sign service account tokens.",
+	)
+	fs.Int32Var(
+		&o.ConcurrentSATokenSyncs,
+		"concurrent-serviceaccount-token-syncs",
+		o.ConcurrentSATokenSyncs,
+		"The number of service account token objects that are allowed to sync concurrently. Larger number = more responsive token generation, but more CPU (and network) load",
+	)
+	sharedflag.String(
+		fs,
+		&o.RootCAFile,
+		"root-ca-file",
+		"If set, this root certificate authority will be included in service account's token secret. This must be a valid PEM-encoded CA bundle.",
+	)
 }
 
 func (o Options) withDefaults() Options {
@@ -90,7 +105,13 @@ func (o Options) withDefaults() Options {
 func (o Options) Validate() error {
 	var errs []error
 	if o.ConcurrentSATokenSyncs < 0 {
-		errs = append(errs, fmt.Errorf("--concurrent-serviceaccount-token-syncs: must be at least 1, got %d", o.ConcurrentSATokenSyncs))
+		errs = append(
+			errs,
+			fmt.Errorf(
+				"--concurrent-serviceaccount-token-syncs: must be at least 1, got %d",
+				o.ConcurrentSATokenSyncs,
+			),
+		)
 	}
 	if o.MaxRetries < 0 {
 		errs = append(errs, fmt.Errorf("MaxRetries: must be at least 1, got %d", o.MaxRetries))
@@ -113,7 +134,11 @@ func (o Options) Validate() error {
 func readKey(path string) (*signer, error) {
 	key, err := keyutil.PrivateKeyFromFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--service-account-private-key-file %q: %w; give a PEM file holding an RSA or ECDSA private key", path, err)
+		return nil, fmt.Errorf(
+			"--service-account-private-key-file %q: %w; give a PEM file holding an RSA or ECDSA private key",
+			path,
+			err,
+		)
 	}
 	s, err := newSigner(key)
 	if err != nil {
@@ -157,7 +182,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		o := o.withDefaults()
 		if o.ServiceAccountKeyFile == "" {
-			logr.FromContextOrDiscard(ctx).Info("Controller is disabled because there is no private key", "controller", cc.Name)
+			logr.FromContextOrDiscard(ctx).
+				Info("Controller is disabled because there is no private key", "controller", cc.Name)
 			return nil, nil
 		}
 		s, err := readKey(o.ServiceAccountKeyFile)
@@ -177,6 +203,9 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, fmt.Errorf("client for %q: %w", clientName, err)
 		}
 		return newController(cc, client, s, ca, o)
-	}).WithAliases(Alias).WithValidator(o.Validate).StartFirst().
+	}).
+		WithAliases(Alias).
+		WithValidator(o.Validate).
+		StartFirst().
 		WithInformers(corev1.SchemeGroupVersion.WithResource("serviceaccounts"), corev1.SchemeGroupVersion.WithResource("secrets"))
 }

@@ -25,10 +25,14 @@ func TestFailingKeyIsDroppedAfterMaxRetries(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			client := fake.NewClientset(token("ghost-token", "ghost", "", nil))
 			var deletes atomic.Int32
-			client.PrependReactor("delete", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
-				deletes.Add(1)
-				return true, nil, errServer
-			})
+			client.PrependReactor(
+				"delete",
+				"secrets",
+				func(clienttesting.Action) (bool, runtime.Object, error) {
+					deletes.Add(1)
+					return true, nil, errServer
+				},
+			)
 			factory := informers.NewSharedInformerFactory(client, 0)
 			s, err := newSigner(NewTestKey(t, "p256"))
 			if err != nil {
@@ -36,7 +40,13 @@ func TestFailingKeyIsDroppedAfterMaxRetries(t *testing.T) {
 			}
 			o := NewOptions()
 			o.MaxRetries = retries
-			c, err := newController(descriptor.Context{Name: Name, InformerFactory: factory}, client, s, testCA, o.withDefaults())
+			c, err := newController(
+				descriptor.Context{Name: Name, InformerFactory: factory},
+				client,
+				s,
+				testCA,
+				o.withDefaults(),
+			)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -45,7 +45,9 @@ func (c *controller) syncServiceAccount(ctx context.Context, key string) error {
 	if sa != nil {
 		return nil
 	}
-	logr.FromContextOrDiscard(ctx).V(4).Info("Service account deleted, removing tokens", "namespace", ref.namespace, "serviceaccount", ref.name)
+	logr.FromContextOrDiscard(ctx).
+		V(4).
+		Info("Service account deleted, removing tokens", "namespace", ref.namespace, "serviceaccount", ref.name)
 	return outcome(c.deleteTokens(ctx, ref))
 }
 
@@ -57,7 +59,8 @@ func (c *controller) syncSecret(ctx context.Context, key string) error {
 	if err != nil {
 		return workloop.Permanent(err)
 	}
-	log := logr.FromContextOrDiscard(ctx).WithValues("secret", ref.namespace+"/"+ref.name, "serviceAccount", ref.namespace+"/"+ref.saName)
+	log := logr.FromContextOrDiscard(ctx).
+		WithValues("secret", ref.namespace+"/"+ref.name, "serviceAccount", ref.namespace+"/"+ref.saName)
 	secret, err := c.getSecret(ref.namespace, ref.name, ref.uid)
 	if err != nil {
 		return fmt.Errorf("getting secret %s/%s: %w", ref.namespace, ref.name, err)
@@ -71,7 +74,15 @@ func (c *controller) syncSecret(ctx context.Context, key string) error {
 			return c.removeSecretReference(ctx, ref.namespace, ref.saName, ref.saUID, ref.name)
 		})
 		if err != nil {
-			return workloop.Permanent(fmt.Errorf("removing secret %s from service account %s/%s: %w", ref.name, ref.namespace, ref.saName, err))
+			return workloop.Permanent(
+				fmt.Errorf(
+					"removing secret %s from service account %s/%s: %w",
+					ref.name,
+					ref.namespace,
+					ref.saName,
+					err,
+				),
+			)
 		}
 		return nil
 	}
@@ -110,7 +121,8 @@ func (c *controller) deleteTokens(ctx context.Context, ref saRef) (retriable boo
 // name/uid: its name annotation matches, and so does its uid annotation
 // when it has one.
 func isTokenOf(s *corev1.Secret, name string, uid types.UID) bool {
-	if s.Type != corev1.SecretTypeServiceAccountToken || s.Annotations[corev1.ServiceAccountNameKey] != name {
+	if s.Type != corev1.SecretTypeServiceAccountToken ||
+		s.Annotations[corev1.ServiceAccountNameKey] != name {
 		return false
 	}
 	u := s.Annotations[corev1.ServiceAccountUIDKey]
@@ -119,7 +131,11 @@ func isTokenOf(s *corev1.Secret, name string, uid types.UID) bool {
 
 // deleteToken deletes a secret, preconditioned on its uid. Gone already or
 // replaced (the precondition failed) is success.
-func (c *controller) deleteToken(ctx context.Context, ns, name string, uid types.UID) (retriable bool, err error) {
+func (c *controller) deleteToken(
+	ctx context.Context,
+	ns, name string,
+	uid types.UID,
+) (retriable bool, err error) {
 	var opts metav1.DeleteOptions
 	if uid != "" {
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
@@ -143,17 +159,30 @@ func (c *controller) updates(s *corev1.Secret) (ca, namespace, token bool) {
 // and its ServiceAccount annotations, to a fresh copy of the secret. When
 // the fresh copy is newer than the cache, it does nothing: the update event
 // brings the secret back.
-func (c *controller) fillToken(ctx context.Context, sa *corev1.ServiceAccount, cached *corev1.Secret) (retriable bool, err error) {
+func (c *controller) fillToken(
+	ctx context.Context,
+	sa *corev1.ServiceAccount,
+	cached *corev1.Secret,
+) (retriable bool, err error) {
 	if ca, ns, tok := c.updates(cached); !ca && !ns && !tok {
 		return false, nil
 	}
 	secrets := c.client.CoreV1().Secrets(cached.Namespace)
 	live, err := secrets.Get(ctx, cached.Name, metav1.GetOptions{})
 	if err != nil {
-		return !apierrors.IsNotFound(err), fmt.Errorf("getting secret %s/%s: %w", cached.Namespace, cached.Name, err)
+		return !apierrors.IsNotFound(
+				err,
+			), fmt.Errorf(
+				"getting secret %s/%s: %w",
+				cached.Namespace,
+				cached.Name,
+				err,
+			)
 	}
 	if live.ResourceVersion != cached.ResourceVersion {
-		logr.FromContextOrDiscard(ctx).V(2).Info("Secret is not up to date, skipping token population", "secret", live.Namespace+"/"+live.Name)
+		logr.FromContextOrDiscard(ctx).
+			V(2).
+			Info("Secret is not up to date, skipping token population", "secret", live.Namespace+"/"+live.Name)
 		return false, nil
 	}
 	ca, ns, tok := c.updates(live)
@@ -193,7 +222,12 @@ func (c *controller) fillToken(ctx context.Context, sa *corev1.ServiceAccount, c
 
 // removeSecretReference removes secretName from the secrets of a fresh copy
 // of the ServiceAccount, when it is (still) the one with saUID.
-func (c *controller) removeSecretReference(ctx context.Context, ns, saName string, saUID types.UID, secretName string) error {
+func (c *controller) removeSecretReference(
+	ctx context.Context,
+	ns, saName string,
+	saUID types.UID,
+	secretName string,
+) error {
 	accounts := c.client.CoreV1().ServiceAccounts(ns)
 	sa, err := accounts.Get(ctx, saName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -226,7 +260,12 @@ func (c *controller) removeSecretReference(ctx context.Context, ns, saName strin
 // (any uid when uid is empty), from the cache, or, when the cache has no
 // such ServiceAccount and live is set, from the API server. Nil, nil means
 // there is none.
-func (c *controller) getServiceAccount(ctx context.Context, ns, name string, uid types.UID, live bool) (*corev1.ServiceAccount, error) {
+func (c *controller) getServiceAccount(
+	ctx context.Context,
+	ns, name string,
+	uid types.UID,
+	live bool,
+) (*corev1.ServiceAccount, error) {
 	sa, err := c.serviceAccounts.ServiceAccounts(ns).Get(name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, err

@@ -32,7 +32,14 @@ var (
 )
 
 func account(name, uid string, secrets ...string) *corev1.ServiceAccount {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid), ResourceVersion: "1"}}
+	sa := &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       "ns",
+			Name:            name,
+			UID:             types.UID(uid),
+			ResourceVersion: "1",
+		},
+	}
 	for _, s := range secrets {
 		sa.Secrets = append(sa.Secrets, corev1.ObjectReference{Name: s})
 	}
@@ -42,8 +49,13 @@ func account(name, uid string, secrets ...string) *corev1.ServiceAccount {
 // token is a token secret of saName (and saUID, when set) holding data.
 func token(name, saName, saUID string, data map[string]string) *corev1.Secret {
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name + "-uid"), ResourceVersion: "5",
-			Annotations: map[string]string{corev1.ServiceAccountNameKey: saName}},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       "ns",
+			Name:            name,
+			UID:             types.UID(name + "-uid"),
+			ResourceVersion: "5",
+			Annotations:     map[string]string{corev1.ServiceAccountNameKey: saName},
+		},
 		Type: corev1.SecretTypeServiceAccountToken,
 	}
 	if saUID != "" {
@@ -86,12 +98,18 @@ func newFixture(t *testing.T, cached []runtime.Object, live []runtime.Object) *f
 		t.Fatal(err)
 	}
 	return &fixture{t: t, key: key, client: client, c: &controller{
-		client:          client,
-		serviceAccounts: corelisters.NewServiceAccountLister(controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.ServiceAccount](cached)...)),
-		secrets:         corelisters.NewSecretLister(controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.Secret](cached)...)),
-		signer:          s,
-		rootCA:          testCA,
-		removeBackoff:   wait.Backoff{Steps: 3, Duration: time.Millisecond},
+		client: client,
+		serviceAccounts: corelisters.NewServiceAccountLister(
+			controllertest.NamespacedIndexer(
+				t,
+				controllertest.OfType[*corev1.ServiceAccount](cached)...),
+		),
+		secrets: corelisters.NewSecretLister(
+			controllertest.NamespacedIndexer(t, controllertest.OfType[*corev1.Secret](cached)...),
+		),
+		signer:        s,
+		rootCA:        testCA,
+		removeBackoff: wait.Backoff{Steps: 3, Duration: time.Millisecond},
 	}}
 }
 
@@ -107,7 +125,10 @@ func (f *fixture) writes() []string {
 			name := a.(clienttesting.UpdateAction).GetObject().(metav1.Object).GetName()
 			out = append(out, "update "+a.GetResource().Resource+" "+name)
 		case "delete":
-			out = append(out, "delete "+a.GetResource().Resource+" "+a.(clienttesting.DeleteAction).GetName())
+			out = append(
+				out,
+				"delete "+a.GetResource().Resource+" "+a.(clienttesting.DeleteAction).GetName(),
+			)
 		case "create":
 			out = append(out, "create "+a.GetResource().Resource)
 		}
@@ -127,7 +148,11 @@ func (f *fixture) secret(name string) *corev1.Secret {
 // failing makes the fake API server answer verb on resource with err.
 func failing(verb, resource string, err error) func(*fake.Clientset) {
 	return func(c *fake.Clientset) {
-		c.PrependReactor(verb, resource, func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, err })
+		c.PrependReactor(
+			verb,
+			resource,
+			func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, err },
+		)
 	}
 }
 
@@ -145,8 +170,12 @@ func errKind(err error) string {
 
 var (
 	errServer = apierrors.NewInternalError(errors.New("boom"))
-	conflict  = apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, "x", errors.New("changed"))
-	notFound  = apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "x")
+	conflict  = apierrors.NewConflict(
+		schema.GroupResource{Resource: "secrets"},
+		"x",
+		errors.New("changed"),
+	)
+	notFound = apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "x")
 )
 
 func TestSyncSecret(t *testing.T) {
@@ -160,15 +189,19 @@ func TestSyncSecret(t *testing.T) {
 		wantErr string
 		check   func(*testing.T, *fixture)
 	}{{
-		name:   "fills token, ca.crt, namespace and the uid annotation",
-		cached: []runtime.Object{account("builder", "sa-uid"), token("builder-token", "builder", "", nil)},
-		want:   []string{"update secrets builder-token"},
+		name: "fills token, ca.crt, namespace and the uid annotation",
+		cached: []runtime.Object{
+			account("builder", "sa-uid"),
+			token("builder-token", "builder", "", nil),
+		},
+		want: []string{"update secrets builder-token"},
 		check: func(t *testing.T, f *fixture) {
 			s := f.secret("builder-token")
 			if string(s.Data["ca.crt"]) != string(testCA) || string(s.Data["namespace"]) != "ns" {
 				t.Errorf("data %q", s.Data)
 			}
-			if s.Annotations[corev1.ServiceAccountUIDKey] != "sa-uid" || s.Annotations[corev1.ServiceAccountNameKey] != "builder" {
+			if s.Annotations[corev1.ServiceAccountUIDKey] != "sa-uid" ||
+				s.Annotations[corev1.ServiceAccountNameKey] != "builder" {
 				t.Errorf("annotations %v", s.Annotations)
 			}
 			tok, err := jwt.ParseSigned(string(s.Data["token"]), allAlgs)
@@ -179,27 +212,39 @@ func TestSyncSecret(t *testing.T) {
 			if err := tok.Claims(f.key.Public(), &claims); err != nil {
 				t.Fatalf("verifying with the public key: %v", err)
 			}
-			if claims[ClaimSecretName] != "builder-token" || claims[ClaimServiceAccountUID] != "sa-uid" || claims["sub"] != "system:serviceaccount:ns:builder" {
+			if claims[ClaimSecretName] != "builder-token" ||
+				claims[ClaimServiceAccountUID] != "sa-uid" ||
+				claims["sub"] != "system:serviceaccount:ns:builder" {
 				t.Errorf("claims %v", claims)
 			}
 		},
 	}, {
-		name:   "complete secret: nothing written",
-		cached: []runtime.Object{account("builder", "sa-uid"), token("builder-token", "builder", "sa-uid", complete())},
+		name: "complete secret: nothing written",
+		cached: []runtime.Object{
+			account("builder", "sa-uid"),
+			token("builder-token", "builder", "sa-uid", complete()),
+		},
 	}, {
 		name: "only a wrong ca.crt: replaced, token and namespace kept",
-		cached: []runtime.Object{account("builder", "sa-uid"), token("builder-token", "builder", "sa-uid",
-			map[string]string{"token": "kept", "ca.crt": "stale", "namespace": "custom"})},
+		cached: []runtime.Object{
+			account("builder", "sa-uid"),
+			token("builder-token", "builder", "sa-uid",
+				map[string]string{"token": "kept", "ca.crt": "stale", "namespace": "custom"}),
+		},
 		want: []string{"update secrets builder-token"},
 		check: func(t *testing.T, f *fixture) {
 			s := f.secret("builder-token")
-			if string(s.Data["token"]) != "kept" || string(s.Data["ca.crt"]) != string(testCA) || string(s.Data["namespace"]) != "custom" {
+			if string(s.Data["token"]) != "kept" || string(s.Data["ca.crt"]) != string(testCA) ||
+				string(s.Data["namespace"]) != "custom" {
 				t.Errorf("data %q", s.Data)
 			}
 		},
 	}, {
-		name:   "cache behind the API server: skipped until the update event",
-		cached: []runtime.Object{account("builder", "sa-uid"), token("builder-token", "builder", "", nil)},
+		name: "cache behind the API server: skipped until the update event",
+		cached: []runtime.Object{
+			account("builder", "sa-uid"),
+			token("builder-token", "builder", "", nil),
+		},
 		live: []runtime.Object{account("builder", "sa-uid"), func() runtime.Object {
 			s := token("builder-token", "builder", "", nil)
 			s.ResourceVersion = "6"
@@ -212,21 +257,28 @@ func TestSyncSecret(t *testing.T) {
 		check: func(t *testing.T, f *fixture) {
 			for _, a := range f.client.Actions() {
 				if d, ok := a.(clienttesting.DeleteAction); ok {
-					if p := d.GetDeleteOptions().Preconditions; p == nil || p.UID == nil || *p.UID != "ghost-token-uid" {
+					if p := d.GetDeleteOptions().Preconditions; p == nil || p.UID == nil ||
+						*p.UID != "ghost-token-uid" {
 						t.Errorf("delete preconditions %+v, want the secret's uid", p)
 					}
 				}
 			}
 		},
 	}, {
-		name:   "service account with another uid: secret deleted",
-		cached: []runtime.Object{account("builder", "new-uid"), token("builder-token", "builder", "old-uid", complete())},
-		want:   []string{"delete secrets builder-token"},
+		name: "service account with another uid: secret deleted",
+		cached: []runtime.Object{
+			account("builder", "new-uid"),
+			token("builder-token", "builder", "old-uid", complete()),
+		},
+		want: []string{"delete secrets builder-token"},
 	}, {
 		name:   "service account not cached yet but live: filled",
 		cached: []runtime.Object{token("builder-token", "builder", "", nil)},
-		live:   []runtime.Object{account("builder", "sa-uid"), token("builder-token", "builder", "", nil)},
-		want:   []string{"update secrets builder-token"},
+		live: []runtime.Object{
+			account("builder", "sa-uid"),
+			token("builder-token", "builder", "", nil),
+		},
+		want: []string{"update secrets builder-token"},
 	}, {
 		name:   "secret gone: removed from its service account's secrets",
 		cached: []runtime.Object{account("builder", "sa-uid", "a", "builder-token", "b")},
@@ -259,13 +311,17 @@ func TestSyncSecret(t *testing.T) {
 		key:    secretKey(token("builder-token", "builder", "sa-uid", nil)),
 		react: func(c *fake.Clientset) {
 			n := 0
-			c.PrependReactor("update", "serviceaccounts", func(clienttesting.Action) (bool, runtime.Object, error) {
-				n++
-				if n == 1 {
-					return true, nil, conflict
-				}
-				return false, nil, nil
-			})
+			c.PrependReactor(
+				"update",
+				"serviceaccounts",
+				func(clienttesting.Action) (bool, runtime.Object, error) {
+					n++
+					if n == 1 {
+						return true, nil, conflict
+					}
+					return false, nil, nil
+				},
+			)
 		},
 		want: []string{"update serviceaccounts builder", "update serviceaccounts builder"},
 	}, {
@@ -276,29 +332,44 @@ func TestSyncSecret(t *testing.T) {
 		want:    []string{"update serviceaccounts builder"},
 		wantErr: "dropped",
 	}, {
-		name:   "a secret of another uid is not this key's: its service account's secrets are cleaned",
-		cached: []runtime.Object{account("builder", "sa-uid", "builder-token"), token("builder-token", "builder", "", nil)},
-		key:    "ns/builder-token/other-uid/builder/",
-		want:   []string{"update serviceaccounts builder"},
+		name: "a secret of another uid is not this key's: its service account's secrets are cleaned",
+		cached: []runtime.Object{
+			account("builder", "sa-uid", "builder-token"),
+			token("builder-token", "builder", "", nil),
+		},
+		key:  "ns/builder-token/other-uid/builder/",
+		want: []string{"update serviceaccounts builder"},
 	}, {
-		name:   "update conflict: forgotten, the update event comes",
-		cached: []runtime.Object{account("builder", "sa-uid"), token("builder-token", "builder", "", nil)},
-		react:  failing("update", "secrets", conflict),
-		want:   []string{"update secrets builder-token"},
+		name: "update conflict: forgotten, the update event comes",
+		cached: []runtime.Object{
+			account("builder", "sa-uid"),
+			token("builder-token", "builder", "", nil),
+		},
+		react: failing("update", "secrets", conflict),
+		want:  []string{"update secrets builder-token"},
 	}, {
-		name:    "update fails: retried",
-		cached:  []runtime.Object{account("builder", "sa-uid"), token("builder-token", "builder", "", nil)},
+		name: "update fails: retried",
+		cached: []runtime.Object{
+			account("builder", "sa-uid"),
+			token("builder-token", "builder", "", nil),
+		},
 		react:   failing("update", "secrets", errServer),
 		want:    []string{"update secrets builder-token"},
 		wantErr: "retried",
 	}, {
-		name:    "live get fails: retried",
-		cached:  []runtime.Object{account("builder", "sa-uid"), token("builder-token", "builder", "", nil)},
+		name: "live get fails: retried",
+		cached: []runtime.Object{
+			account("builder", "sa-uid"),
+			token("builder-token", "builder", "", nil),
+		},
 		react:   failing("get", "secrets", errServer),
 		wantErr: "retried",
 	}, {
-		name:    "live get not found: dropped",
-		cached:  []runtime.Object{account("builder", "sa-uid"), token("builder-token", "builder", "", nil)},
+		name: "live get not found: dropped",
+		cached: []runtime.Object{
+			account("builder", "sa-uid"),
+			token("builder-token", "builder", "", nil),
+		},
 		react:   failing("get", "secrets", notFound),
 		wantErr: "dropped",
 	}, {
@@ -363,21 +434,37 @@ func TestSyncServiceAccount(t *testing.T) {
 		want    []string
 		wantErr string
 	}{{
-		name:   "service account exists: nothing written",
-		cached: append([]runtime.Object{account("builder", "sa-uid"), token("builder-token", "builder", "sa-uid", nil)}, others...),
+		name: "service account exists: nothing written",
+		cached: append(
+			[]runtime.Object{
+				account("builder", "sa-uid"),
+				token("builder-token", "builder", "sa-uid", nil),
+			},
+			others...),
 	}, {
 		name: "service account gone: its token secrets deleted, with or without the uid annotation",
-		cached: append([]runtime.Object{token("by-uid", "builder", "sa-uid", nil), token("by-name", "builder", "", nil)},
+		cached: append(
+			[]runtime.Object{
+				token("by-uid", "builder", "sa-uid", nil),
+				token("by-name", "builder", "", nil),
+			},
 			others...),
 		want: []string{"delete secrets by-name", "delete secrets by-uid"},
 	}, {
 		name: "service account replaced by one with another uid: the old one's tokens deleted",
-		cached: append([]runtime.Object{account("builder", "new-uid"), token("by-uid", "builder", "sa-uid", nil)},
+		cached: append(
+			[]runtime.Object{
+				account("builder", "new-uid"),
+				token("by-uid", "builder", "sa-uid", nil),
+			},
 			others...),
 		want: []string{"delete secrets by-uid"},
 	}, {
-		name:    "a delete fails: retried, the others still deleted",
-		cached:  []runtime.Object{token("by-uid", "builder", "sa-uid", nil), token("by-name", "builder", "", nil)},
+		name: "a delete fails: retried, the others still deleted",
+		cached: []runtime.Object{
+			token("by-uid", "builder", "sa-uid", nil),
+			token("by-name", "builder", "", nil),
+		},
 		react:   failing("delete", "secrets", errServer),
 		want:    []string{"delete secrets by-name", "delete secrets by-uid"},
 		wantErr: "retried",
@@ -393,7 +480,10 @@ func TestSyncServiceAccount(t *testing.T) {
 			if tt.react != nil {
 				tt.react(f.client)
 			}
-			err := f.c.syncServiceAccount(controllertest.LogContext(t), serviceAccountKey(account("builder", "sa-uid")))
+			err := f.c.syncServiceAccount(
+				controllertest.LogContext(t),
+				serviceAccountKey(account("builder", "sa-uid")),
+			)
 			if got := errKind(err); got != tt.wantErr {
 				t.Errorf("error %v (%q), want %q", err, got, tt.wantErr)
 			}
@@ -406,7 +496,9 @@ func TestSyncServiceAccount(t *testing.T) {
 	}
 	t.Run("invalid key: dropped", func(t *testing.T) {
 		f := newFixture(t, nil, nil)
-		if err := f.c.syncServiceAccount(controllertest.LogContext(t), "ns/builder"); errKind(err) != "dropped" {
+		if err := f.c.syncServiceAccount(controllertest.LogContext(t), "ns/builder"); errKind(
+			err,
+		) != "dropped" {
 			t.Errorf("error %v, want dropped", err)
 		}
 	})
@@ -442,14 +534,21 @@ func TestKeys(t *testing.T) {
 	c.secretChanged(cacheTombstone(token("b", "builder", "", nil)))
 	c.serviceAccountChanged(cacheTombstone(account("builder", "sa-uid")))
 	if c.secretLoop.Len() != 2 || c.saLoop.Len() != 1 {
-		t.Errorf("queued %d secrets (want 2: not the opaque one) and %d service accounts (want 1)", c.secretLoop.Len(), c.saLoop.Len())
+		t.Errorf(
+			"queued %d secrets (want 2: not the opaque one) and %d service accounts (want 1)",
+			c.secretLoop.Len(),
+			c.saLoop.Len(),
+		)
 	}
 }
 
 func TestErrorsNameTheObject(t *testing.T) {
 	f := newFixture(t, []runtime.Object{token("ghost-token", "ghost", "", nil)}, nil)
 	failing("delete", "secrets", errServer)(f.client)
-	err := f.c.syncSecret(controllertest.LogContext(t), secretKey(token("ghost-token", "ghost", "", nil)))
+	err := f.c.syncSecret(
+		controllertest.LogContext(t),
+		secretKey(token("ghost-token", "ghost", "", nil)),
+	)
 	if err == nil || !strings.Contains(err.Error(), "ns/ghost-token") {
 		t.Errorf("error %v does not name the secret", err)
 	}

@@ -99,7 +99,12 @@ func legacyClaims(sa *corev1.ServiceAccount, secret *corev1.Secret) map[string]a
 func (s *signer) token(sa *corev1.ServiceAccount, secret *corev1.Secret) (string, error) {
 	tok, err := jwt.Signed(s.sig).Claims(legacyClaims(sa, secret)).Serialize()
 	if err != nil {
-		return "", fmt.Errorf("signing the token of secret %s/%s: %w", secret.Namespace, secret.Name, err)
+		return "", fmt.Errorf(
+			"signing the token of secret %s/%s: %w",
+			secret.Namespace,
+			secret.Name,
+			err,
+		)
 	}
 	return tok, nil
 }

@@ -30,7 +30,9 @@ type legacyPrivate struct {
 // unpadded base64url SHA-256 of the PKIX public key), and its claims are
 // the legacy ones, nothing more.
 func TestTokenIsSignedWithKeyAndCarriesLegacyClaims(t *testing.T) {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "builder", UID: "sa-uid"}}
+	sa := &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "builder", UID: "sa-uid"},
+	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "builder-token"}}
 	for _, tt := range []struct {
 		kind string
@@ -71,7 +73,8 @@ func TestTokenIsSignedWithKeyAndCarriesLegacyClaims(t *testing.T) {
 			if err := parsed.Claims(key.Public(), &public, &private, &all); err != nil {
 				t.Fatalf("verifying with the public key: %v", err)
 			}
-			if public.Issuer != "kubernetes/serviceaccount" || public.Subject != "system:serviceaccount:ns:builder" {
+			if public.Issuer != "kubernetes/serviceaccount" ||
+				public.Subject != "system:serviceaccount:ns:builder" {
 				t.Errorf("iss %q sub %q", public.Issuer, public.Subject)
 			}
 			if want := (legacyPrivate{"ns", "builder-token", "builder", "sa-uid"}); private != want {

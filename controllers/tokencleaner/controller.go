@@ -83,13 +83,15 @@ func expiry(s *corev1.Secret, now time.Time) (left time.Duration, ok bool, err e
 // due reports whether s is to be deleted now, requeueing key for its expiry
 // when it is not yet.
 func (c *controller) due(ctx context.Context, key string, s *corev1.Secret) bool {
-	if s.Type != corev1.SecretTypeBootstrapToken || s.Namespace != c.namespace || s.DeletionTimestamp != nil {
+	if s.Type != corev1.SecretTypeBootstrapToken || s.Namespace != c.namespace ||
+		s.DeletionTimestamp != nil {
 		return false
 	}
 	left, expires, err := expiry(s, c.clock.Now())
 	switch {
 	case err != nil:
-		logr.FromContextOrDiscard(ctx).Error(err, "Bootstrap token has an invalid expiration; treating it as expired", "secret", key)
+		logr.FromContextOrDiscard(ctx).
+			Error(err, "Bootstrap token has an invalid expiration; treating it as expired", "secret", key)
 		return true
 	case !expires:
 		return false
@@ -125,7 +127,10 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	err = c.client.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &fresh.UID, ResourceVersion: &fresh.ResourceVersion},
+		Preconditions: &metav1.Preconditions{
+			UID:             &fresh.UID,
+			ResourceVersion: &fresh.ResourceVersion,
+		},
 	})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -23,9 +23,14 @@ var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func token(ns, name, expiration string) *corev1.Secret {
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), ResourceVersion: "5"},
-		Type:       corev1.SecretTypeBootstrapToken,
-		Data:       map[string][]byte{"token-id": []byte("abcdef")},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       ns,
+			Name:            name,
+			UID:             types.UID("uid-" + name),
+			ResourceVersion: "5",
+		},
+		Type: corev1.SecretTypeBootstrapToken,
+		Data: map[string][]byte{"token-id": []byte("abcdef")},
 	}
 	if expiration != "" {
 		s.Data[ExpirationKey] = []byte(expiration)
@@ -50,7 +55,10 @@ func newFixture(t *testing.T, cached []*corev1.Secret, api []*corev1.Secret) *fi
 	if api == nil {
 		api = cached
 	}
-	f := &fixture{client: fake.NewClientset(controllertest.DeepCopies(api...)...), clock: testingclock.NewFakeClock(t0)}
+	f := &fixture{
+		client: fake.NewClientset(controllertest.DeepCopies(api...)...),
+		clock:  testingclock.NewFakeClock(t0),
+	}
 	f.c = &controller{
 		client:    f.client,
 		secrets:   corelisters.NewSecretLister(idx),
@@ -75,8 +83,16 @@ func (f *fixture) deletes(t *testing.T, wantRV string) []string {
 		}
 		out = append(out, d.Name)
 		p := d.DeleteOptions.Preconditions
-		if p == nil || p.UID == nil || *p.UID != types.UID("uid-"+d.Name) || p.ResourceVersion == nil || *p.ResourceVersion != wantRV {
-			t.Errorf("delete of %s: preconditions %+v, want UID uid-%s and resourceVersion %s", d.Name, p, d.Name, wantRV)
+		if p == nil || p.UID == nil || *p.UID != types.UID("uid-"+d.Name) ||
+			p.ResourceVersion == nil ||
+			*p.ResourceVersion != wantRV {
+			t.Errorf(
+				"delete of %s: preconditions %+v, want UID uid-%s and resourceVersion %s",
+				d.Name,
+				p,
+				d.Name,
+				wantRV,
+			)
 		}
 	}
 	return out
@@ -99,34 +115,100 @@ func TestSync(t *testing.T) {
 		wantRequeue time.Duration // 0: none
 		wantErr     bool
 	}{
-		{name: "expired: read again and deleted", cached: []*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", at(-time.Second))},
-			wantGets: 1, wantDeleted: true},
-		{name: "expires exactly now", cached: []*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", at(0))},
-			wantGets: 1, wantDeleted: true},
-		{name: "not expired: requeued for its expiry", cached: []*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", at(90*time.Minute))},
-			wantRequeue: 90 * time.Minute},
-		{name: "no expiration: kept", cached: []*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", "")}},
-		{name: "unparsable expiration: deleted as in KCM", cached: []*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", "next tuesday")},
-			wantGets: 1, wantDeleted: true},
-		{name: "other namespace: kept", cached: []*corev1.Secret{token("default", "bootstrap-token-abcdef", at(-time.Hour))}},
+		{
+			name: "expired: read again and deleted",
+			cached: []*corev1.Secret{
+				token("kube-system", "bootstrap-token-abcdef", at(-time.Second)),
+			},
+			wantGets:    1,
+			wantDeleted: true,
+		},
+		{
+			name:        "expires exactly now",
+			cached:      []*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", at(0))},
+			wantGets:    1,
+			wantDeleted: true,
+		},
+		{
+			name: "not expired: requeued for its expiry",
+			cached: []*corev1.Secret{
+				token("kube-system", "bootstrap-token-abcdef", at(90*time.Minute)),
+			},
+			wantRequeue: 90 * time.Minute,
+		},
+		{
+			name:   "no expiration: kept",
+			cached: []*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", "")},
+		},
+		{
+			name: "unparsable expiration: deleted as in KCM",
+			cached: []*corev1.Secret{
+				token("kube-system", "bootstrap-token-abcdef", "next tuesday"),
+			},
+			wantGets:    1,
+			wantDeleted: true,
+		},
+		{
+			name:   "other namespace: kept",
+			cached: []*corev1.Secret{token("default", "bootstrap-token-abcdef", at(-time.Hour))},
+		},
 		{name: "other type: kept", cached: []*corev1.Secret{opaque}},
-		{name: "renewed since cached: kept and requeued", cached: []*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", at(-time.Hour))},
-			api: []*corev1.Secret{renewed}, wantGets: 1, wantRequeue: time.Hour},
-		{name: "gone from the API", cached: []*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", at(-time.Hour))},
-			api: []*corev1.Secret{}, wantGets: 1},
+		{
+			name: "renewed since cached: kept and requeued",
+			cached: []*corev1.Secret{
+				token("kube-system", "bootstrap-token-abcdef", at(-time.Hour)),
+			},
+			api:         []*corev1.Secret{renewed},
+			wantGets:    1,
+			wantRequeue: time.Hour,
+		},
+		{
+			name: "gone from the API",
+			cached: []*corev1.Secret{
+				token("kube-system", "bootstrap-token-abcdef", at(-time.Hour)),
+			},
+			api:      []*corev1.Secret{},
+			wantGets: 1,
+		},
 		{name: "gone from the cache"},
-		{name: "changed between read and delete: retried", cached: []*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", at(-time.Hour))},
-			deleteErr: apierrors.NewConflict(corev1.Resource("secrets"), "bootstrap-token-abcdef", errors.New("rv")), wantGets: 1, wantDeleted: true, wantErr: true},
-		{name: "deleted meanwhile", cached: []*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", at(-time.Hour))},
-			deleteErr: apierrors.NewNotFound(corev1.Resource("secrets"), "bootstrap-token-abcdef"), wantGets: 1, wantDeleted: true},
+		{
+			name: "changed between read and delete: retried",
+			cached: []*corev1.Secret{
+				token("kube-system", "bootstrap-token-abcdef", at(-time.Hour)),
+			},
+			deleteErr: apierrors.NewConflict(
+				corev1.Resource("secrets"),
+				"bootstrap-token-abcdef",
+				errors.New("rv"),
+			),
+			wantGets:    1,
+			wantDeleted: true,
+			wantErr:     true,
+		},
+		{
+			name: "deleted meanwhile",
+			cached: []*corev1.Secret{
+				token("kube-system", "bootstrap-token-abcdef", at(-time.Hour)),
+			},
+			deleteErr: apierrors.NewNotFound(
+				corev1.Resource("secrets"),
+				"bootstrap-token-abcdef",
+			),
+			wantGets:    1,
+			wantDeleted: true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.cached, tt.api)
 			if tt.deleteErr != nil {
-				f.client.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
-					return true, nil, tt.deleteErr
-				})
+				f.client.PrependReactor(
+					"delete",
+					"secrets",
+					func(k8stesting.Action) (bool, runtime.Object, error) {
+						return true, nil, tt.deleteErr
+					},
+				)
 			}
 			ns := "kube-system"
 			if len(tt.cached) > 0 {
@@ -161,7 +243,11 @@ func TestSync(t *testing.T) {
 // TestExpiryWithFakeClock: a token is requeued for its expiry and deleted
 // when the clock gets there.
 func TestExpiryWithFakeClock(t *testing.T) {
-	f := newFixture(t, []*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", at(time.Hour))}, nil)
+	f := newFixture(
+		t,
+		[]*corev1.Secret{token("kube-system", "bootstrap-token-abcdef", at(time.Hour))},
+		nil,
+	)
 	ctx := controllertest.LogContext(t)
 	key := "kube-system/bootstrap-token-abcdef"
 	if err := f.c.sync(ctx, key); err != nil {

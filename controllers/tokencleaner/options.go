@@ -60,7 +60,11 @@ func (o Options) Validate() error {
 		return nil
 	}
 	if msgs := validation.IsDNS1123Label(o.TokenSecretNamespace); len(msgs) > 0 {
-		return fmt.Errorf("TokenSecretNamespace: %q is not a namespace name: %s", o.TokenSecretNamespace, strings.Join(msgs, "; "))
+		return fmt.Errorf(
+			"TokenSecretNamespace: %q is not a namespace name: %s",
+			o.TokenSecretNamespace,
+			strings.Join(msgs, "; "),
+		)
 	}
 	return nil
 }
@@ -74,6 +78,9 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		return c, nil
-	}).WithAliases(Alias).DisabledByDefault().WithValidator(o.Validate).
+	}).
+		WithAliases(Alias).
+		DisabledByDefault().
+		WithValidator(o.Validate).
 		WithInformers(corev1.SchemeGroupVersion.WithResource("secrets"))
 }

@@ -80,7 +80,8 @@ func needsCleanup(j *batchv1.Job) bool {
 // true.
 func finishCondition(j *batchv1.Job) (batchv1.JobCondition, bool) {
 	for _, cond := range j.Status.Conditions {
-		if (cond.Type == batchv1.JobComplete || cond.Type == batchv1.JobFailed) && cond.Status == corev1.ConditionTrue {
+		if (cond.Type == batchv1.JobComplete || cond.Type == batchv1.JobFailed) &&
+			cond.Status == corev1.ConditionTrue {
 			return cond, true
 		}
 	}
@@ -96,13 +97,20 @@ func (c *controller) due(ctx context.Context, key string, j *batchv1.Job) (bool,
 	}
 	cond, _ := finishCondition(j)
 	if cond.LastTransitionTime.IsZero() {
-		return false, workloop.Permanent(fmt.Errorf("job %s: its %s condition has no lastTransitionTime, so its finish time is unknown", key, cond.Type))
+		return false, workloop.Permanent(
+			fmt.Errorf(
+				"job %s: its %s condition has no lastTransitionTime, so its finish time is unknown",
+				key,
+				cond.Type,
+			),
+		)
 	}
 	now := c.clock.Now()
 	finished := cond.LastTransitionTime.Time
 	if finished.After(now) {
-		logr.FromContextOrDiscard(ctx).Info("Job finished in the future, probably because of clock skew; deferring its deletion",
-			"job", key, "finishTime", finished.UTC(), "now", now.UTC())
+		logr.FromContextOrDiscard(ctx).
+			Info("Job finished in the future, probably because of clock skew; deferring its deletion",
+				"job", key, "finishTime", finished.UTC(), "now", now.UTC())
 	}
 	left := finished.Add(time.Duration(*j.Spec.TTLSecondsAfterFinished) * time.Second).Sub(now)
 	if left > 0 {
@@ -143,7 +151,10 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	foreground := metav1.DeletePropagationForeground
 	err = c.client.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{
 		PropagationPolicy: &foreground,
-		Preconditions:     &metav1.Preconditions{UID: &fresh.UID, ResourceVersion: &fresh.ResourceVersion},
+		Preconditions: &metav1.Preconditions{
+			UID:             &fresh.UID,
+			ResourceVersion: &fresh.ResourceVersion,
+		},
 	})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -28,14 +28,25 @@ var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 type jobOpt func(*batchv1.Job)
 
 func newJob(opts ...jobOpt) *batchv1.Job {
-	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "j", UID: "uid-j", ResourceVersion: "5"}}
+	j := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       "ns",
+			Name:            "j",
+			UID:             "uid-j",
+			ResourceVersion: "5",
+		},
+	}
 	for _, o := range opts {
 		o(j)
 	}
 	return j
 }
 
-func ttl(s int32) jobOpt { return func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ptr.To(s) } }
+func ttl(
+	s int32,
+) jobOpt {
+	return func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ptr.To(s) }
+}
 
 // finished adds a true condition of type t whose transition was ago before t0.
 func finished(t batchv1.JobConditionType, ago time.Duration) jobOpt {
@@ -48,7 +59,10 @@ func finished(t batchv1.JobConditionType, ago time.Duration) jobOpt {
 
 func condition(t batchv1.JobConditionType, st corev1.ConditionStatus) jobOpt {
 	return func(j *batchv1.Job) {
-		j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: t, Status: st, LastTransitionTime: metav1.NewTime(t0)})
+		j.Status.Conditions = append(
+			j.Status.Conditions,
+			batchv1.JobCondition{Type: t, Status: st, LastTransitionTime: metav1.NewTime(t0)},
+		)
 	}
 }
 
@@ -78,7 +92,10 @@ func newFixture(t *testing.T, cached *batchv1.Job, api []*batchv1.Job) *fixture 
 		api = inCache
 	}
 	idx := controllertest.NamespacedIndexer(t, inCache...)
-	f := &fixture{client: fake.NewClientset(controllertest.DeepCopies(api...)...), clock: testingclock.NewFakeClock(t0)}
+	f := &fixture{
+		client: fake.NewClientset(controllertest.DeepCopies(api...)...),
+		clock:  testingclock.NewFakeClock(t0),
+	}
 	f.c = &controller{
 		client:  f.client,
 		jobs:    batchlisters.NewJobLister(idx),
@@ -103,10 +120,13 @@ func (f *fixture) deletes(t *testing.T, wantRV string) int {
 		}
 		n++
 		o := d.DeleteOptions
-		if o.PropagationPolicy == nil || *o.PropagationPolicy != metav1.DeletePropagationForeground {
+		if o.PropagationPolicy == nil ||
+			*o.PropagationPolicy != metav1.DeletePropagationForeground {
 			t.Errorf("delete: propagation %v, want Foreground", o.PropagationPolicy)
 		}
-		if p := o.Preconditions; p == nil || p.UID == nil || *p.UID != types.UID("uid-j") || p.ResourceVersion == nil || *p.ResourceVersion != wantRV {
+		if p := o.Preconditions; p == nil || p.UID == nil || *p.UID != types.UID("uid-j") ||
+			p.ResourceVersion == nil ||
+			*p.ResourceVersion != wantRV {
 			t.Errorf("delete: preconditions %+v, want UID uid-j and resourceVersion %s", p, wantRV)
 		}
 	}
@@ -128,52 +148,111 @@ func TestSync(t *testing.T) {
 		wantErr     bool
 		wantPerm    bool
 	}{
-		{name: "complete and past its TTL", cached: newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second)),
-			wantGets: 1, wantDeletes: 1, wantRV: "5"},
+		{
+			name:        "complete and past its TTL",
+			cached:      newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second)),
+			wantGets:    1,
+			wantDeletes: 1,
+			wantRV:      "5",
+		},
 		{name: "failed, TTL 0", cached: newJob(ttl(0), finished(batchv1.JobFailed, 0)),
 			wantGets: 1, wantDeletes: 1, wantRV: "5"},
-		{name: "finish time from the Complete condition, not others", cached: newJob(ttl(60),
-			condition(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue), finished(batchv1.JobComplete, 10*time.Second)),
+		{name: "finish time from the Complete condition, not others", cached: newJob(
+			ttl(60),
+			condition(
+				batchv1.JobSuccessCriteriaMet,
+				corev1.ConditionTrue,
+			),
+			finished(batchv1.JobComplete, 10*time.Second),
+		),
 			wantRequeue: 50 * time.Second},
-		{name: "TTL not reached: requeued", cached: newJob(ttl(100), finished(batchv1.JobComplete, 10*time.Second)),
-			wantRequeue: 90 * time.Second},
-		{name: "finished in the future (skew): requeued", cached: newJob(ttl(10), finished(batchv1.JobComplete, -5*time.Second)),
-			wantRequeue: 15 * time.Second},
+		{
+			name:        "TTL not reached: requeued",
+			cached:      newJob(ttl(100), finished(batchv1.JobComplete, 10*time.Second)),
+			wantRequeue: 90 * time.Second,
+		},
+		{
+			name:        "finished in the future (skew): requeued",
+			cached:      newJob(ttl(10), finished(batchv1.JobComplete, -5*time.Second)),
+			wantRequeue: 15 * time.Second,
+		},
 		{name: "no TTL", cached: newJob(finished(batchv1.JobComplete, time.Hour))},
-		{name: "not finished", cached: newJob(ttl(0), condition(batchv1.JobComplete, corev1.ConditionFalse), condition(batchv1.JobSuspended, corev1.ConditionTrue))},
-		{name: "being deleted", cached: newJob(ttl(0), finished(batchv1.JobComplete, time.Hour), deleting)},
+		{
+			name: "not finished",
+			cached: newJob(
+				ttl(0),
+				condition(batchv1.JobComplete, corev1.ConditionFalse),
+				condition(batchv1.JobSuspended, corev1.ConditionTrue),
+			),
+		},
+		{
+			name:   "being deleted",
+			cached: newJob(ttl(0), finished(batchv1.JobComplete, time.Hour), deleting),
+		},
 		{name: "gone from the cache"},
 		{name: "TTL raised since cached: requeued by the fresh TTL",
-			cached:   newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second)),
-			api:      []*batchv1.Job{newJob(ttl(3600), finished(batchv1.JobComplete, 10*time.Second), rv("6"))},
+			cached: newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second)),
+			api: []*batchv1.Job{
+				newJob(ttl(3600), finished(batchv1.JobComplete, 10*time.Second), rv("6")),
+			},
 			wantGets: 1, wantRequeue: 3590 * time.Second},
 		{name: "fresh copy being deleted",
+			cached: newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second)),
+			api: []*batchv1.Job{
+				newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second), deleting),
+			},
+			wantGets: 1},
+		{
+			name:     "gone from the API",
 			cached:   newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second)),
-			api:      []*batchv1.Job{newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second), deleting)},
-			wantGets: 1},
-		{name: "gone from the API", cached: newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second)), api: []*batchv1.Job{},
-			wantGets: 1},
+			api:      []*batchv1.Job{},
+			wantGets: 1,
+		},
 		{name: "fresh copy newer but also due: its resourceVersion is the precondition",
-			cached:   newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second)),
-			api:      []*batchv1.Job{newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second), rv("9"))},
+			cached: newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second)),
+			api: []*batchv1.Job{
+				newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second), rv("9")),
+			},
 			wantGets: 1, wantDeletes: 1, wantRV: "9"},
-		{name: "changed between read and delete: retried", cached: newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second)),
-			deleteErr: apierrors.NewConflict(batchv1.Resource("jobs"), "j", errors.New("rv")),
-			wantGets:  1, wantDeletes: 1, wantRV: "5", wantErr: true},
-		{name: "deleted meanwhile", cached: newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second)),
-			deleteErr: apierrors.NewNotFound(batchv1.Resource("jobs"), "j"),
-			wantGets:  1, wantDeletes: 1, wantRV: "5"},
-		{name: "finished without lastTransitionTime: dropped", cached: newJob(ttl(5), func(j *batchv1.Job) {
-			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
-		}), wantErr: true, wantPerm: true},
+		{
+			name:        "changed between read and delete: retried",
+			cached:      newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second)),
+			deleteErr:   apierrors.NewConflict(batchv1.Resource("jobs"), "j", errors.New("rv")),
+			wantGets:    1,
+			wantDeletes: 1,
+			wantRV:      "5",
+			wantErr:     true,
+		},
+		{
+			name:        "deleted meanwhile",
+			cached:      newJob(ttl(5), finished(batchv1.JobComplete, 10*time.Second)),
+			deleteErr:   apierrors.NewNotFound(batchv1.Resource("jobs"), "j"),
+			wantGets:    1,
+			wantDeletes: 1,
+			wantRV:      "5",
+		},
+		{
+			name: "finished without lastTransitionTime: dropped",
+			cached: newJob(ttl(5), func(j *batchv1.Job) {
+				j.Status.Conditions = []batchv1.JobCondition{
+					{Type: batchv1.JobComplete, Status: corev1.ConditionTrue},
+				}
+			}),
+			wantErr:  true,
+			wantPerm: true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.cached, tt.api)
 			if tt.deleteErr != nil {
-				f.client.PrependReactor("delete", "jobs", func(k8stesting.Action) (bool, runtime.Object, error) {
-					return true, nil, tt.deleteErr
-				})
+				f.client.PrependReactor(
+					"delete",
+					"jobs",
+					func(k8stesting.Action) (bool, runtime.Object, error) {
+						return true, nil, tt.deleteErr
+					},
+				)
 			}
 			var before *batchv1.Job
 			if tt.cached != nil {
@@ -181,7 +260,12 @@ func TestSync(t *testing.T) {
 			}
 			err := f.c.sync(controllertest.LogContext(t), "ns/j")
 			if (err != nil) != tt.wantErr || workloop.IsPermanent(err) != tt.wantPerm {
-				t.Errorf("sync error %v, want error %v (permanent %v)", err, tt.wantErr, tt.wantPerm)
+				t.Errorf(
+					"sync error %v, want error %v (permanent %v)",
+					err,
+					tt.wantErr,
+					tt.wantPerm,
+				)
 			}
 			if got := f.gets(); got != tt.wantGets {
 				t.Errorf("GETs %d, want %d", got, tt.wantGets)

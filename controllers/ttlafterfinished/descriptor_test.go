@@ -17,12 +17,22 @@ import (
 )
 
 func TestDescriptorAndFlags(t *testing.T) {
-	controllertest.CheckIdentity(t, ttlafterfinished.Descriptor(ttlafterfinished.NewOptions()), controllertest.Identity{
-		Name: "ttl-after-finished-controller", Alias: "ttl-after-finished",
-	})
+	controllertest.CheckIdentity(
+		t,
+		ttlafterfinished.Descriptor(ttlafterfinished.NewOptions()),
+		controllertest.Identity{
+			Name: "ttl-after-finished-controller", Alias: "ttl-after-finished",
+		},
+	)
 	o := ttlafterfinished.NewOptions()
-	f := controllertest.ParseFlag(t, o.AddFlags, "concurrent-ttl-after-finished-syncs", "--concurrent-ttl-after-finished-syncs=9")
-	if f.DefValue != "5" || f.Usage != "The number of ttl-after-finished-controller workers that are allowed to sync concurrently." {
+	f := controllertest.ParseFlag(
+		t,
+		o.AddFlags,
+		"concurrent-ttl-after-finished-syncs",
+		"--concurrent-ttl-after-finished-syncs=9",
+	)
+	if f.DefValue != "5" ||
+		f.Usage != "The number of ttl-after-finished-controller workers that are allowed to sync concurrently." {
 		t.Errorf("default %q usage %q", f.DefValue, f.Usage)
 	}
 	if o.ConcurrentTTLSyncs != 9 {
@@ -39,7 +49,9 @@ func TestBuildValidatesOptions(t *testing.T) {
 		{"defaults", ttlafterfinished.NewOptions(), nil},
 		{"zero value takes the default", ttlafterfinished.Options{}, nil},
 		{"negative workers", ttlafterfinished.Options{ConcurrentTTLSyncs: -1},
-			[]string{`descriptor "ttl-after-finished-controller": --concurrent-ttl-after-finished-syncs: must be at least 1, got -1`}},
+			[]string{
+				`descriptor "ttl-after-finished-controller": --concurrent-ttl-after-finished-syncs: must be at least 1, got -1`,
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,7 +74,8 @@ func TestManagerDeletesFinishedJob(t *testing.T) {
 		return j
 	}
 	h := managertest.New(t, "test", []descriptor.Descriptor{ttlafterfinished.Descriptor(ttlafterfinished.NewOptions())},
-		job("done", true), job("running", false)).Start()
+		job("done", true), job("running", false)).
+		Start()
 	gone := func(name string) bool {
 		_, err := h.Client.BatchV1().Jobs("ns").Get(t.Context(), name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
@@ -78,7 +91,11 @@ func TestManagerDeletesFinishedJob(t *testing.T) {
 	if _, err := h.Client.BatchV1().Jobs("ns").UpdateStatus(t.Context(), j, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.WaitFor(t, "the job finished later to be deleted", func() bool { return gone("running") })
+	controllertest.WaitFor(
+		t,
+		"the job finished later to be deleted",
+		func() bool { return gone("running") },
+	)
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,5 +104,8 @@ func TestManagerDeletesFinishedJob(t *testing.T) {
 // TestRunWithCancelledContext: Run returns and releases the queue (its
 // goroutines) even when the term ended before it started.
 func TestRunWithCancelledContext(t *testing.T) {
-	controllertest.CheckRunWithCancelledContext(t, ttlafterfinished.Descriptor(ttlafterfinished.NewOptions()))
+	controllertest.CheckRunWithCancelledContext(
+		t,
+		ttlafterfinished.Descriptor(ttlafterfinished.NewOptions()),
+	)
 }

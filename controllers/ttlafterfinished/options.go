@@ -55,7 +55,10 @@ func (o Options) withDefaults() Options {
 // Validate reports every invalid field.
 func (o Options) Validate() error {
 	if o.ConcurrentTTLSyncs < 0 {
-		return fmt.Errorf("--concurrent-ttl-after-finished-syncs: must be at least 1, got %d", o.ConcurrentTTLSyncs)
+		return fmt.Errorf(
+			"--concurrent-ttl-after-finished-syncs: must be at least 1, got %d",
+			o.ConcurrentTTLSyncs,
+		)
 	}
 	return nil
 }
@@ -69,6 +72,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		return c, nil
-	}).WithAliases(Alias).WithValidator(o.Validate).
+	}).
+		WithAliases(Alias).
+		WithValidator(o.Validate).
 		WithInformers(batchv1.SchemeGroupVersion.WithResource("jobs"))
 }

@@ -32,7 +32,11 @@ func load(t *testing.T) manifest {
 			t.Fatalf("document %d: %v", i, err)
 		}
 		if head.APIVersion != "rbac.authorization.k8s.io/v1" {
-			t.Fatalf("document %d: apiVersion %q, want rbac.authorization.k8s.io/v1", i, head.APIVersion)
+			t.Fatalf(
+				"document %d: apiVersion %q, want rbac.authorization.k8s.io/v1",
+				i,
+				head.APIVersion,
+			)
 		}
 		var target any
 		switch head.Kind {
@@ -74,11 +78,18 @@ func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 func TestHostRBAC(t *testing.T) {
 	m := load(t)
 	if len(m.clusterRoles) != 1 || len(m.roles) != 1 {
-		t.Fatalf("want one ClusterRole and one Role, got %d and %d", len(m.clusterRoles), len(m.roles))
+		t.Fatalf(
+			"want one ClusterRole and one Role, got %d and %d",
+			len(m.clusterRoles),
+			len(m.roles),
+		)
 	}
 	cluster, ns := m.clusterRoles[0], m.roles[0]
 	if ns.Namespace != "kube-system" {
-		t.Errorf("Role namespace = %q, want kube-system (the default lock and ServiceAccount namespace)", ns.Namespace)
+		t.Errorf(
+			"Role namespace = %q, want kube-system (the default lock and ServiceAccount namespace)",
+			ns.Namespace,
+		)
 	}
 	tests := []struct {
 		why             string
@@ -86,13 +97,49 @@ func TestHostRBAC(t *testing.T) {
 		group, resource string
 		verbs           []string
 	}{
-		{"delegated authentication", cluster.Rules, "authentication.k8s.io", "tokenreviews", []string{"create"}},
-		{"delegated authorization", cluster.Rules, "authorization.k8s.io", "subjectaccessreviews", []string{"create"}},
+		{
+			"delegated authentication",
+			cluster.Rules,
+			"authentication.k8s.io",
+			"tokenreviews",
+			[]string{"create"},
+		},
+		{
+			"delegated authorization",
+			cluster.Rules,
+			"authorization.k8s.io",
+			"subjectaccessreviews",
+			[]string{"create"},
+		},
 		{"events (core)", cluster.Rules, "", "events", []string{"create", "patch"}},
-		{"events (events.k8s.io)", cluster.Rules, "events.k8s.io", "events", []string{"create", "patch"}},
-		{"election, with list and watch for fast handoff", ns.Rules, "coordination.k8s.io", "leases", []string{"get", "list", "watch", "create", "update"}},
-		{"--use-service-account-credentials: ServiceAccounts", ns.Rules, "", "serviceaccounts", []string{"get", "create"}},
-		{"--use-service-account-credentials: tokens", ns.Rules, "", "serviceaccounts/token", []string{"create"}},
+		{
+			"events (events.k8s.io)",
+			cluster.Rules,
+			"events.k8s.io",
+			"events",
+			[]string{"create", "patch"},
+		},
+		{
+			"election, with list and watch for fast handoff",
+			ns.Rules,
+			"coordination.k8s.io",
+			"leases",
+			[]string{"get", "list", "watch", "create", "update"},
+		},
+		{
+			"--use-service-account-credentials: ServiceAccounts",
+			ns.Rules,
+			"",
+			"serviceaccounts",
+			[]string{"get", "create"},
+		},
+		{
+			"--use-service-account-credentials: tokens",
+			ns.Rules,
+			"",
+			"serviceaccounts/token",
+			[]string{"create"},
+		},
 	}
 	for _, tt := range tests {
 		for _, verb := range tt.verbs {
@@ -102,8 +149,13 @@ func TestHostRBAC(t *testing.T) {
 		}
 	}
 
-	if len(m.clusterRoleBindings) != 1 || m.clusterRoleBindings[0].RoleRef.Name != cluster.Name || m.clusterRoleBindings[0].RoleRef.Kind != "ClusterRole" {
-		t.Errorf("want one ClusterRoleBinding to ClusterRole %q, got %+v", cluster.Name, m.clusterRoleBindings)
+	if len(m.clusterRoleBindings) != 1 || m.clusterRoleBindings[0].RoleRef.Name != cluster.Name ||
+		m.clusterRoleBindings[0].RoleRef.Kind != "ClusterRole" {
+		t.Errorf(
+			"want one ClusterRoleBinding to ClusterRole %q, got %+v",
+			cluster.Name,
+			m.clusterRoleBindings,
+		)
 	}
 	// The host's Role, and the API server's authentication reader (for
 	// serving's client CA and front-proxy lookup).
@@ -113,7 +165,13 @@ func TestHostRBAC(t *testing.T) {
 			bound = append(bound, rb.RoleRef.Name)
 		}
 	}
-	if want := []string{ns.Name, "extension-apiserver-authentication-reader"}; strings.Join(bound, ",") != strings.Join(want, ",") {
+	if want := []string{ns.Name, "extension-apiserver-authentication-reader"}; strings.Join(
+		bound,
+		",",
+	) != strings.Join(
+		want,
+		",",
+	) {
 		t.Errorf("RoleBindings in kube-system to Roles %v, want %v", bound, want)
 	}
 }

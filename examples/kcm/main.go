@@ -5,7 +5,9 @@
 // implement is rejected as unknown, never silently ignored. It uses KCM's
 // component name, so it competes for the same kube-system Lease.
 //
-//	go run ./examples/kcm --kubeconfig=$KUBECONFIG --controllers='*,tokencleaner' --leader-elect=false
+//	go run ./examples/kcm --kubeconfig=$KUBECONFIG --controllers='*,tokencleaner'
+//
+// --leader-elect=false
 package main
 
 import (
@@ -81,8 +83,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		if errors.Is(err, manager.ErrUnknownController) {
-			fmt.Fprintln(stderr, "This program hosts ctrlhost's native built-ins only. Every kube-controller-manager controller "+
-				"is in the upstream module's drop-in binary, github.com/ctrlhost/ctrlhost/upstream/cmd/kube-controller-manager.")
+			fmt.Fprintln(
+				stderr,
+				"This program hosts ctrlhost's native built-ins only. Every kube-controller-manager controller "+
+					"is in the upstream module's drop-in binary, github.com/ctrlhost/ctrlhost/upstream/cmd/kube-controller-manager.",
+			)
 		}
 		return 1
 	}

@@ -17,24 +17,71 @@ func TestCommandLine(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown KCM flag", []string{"--attach-detach-reconcile-sync-period=1m"}, 2, "unknown flag: --attach-detach-reconcile-sync-period"},
-		{"unknown controller", []string{"--controllers=*,attach-detach-controller", "--kubeconfig=/nonexistent"}, 1, `"attach-detach-controller" is not a known controller`},
-		{"unknown controller: where to find it", []string{"--controllers=*,attachdetach", "--kubeconfig=/nonexistent"}, 1, "Every kube-controller-manager controller is in the upstream module's drop-in binary, github.com/ctrlhost/ctrlhost/upstream/cmd/kube-controller-manager"},
-		{"bad worker count", []string{"--concurrent-replicaset-syncs=-1", "--kubeconfig=/nonexistent"}, 1, "--concurrent-replicaset-syncs"},
-		{"bad duration", []string{"--controller-shutdown-timeout=0"}, 2, "must be a positive duration"},
+		{
+			"unknown KCM flag",
+			[]string{"--attach-detach-reconcile-sync-period=1m"},
+			2,
+			"unknown flag: --attach-detach-reconcile-sync-period",
+		},
+		{
+			"unknown controller",
+			[]string{"--controllers=*,attach-detach-controller", "--kubeconfig=/nonexistent"},
+			1,
+			`"attach-detach-controller" is not a known controller`,
+		},
+		{
+			"unknown controller: where to find it",
+			[]string{"--controllers=*,attachdetach", "--kubeconfig=/nonexistent"},
+			1,
+			"Every kube-controller-manager controller is in the upstream module's drop-in binary, github.com/ctrlhost/ctrlhost/upstream/cmd/kube-controller-manager",
+		},
+		{
+			"bad worker count",
+			[]string{"--concurrent-replicaset-syncs=-1", "--kubeconfig=/nonexistent"},
+			1,
+			"--concurrent-replicaset-syncs",
+		},
+		{
+			"bad duration",
+			[]string{"--controller-shutdown-timeout=0"},
+			2,
+			"must be a positive duration",
+		},
 		{"help", []string{"--help"}, 0, "--terminated-pod-gc-threshold"},
 		// As KCM since v1.31: no in-tree provider; the message says what to do.
-		{"in-tree cloud provider", []string{"--cloud-provider=aws", "--kubeconfig=/nonexistent"}, 1, `--cloud-provider "aws": built-in cloud providers are disabled, as in kube-controller-manager since v1.31; set --cloud-provider=external and run a cloud-controller-manager for "aws"`},
+		{
+			"in-tree cloud provider",
+			[]string{"--cloud-provider=aws", "--kubeconfig=/nonexistent"},
+			1,
+			`--cloud-provider "aws": built-in cloud providers are disabled, as in kube-controller-manager since v1.31; set --cloud-provider=external and run a cloud-controller-manager for "aws"`,
+		},
 		// Upstream's default migration configuration names cloud
 		// controllers this program does not have: accepted (a warning).
-		{"default migration configuration", []string{"--enable-leader-migration", "--cloud-provider=external", "--cloud-config=/etc/kubernetes/cloud.conf", "--kubeconfig=/nonexistent"}, 1, "/nonexistent"},
+		{
+			"default migration configuration",
+			[]string{
+				"--enable-leader-migration",
+				"--cloud-provider=external",
+				"--cloud-config=/etc/kubernetes/cloud.conf",
+				"--kubeconfig=/nonexistent",
+			},
+			1,
+			"/nonexistent",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
 			code := run(context.Background(), tt.args, &out)
 			if code != tt.code || !strings.Contains(out.String(), tt.want) {
-				t.Fatalf("run(%v) = %d\n%s\nwant %d and %q", tt.args, code, out.String(), tt.code, tt.want)
+				t.Fatalf(
+					"run(%v) = %d\n%s\nwant %d and %q",
+					tt.args,
+					code,
+					out.String(),
+					tt.code,
+					tt.want,
+				)
 			}
 		})
 	}
@@ -62,7 +109,8 @@ func TestUpstreamCommandLineParses(t *testing.T) {
 	var out strings.Builder
 	// Parsing succeeds; Build then fails only because the kubeconfig does
 	// not exist, which proves every flag above was accepted.
-	if code := run(context.Background(), args, &out); code != 1 || !strings.Contains(out.String(), "/nonexistent/kubeconfig") {
+	if code := run(context.Background(), args, &out); code != 1 ||
+		!strings.Contains(out.String(), "/nonexistent/kubeconfig") {
 		t.Fatalf("code %d:\n%s", code, out.String())
 	}
 }
@@ -84,10 +132,27 @@ func TestAcceptsUpstreamMigrationFiles(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			var out strings.Builder
-			args := []string{"--kubeconfig=" + kubeconfig, "--secure-port=0", "--enable-leader-migration",
-				"--leader-migration-config=" + filepath.Join("..", "..", "leader", "testdata", "upstream", file)}
-			if code := run(ctx, args, &out); code != 0 || !strings.Contains(strings.ReplaceAll(out.String(), `\"`, `"`), warning) {
-				t.Fatalf("run = %d, want 0 and a warning containing %q:\n%s", code, warning, out.String())
+			args := []string{
+				"--kubeconfig=" + kubeconfig,
+				"--secure-port=0",
+				"--enable-leader-migration",
+				"--leader-migration-config=" + filepath.Join(
+					"..",
+					"..",
+					"leader",
+					"testdata",
+					"upstream",
+					file,
+				),
+			}
+			if code := run(ctx, args, &out); code != 0 ||
+				!strings.Contains(strings.ReplaceAll(out.String(), `\"`, `"`), warning) {
+				t.Fatalf(
+					"run = %d, want 0 and a warning containing %q:\n%s",
+					code,
+					warning,
+					out.String(),
+				)
 			}
 		})
 	}

@@ -49,13 +49,26 @@ func builtins(t *testing.T) []descriptor.Descriptor {
 // and the process died).
 func TestBuiltinsTakeOverWarmCaches(t *testing.T) {
 	objects := []runtime.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
+		&corev1.Namespace{
+			ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
+		},
+		&corev1.Namespace{
+			ObjectMeta: metav1.ObjectMeta{Name: "kube-system"},
+			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
+		},
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-abcdef", Namespace: "kube-system"}, Type: "bootstrap.kubernetes.io/token"},
+		&corev1.ServiceAccount{
+			ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"},
+		},
+		&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"},
+		},
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-abcdef", Namespace: "kube-system"},
+			Type:       "bootstrap.kubernetes.io/token",
+		},
 		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "default"}},
 	}
 	replica := func(identity string) (*managertest.Harness, func() string) {
@@ -87,7 +100,11 @@ func TestBuiltinsTakeOverWarmCaches(t *testing.T) {
 	b, bLog := replica("b")
 	b.SameAPI(a)
 	b.Start()
-	managertest.Eventually(t, "b's caches synced", func() bool { return strings.Contains(bLog(), "Warm standby: caches synced") })
+	managertest.Eventually(
+		t,
+		"b's caches synced",
+		func() bool { return strings.Contains(bLog(), "Warm standby: caches synced") },
+	)
 	if err := a.Stop(); err != nil {
 		t.Fatal(err)
 	}

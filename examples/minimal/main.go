@@ -43,7 +43,8 @@ func configMapLogger() descriptor.Descriptor {
 			<-ctx.Done()
 			return nil
 		}), nil
-	}).WithAliases("cm-logger")
+	}).
+		WithAliases("cm-logger")
 }
 
 func main() {

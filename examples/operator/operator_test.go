@@ -24,14 +24,22 @@ func ns(name string) *corev1.Namespace {
 
 func source(to string, data string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "src", Name: "settings", Labels: map[string]string{toLabel: to}},
-		Data:       map[string]string{"k": data},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "src",
+			Name:      "settings",
+			Labels:    map[string]string{toLabel: to},
+		},
+		Data: map[string]string{"k": data},
 	}
 }
 
 func startOperator(t *testing.T, objs ...runtime.Object) *managertest.Harness {
 	t.Helper()
-	h := managertest.New(t, "ctrlhost-operator", descriptors(), append([]runtime.Object{ns("src"), ns("dst"), ns("other")}, objs...)...)
+	h := managertest.New(
+		t,
+		"ctrlhost-operator",
+		descriptors(),
+		append([]runtime.Object{ns("src"), ns("dst"), ns("other")}, objs...)...)
 	return h
 }
 
@@ -47,7 +55,9 @@ func waitWatching(t *testing.T, h *managertest.Harness) {
 
 func copyIn(t *testing.T, h *managertest.Harness, namespace string) (*corev1.ConfigMap, bool) {
 	t.Helper()
-	cm, err := h.Client.CoreV1().ConfigMaps(namespace).Get(context.Background(), "settings", metav1.GetOptions{})
+	cm, err := h.Client.CoreV1().
+		ConfigMaps(namespace).
+		Get(context.Background(), "settings", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, false
 	}
@@ -99,7 +109,10 @@ func TestMirrorLifecycle(t *testing.T) {
 }
 
 func TestMirrorLeavesForeignConfigMapAlone(t *testing.T) {
-	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "dst", Name: "settings"}, Data: map[string]string{"k": "mine"}}
+	foreign := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "dst", Name: "settings"},
+		Data:       map[string]string{"k": "mine"},
+	}
 	h := startOperator(t, source("dst", "v1"), foreign).Start()
 	waitWatching(t, h)
 	// The mirror's sync runs once the caches have synced; a later source
@@ -110,7 +123,9 @@ func TestMirrorLeavesForeignConfigMapAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	managertest.Eventually(t, "the marker is mirrored", func() bool {
-		_, err := h.Client.CoreV1().ConfigMaps("other").Get(context.Background(), "marker", metav1.GetOptions{})
+		_, err := h.Client.CoreV1().
+			ConfigMaps("other").
+			Get(context.Background(), "marker", metav1.GetOptions{})
 		return err == nil
 	})
 	cm, ok := copyIn(t, h, "dst")
@@ -127,12 +142,16 @@ func TestPanicInMirrorIsRecoveredAndCounted(t *testing.T) {
 	// a new Manager starts from zero, whatever ran before in the process.
 	h := startOperator(t, source("dst", "v1"))
 	var panicked atomic.Bool
-	h.Client.PrependReactor("create", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if panicked.CompareAndSwap(false, true) {
-			panic("reactor panic")
-		}
-		return false, nil, nil
-	})
+	h.Client.PrependReactor(
+		"create",
+		"configmaps",
+		func(k8stesting.Action) (bool, runtime.Object, error) {
+			if panicked.CompareAndSwap(false, true) {
+				panic("reactor panic")
+			}
+			return false, nil, nil
+		},
+	)
 	h.Start()
 	waitWatching(t, h)
 	managertest.Eventually(t, "the copy is created on retry", func() bool {
@@ -166,14 +185,19 @@ func TestSecretCounterAndHealth(t *testing.T) {
 	var counter atomic.Pointer[secretCounter]
 	h := startOperator(t)
 	ds := descriptors()
-	ds[1] = descriptor.New("secret-counter", func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
-		c, err := newSecretCounter(ctx, cc)
-		if err == nil {
-			counter.Store(c.(*secretCounter))
-		}
-		return c, err
-	})
-	h.Builder = manager.NewBuilder("ctrlhost-operator").Register(ds...).WithClient(h.Client, h.Metadata)
+	ds[1] = descriptor.New(
+		"secret-counter",
+		func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+			c, err := newSecretCounter(ctx, cc)
+			if err == nil {
+				counter.Store(c.(*secretCounter))
+			}
+			return c, err
+		},
+	)
+	h.Builder = manager.NewBuilder("ctrlhost-operator").
+		Register(ds...).
+		WithClient(h.Client, h.Metadata)
 	// managertest's metadata client reads the typed fake's store.
 	for _, name := range []string{"a", "b"} {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "src", Name: name}}
@@ -205,6 +229,10 @@ func TestMirrorSize(t *testing.T) {
 	}
 	ours, theirs := lines("mirror.go"), lines("mirror_controllerruntime.go.txt")
 	if float64(ours) > 1.3*float64(theirs) {
-		t.Errorf("mirror.go has %d lines, more than 1.3x the controller-runtime mirror's %d", ours, theirs)
+		t.Errorf(
+			"mirror.go has %d lines, more than 1.3x the controller-runtime mirror's %d",
+			ours,
+			theirs,
+		)
 	}
 }

@@ -21,7 +21,8 @@ type secretCounter struct {
 
 func newSecretCounter(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 	c := &secretCounter{}
-	inf := cc.MetadataInformerFactory.ForResource(corev1.SchemeGroupVersion.WithResource("secrets")).Informer()
+	inf := cc.MetadataInformerFactory.ForResource(corev1.SchemeGroupVersion.WithResource("secrets")).
+		Informer()
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.count.Add(1) },
 		DeleteFunc: func(any) { c.count.Add(-1) },

@@ -120,7 +120,8 @@ func TestOperatorRunsWithItsRBAC(t *testing.T) {
 		}
 		ready := meta.FindStatusCondition(got.Status.Conditions, "Ready")
 		return cm.Data["a"] == "1" && cm.Data[secretKeys] == "k1,k2" && got.Status.SecretKeys == 2 &&
-			ready != nil && ready.Status == metav1.ConditionTrue, nil
+			ready != nil &&
+			ready.Status == metav1.ConditionTrue, nil
 	})
 
 	if err := widgets.Delete(ctx, "w", metav1.DeleteOptions{}); err != nil {
@@ -134,7 +135,9 @@ func TestOperatorRunsWithItsRBAC(t *testing.T) {
 		if _, err := cms.Get(ctx, "w", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return false, nil // the garbage collector has not deleted it yet
 		}
-		secrets, err := admin.CoreV1().Secrets("app").List(ctx, metav1.ListOptions{LabelSelector: widgetLabel})
+		secrets, err := admin.CoreV1().
+			Secrets("app").
+			List(ctx, metav1.ListOptions{LabelSelector: widgetLabel})
 		return err == nil && len(secrets.Items) == 0, err
 	})
 }

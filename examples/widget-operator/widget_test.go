@@ -36,7 +36,10 @@ func startOperator(t *testing.T, objects ...runtime.Object) *managertest.Harness
 
 func newWidget(name string, data map[string]string) *v1alpha1.Widget {
 	return &v1alpha1.Widget{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind.Kind},
+		TypeMeta: metav1.TypeMeta{
+			APIVersion: v1alpha1.GroupVersion.String(),
+			Kind:       v1alpha1.Kind.Kind,
+		},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
 		Spec:       v1alpha1.WidgetSpec{Data: data},
 	}
@@ -69,15 +72,28 @@ func getWidget(t *testing.T, h *managertest.Harness, name string) *v1alpha1.Widg
 func waitSecretKeys(t *testing.T, h *managertest.Harness, name, keys string, n int) {
 	t.Helper()
 	managertest.Eventually(t, name+"'s secret-keys "+keys, func() bool {
-		cm, err := h.API.Kube().CoreV1().ConfigMaps("ns").Get(context.Background(), name, metav1.GetOptions{})
+		cm, err := h.API.Kube().
+			CoreV1().
+			ConfigMaps("ns").
+			Get(context.Background(), name, metav1.GetOptions{})
 		w := getWidget(t, h, name)
 		return err == nil && cm.Data[secretKeys] == keys && w.Status.SecretKeys == n
 	})
 }
 
 func TestWidgetOwnsConfigMap(t *testing.T) {
-	h := startOperator(t, newWidget("w", map[string]string{"a": "1"}),
-		newSecret("s1", "w", "k1", "k2"), newSecret("s2", "w", "k2", "k3"), newSecret("s3", "v", "k9"))
+	h := startOperator(
+		t,
+		newWidget("w", map[string]string{"a": "1"}),
+		newSecret(
+			"s1",
+			"w",
+			"k1",
+			"k2",
+		),
+		newSecret("s2", "w", "k2", "k3"),
+		newSecret("s3", "v", "k9"),
+	)
 	waitSecretKeys(t, h, "w", "k1,k2,k3", 3)
 
 	w := getWidget(t, h, "w")
@@ -91,12 +107,19 @@ func TestWidgetOwnsConfigMap(t *testing.T) {
 	ref := metav1.GetControllerOf(cm)
 	if ref == nil || ref.UID != w.UID || ref.Kind != "Widget" || ref.BlockOwnerDeletion == nil ||
 		!*ref.BlockOwnerDeletion {
-		t.Errorf("ConfigMap's controller reference = %+v, want the Widget's, blocking deletion", ref)
+		t.Errorf(
+			"ConfigMap's controller reference = %+v, want the Widget's, blocking deletion",
+			ref,
+		)
 	}
 	ready := meta.FindStatusCondition(w.Status.Conditions, "Ready")
 	if w.Status.ConfigMap != "w" || ready == nil || ready.Status != metav1.ConditionTrue ||
 		ready.ObservedGeneration != w.Generation {
-		t.Errorf("status = %+v, want configMap w and Ready at generation %d", w.Status, w.Generation)
+		t.Errorf(
+			"status = %+v, want configMap w and Ready at generation %d",
+			w.Status,
+			w.Generation,
+		)
 	}
 	if !slices.Contains(w.Finalizers, finalizer) {
 		t.Errorf("finalizers = %v, want %s", w.Finalizers, finalizer)

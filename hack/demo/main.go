@@ -35,7 +35,11 @@ import (
 )
 
 func main() {
-	hold := flag.Bool("hold", false, "keep the control plane and the controller managers running until interrupted")
+	hold := flag.Bool(
+		"hold",
+		false,
+		"keep the control plane and the controller managers running until interrupted",
+	)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -79,7 +83,12 @@ func run(ctx context.Context, hold bool) (err error) {
 		return err
 	}
 	caFile := filepath.Join(env.Dir(), "ca.crt")
-	fmt.Printf("    ready in %v at %s\n    kubeconfig: %s\n", time.Since(start).Round(time.Millisecond), env.APIServerURL(), kubeconfig)
+	fmt.Printf(
+		"    ready in %v at %s\n    kubeconfig: %s\n",
+		time.Since(start).Round(time.Millisecond),
+		env.APIServerURL(),
+		kubeconfig,
+	)
 	client := kubernetes.NewForConfigOrDie(env.Config())
 	adminToken, err := env.Token(testenv.AdminUser)
 	if err != nil {
@@ -116,7 +125,9 @@ func run(ctx context.Context, hold bool) (err error) {
 		replicas = append(replicas, r)
 	}
 
-	step("Waiting for both replicas to be ready (the leader runs the controllers; the follower knows its leader)")
+	step(
+		"Waiting for both replicas to be ready (the leader runs the controllers; the follower knows its leader)",
+	)
 	for _, r := range replicas {
 		if err := poll(ctx, 60*time.Second, func() bool { code, _ := get(r.url("/readyz"), ""); return code == 200 }); err != nil {
 			return fmt.Errorf("%s never became ready: %w", r.name, err)
@@ -128,13 +139,30 @@ func run(ctx context.Context, hold bool) (err error) {
 	}
 	fmt.Printf("    leader: %s, follower: %s\n", leader.name, follower.name)
 	_, body := get(leader.url("/readyz?verbose"), "")
-	fmt.Printf("    GET https://127.0.0.1:%d/readyz?verbose (no credentials needed)\n%s\n", leader.port, indent(body))
+	fmt.Printf(
+		"    GET https://127.0.0.1:%d/readyz?verbose (no credentials needed)\n%s\n",
+		leader.port,
+		indent(body),
+	)
 	code, _ := get(leader.url("/metrics"), "")
 	fmt.Printf("    GET /metrics without a token: %d; with the admin token: ", code)
 	code, body = get(leader.url("/metrics"), adminToken)
-	fmt.Printf("%d, %d lines, e.g.\n%s\n", code, strings.Count(body, "\n"), indent(grepLines(body, "kube_controller_manager_controller_running", "leader_election_master_status")))
+	fmt.Printf(
+		"%d, %d lines, e.g.\n%s\n",
+		code,
+		strings.Count(body, "\n"),
+		indent(
+			grepLines(
+				body,
+				"kube_controller_manager_controller_running",
+				"leader_election_master_status",
+			),
+		),
+	)
 
-	step("Creating namespace demo: the serviceaccount and root-ca-cert-publisher controllers fill it")
+	step(
+		"Creating namespace demo: the serviceaccount and root-ca-cert-publisher controllers fill it",
+	)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
@@ -143,11 +171,15 @@ func run(ctx context.Context, hold bool) (err error) {
 		_, e2 := client.CoreV1().ConfigMaps("demo").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
 		return e1 == nil && e2 == nil
 	}); err != nil {
-		return errors.New("namespace demo never got its default ServiceAccount and kube-root-ca.crt")
+		return errors.New(
+			"namespace demo never got its default ServiceAccount and kube-root-ca.crt",
+		)
 	}
 	fmt.Println("    serviceaccount/default and configmap/kube-root-ca.crt exist")
 
-	step("Creating ReplicaSet demo/web with 3 replicas (no kubelet here: pods are created, never run)")
+	step(
+		"Creating ReplicaSet demo/web with 3 replicas (no kubelet here: pods are created, never run)",
+	)
 	three := int32(3)
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -156,7 +188,11 @@ func run(ctx context.Context, hold bool) (err error) {
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{
+						{Name: "web", Image: "registry.k8s.io/pause:3.10"},
+					},
+				},
 			},
 		},
 	}
@@ -173,12 +209,20 @@ func run(ctx context.Context, hold bool) (err error) {
 		return nil
 	}
 
-	step("SIGTERM to the leader %s: it stops its controllers, releases the lease, the follower takes over", leader.name)
+	step(
+		"SIGTERM to the leader %s: it stops its controllers, releases the lease, the follower takes over",
+		leader.name,
+	)
 	t0 := time.Now()
 	_ = leader.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-leader.exited:
-		fmt.Printf("    %s exited in %v (%v)\n", leader.name, time.Since(t0).Round(time.Millisecond), exitStatus(err))
+		fmt.Printf(
+			"    %s exited in %v (%v)\n",
+			leader.name,
+			time.Since(t0).Round(time.Millisecond),
+			exitStatus(err),
+		)
 	case <-time.After(30 * time.Second):
 		return fmt.Errorf("%s did not exit within 30s of SIGTERM", leader.name)
 	}
@@ -188,7 +232,11 @@ func run(ctx context.Context, hold bool) (err error) {
 	}); err != nil {
 		return errors.New("the follower never took over")
 	}
-	fmt.Printf("    %s leads %v after the SIGTERM\n", follower.name, time.Since(t0).Round(time.Millisecond))
+	fmt.Printf(
+		"    %s leads %v after the SIGTERM\n",
+		follower.name,
+		time.Since(t0).Round(time.Millisecond),
+	)
 
 	step("Scaling demo/web to 1: the new leader removes 2 pods")
 	if _, err := client.AppsV1().ReplicaSets("demo").Patch(ctx, "web", "application/merge-patch+json",
@@ -205,13 +253,20 @@ func run(ctx context.Context, hold bool) (err error) {
 	return nil
 }
 
-func (r *replica) url(path string) string { return fmt.Sprintf("https://127.0.0.1:%d%s", r.port, path) }
+func (r *replica) url(
+	path string,
+) string {
+	return fmt.Sprintf("https://127.0.0.1:%d%s", r.port, path)
+}
 
 // whoLeads asks each replica's /metrics which one holds the lease.
 func whoLeads(rs []*replica, token string) (leader, follower *replica, err error) {
 	for _, r := range rs {
 		_, body := get(r.url("/metrics"), token)
-		if strings.Contains(body, `leader_election_master_status{name="kube-controller-manager"} 1`) {
+		if strings.Contains(
+			body,
+			`leader_election_master_status{name="kube-controller-manager"} 1`,
+		) {
 			leader = r
 		} else {
 			follower = r
@@ -266,7 +321,9 @@ func freePort() (int, error) {
 // it; a real deployment passes --tls-cert-file / --tls-private-key-file.
 func get(url, token string) (int, string) {
 	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // demo on loopback, see above
+		TLSClientConfig: &tls.Config{
+			InsecureSkipVerify: true,
+		}, //nolint:gosec // demo on loopback, see above
 	}}
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	if token != "" {

@@ -125,7 +125,10 @@ func count(dir, prefix, tags string) ([]string, error) {
 		}
 		return os.Open(file)
 	})
-	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
+	info := &types.Info{
+		Uses:       map[*ast.Ident]types.Object{},
+		Selections: map[*ast.SelectorExpr]*types.Selection{},
+	}
 	conf := types.Config{Importer: imp}
 	if _, err := conf.Check(target.ForTest, fset, files, info); err != nil {
 		return nil, err
@@ -135,7 +138,10 @@ func count(dir, prefix, tags string) ([]string, error) {
 	scanned := map[*types.Package]bool{}
 	add := func(obj types.Object) {
 		if obj == nil || obj.Pkg() == nil || !strings.HasPrefix(obj.Pkg().Path()+"/", prefix) ||
-			strings.HasPrefix(obj.Pkg().Path()+"/", target.ForTest+"/") { // the program's own packages
+			strings.HasPrefix(
+				obj.Pkg().Path()+"/",
+				target.ForTest+"/",
+			) { // the program's own packages
 			return
 		}
 		if !scanned[obj.Pkg()] {

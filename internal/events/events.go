@@ -64,8 +64,13 @@ type Recorder struct {
 // New starts recording for controller: events name source as their
 // component and are written through client, whose writes gate fences (nil:
 // not fenced). scheme resolves the objects events are about.
-func New(client typedcorev1.EventsGetter, gate *fence.Gate, controller, source string, scheme *runtime.Scheme,
-	log logr.Logger) *Recorder {
+func New(
+	client typedcorev1.EventsGetter,
+	gate *fence.Gate,
+	controller, source string,
+	scheme *runtime.Scheme,
+	log logr.Logger,
+) *Recorder {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &writer{
 		events: client.Events(""), gate: gate, controller: controller, log: log,
@@ -113,8 +118,13 @@ func (s stoppable) Eventf(obj runtime.Object, eventtype, reason, messageFmt stri
 	}
 }
 
-func (s stoppable) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason,
-	messageFmt string, args ...any) {
+func (s stoppable) AnnotatedEventf(
+	obj runtime.Object,
+	annotations map[string]string,
+	eventtype, reason,
+	messageFmt string,
+	args ...any,
+) {
 	if s.r.writer.open() {
 		s.r.recorder.AnnotatedEventf(obj, annotations, eventtype, reason, messageFmt, args...)
 	}

@@ -67,7 +67,11 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{server: fakeapi.New(), gate: fence.NewGate("test term", nil), arrived: make(chan string, 10)}
+	f := &fixture{
+		server:  fakeapi.New(),
+		gate:    fence.NewGate("test term", nil),
+		arrived: make(chan string, 10),
+	}
 	f.gate.Extend(time.Now().Add(time.Hour))
 	f.server.SetHook(func(_ http.ResponseWriter, r *fakeapi.Request) error {
 		if r.Resource.GVR.Resource != "events" || r.Verb != "create" {
@@ -123,7 +127,14 @@ var pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", 
 func TestEventsObeyTheGateWhenWritten(t *testing.T) {
 	f := newFixture(t)
 	var log errorLog
-	r := events.New(f.client.CoreV1(), f.gate, "widget-controller", "widget-controller", scheme.Scheme, log.logger())
+	r := events.New(
+		f.client.CoreV1(),
+		f.gate,
+		"widget-controller",
+		"widget-controller",
+		scheme.Scheme,
+		log.logger(),
+	)
 	rec := r.EventRecorder()
 
 	hold := make(chan struct{})
@@ -179,7 +190,14 @@ func TestEventsAreWrittenWithTheControllersClient(t *testing.T) {
 		return nil
 	})
 	var log errorLog
-	r := events.New(f.client.CoreV1(), f.gate, "widget-controller", "widget-source", scheme.Scheme, log.logger())
+	r := events.New(
+		f.client.CoreV1(),
+		f.gate,
+		"widget-controller",
+		"widget-source",
+		scheme.Scheme,
+		log.logger(),
+	)
 	r.EventRecorder().Eventf(pod, corev1.EventTypeWarning, "Broken", "widget %d", 7)
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "events"}
 	poll.Until(t, "the event to be written",

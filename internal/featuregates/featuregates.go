@@ -34,7 +34,10 @@ func Apply(fg featuregate.FeatureGate, gates map[string]bool) error {
 	}
 	mfg, ok := fg.(featuregate.MutableFeatureGate)
 	if !ok {
-		return fmt.Errorf("--feature-gates: the gate passed to WithFeatureGate (%T) cannot be set; pass a featuregate.MutableFeatureGate", fg)
+		return fmt.Errorf(
+			"--feature-gates: the gate passed to WithFeatureGate (%T) cannot be set; pass a featuregate.MutableFeatureGate",
+			fg,
+		)
 	}
 	known := mfg.GetAll()
 	var unknown []string
@@ -50,7 +53,11 @@ func Apply(fg featuregate.FeatureGate, gates map[string]bool) error {
 			names = append(names, string(f))
 		}
 		slices.Sort(names)
-		return fmt.Errorf("--feature-gates: unknown gate(s) %s; this program knows: %s", strings.Join(unknown, ", "), strings.Join(names, ", "))
+		return fmt.Errorf(
+			"--feature-gates: unknown gate(s) %s; this program knows: %s",
+			strings.Join(unknown, ", "),
+			strings.Join(names, ", "),
+		)
 	}
 	if err := mfg.SetFromMap(maps.Clone(gates)); err != nil {
 		return fmt.Errorf("--feature-gates: %w", err)

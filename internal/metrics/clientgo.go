@@ -37,7 +37,11 @@ func InstallClientGoProviders() {
 
 // clientGoCollectors returns every process-wide client-go collector.
 func clientGoCollectors() []prometheus.Collector {
-	cs := make([]prometheus.Collector, 0, len(workqueueCollectors)+len(restCollectors)+len(leaderCollectors))
+	cs := make(
+		[]prometheus.Collector,
+		0,
+		len(workqueueCollectors)+len(restCollectors)+len(leaderCollectors),
+	)
 	cs = append(cs, workqueueCollectors...)
 	cs = append(cs, restCollectors...)
 	return append(cs, leaderCollectors...)

@@ -139,7 +139,9 @@ func TestRESTClientMetrics(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cs, err := kubernetes.NewForConfig(&rest.Config{Host: "https://" + host, Transport: podServer{tt.status}})
+			cs, err := kubernetes.NewForConfig(
+				&rest.Config{Host: "https://" + host, Transport: podServer{tt.status}},
+			)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,9 +149,18 @@ func TestRESTClientMetrics(t *testing.T) {
 				name   string
 				labels map[string]string
 			}{
-				{"rest_client_requests_total", map[string]string{"code": tt.code, "method": "GET", "host": host}},
-				{"rest_client_request_duration_seconds", map[string]string{"verb": "GET", "host": host}},
-				{"rest_client_rate_limiter_duration_seconds", map[string]string{"verb": "GET", "host": host}},
+				{
+					"rest_client_requests_total",
+					map[string]string{"code": tt.code, "method": "GET", "host": host},
+				},
+				{
+					"rest_client_request_duration_seconds",
+					map[string]string{"verb": "GET", "host": host},
+				},
+				{
+					"rest_client_rate_limiter_duration_seconds",
+					map[string]string{"verb": "GET", "host": host},
+				},
 				{"rest_client_response_size_bytes", map[string]string{"verb": "GET", "host": host}},
 			}
 			before := make([]float64, len(series))
@@ -202,8 +213,15 @@ func TestLeaderElectionMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, typ := find(t, reg, "leader_election_master_status", labels); m == nil || typ != dto.MetricType_GAUGE || m.GetGauge().GetValue() != 0 {
-		t.Fatalf("before Run: leader_election_master_status{name=%q} = %v (type %v), want gauge 0", lease, m, typ)
+	if m, typ := find(t, reg, "leader_election_master_status", labels); m == nil ||
+		typ != dto.MetricType_GAUGE ||
+		m.GetGauge().GetValue() != 0 {
+		t.Fatalf(
+			"before Run: leader_election_master_status{name=%q} = %v (type %v), want gauge 0",
+			lease,
+			m,
+			typ,
+		)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -226,7 +244,10 @@ func TestLeaderElectionMetrics(t *testing.T) {
 	<-stoppedCallback
 	// client-go leaves the gauge at 1 when Run ends by cancellation; the
 	// host resets it.
-	t.Logf("after Run: leader_election_master_status = %v", value(t, reg, "leader_election_master_status", labels))
+	t.Logf(
+		"after Run: leader_election_master_status = %v",
+		value(t, reg, "leader_election_master_status", labels),
+	)
 	metrics.LeaderStatus(lease, false)
 	if got := value(t, reg, "leader_election_master_status", labels); got != 0 {
 		t.Errorf("after LeaderStatus(false): leader_election_master_status = %v, want 0", got)
@@ -260,15 +281,23 @@ func TestRegisterClientGoTwoRegistries(t *testing.T) {
 			t.Errorf("registry %d: workqueue_adds_total{name=bar} grew by %v, want 1", i+1, got)
 		}
 		if got := value(t, g, "two_registries_controller_started_total", map[string]string{"controller": "c"}); got != 1 {
-			t.Errorf("registry %d: two_registries_controller_started_total{controller=c} = %v, want 1", i+1, got)
+			t.Errorf(
+				"registry %d: two_registries_controller_started_total{controller=c} = %v, want 1",
+				i+1,
+				got,
+			)
 		}
 	}
 
 	// A different collector under the same names is refused, by name.
 	err := metrics.NewControllers("two-registries").Register(reg1)
 	var are prometheus.AlreadyRegisteredError
-	if err == nil || !errors.As(err, &are) || !strings.Contains(err.Error(), "two_registries_controller_started_total") {
-		t.Errorf("second Controllers with the same namespace: err = %v, want AlreadyRegisteredError naming the metric", err)
+	if err == nil || !errors.As(err, &are) ||
+		!strings.Contains(err.Error(), "two_registries_controller_started_total") {
+		t.Errorf(
+			"second Controllers with the same namespace: err = %v, want AlreadyRegisteredError naming the metric",
+			err,
+		)
 	}
 	if err := metrics.RegisterClientGo(nil); err == nil {
 		t.Error("RegisterClientGo(nil): want an error")

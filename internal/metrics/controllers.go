@@ -10,12 +10,20 @@ import (
 // each named <namespace>_<name>, where namespace is Namespace(component):
 //
 //	controller_started_total{controller}  counter: times Run was called
-//	controller_running{controller}        gauge: Run calls that have not returned (1 while running; a sharded controller runs once per slot held)
+//	controller_running{controller}        gauge: Run calls that have not returned (1 while running;
+//
+// a sharded controller runs once per slot held)
+//
 //	controller_panics_total{controller}   counter: panics recovered in its InitFunc or Run
 //	controller_failures_total{controller} counter: InitFunc or Run errors (and panics, if reported)
-//	controller_health_check{controller}   gauge: 1 last check passed (healthz.Passed: a Note passes), 0 failed
+//	controller_health_check{controller}   gauge: 1 last check passed (healthz.Passed: a Note
+//
+// passes), 0 failed
+//
 //	informers_synced{term}                gauge: 1 once the term's informers synced
-//	shard_slot_held{group,slot}           gauge: 1 while this replica works the slot of the sharded group
+//	shard_slot_held{group,slot}           gauge: 1 while this replica works the slot of the sharded
+//
+// group
 //
 // The started, running, panics and failures series of a controller exist at
 // zero from the moment Init names it, so a host calls Init with every
@@ -44,20 +52,38 @@ type Controllers struct {
 func NewControllers(component string) *Controllers {
 	ns := Namespace(component)
 	counter := func(name, help string, label string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, []string{label})
+		return prometheus.NewCounterVec(
+			prometheus.CounterOpts{Namespace: ns, Name: name, Help: help},
+			[]string{label},
+		)
 	}
 	gauge := func(name, help string, label string) *prometheus.GaugeVec {
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, []string{label})
+		return prometheus.NewGaugeVec(
+			prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help},
+			[]string{label},
+		)
 	}
 	return &Controllers{
-		started: counter("controller_started_total",
-			"Number of times a controller was started (its Run called), by controller.", "controller"),
-		running: gauge("controller_running",
-			"Number of a controller's Run calls that have not returned: 1 while it runs, 0 when not; a sharded controller runs once per slot held.", "controller"),
-		panics: counter("controller_panics_total",
-			"Number of panics recovered in a controller's InitFunc or Run, by controller.", "controller"),
-		failures: counter("controller_failures_total",
-			"Number of times a controller failed: its InitFunc or Run returned an error or panicked.", "controller"),
+		started: counter(
+			"controller_started_total",
+			"Number of times a controller was started (its Run called), by controller.",
+			"controller",
+		),
+		running: gauge(
+			"controller_running",
+			"Number of a controller's Run calls that have not returned: 1 while it runs, 0 when not; a sharded controller runs once per slot held.",
+			"controller",
+		),
+		panics: counter(
+			"controller_panics_total",
+			"Number of panics recovered in a controller's InitFunc or Run, by controller.",
+			"controller",
+		),
+		failures: counter(
+			"controller_failures_total",
+			"Number of times a controller failed: its InitFunc or Run returned an error or panicked.",
+			"controller",
+		),
 		health: gauge("controller_health_check",
 			"Result of a controller's last health check: 1 passed, 0 failed.", "controller"),
 		synced: gauge("informers_synced",
@@ -68,7 +94,15 @@ func NewControllers(component string) *Controllers {
 }
 
 func (c *Controllers) collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.started, c.running, c.panics, c.failures, c.health, c.synced, c.slots}
+	return []prometheus.Collector{
+		c.started,
+		c.running,
+		c.panics,
+		c.failures,
+		c.health,
+		c.synced,
+		c.slots,
+	}
 }
 
 // Register adds the metrics to reg. Registering again in the same registry

@@ -36,8 +36,18 @@ func TestControllers(t *testing.T) {
 				c.Started("deployment")
 			},
 			want: []series{
-				{"kube_controller_manager_controller_started_total", ctl("deployment"), dto.MetricType_COUNTER, 2},
-				{"kube_controller_manager_controller_running", ctl("deployment"), dto.MetricType_GAUGE, 1},
+				{
+					"kube_controller_manager_controller_started_total",
+					ctl("deployment"),
+					dto.MetricType_COUNTER,
+					2,
+				},
+				{
+					"kube_controller_manager_controller_running",
+					ctl("deployment"),
+					dto.MetricType_GAUGE,
+					1,
+				},
 			},
 		},
 		{
@@ -59,8 +69,18 @@ func TestControllers(t *testing.T) {
 				c.SlotHeld("ns-shard", 4, false)
 			},
 			want: []series{
-				{"ns_shard_slot_held", map[string]string{"group": "ns-shard", "slot": "3"}, dto.MetricType_GAUGE, 1},
-				{"ns_shard_slot_held", map[string]string{"group": "ns-shard", "slot": "4"}, dto.MetricType_GAUGE, 0},
+				{
+					"ns_shard_slot_held",
+					map[string]string{"group": "ns-shard", "slot": "3"},
+					dto.MetricType_GAUGE,
+					1,
+				},
+				{
+					"ns_shard_slot_held",
+					map[string]string{"group": "ns-shard", "slot": "4"},
+					dto.MetricType_GAUGE,
+					0,
+				},
 			},
 		},
 		{
@@ -108,7 +128,12 @@ func TestControllers(t *testing.T) {
 			},
 			want: []series{
 				{"ns_informers_synced", map[string]string{"term": "main"}, dto.MetricType_GAUGE, 1},
-				{"ns_informers_synced", map[string]string{"term": "migration"}, dto.MetricType_GAUGE, 0},
+				{
+					"ns_informers_synced",
+					map[string]string{"term": "migration"},
+					dto.MetricType_GAUGE,
+					0,
+				},
 			},
 		},
 		{

@@ -9,7 +9,12 @@ import (
 
 // find returns the series of family name in g whose labels are exactly
 // labels, and the family's type; nil if there is none.
-func find(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) (*dto.Metric, dto.MetricType) {
+func find(
+	t *testing.T,
+	g prometheus.Gatherer,
+	name string,
+	labels map[string]string,
+) (*dto.Metric, dto.MetricType) {
 	t.Helper()
 	mfs, err := g.Gather()
 	if err != nil {

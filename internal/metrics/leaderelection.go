@@ -35,8 +35,17 @@ func (leaderProvider) NewLeaderMetric() leaderelection.LeaderMetric { return lea
 
 type leaderMetric struct{}
 
-func (leaderMetric) On(name string)                { leaderMasterStatus.WithLabelValues(name).Set(1) }
-func (leaderMetric) Off(name string)               { leaderMasterStatus.WithLabelValues(name).Set(0) }
+func (leaderMetric) On(
+	name string,
+) {
+	leaderMasterStatus.WithLabelValues(name).Set(1)
+}
+
+func (leaderMetric) Off(
+	name string,
+) {
+	leaderMasterStatus.WithLabelValues(name).Set(0)
+}
 func (leaderMetric) SlowpathExercised(name string) { leaderSlowpath.WithLabelValues(name).Inc() }
 
 // LeaderStatus sets leader_election_master_status{name=lease}. client-go

@@ -16,7 +16,19 @@ import (
 // package documentation.
 var (
 	latencyBuckets = []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}
-	sizeBuckets    = []float64{64, 256, 512, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216}
+	sizeBuckets    = []float64{
+		64,
+		256,
+		512,
+		1024,
+		4096,
+		16384,
+		65536,
+		262144,
+		1048576,
+		4194304,
+		16777216,
+	}
 
 	restRequestLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "rest_client_request_duration_seconds",

@@ -75,7 +75,9 @@ var _ workqueue.MetricsProvider = workqueueProvider{}
 // for a queue that should report here regardless of the global hook:
 //
 //	workqueue.NewTypedRateLimitingQueueWithConfig(rl,
-//		workqueue.TypedRateLimitingQueueConfig[string]{Name: "foo", MetricsProvider: metrics.WorkqueueProvider()})
+//		workqueue.TypedRateLimitingQueueConfig[string]{Name: "foo", MetricsProvider:
+//
+// metrics.WorkqueueProvider()})
 //
 // Unnamed queues report nothing.
 func WorkqueueProvider() workqueue.MetricsProvider { return workqueueProvider{} }
@@ -100,7 +102,9 @@ func (workqueueProvider) NewUnfinishedWorkSecondsMetric(name string) workqueue.S
 	return workqueueUnfinished.WithLabelValues(name)
 }
 
-func (workqueueProvider) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
+func (workqueueProvider) NewLongestRunningProcessorSecondsMetric(
+	name string,
+) workqueue.SettableGaugeMetric {
 	return workqueueLongestRunning.WithLabelValues(name)
 }
 

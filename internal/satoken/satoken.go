@@ -38,7 +38,11 @@ const (
 // Source returns a token source for the ServiceAccount namespace/name that
 // requests tokens with client, on ctx: once ctx is done, Token fails at
 // once. Wrap it in transport.NewCachedTokenSource.
-func Source(ctx context.Context, client kubernetes.Interface, namespace, name string) oauth2.TokenSource {
+func Source(
+	ctx context.Context,
+	client kubernetes.Interface,
+	namespace, name string,
+) oauth2.TokenSource {
 	return &source{ctx: ctx, client: client, namespace: namespace, name: name}
 }
 
@@ -53,18 +57,30 @@ func (s *source) Token() (*oauth2.Token, error) {
 	defer cancel()
 	var tr *authenticationv1.TokenRequest
 	var lastErr error
-	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 4}, func(ctx context.Context) (bool, error) {
-		if lastErr = s.ensureServiceAccount(ctx); lastErr != nil {
-			return false, nil
-		}
-		seconds := int64(lifetimeSeconds)
-		tr, lastErr = s.client.CoreV1().ServiceAccounts(s.namespace).CreateToken(ctx, s.name, &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds},
-		}, metav1.CreateOptions{})
-		return lastErr == nil, nil
-	})
+	err := wait.ExponentialBackoffWithContext(
+		ctx,
+		wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 4},
+		func(ctx context.Context) (bool, error) {
+			if lastErr = s.ensureServiceAccount(ctx); lastErr != nil {
+				return false, nil
+			}
+			seconds := int64(lifetimeSeconds)
+			tr, lastErr = s.client.CoreV1().
+				ServiceAccounts(s.namespace).
+				CreateToken(ctx, s.name, &authenticationv1.TokenRequest{
+					Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds},
+				}, metav1.CreateOptions{})
+			return lastErr == nil, nil
+		},
+	)
 	if err != nil {
-		return nil, fmt.Errorf("token for service account %s/%s: %w (last error: %v)", s.namespace, s.name, err, lastErr)
+		return nil, fmt.Errorf(
+			"token for service account %s/%s: %w (last error: %v)",
+			s.namespace,
+			s.name,
+			err,
+			lastErr,
+		)
 	}
 	lifetime := max(time.Until(tr.Status.ExpirationTimestamp.Time), minLifetime)
 	return &oauth2.Token{
@@ -76,10 +92,15 @@ func (s *source) Token() (*oauth2.Token, error) {
 
 func (s *source) ensureServiceAccount(ctx context.Context) error {
 	sas := s.client.CoreV1().ServiceAccounts(s.namespace)
-	if _, err := sas.Get(ctx, s.name, metav1.GetOptions{}); err == nil || !apierrors.IsNotFound(err) {
+	if _, err := sas.Get(ctx, s.name, metav1.GetOptions{}); err == nil ||
+		!apierrors.IsNotFound(err) {
 		return err
 	}
-	_, err := sas.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: s.namespace}}, metav1.CreateOptions{})
+	_, err := sas.Create(
+		ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: s.namespace}},
+		metav1.CreateOptions{},
+	)
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}

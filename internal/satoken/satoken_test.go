@@ -19,18 +19,22 @@ import (
 
 func tokenReactor(cs *fake.Clientset, failures int32) *atomic.Int32 {
 	var calls atomic.Int32
-	cs.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "token" {
-			return false, nil, nil
-		}
-		if calls.Add(1) <= failures {
-			return true, nil, errors.New("injected: unavailable")
-		}
-		req := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenRequest)
-		exp := time.Now().Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second)
-		return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{
-			Token: "tok", ExpirationTimestamp: metav1.NewTime(exp)}}, nil
-	})
+	cs.PrependReactor(
+		"create",
+		"serviceaccounts",
+		func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() != "token" {
+				return false, nil, nil
+			}
+			if calls.Add(1) <= failures {
+				return true, nil, errors.New("injected: unavailable")
+			}
+			req := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenRequest)
+			exp := time.Now().Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second)
+			return true, &authenticationv1.TokenRequest{Status: authenticationv1.TokenRequestStatus{
+				Token: "tok", ExpirationTimestamp: metav1.NewTime(exp)}}, nil
+		},
+	)
 	return &calls
 }
 
@@ -56,7 +60,13 @@ func TestTokenCreatesTheServiceAccountAndRefreshesEarly(t *testing.T) {
 }
 
 func TestTokenKeepsAnExistingServiceAccount(t *testing.T) {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", Labels: map[string]string{"keep": "me"}}}
+	sa := &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      "c",
+			Namespace: "ns",
+			Labels:    map[string]string{"keep": "me"},
+		},
+	}
 	cs := fake.NewClientset(sa)
 	tokenReactor(cs, 0)
 	if _, err := satoken.Source(context.Background(), cs, "ns", "c").Token(); err != nil {

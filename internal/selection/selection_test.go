@@ -29,19 +29,58 @@ func TestControllersTruthTable(t *testing.T) {
 		flag []string
 		want map[string]bool
 	}{
-		{[]string{"*"}, map[string]bool{"a-controller": true, "b-controller": true, "off-controller": false}},
-		{[]string{}, map[string]bool{"a-controller": false, "b-controller": false, "off-controller": false}},
-		{[]string{"b-controller"}, map[string]bool{"a-controller": false, "b-controller": true, "off-controller": false}},
-		{[]string{"*", "-a-controller"}, map[string]bool{"a-controller": false, "b-controller": true, "off-controller": false}},
-		{[]string{"-a-controller", "*"}, map[string]bool{"a-controller": false, "b-controller": true, "off-controller": false}},
-		{[]string{"a-controller", "-a-controller"}, map[string]bool{"a-controller": true, "b-controller": false, "off-controller": false}},
-		{[]string{"-a-controller", "a-controller"}, map[string]bool{"a-controller": false, "b-controller": false, "off-controller": false}},
-		{[]string{"*", "off-controller"}, map[string]bool{"a-controller": true, "b-controller": true, "off-controller": true}},
-		{[]string{"-off", "*", "off"}, map[string]bool{"a-controller": true, "b-controller": true, "off-controller": false}},
-		{[]string{"*", "-a"}, map[string]bool{"a-controller": false, "b-controller": true, "off-controller": false}},
-		{[]string{"a"}, map[string]bool{"a-controller": true, "b-controller": false, "off-controller": false}},
-		{[]string{"off"}, map[string]bool{"a-controller": false, "b-controller": false, "off-controller": true}},
-		{[]string{"-b-controller"}, map[string]bool{"a-controller": false, "b-controller": false, "off-controller": false}},
+		{
+			[]string{"*"},
+			map[string]bool{"a-controller": true, "b-controller": true, "off-controller": false},
+		},
+		{
+			[]string{},
+			map[string]bool{"a-controller": false, "b-controller": false, "off-controller": false},
+		},
+		{
+			[]string{"b-controller"},
+			map[string]bool{"a-controller": false, "b-controller": true, "off-controller": false},
+		},
+		{
+			[]string{"*", "-a-controller"},
+			map[string]bool{"a-controller": false, "b-controller": true, "off-controller": false},
+		},
+		{
+			[]string{"-a-controller", "*"},
+			map[string]bool{"a-controller": false, "b-controller": true, "off-controller": false},
+		},
+		{
+			[]string{"a-controller", "-a-controller"},
+			map[string]bool{"a-controller": true, "b-controller": false, "off-controller": false},
+		},
+		{
+			[]string{"-a-controller", "a-controller"},
+			map[string]bool{"a-controller": false, "b-controller": false, "off-controller": false},
+		},
+		{
+			[]string{"*", "off-controller"},
+			map[string]bool{"a-controller": true, "b-controller": true, "off-controller": true},
+		},
+		{
+			[]string{"-off", "*", "off"},
+			map[string]bool{"a-controller": true, "b-controller": true, "off-controller": false},
+		},
+		{
+			[]string{"*", "-a"},
+			map[string]bool{"a-controller": false, "b-controller": true, "off-controller": false},
+		},
+		{
+			[]string{"a"},
+			map[string]bool{"a-controller": true, "b-controller": false, "off-controller": false},
+		},
+		{
+			[]string{"off"},
+			map[string]bool{"a-controller": false, "b-controller": false, "off-controller": true},
+		},
+		{
+			[]string{"-b-controller"},
+			map[string]bool{"a-controller": false, "b-controller": false, "off-controller": false},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.flag, ","), func(t *testing.T) {

@@ -13,7 +13,13 @@ import (
 )
 
 func pod(ns, name string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name + "-uid")}}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns,
+			Name:      name,
+			UID:       types.UID(ns + "/" + name + "-uid"),
+		},
+	}
 }
 
 func identities(n int) []string {
@@ -34,7 +40,11 @@ func TestAssignBalances(t *testing.T) {
 			rev := slices.Clone(ms)
 			slices.Reverse(rev)
 			if !slices.Equal(owners, Assign(append(rev, rev[0]), slots)) {
-				t.Errorf("S=%d M=%d: the member order (or a duplicate) changed the assignment", slots, m)
+				t.Errorf(
+					"S=%d M=%d: the member order (or a duplicate) changed the assignment",
+					slots,
+					m,
+				)
 			}
 			for _, id := range ms {
 				n := len(Owned(owners, id))
@@ -100,7 +110,14 @@ func TestAssignMovesFew(t *testing.T) {
 			}
 		}
 		share := len(Owned(after, fmt.Sprintf("replica-%d", m)))
-		t.Logf("S=%d, %d → %d members: %d slots moved, the newcomer's share %d", slots, m, m+1, moved, share)
+		t.Logf(
+			"S=%d, %d → %d members: %d slots moved, the newcomer's share %d",
+			slots,
+			m,
+			m+1,
+			moved,
+			share,
+		)
 		if moved > 2*share+1 {
 			t.Errorf("%d → %d members: %d slots moved for a share of %d", m, m+1, moved, share)
 		}
@@ -121,8 +138,16 @@ func TestNamespaceSpread(t *testing.T) {
 	}
 	seq := used(func(i int) string { return fmt.Sprintf("ns-%d", i) })
 	gen := used(func(i int) string { return generated("ns-", i) })
-	t.Logf("100 namespaces over 16 slots: sequential names use %d slots, generated names %d", seq, gen)
+	t.Logf(
+		"100 namespaces over 16 slots: sequential names use %d slots, generated names %d",
+		seq,
+		gen,
+	)
 	if seq > 4 || gen < 14 {
-		t.Errorf("sequential names use %d slots, generated %d; the package doc says 2 and 16", seq, gen)
+		t.Errorf(
+			"sequential names use %d slots, generated %d; the package doc says 2 and 16",
+			seq,
+			gen,
+		)
 	}
 }

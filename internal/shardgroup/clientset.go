@@ -53,7 +53,13 @@ func NewClientset(inner kubernetes.Interface, space shard.Space, slots []int) (*
 	if err != nil {
 		return nil, err
 	}
-	return &Clientset{Interface: inner, space: space, bySlot: bySlot, byName: byName, applied: map[string]*counters{}}, nil
+	return &Clientset{
+		Interface: inner,
+		space:     space,
+		bySlot:    bySlot,
+		byName:    byName,
+		applied:   map[string]*counters{},
+	}, nil
 }
 
 // IsWatchListSemanticsUnSupported passes on what the wrapped clientset
@@ -67,10 +73,22 @@ func (c *Clientset) IsWatchListSemanticsUnSupported() bool {
 // name, e.g. "pods").
 func Filtered(group, resource string) bool {
 	switch group + "/" + resource {
-	case "/pods", "/replicationcontrollers", "/serviceaccounts", "/configmaps", "/secrets", "/services",
-		"/endpoints", "/events", "/namespaces",
-		"apps/replicasets", "apps/deployments", "apps/daemonsets", "apps/statefulsets", "apps/controllerrevisions",
-		"batch/jobs", "batch/cronjobs":
+	case "/pods",
+		"/replicationcontrollers",
+		"/serviceaccounts",
+		"/configmaps",
+		"/secrets",
+		"/services",
+		"/endpoints",
+		"/events",
+		"/namespaces",
+		"apps/replicasets",
+		"apps/deployments",
+		"apps/daemonsets",
+		"apps/statefulsets",
+		"apps/controllerrevisions",
+		"batch/jobs",
+		"batch/cronjobs":
 		return true
 	}
 	return false
@@ -116,7 +134,14 @@ func filter[L runtime.Object](c *Clientset, resource string, lw typedLW[L], byNa
 	return f
 }
 
-func list[L runtime.Object](ctx context.Context, c *Clientset, resource string, lw typedLW[L], byName bool, o metav1.ListOptions) (L, error) {
+func list[L runtime.Object](
+	ctx context.Context,
+	c *Clientset,
+	resource string,
+	lw typedLW[L],
+	byName bool,
+	o metav1.ListOptions,
+) (L, error) {
 	var zero L
 	obj, err := filter(c, resource, lw, byName).ListWithContext(ctx, o)
 	if err != nil {
@@ -129,7 +154,14 @@ func list[L runtime.Object](ctx context.Context, c *Clientset, resource string, 
 	return l, nil
 }
 
-func watchOf[L runtime.Object](ctx context.Context, c *Clientset, resource string, lw typedLW[L], byName bool, o metav1.ListOptions) (watch.Interface, error) {
+func watchOf[L runtime.Object](
+	ctx context.Context,
+	c *Clientset,
+	resource string,
+	lw typedLW[L],
+	byName bool,
+	o metav1.ListOptions,
+) (watch.Interface, error) {
 	return filter(c, resource, lw, byName).WatchWithContext(ctx, o)
 }
 
@@ -198,7 +230,10 @@ type rcs struct {
 	c *Clientset
 }
 
-func (r rcs) List(ctx context.Context, o metav1.ListOptions) (*corev1.ReplicationControllerList, error) {
+func (r rcs) List(
+	ctx context.Context,
+	o metav1.ListOptions,
+) (*corev1.ReplicationControllerList, error) {
 	return list(ctx, r.c, "replicationcontrollers", r.ReplicationControllerInterface, false, o)
 }
 func (r rcs) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -210,7 +245,10 @@ type serviceAccounts struct {
 	c *Clientset
 }
 
-func (r serviceAccounts) List(ctx context.Context, o metav1.ListOptions) (*corev1.ServiceAccountList, error) {
+func (r serviceAccounts) List(
+	ctx context.Context,
+	o metav1.ListOptions,
+) (*corev1.ServiceAccountList, error) {
 	return list(ctx, r.c, "serviceaccounts", r.ServiceAccountInterface, false, o)
 }
 func (r serviceAccounts) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -325,7 +363,10 @@ type replicaSets struct {
 	c *Clientset
 }
 
-func (r replicaSets) List(ctx context.Context, o metav1.ListOptions) (*appsv1.ReplicaSetList, error) {
+func (r replicaSets) List(
+	ctx context.Context,
+	o metav1.ListOptions,
+) (*appsv1.ReplicaSetList, error) {
 	return list(ctx, r.c, "replicasets", r.ReplicaSetInterface, false, o)
 }
 func (r replicaSets) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -337,7 +378,10 @@ type deployments struct {
 	c *Clientset
 }
 
-func (r deployments) List(ctx context.Context, o metav1.ListOptions) (*appsv1.DeploymentList, error) {
+func (r deployments) List(
+	ctx context.Context,
+	o metav1.ListOptions,
+) (*appsv1.DeploymentList, error) {
 	return list(ctx, r.c, "deployments", r.DeploymentInterface, false, o)
 }
 func (r deployments) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -361,7 +405,10 @@ type statefulSets struct {
 	c *Clientset
 }
 
-func (r statefulSets) List(ctx context.Context, o metav1.ListOptions) (*appsv1.StatefulSetList, error) {
+func (r statefulSets) List(
+	ctx context.Context,
+	o metav1.ListOptions,
+) (*appsv1.StatefulSetList, error) {
 	return list(ctx, r.c, "statefulsets", r.StatefulSetInterface, false, o)
 }
 func (r statefulSets) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -373,7 +420,10 @@ type revisions struct {
 	c *Clientset
 }
 
-func (r revisions) List(ctx context.Context, o metav1.ListOptions) (*appsv1.ControllerRevisionList, error) {
+func (r revisions) List(
+	ctx context.Context,
+	o metav1.ListOptions,
+) (*appsv1.ControllerRevisionList, error) {
 	return list(ctx, r.c, "controllerrevisions", r.ControllerRevisionInterface, false, o)
 }
 func (r revisions) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {

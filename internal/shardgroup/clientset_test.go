@@ -25,23 +25,44 @@ func TestClientsetInformers(t *testing.T) {
 	var objs []runtime.Object
 	for i := range 30 {
 		ns := generated("ns-", i)
-		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, pod(ns, "p"))
+		objs = append(
+			objs,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+			pod(ns, "p"),
+		)
 	}
-	objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}})
+	objs = append(
+		objs,
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}},
+	)
 	inner := fake.NewClientset(objs...)
 	cs, err := NewClientset(inner, sp, held)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := informers.NewSharedInformerFactory(cs, 0)
-	podInf, nsInf, nodeInf := f.Core().V1().Pods(), f.Core().V1().Namespaces(), f.Core().V1().Nodes()
+	podInf, nsInf, nodeInf := f.Core().
+		V1().
+		Pods(),
+		f.Core().
+			V1().
+			Namespaces(),
+		f.Core().
+			V1().
+			Nodes()
 	podInf.Informer()
 	nsInf.Informer()
 	nodeInf.Informer()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); f.Shutdown() }()
 	f.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), podInf.Informer().HasSynced, nsInf.Informer().HasSynced, nodeInf.Informer().HasSynced) {
+	if !cache.WaitForCacheSync(
+		ctx.Done(),
+		podInf.Informer().HasSynced,
+		nsInf.Informer().HasSynced,
+		nodeInf.Informer().HasSynced,
+	) {
 		t.Fatal("caches did not sync")
 	}
 	mine := func(ns string) bool { s := sp.SlotOfKey(ns); return s == 0 || s == 3 }
@@ -58,7 +79,14 @@ func TestClientsetInformers(t *testing.T) {
 	nss, _ := nsInf.Lister().List(labels.Everything())
 	nodes, _ := nodeInf.Lister().List(labels.Everything())
 	if len(pods) != want || len(nss) != want || len(nodes) != 2 {
-		t.Errorf("cached %d pods, %d namespaces, %d nodes; want %d, %d, 2", len(pods), len(nss), len(nodes), want, want)
+		t.Errorf(
+			"cached %d pods, %d namespaces, %d nodes; want %d, %d, 2",
+			len(pods),
+			len(nss),
+			len(nodes),
+			want,
+			want,
+		)
 	}
 	for _, p := range pods {
 		if !mine(p.Namespace) {
@@ -89,7 +117,11 @@ func TestClientsetInformers(t *testing.T) {
 		t.Error("cached a new pod of a slot not held")
 	}
 	if applied, known := cs.ServerApplied("pods"); !known || applied {
-		t.Errorf("ServerApplied(pods) = %v (known %v); a fake clientset ignores ShardSelector", applied, known)
+		t.Errorf(
+			"ServerApplied(pods) = %v (known %v); a fake clientset ignores ShardSelector",
+			applied,
+			known,
+		)
 	}
 	if !Filtered("", "pods") || Filtered("", "nodes") || !Filtered("apps", "replicasets") {
 		t.Error("Filtered disagrees with the Clientset")

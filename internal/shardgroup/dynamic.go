@@ -41,7 +41,12 @@ type Dynamic struct {
 
 // NewDynamic returns inner filtered to slots of space; scope tells which
 // resources are namespaced (a list or watch fails while it fails).
-func NewDynamic(inner dynamic.Interface, space shard.Space, slots []int, scope ScopeFunc) (*Dynamic, error) {
+func NewDynamic(
+	inner dynamic.Interface,
+	space shard.Space,
+	slots []int,
+	scope ScopeFunc,
+) (*Dynamic, error) {
 	bySlot, err := newSelection(space, slots, false)
 	if err != nil {
 		return nil, err
@@ -63,7 +68,11 @@ func (d *Dynamic) IsWatchListSemanticsUnSupported() bool {
 
 // Dropped returns how many objects of gvr the client had to drop because
 // the server did not apply the selector.
-func (d *Dynamic) Dropped(gvr schema.GroupVersionResource) int64 { return d.status(gvr).dropped.Load() }
+func (d *Dynamic) Dropped(
+	gvr schema.GroupVersionResource,
+) int64 {
+	return d.status(gvr).dropped.Load()
+}
 
 func (d *Dynamic) status(gvr schema.GroupVersionResource) *counters {
 	d.mu.Lock()
@@ -79,7 +88,10 @@ func (d *Dynamic) status(gvr schema.GroupVersionResource) *counters {
 // Resource filters gvr's lists and watches.
 func (d *Dynamic) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
 	inner := d.Interface.Resource(gvr)
-	return &dynamicResource{NamespaceableResourceInterface: inner, lw: listWatch{d: d, gvr: gvr, ri: inner}}
+	return &dynamicResource{
+		NamespaceableResourceInterface: inner,
+		lw:                             listWatch{d: d, gvr: gvr, ri: inner},
+	}
 }
 
 // selectionFor is the selection gvr's objects are filtered by; nil when
@@ -118,14 +130,23 @@ type dynamicResource struct {
 
 func (r *dynamicResource) Namespace(ns string) dynamic.ResourceInterface {
 	ri := r.NamespaceableResourceInterface.Namespace(ns)
-	return &namespacedResource{ResourceInterface: ri, lw: listWatch{d: r.lw.d, gvr: r.lw.gvr, ri: ri}}
+	return &namespacedResource{
+		ResourceInterface: ri,
+		lw:                listWatch{d: r.lw.d, gvr: r.lw.gvr, ri: ri},
+	}
 }
 
-func (r *dynamicResource) List(ctx context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+func (r *dynamicResource) List(
+	ctx context.Context,
+	o metav1.ListOptions,
+) (*unstructured.UnstructuredList, error) {
 	return r.lw.list(ctx, o)
 }
 
-func (r *dynamicResource) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+func (r *dynamicResource) Watch(
+	ctx context.Context,
+	o metav1.ListOptions,
+) (watch.Interface, error) {
 	return r.lw.watch(ctx, o)
 }
 
@@ -135,11 +156,17 @@ type namespacedResource struct {
 	lw listWatch
 }
 
-func (r *namespacedResource) List(ctx context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+func (r *namespacedResource) List(
+	ctx context.Context,
+	o metav1.ListOptions,
+) (*unstructured.UnstructuredList, error) {
 	return r.lw.list(ctx, o)
 }
 
-func (r *namespacedResource) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+func (r *namespacedResource) Watch(
+	ctx context.Context,
+	o metav1.ListOptions,
+) (watch.Interface, error) {
 	return r.lw.watch(ctx, o)
 }
 
@@ -159,7 +186,10 @@ func (l listWatch) filter(ctx context.Context) (*Filter, error) {
 	return f, nil
 }
 
-func (l listWatch) list(ctx context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+func (l listWatch) list(
+	ctx context.Context,
+	o metav1.ListOptions,
+) (*unstructured.UnstructuredList, error) {
 	f, err := l.filter(ctx)
 	if err != nil {
 		return nil, err

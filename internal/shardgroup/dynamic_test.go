@@ -20,8 +20,16 @@ import (
 )
 
 var (
-	widgetsGVR  = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
-	clustersGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "clusters"}
+	widgetsGVR = schema.GroupVersionResource{
+		Group:    "example.com",
+		Version:  "v1",
+		Resource: "widgets",
+	}
+	clustersGVR = schema.GroupVersionResource{
+		Group:    "example.com",
+		Version:  "v1",
+		Resource: "clusters",
+	}
 )
 
 func customObject(kind, ns, name string) *unstructured.Unstructured {
@@ -65,8 +73,12 @@ func TestDynamicInformers(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tc.keying), func(t *testing.T) {
 			sp := shard.Space{Slots: 4, Keying: tc.keying}
-			inner := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-				map[schema.GroupVersionResource]string{widgetsGVR: "WidgetList", clustersGVR: "ClusterList"},
+			inner := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(
+				runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{
+					widgetsGVR:  "WidgetList",
+					clustersGVR: "ClusterList",
+				},
 				objs...)
 			d, err := NewDynamic(inner, sp, held, scopeOf)
 			if err != nil {
@@ -94,7 +106,10 @@ func TestDynamicInformers(t *testing.T) {
 			}
 
 			f := dynamicinformer.NewDynamicSharedInformerFactory(d, 0)
-			widgets, clusters := f.ForResource(widgetsGVR).Informer(), f.ForResource(clustersGVR).Informer()
+			widgets, clusters := f.ForResource(widgetsGVR).
+				Informer(),
+				f.ForResource(clustersGVR).
+					Informer()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer func() { cancel(); f.Shutdown() }()
 			f.Start(ctx.Done())
@@ -128,13 +143,19 @@ func TestDynamicInformers(t *testing.T) {
 				t.Errorf("List in another slot's namespace = %v, %v; want it empty", l, err)
 			}
 			if d.Dropped(widgetsGVR) == 0 {
-				t.Error("Dropped = 0 after the fake, which ignores the selector, sent other slots' objects")
+				t.Error(
+					"Dropped = 0 after the fake, which ignores the selector, sent other slots' objects",
+				)
 			}
 		})
 	}
 
-	d, err := NewDynamic(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), shard.Space{Slots: 4},
-		held, scopeOf)
+	d, err := NewDynamic(
+		dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()),
+		shard.Space{Slots: 4},
+		held,
+		scopeOf,
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

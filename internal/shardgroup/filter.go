@@ -63,7 +63,12 @@ func (f *Filter) Dropped() int64 { return f.counts().dropped.Load() }
 // space says, except with byName, for the Namespaces of a space keyed
 // shard.ByNamespace: a Namespace's key is its name, which the server-side
 // selector cannot hash, so only the client filters.
-func NewFilter(space shard.Space, slots []int, inner cache.ListerWatcher, byName bool) (*Filter, error) {
+func NewFilter(
+	space shard.Space,
+	slots []int,
+	inner cache.ListerWatcher,
+	byName bool,
+) (*Filter, error) {
 	sel, err := newSelection(space, slots, byName)
 	if err != nil {
 		return nil, err
@@ -153,7 +158,10 @@ func (f *Filter) options(o metav1.ListOptions) metav1.ListOptions {
 
 // ListWithContext lists through inner and drops the objects of other
 // slots.
-func (f *Filter) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+func (f *Filter) ListWithContext(
+	ctx context.Context,
+	options metav1.ListOptions,
+) (runtime.Object, error) {
 	list, err := f.inner.ListWithContext(ctx, f.options(options))
 	if err != nil {
 		return nil, err
@@ -184,7 +192,10 @@ func (f *Filter) ListWithContext(ctx context.Context, options metav1.ListOptions
 
 // WatchWithContext watches through inner and drops the events of other
 // slots' objects.
-func (f *Filter) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+func (f *Filter) WatchWithContext(
+	ctx context.Context,
+	options metav1.ListOptions,
+) (watch.Interface, error) {
 	w, err := f.inner.WatchWithContext(ctx, f.options(options))
 	if err != nil {
 		return nil, err

@@ -31,7 +31,10 @@ type fakeLW struct {
 
 func (f *fakeLW) List(o metav1.ListOptions) (runtime.Object, error) {
 	f.opts = append(f.opts, o)
-	l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}, Items: slices.Clone(f.items)}
+	l := &corev1.PodList{
+		ListMeta: metav1.ListMeta{ResourceVersion: "7"},
+		Items:    slices.Clone(f.items),
+	}
 	if f.echo && o.ShardSelector != "" {
 		l.ShardInfo = &metav1.ShardInfo{Selector: o.ShardSelector}
 		l.Items = slices.DeleteFunc(l.Items, func(p corev1.Pod) bool { return !f.keep(p) })
@@ -69,7 +72,12 @@ func TestFilter(t *testing.T) {
 
 	for _, echo := range []bool{false, true} {
 		t.Run(fmt.Sprintf("server applies the selector: %v", echo), func(t *testing.T) {
-			lw := &fakeLW{items: items, echo: echo, keep: func(p corev1.Pod) bool { return inSlots(p.Namespace) }, w: watch.NewFake()}
+			lw := &fakeLW{
+				items: items,
+				echo:  echo,
+				keep:  func(p corev1.Pod) bool { return inSlots(p.Namespace) },
+				w:     watch.NewFake(),
+			}
 			f, err := NewFilter(sp, held, lw, false)
 			if err != nil {
 				t.Fatal(err)
@@ -89,7 +97,13 @@ func TestFilter(t *testing.T) {
 				}
 			}
 			if len(list.Items) != want || want == 0 || want == len(items) {
-				t.Fatalf("listed %d pods, want the %d of slots %v (of %d)", len(list.Items), want, held, len(items))
+				t.Fatalf(
+					"listed %d pods, want the %d of slots %v (of %d)",
+					len(list.Items),
+					want,
+					held,
+					len(items),
+				)
 			}
 			for _, p := range list.Items {
 				if !inSlots(p.Namespace) {
@@ -103,7 +117,11 @@ func TestFilter(t *testing.T) {
 				t.Errorf("ServerApplied = %v (known %v), want %v", applied, known, echo)
 			}
 			if dropped := f.Dropped(); (dropped == 0) != echo {
-				t.Errorf("the client dropped %d pods; want none exactly when the server filters (%v)", dropped, echo)
+				t.Errorf(
+					"the client dropped %d pods; want none exactly when the server filters (%v)",
+					dropped,
+					echo,
+				)
 			}
 
 			w, err := f.WatchWithContext(context.Background(), metav1.ListOptions{})
@@ -117,7 +135,10 @@ func TestFilter(t *testing.T) {
 						lw.w.Add(&items[i])
 					}
 				}
-				lw.w.Action(watch.Bookmark, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9"}})
+				lw.w.Action(
+					watch.Bookmark,
+					&corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9"}},
+				)
 			}()
 			got := 0
 			timeout := time.After(10 * time.Second)
@@ -151,7 +172,10 @@ func TestFilterByName(t *testing.T) {
 	held := []int{0}
 	var nss []corev1.Namespace
 	for i := range 20 {
-		nss = append(nss, corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: generated("ns-", i)}})
+		nss = append(
+			nss,
+			corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: generated("ns-", i)}},
+		)
 	}
 	var sent []metav1.ListOptions
 	lw := &cache.ListWatch{

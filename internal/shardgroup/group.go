@@ -69,7 +69,12 @@ func NewGroup(cfg GroupConfig, client kubernetes.Interface, log logr.Logger) (*G
 		return nil, err
 	}
 	g := &Group{cfg: cfg, client: client, log: log, held: map[int]bool{}}
-	member, err := leader.NewElector(g.cfg.Lease, g.client, leader.Recampaign, g.log.WithName("member"))
+	member, err := leader.NewElector(
+		g.cfg.Lease,
+		g.client,
+		leader.Recampaign,
+		g.log.WithName("member"),
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +84,12 @@ func NewGroup(cfg GroupConfig, client kubernetes.Interface, log logr.Logger) (*G
 
 // memberPrefix starts the member Lease names of the members that cut the
 // key space into slots: members that disagree on it see each other.
-func memberPrefix(group string, slots int) string { return fmt.Sprintf("%s-member-s%d-", group, slots) }
+func memberPrefix(
+	group string,
+	slots int,
+) string {
+	return fmt.Sprintf("%s-member-s%d-", group, slots)
+}
 
 func memberLease(group string, slots int, identity string) string {
 	h := fnv.New64a()
@@ -92,7 +102,8 @@ func slotLease(group string, slot int) string { return fmt.Sprintf("%s-slot-%d",
 // Owns reports whether lease is one of the group's Lease names: a member
 // Lease or a slot Lease, for any number of slots.
 func (g *Group) Owns(lease string) bool {
-	return strings.HasPrefix(lease, g.cfg.Name+"-member-") || strings.HasPrefix(lease, g.cfg.Name+"-slot-")
+	return strings.HasPrefix(lease, g.cfg.Name+"-member-") ||
+		strings.HasPrefix(lease, g.cfg.Name+"-slot-")
 }
 
 // Name returns the group's name (GroupConfig.Name).
@@ -112,7 +123,10 @@ func (g *Group) Ready() error {
 	case mismatch != "":
 		return errors.New(mismatch)
 	case !g.member.IsLeader():
-		return fmt.Errorf("not (yet) a member of shard group %q: its member Lease is not held", g.cfg.Name)
+		return fmt.Errorf(
+			"not (yet) a member of shard group %q: its member Lease is not held",
+			g.cfg.Name,
+		)
 	}
 	return nil
 }
@@ -146,7 +160,10 @@ func (g *Group) setHeld(slot int, on bool) {
 // the replica stands again only once they all stopped.
 func (g *Group) Run(ctx context.Context, work SlotFunc) error {
 	var leaving sync.WaitGroup
-	err := g.member.Run(ctx, func(mctx context.Context) error { return g.serve(ctx, mctx, work, &leaving) })
+	err := g.member.Run(
+		ctx,
+		func(mctx context.Context) error { return g.serve(ctx, mctx, work, &leaving) },
+	)
 	leaving.Wait()
 	return err
 }
@@ -233,7 +250,8 @@ func (g *Group) serve(parent, ctx context.Context, work SlotFunc, leaving *sync.
 			}
 			runs[slot] = g.startSlot(ctx, slot, work, ended)
 		}
-		if _, slotNext := ms.holders(g.cfg.Name + "-slot-"); !slotNext.IsZero() && (next.IsZero() || slotNext.Before(next)) {
+		if _, slotNext := ms.holders(g.cfg.Name + "-slot-"); !slotNext.IsZero() &&
+			(next.IsZero() || slotNext.Before(next)) {
 			next = slotNext
 		}
 		timer = nil
@@ -257,8 +275,13 @@ func (g *Group) otherSpaces(ms *leases) string {
 	if len(others) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("shard group %q: members %v cut the key space into another number of slots than this replica's %d; "+
-		"working no slot until every member runs with the same --shard-slots", g.cfg.Name, others, g.cfg.Space.Slots)
+	return fmt.Sprintf(
+		"shard group %q: members %v cut the key space into another number of slots than this replica's %d; "+
+			"working no slot until every member runs with the same --shard-slots",
+		g.cfg.Name,
+		others,
+		g.cfg.Space.Slots,
+	)
 }
 
 func (g *Group) setMismatch(why string) {
@@ -285,11 +308,18 @@ func (g *Group) clearExpired(ctx context.Context, ms *leases, slot int) {
 	freed := le.DeepCopy()
 	freed.Spec.HolderIdentity = nil
 	if _, err := g.client.CoordinationV1().Leases(le.Namespace).Update(ctx, freed, metav1.UpdateOptions{}); err != nil {
-		g.log.V(1).Info("Could not release an expired slot Lease; its elector will take it when it expires by its own reckoning",
-			"slot", slot, "err", err.Error())
+		g.log.V(1).
+			Info("Could not release an expired slot Lease; its elector will take it when it expires by its own reckoning",
+				"slot", slot, "err", err.Error())
 		return
 	}
-	g.log.Info("Released an expired slot Lease", "slot", slot, "holder", ptrString(le.Spec.HolderIdentity))
+	g.log.Info(
+		"Released an expired slot Lease",
+		"slot",
+		slot,
+		"holder",
+		ptrString(le.Spec.HolderIdentity),
+	)
 }
 
 func ptrString(s *string) string {

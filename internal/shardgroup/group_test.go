@@ -34,7 +34,10 @@ func (w *workLog) work(member string) SlotFunc {
 	return func(ctx context.Context, slot int) error {
 		w.mu.Lock()
 		if h, ok := w.holder[slot]; ok {
-			w.overlaps = append(w.overlaps, fmt.Sprintf("slot %d: %s started while %s worked it", slot, member, h))
+			w.overlaps = append(
+				w.overlaps,
+				fmt.Sprintf("slot %d: %s started while %s worked it", slot, member, h),
+			)
 		}
 		w.holder[slot] = member
 		w.mu.Unlock()
@@ -108,17 +111,33 @@ func (h *groupHarness) startWith(id string, crashy bool, client *fake.Clientset)
 	return h.startSlots(id, crashy, client, 6)
 }
 
-func (h *groupHarness) startSlots(id string, crashy bool, client *fake.Clientset, slots int) *running {
+func (h *groupHarness) startSlots(
+	id string,
+	crashy bool,
+	client *fake.Clientset,
+	slots int,
+) *running {
 	return h.startWork(id, crashy, client, slots, h.w.work(id))
 }
 
-func (h *groupHarness) startWork(id string, crashy bool, client *fake.Clientset, slots int, work SlotFunc) *running {
+func (h *groupHarness) startWork(
+	id string,
+	crashy bool,
+	client *fake.Clientset,
+	slots int,
+	work SlotFunc,
+) *running {
 	t := h.t
 	g, err := NewGroup(GroupConfig{
 		Name:  "test-group",
 		Space: shard.Space{Slots: slots},
-		Lease: leader.Config{Identity: id, LeaseDuration: 3 * time.Second, RenewDeadline: 1400 * time.Millisecond,
-			RetryPeriod: 300 * time.Millisecond, KeepLeaseOnCancel: crashy},
+		Lease: leader.Config{
+			Identity:          id,
+			LeaseDuration:     3 * time.Second,
+			RenewDeadline:     1400 * time.Millisecond,
+			RetryPeriod:       300 * time.Millisecond,
+			KeepLeaseOnCancel: crashy,
+		},
 	}, client, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +224,11 @@ func TestGroupTakesOverACrashedMembersSlots(t *testing.T) {
 	// Within LeaseDuration and a bound: not a second LeaseDuration counted
 	// from the moment y first looked at the slot Leases.
 	if bound := 2*time.Second + 1400*time.Millisecond + 300*time.Millisecond; took > bound {
-		t.Errorf("y took x's slots %v after the crash, more than LeaseDuration + RenewDeadline + RetryPeriod (%v)", took, bound)
+		t.Errorf(
+			"y took x's slots %v after the crash, more than LeaseDuration + RenewDeadline + RetryPeriod (%v)",
+			took,
+			bound,
+		)
 	}
 	h.stop(y)
 	h.checkNoOverlap()
@@ -250,8 +273,14 @@ func TestGroupMembersThatDisagreeOnTheSpaceWorkNothing(t *testing.T) {
 			t.Fatalf("Ready() = %v, want an error containing %q", err, want)
 		}
 	}
-	eventuallyErr(a.g, "members [b] cut the key space into another number of slots than this replica's 6")
-	eventuallyErr(b.g, "members [a] cut the key space into another number of slots than this replica's 4")
+	eventuallyErr(
+		a.g,
+		"members [b] cut the key space into another number of slots than this replica's 6",
+	)
+	eventuallyErr(
+		b.g,
+		"members [a] cut the key space into another number of slots than this replica's 4",
+	)
 	h.stop(b)
 	h.waitFor("b left", map[string]int{"a": 6})
 	if err := a.g.Ready(); err != nil {

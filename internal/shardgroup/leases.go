@@ -39,8 +39,17 @@ type observed struct {
 func (o observed) expiry() time.Time { return o.at.Add(o.duration) }
 
 func newLeases(client kubernetes.Interface, namespace, prefix string, clk clock.Clock) *leases {
-	l := &leases{prefix: prefix, clock: clk, seen: map[string]observed{}, changed: make(chan struct{}, 1)}
-	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
+	l := &leases{
+		prefix:  prefix,
+		clock:   clk,
+		seen:    map[string]observed{},
+		changed: make(chan struct{}, 1),
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(
+		client,
+		0,
+		informers.WithNamespace(namespace),
+	)
 	l.informer = f.Coordination().V1().Leases().Informer()
 	_, _ = l.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { l.observe(obj) },
@@ -89,7 +98,13 @@ func (l *leases) observe(obj any) {
 	l.mu.Lock()
 	prev, ok := l.seen[le.Name]
 	if !ok || prev.record != record || prev.holder != holder {
-		l.seen[le.Name] = observed{lease: le, holder: holder, record: record, at: l.clock.Now(), duration: d}
+		l.seen[le.Name] = observed{
+			lease:    le,
+			holder:   holder,
+			record:   record,
+			at:       l.clock.Now(),
+			duration: d,
+		}
 	}
 	l.mu.Unlock()
 	l.signal()

@@ -37,7 +37,10 @@ func TestWaitNamesStragglersAtTheDeadline(t *testing.T) {
 	g.Go("quick", func() {})
 	g.Go("stuck", func() { <-release })
 	var ticks int
-	stuck := g.Wait(supervisor.NewDeadline(30*time.Millisecond, "--timeout"), func(running []string) { ticks++ })
+	stuck := g.Wait(
+		supervisor.NewDeadline(30*time.Millisecond, "--timeout"),
+		func(running []string) { ticks++ },
+	)
 	if !slices.Equal(stuck, []string{"stuck"}) {
 		t.Fatalf("Wait = %v, want [stuck]", stuck)
 	}
@@ -93,7 +96,11 @@ func TestDeadlineCut(t *testing.T) {
 	t.Run("cut while waiting", func(t *testing.T) {
 		d := supervisor.NewDeadline(long, "--controller-shutdown-timeout")
 		lost := make(chan struct{})
-		d.CutWhen(lost, func() time.Time { return time.Now().Add(20 * time.Millisecond) }, "the stop budget (20ms) after the lease was lost")
+		d.CutWhen(
+			lost,
+			func() time.Time { return time.Now().Add(20 * time.Millisecond) },
+			"the stop budget (20ms) after the lease was lost",
+		)
 		never := make(chan struct{})
 		done := make(chan bool, 1)
 		go func() { done <- d.Wait(never, nil) }()
@@ -188,7 +195,11 @@ func TestDeadlineSeveralCuts(t *testing.T) {
 	d := supervisor.NewDeadline(long, "--controller-shutdown-timeout")
 	first, second := make(chan struct{}), make(chan struct{})
 	d.CutWhen(first, func() time.Time { return time.Now().Add(long) }, "first lease")
-	d.CutWhen(second, func() time.Time { return time.Now().Add(20 * time.Millisecond) }, "second lease")
+	d.CutWhen(
+		second,
+		func() time.Time { return time.Now().Add(20 * time.Millisecond) },
+		"second lease",
+	)
 	done := make(chan bool, 1)
 	go func() { done <- d.Wait(make(chan struct{}), nil) }()
 	close(second)

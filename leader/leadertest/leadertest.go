@@ -52,82 +52,115 @@ func EnforceResourceVersion(cs *fake.Clientset) {
 		return true, stored, err
 	}
 
-	cs.PrependReactor("create", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		a, ok := action.(k8stesting.CreateAction)
-		if !ok || a.GetSubresource() != "" {
-			return false, nil, nil
-		}
-		obj := a.GetObject().DeepCopyObject()
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return true, nil, err
-		}
-		if m.GetResourceVersion() != "" {
-			return true, nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		return store(m, a.GetNamespace(), func() error { return cs.Tracker().Create(leases, obj, a.GetNamespace()) })
-	})
+	cs.PrependReactor(
+		"create",
+		"leases",
+		func(action k8stesting.Action) (bool, runtime.Object, error) {
+			a, ok := action.(k8stesting.CreateAction)
+			if !ok || a.GetSubresource() != "" {
+				return false, nil, nil
+			}
+			obj := a.GetObject().DeepCopyObject()
+			m, err := meta.Accessor(obj)
+			if err != nil {
+				return true, nil, err
+			}
+			if m.GetResourceVersion() != "" {
+				return true, nil, apierrors.NewBadRequest(
+					"resourceVersion should not be set on objects to be created",
+				)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			return store(
+				m,
+				a.GetNamespace(),
+				func() error { return cs.Tracker().Create(leases, obj, a.GetNamespace()) },
+			)
+		},
+	)
 
-	cs.PrependReactor("update", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		a, ok := action.(k8stesting.UpdateAction)
-		if !ok || a.GetSubresource() != "" {
-			return false, nil, nil
-		}
-		obj := a.GetObject().DeepCopyObject()
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return true, nil, err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		current, err := cs.Tracker().Get(leases, a.GetNamespace(), m.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		cm, err := meta.Accessor(current)
-		if err != nil {
-			return true, nil, err
-		}
-		switch have, want := m.GetResourceVersion(), cm.GetResourceVersion(); {
-		case have == want:
-		case have == "":
-			return true, nil, apierrors.NewInvalid(coordinationv1.SchemeGroupVersion.WithKind("Lease").GroupKind(), m.GetName(),
-				field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), have, "must be specified for an update")})
-		default:
-			return true, nil, conflict(m.GetName())
-		}
-		return store(m, a.GetNamespace(), func() error { return cs.Tracker().Update(leases, obj, a.GetNamespace()) })
-	})
+	cs.PrependReactor(
+		"update",
+		"leases",
+		func(action k8stesting.Action) (bool, runtime.Object, error) {
+			a, ok := action.(k8stesting.UpdateAction)
+			if !ok || a.GetSubresource() != "" {
+				return false, nil, nil
+			}
+			obj := a.GetObject().DeepCopyObject()
+			m, err := meta.Accessor(obj)
+			if err != nil {
+				return true, nil, err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			current, err := cs.Tracker().Get(leases, a.GetNamespace(), m.GetName())
+			if err != nil {
+				return true, nil, err
+			}
+			cm, err := meta.Accessor(current)
+			if err != nil {
+				return true, nil, err
+			}
+			switch have, want := m.GetResourceVersion(), cm.GetResourceVersion(); {
+			case have == want:
+			case have == "":
+				return true, nil, apierrors.NewInvalid(
+					coordinationv1.SchemeGroupVersion.WithKind("Lease").GroupKind(),
+					m.GetName(),
+					field.ErrorList{
+						field.Invalid(
+							field.NewPath("metadata", "resourceVersion"),
+							have,
+							"must be specified for an update",
+						),
+					},
+				)
+			default:
+				return true, nil, conflict(m.GetName())
+			}
+			return store(
+				m,
+				a.GetNamespace(),
+				func() error { return cs.Tracker().Update(leases, obj, a.GetNamespace()) },
+			)
+		},
+	)
 
-	cs.PrependReactor("delete", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		a, ok := action.(k8stesting.DeleteAction)
-		if !ok || a.GetSubresource() != "" {
-			return false, nil, nil
-		}
-		pre := a.GetDeleteOptions().Preconditions
-		if pre == nil || pre.ResourceVersion == nil {
-			return false, nil, nil
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		current, err := cs.Tracker().Get(leases, a.GetNamespace(), a.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		cm, err := meta.Accessor(current)
-		if err != nil {
-			return true, nil, err
-		}
-		if *pre.ResourceVersion != cm.GetResourceVersion() {
-			return true, nil, conflict(a.GetName())
-		}
-		return true, nil, cs.Tracker().Delete(leases, a.GetNamespace(), a.GetName())
-	})
+	cs.PrependReactor(
+		"delete",
+		"leases",
+		func(action k8stesting.Action) (bool, runtime.Object, error) {
+			a, ok := action.(k8stesting.DeleteAction)
+			if !ok || a.GetSubresource() != "" {
+				return false, nil, nil
+			}
+			pre := a.GetDeleteOptions().Preconditions
+			if pre == nil || pre.ResourceVersion == nil {
+				return false, nil, nil
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			current, err := cs.Tracker().Get(leases, a.GetNamespace(), a.GetName())
+			if err != nil {
+				return true, nil, err
+			}
+			cm, err := meta.Accessor(current)
+			if err != nil {
+				return true, nil, err
+			}
+			if *pre.ResourceVersion != cm.GetResourceVersion() {
+				return true, nil, conflict(a.GetName())
+			}
+			return true, nil, cs.Tracker().Delete(leases, a.GetNamespace(), a.GetName())
+		},
+	)
 }
 
-var errStale = errors.New("the object has been modified; please apply your changes to the latest version and try again")
+var errStale = errors.New(
+	"the object has been modified; please apply your changes to the latest version and try again",
+)
 
 func conflict(name string) error {
 	return apierrors.NewConflict(leases.GroupResource(), name, errStale)

@@ -91,15 +91,24 @@ func TestEnforceResourceVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	if *got.Spec.HolderIdentity != "a2" || got.ResourceVersion != updated.ResourceVersion {
-		t.Errorf("stored lease = holder %q rv %q, want a2 rv %q", *got.Spec.HolderIdentity, got.ResourceVersion, updated.ResourceVersion)
+		t.Errorf(
+			"stored lease = holder %q rv %q, want a2 rv %q",
+			*got.Spec.HolderIdentity,
+			got.ResourceVersion,
+			updated.ResourceVersion,
+		)
 	}
 
 	unconditional := got.DeepCopy()
 	unconditional.ResourceVersion = ""
-	if _, err := leases.Update(ctx, unconditional, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+	if _, err := leases.Update(ctx, unconditional, metav1.UpdateOptions{}); !apierrors.IsInvalid(
+		err,
+	) {
 		t.Errorf("update without resourceVersion: %v, want Invalid", err)
 	}
-	if _, err := leases.Update(ctx, lease("missing", "a"), metav1.UpdateOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := leases.Update(ctx, lease("missing", "a"), metav1.UpdateOptions{}); !apierrors.IsNotFound(
+		err,
+	) {
 		t.Errorf("update of a missing lease: %v, want NotFound", err)
 	}
 
@@ -112,15 +121,20 @@ func TestEnforceResourceVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seeded, err = leases.Update(ctx, seeded, metav1.UpdateOptions{}); err != nil || seeded.ResourceVersion == "" {
+	if seeded, err = leases.Update(ctx, seeded, metav1.UpdateOptions{}); err != nil ||
+		seeded.ResourceVersion == "" {
 		t.Errorf("update of a seeded lease: rv %q, %v", seeded.GetResourceVersion(), err)
 	}
 
-	stalePre := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To(first.ResourceVersion)}}
+	stalePre := metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To(first.ResourceVersion)},
+	}
 	if err := leases.Delete(ctx, "l", stalePre); !apierrors.IsConflict(err) {
 		t.Errorf("delete with stale precondition: %v, want Conflict", err)
 	}
-	pre := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To(updated.ResourceVersion)}}
+	pre := metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To(updated.ResourceVersion)},
+	}
 	if err := leases.Delete(ctx, "l", pre); err != nil {
 		t.Errorf("delete with current precondition: %v", err)
 	}

@@ -46,7 +46,11 @@ const (
 // are in scope and support every one of verbs. On a partial discovery
 // failure it returns the resources it found and the failure (see the
 // package doc); on any other failure, nil and the error.
-func Preferred(d discovery.ServerResourcesInterface, scope Scope, verbs ...string) (map[schema.GroupVersionResource]struct{}, error) {
+func Preferred(
+	d discovery.ServerResourcesInterface,
+	scope Scope,
+	verbs ...string,
+) (map[schema.GroupVersionResource]struct{}, error) {
 	if d == nil {
 		return nil, errors.New("apiresources: no discovery client")
 	}
@@ -59,7 +63,11 @@ func Preferred(d discovery.ServerResourcesInterface, scope Scope, verbs ...strin
 
 // Filter keeps, of discovery's lists, the resources in scope that support
 // every one of verbs, leaving out subresources.
-func Filter(lists []*metav1.APIResourceList, scope Scope, verbs ...string) map[schema.GroupVersionResource]struct{} {
+func Filter(
+	lists []*metav1.APIResourceList,
+	scope Scope,
+	verbs ...string,
+) map[schema.GroupVersionResource]struct{} {
 	want := sets.New(verbs...)
 	out := map[schema.GroupVersionResource]struct{}{}
 	for _, list := range lists {

@@ -14,7 +14,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var lists = []*metav1.APIResourceList{
 	{GroupVersion: "v1", APIResources: []metav1.APIResource{
-		{Name: "pods", Namespaced: true, Verbs: []string{"create", "delete", "get", "list", "watch"}},
+		{
+			Name:       "pods",
+			Namespaced: true,
+			Verbs:      []string{"create", "delete", "get", "list", "watch"},
+		},
 		{Name: "pods/status", Namespaced: true, Verbs: []string{"get", "patch", "update"}},
 		{Name: "nodes", Verbs: []string{"create", "delete", "list", "watch"}},
 		{Name: "bindings", Namespaced: true, Verbs: []string{"create"}},
@@ -22,7 +26,10 @@ var lists = []*metav1.APIResourceList{
 	{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
 		{Name: "deployments", Namespaced: true, Verbs: []string{"delete", "list", "watch"}},
 	}},
-	{GroupVersion: "not/a/version", APIResources: []metav1.APIResource{{Name: "x", Verbs: []string{"delete"}}}},
+	{
+		GroupVersion: "not/a/version",
+		APIResources: []metav1.APIResource{{Name: "x", Verbs: []string{"delete"}}},
+	},
 	nil,
 }
 
@@ -67,7 +74,11 @@ func (f fakeDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, er
 }
 
 func TestPreferredKeepsAPartialAnswer(t *testing.T) {
-	failed := &discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("503")}}
+	failed := &discovery.ErrGroupDiscoveryFailed{
+		Groups: map[schema.GroupVersion]error{
+			{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("503"),
+		},
+	}
 	got, err := Preferred(fakeDiscovery{lists: lists, err: failed}, All, "delete", "list", "watch")
 	if !discovery.IsGroupDiscoveryFailedError(err) {
 		t.Fatalf("err = %v, want the group discovery failure", err)
@@ -78,7 +89,11 @@ func TestPreferredKeepsAPartialAnswer(t *testing.T) {
 }
 
 func TestPreferredFailsOnOtherErrors(t *testing.T) {
-	got, err := Preferred(fakeDiscovery{lists: lists, err: errors.New("connection refused")}, All, "delete")
+	got, err := Preferred(
+		fakeDiscovery{lists: lists, err: errors.New("connection refused")},
+		All,
+		"delete",
+	)
 	if err == nil || got != nil {
 		t.Fatalf("got %v, %v; want nil and an error", got, err)
 	}

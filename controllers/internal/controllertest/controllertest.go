@@ -168,7 +168,9 @@ func Init(t testing.TB, d descriptor.Descriptor, cfg *rest.Config) (descriptor.C
 	return d.Init()(t.Context(), descriptor.Context{
 		Name: d.Name(), ClientBuilder: b, RootClientBuilder: b,
 		InformerFactory: set.Typed(), MetadataInformerFactory: set.Metadata(), ObjectOrMetadataInformerFactory: set,
-		RESTMapper:       resettable{meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})},
+		RESTMapper: resettable{
+			meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion}),
+		},
 		InformersStarted: make(chan struct{}),
 		ResyncPeriod:     func() time.Duration { return 12 * time.Hour },
 		FeatureGate:      featuregate.NewFeatureGate(),

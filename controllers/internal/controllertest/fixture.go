@@ -32,7 +32,14 @@ func LogContext(t *testing.T) context.Context {
 // A lister over it stands in for the informer's.
 func NamespacedIndexer[T any](t testing.TB, objs ...T) cache.Indexer {
 	t.Helper()
-	return fill(t, cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}), objs)
+	return fill(
+		t,
+		cache.NewIndexer(
+			cache.MetaNamespaceKeyFunc,
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		),
+		objs,
+	)
 }
 
 // ClusterIndexer is NamespacedIndexer for a cluster-scoped resource: no
@@ -145,7 +152,12 @@ func (r *Requeues) AddAfter(key string, d time.Duration) { *r = append(*r, Reque
 // client's fake API server holds, as a watch would bring them, without
 // calling any handler: for tests that sync directly over informers they
 // never start.
-func Mirror(t testing.TB, client *fake.Clientset, store cache.Store, resource schema.GroupVersionResource) {
+func Mirror(
+	t testing.TB,
+	client *fake.Clientset,
+	store cache.Store,
+	resource schema.GroupVersionResource,
+) {
 	t.Helper()
 	kind, ok := kindOf(resource)
 	if !ok {

@@ -29,21 +29,29 @@ func TestSatisfied(t *testing.T) {
 			e.CreationObserved(key)
 			e.CreationObserved(key)
 		}, true},
-		{"creations lowered for skipped ones", func(e *Expectations, _ *clocktesting.FakePassiveClock) {
-			e.ExpectCreations(key, 5)
-			e.LowerCreations(key, 3)
-			e.CreationObserved(key)
-			e.CreationObserved(key)
-		}, true},
+		{
+			"creations lowered for skipped ones",
+			func(e *Expectations, _ *clocktesting.FakePassiveClock) {
+				e.ExpectCreations(key, 5)
+				e.LowerCreations(key, 3)
+				e.CreationObserved(key)
+				e.CreationObserved(key)
+			},
+			true,
+		},
 		{"deletions pending", func(e *Expectations, _ *clocktesting.FakePassiveClock) {
 			e.ExpectDeletions(key, []string{"ns/a", "ns/b"})
 			e.DeletionObserved(key, "ns/a")
 		}, false},
-		{"same deletion observed twice counts once", func(e *Expectations, _ *clocktesting.FakePassiveClock) {
-			e.ExpectDeletions(key, []string{"ns/a", "ns/b"})
-			e.DeletionObserved(key, "ns/a")
-			e.DeletionObserved(key, "ns/a")
-		}, false},
+		{
+			"same deletion observed twice counts once",
+			func(e *Expectations, _ *clocktesting.FakePassiveClock) {
+				e.ExpectDeletions(key, []string{"ns/a", "ns/b"})
+				e.DeletionObserved(key, "ns/a")
+				e.DeletionObserved(key, "ns/a")
+			},
+			false,
+		},
 		{"unexpected deletion ignored", func(e *Expectations, _ *clocktesting.FakePassiveClock) {
 			e.ExpectDeletions(key, []string{"ns/a"})
 			e.DeletionObserved(key, "ns/other")
@@ -61,11 +69,15 @@ func TestSatisfied(t *testing.T) {
 			e.ExpectCreations(key, 1)
 			clk.SetTime(clk.Now().Add(TTL))
 		}, false},
-		{"new expectations restart the TTL", func(e *Expectations, clk *clocktesting.FakePassiveClock) {
-			e.ExpectCreations(key, 1)
-			clk.SetTime(clk.Now().Add(TTL + time.Second))
-			e.ExpectDeletions(key, []string{"ns/a"})
-		}, false},
+		{
+			"new expectations restart the TTL",
+			func(e *Expectations, clk *clocktesting.FakePassiveClock) {
+				e.ExpectCreations(key, 1)
+				clk.SetTime(clk.Now().Add(TTL + time.Second))
+				e.ExpectDeletions(key, []string{"ns/a"})
+			},
+			false,
+		},
 		{"deleted", func(e *Expectations, _ *clocktesting.FakePassiveClock) {
 			e.ExpectCreations(key, 3)
 			e.Delete(key)
@@ -81,7 +93,13 @@ func TestSatisfied(t *testing.T) {
 			tt.do(e, clk)
 			if got := e.Satisfied(key); got != tt.want {
 				adds, dels, _ := e.Pending(key)
-				t.Errorf("Satisfied = %v, want %v (pending adds %d, dels %d)", got, tt.want, adds, dels)
+				t.Errorf(
+					"Satisfied = %v, want %v (pending adds %d, dels %d)",
+					got,
+					tt.want,
+					adds,
+					dels,
+				)
 			}
 		})
 	}
@@ -121,6 +139,10 @@ func TestConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	if !e.Satisfied("add") || !e.Satisfied("del") {
-		t.Errorf("not satisfied after every observation: %v %v", e.Satisfied("add"), e.Satisfied("del"))
+		t.Errorf(
+			"not satisfied after every observation: %v %v",
+			e.Satisfied("add"),
+			e.Satisfied("del"),
+		)
 	}
 }

@@ -91,7 +91,11 @@ func Pods(indexer cache.Indexer, key string) ([]*corev1.Pod, error) {
 // OwnedAndOrphans returns the pods indexer holds for the controller kind
 // name uid in namespace, then the namespace's orphans: the candidates a
 // controller claims from.
-func OwnedAndOrphans(indexer cache.Indexer, namespace, kind, name string, uid types.UID) ([]*corev1.Pod, error) {
+func OwnedAndOrphans(
+	indexer cache.Indexer,
+	namespace, kind, name string,
+	uid types.UID,
+) ([]*corev1.Pod, error) {
 	owned, err := Pods(indexer, Key(namespace, kind, name, uid))
 	if err != nil {
 		return nil, err

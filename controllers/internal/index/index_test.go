@@ -43,7 +43,8 @@ func TestOwnedAndOrphans(t *testing.T) {
 	}
 	// Owned first, then the orphans (a pod whose only reference is not a
 	// controller reference is an orphan).
-	if len(names) != 3 || names[0] != "owned" || !(names[1] == "orphan" && names[2] == "weak-ref" || names[1] == "weak-ref" && names[2] == "orphan") {
+	if len(names) != 3 || names[0] != "owned" ||
+		!(names[1] == "orphan" && names[2] == "weak-ref" || names[1] == "weak-ref" && names[2] == "orphan") {
 		t.Errorf("OwnedAndOrphans = %v, want [owned] then [orphan weak-ref]", names)
 	}
 }
@@ -93,7 +94,10 @@ func TestByControllerUID(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(objs) != 2 {
-		t.Errorf("%d objects under u1, want the 2 it controls (a reference that is not a controller's does not count)", len(objs))
+		t.Errorf(
+			"%d objects under u1, want the 2 it controls (a reference that is not a controller's does not count)",
+			len(objs),
+		)
 	}
 	if keys := idx.ListIndexFuncValues(ByControllerUID); len(keys) != 1 {
 		t.Errorf("index keys %v, want only u1 (objects without a controller are not indexed)", keys)

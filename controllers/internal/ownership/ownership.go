@@ -159,7 +159,13 @@ func (m *RefManager[T]) claim(ctx context.Context, obj T, wanted func(T) bool) (
 // Adopt makes the owner obj's controller, after the owner recheck.
 func (m *RefManager[T]) Adopt(ctx context.Context, obj T) error {
 	if err := m.canAdopt(ctx); err != nil {
-		return fmt.Errorf("cannot adopt %s/%s (%s): %w", obj.GetNamespace(), obj.GetName(), obj.GetUID(), err)
+		return fmt.Errorf(
+			"cannot adopt %s/%s (%s): %w",
+			obj.GetNamespace(),
+			obj.GetName(),
+			obj.GetUID(),
+			err,
+		)
 	}
 	patch, err := AdoptPatch(m.cfg.Owner, m.cfg.OwnerKind, obj.GetUID())
 	if err != nil {
@@ -189,11 +195,30 @@ func (m *RefManager[T]) canAdopt(ctx context.Context) error {
 		fresh, err := m.cfg.Recheck(ctx)
 		switch {
 		case err != nil:
-			m.adoptErr = fmt.Errorf("rechecking %s %s/%s: %w", m.cfg.OwnerKind.Kind, owner.GetNamespace(), owner.GetName(), err)
+			m.adoptErr = fmt.Errorf(
+				"rechecking %s %s/%s: %w",
+				m.cfg.OwnerKind.Kind,
+				owner.GetNamespace(),
+				owner.GetName(),
+				err,
+			)
 		case fresh.GetUID() != owner.GetUID():
-			m.adoptErr = fmt.Errorf("%s %s/%s is gone: its UID is now %s, was %s", m.cfg.OwnerKind.Kind, owner.GetNamespace(), owner.GetName(), fresh.GetUID(), owner.GetUID())
+			m.adoptErr = fmt.Errorf(
+				"%s %s/%s is gone: its UID is now %s, was %s",
+				m.cfg.OwnerKind.Kind,
+				owner.GetNamespace(),
+				owner.GetName(),
+				fresh.GetUID(),
+				owner.GetUID(),
+			)
 		case fresh.GetDeletionTimestamp() != nil:
-			m.adoptErr = fmt.Errorf("%s %s/%s is being deleted (since %v)", m.cfg.OwnerKind.Kind, owner.GetNamespace(), owner.GetName(), fresh.GetDeletionTimestamp())
+			m.adoptErr = fmt.Errorf(
+				"%s %s/%s is being deleted (since %v)",
+				m.cfg.OwnerKind.Kind,
+				owner.GetNamespace(),
+				owner.GetName(),
+				fresh.GetDeletionTimestamp(),
+			)
 		}
 	})
 	return m.adoptErr
@@ -220,7 +245,11 @@ func ValidateOwnerRefs(obj metav1.Object) error {
 			{"apiVersion", r.APIVersion}, {"kind", r.Kind}, {"name", r.Name}, {"uid", string(r.UID)},
 		} {
 			if f.value == "" {
-				return &InvalidRefsError{obj.GetNamespace(), obj.GetName(), fmt.Sprintf("ownerReferences[%d].%s is empty", i, f.name)}
+				return &InvalidRefsError{
+					obj.GetNamespace(),
+					obj.GetName(),
+					fmt.Sprintf("ownerReferences[%d].%s is empty", i, f.name),
+				}
 			}
 		}
 		if r.Controller != nil && *r.Controller {
@@ -228,7 +257,14 @@ func ValidateOwnerRefs(obj metav1.Object) error {
 		}
 	}
 	if controllers > 1 {
-		return &InvalidRefsError{obj.GetNamespace(), obj.GetName(), fmt.Sprintf("%d ownerReferences are marked controller, at most one may be", controllers)}
+		return &InvalidRefsError{
+			obj.GetNamespace(),
+			obj.GetName(),
+			fmt.Sprintf(
+				"%d ownerReferences are marked controller, at most one may be",
+				controllers,
+			),
+		}
 	}
 	return nil
 }
@@ -236,7 +272,11 @@ func ValidateOwnerRefs(obj metav1.Object) error {
 // AdoptPatch returns the strategic-merge patch that adds owner as the
 // controller of the dependent with UID dependent. The UID in the patch makes
 // the API server reject it if the dependent was replaced by a namesake.
-func AdoptPatch(owner metav1.Object, kind schema.GroupVersionKind, dependent types.UID) ([]byte, error) {
+func AdoptPatch(
+	owner metav1.Object,
+	kind schema.GroupVersionKind,
+	dependent types.UID,
+) ([]byte, error) {
 	yes := true
 	return json.Marshal(map[string]any{
 		"metadata": map[string]any{

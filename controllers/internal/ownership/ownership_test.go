@@ -22,7 +22,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 
 func owner(mod ...func(*appsv1.ReplicaSet)) *appsv1.ReplicaSet {
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "rs-uid"}}
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "rs-uid"},
+	}
 	for _, m := range mod {
 		m(rs)
 	}
@@ -30,11 +32,24 @@ func owner(mod ...func(*appsv1.ReplicaSet)) *appsv1.ReplicaSet {
 }
 
 func ref(kind, name string, uid types.UID, controller bool) metav1.OwnerReference {
-	return metav1.OwnerReference{APIVersion: "apps/v1", Kind: kind, Name: name, UID: uid, Controller: &controller}
+	return metav1.OwnerReference{
+		APIVersion: "apps/v1",
+		Kind:       kind,
+		Name:       name,
+		UID:        uid,
+		Controller: &controller,
+	}
 }
 
 func pod(name string, lbls map[string]string, mod ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name + "-uid"), Labels: lbls}}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns",
+			Name:      name,
+			UID:       types.UID(name + "-uid"),
+			Labels:    lbls,
+		},
+	}
 	for _, m := range mod {
 		m(p)
 	}
@@ -69,10 +84,13 @@ func TestClaim(t *testing.T) {
 		wantErr     string
 	}{
 		{
-			name:        "matching orphan adopted after recheck",
-			owner:       owner(),
-			pods:        []*corev1.Pod{pod("a", match), pod("b", match)},
-			wantClaimed: []string{"a", "b"}, wantOwned: []string{"a", "b"}, wantPatches: 2, wantRecheck: 1,
+			name:  "matching orphan adopted after recheck",
+			owner: owner(),
+			pods:  []*corev1.Pod{pod("a", match), pod("b", match)},
+			wantClaimed: []string{
+				"a",
+				"b",
+			}, wantOwned: []string{"a", "b"}, wantPatches: 2, wantRecheck: 1,
 		},
 		{
 			name:  "non-matching orphan ignored",
@@ -86,9 +104,12 @@ func TestClaim(t *testing.T) {
 			wantClaimed: []string{"a"}, wantOwned: []string{"a"},
 		},
 		{
-			name:        "owned but no longer matching released",
-			owner:       owner(),
-			pods:        []*corev1.Pod{pod("a", nomatch, ownedBy(ours)), pod("b", match, ownedBy(ours))},
+			name:  "owned but no longer matching released",
+			owner: owner(),
+			pods: []*corev1.Pod{
+				pod("a", nomatch, ownedBy(ours)),
+				pod("b", match, ownedBy(ours)),
+			},
 			wantClaimed: []string{"b"}, wantOwned: []string{"b"}, wantPatches: 1,
 		},
 		{
@@ -99,17 +120,25 @@ func TestClaim(t *testing.T) {
 		{
 			name:  "terminating orphan ignored",
 			owner: owner(),
-			pods:  []*corev1.Pod{pod("a", match, func(p *corev1.Pod) { p.DeletionTimestamp = &deleting })},
+			pods: []*corev1.Pod{
+				pod("a", match, func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }),
+			},
 		},
 		{
 			name:  "orphan in another namespace ignored",
 			owner: owner(),
-			pods:  []*corev1.Pod{pod("a", match, func(p *corev1.Pod) { p.Namespace = "elsewhere" })},
+			pods: []*corev1.Pod{
+				pod("a", match, func(p *corev1.Pod) { p.Namespace = "elsewhere" }),
+			},
 		},
 		{
 			name:  "owner being deleted (cache): no adoption, no release",
 			owner: owner(func(rs *appsv1.ReplicaSet) { rs.DeletionTimestamp = &deleting }),
-			pods:  []*corev1.Pod{pod("a", match), pod("b", nomatch, ownedBy(ours)), pod("c", match, ownedBy(ours))},
+			pods: []*corev1.Pod{
+				pod("a", match),
+				pod("b", nomatch, ownedBy(ours)),
+				pod("c", match, ownedBy(ours)),
+			},
 			// b keeps its reference; c is still claimed
 			wantClaimed: []string{"c"}, wantOwned: []string{"b", "c"},
 		},
@@ -150,7 +179,9 @@ func TestClaim(t *testing.T) {
 				pod("c", match),
 			},
 			// b is left as it was (its first controller reference is ours)
-			wantClaimed: []string{"c"}, wantOwned: []string{"b", "c"}, wantPatches: 1, wantRecheck: 1,
+			wantClaimed: []string{
+				"c",
+			}, wantOwned: []string{"b", "c"}, wantPatches: 1, wantRecheck: 1,
 			wantErr: "malformed ownerReferences",
 		},
 		{
@@ -177,7 +208,9 @@ func TestClaim(t *testing.T) {
 				Selector:  labels.SelectorFromSet(match),
 				Patch: func(ctx context.Context, ns, name string, data []byte) error {
 					patches++
-					_, err := cs.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+					_, err := cs.CoreV1().
+						Pods(ns).
+						Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 					return err
 				},
 				Recheck: func(context.Context) (metav1.Object, error) {
@@ -199,7 +232,8 @@ func TestClaim(t *testing.T) {
 				filters = append(filters, tt.filter)
 			}
 			claimed, err := m.Claim(t.Context(), tt.pods, filters...)
-			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			if tt.wantErr == "" && err != nil ||
+				tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("Claim error = %v, want one containing %q", err, tt.wantErr)
 			}
 			var names []string
@@ -210,7 +244,13 @@ func TestClaim(t *testing.T) {
 				t.Errorf("claimed %v, want %v", names, tt.wantClaimed)
 			}
 			if patches != tt.wantPatches || rechecks != tt.wantRecheck {
-				t.Errorf("patches %d, rechecks %d; want %d, %d", patches, rechecks, tt.wantPatches, tt.wantRecheck)
+				t.Errorf(
+					"patches %d, rechecks %d; want %d, %d",
+					patches,
+					rechecks,
+					tt.wantPatches,
+					tt.wantRecheck,
+				)
 			}
 			list, err := cs.CoreV1().Pods("").List(t.Context(), metav1.ListOptions{})
 			if err != nil {
@@ -236,7 +276,9 @@ func TestAdoptedRefIsComplete(t *testing.T) {
 	m, err := New[*corev1.Pod](Config{
 		Owner: o, OwnerKind: rsKind, Selector: labels.SelectorFromSet(match),
 		Patch: func(ctx context.Context, ns, name string, data []byte) error {
-			_, err := cs.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+			_, err := cs.CoreV1().
+				Pods(ns).
+				Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 			return err
 		},
 		Recheck: func(context.Context) (metav1.Object, error) { return o, nil },
@@ -252,8 +294,10 @@ func TestAdoptedRefIsComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := metav1.GetControllerOf(got)
-	if r == nil || r.APIVersion != "apps/v1" || r.Kind != "ReplicaSet" || r.Name != "web" || r.UID != "rs-uid" ||
-		r.BlockOwnerDeletion == nil || !*r.BlockOwnerDeletion {
+	if r == nil || r.APIVersion != "apps/v1" || r.Kind != "ReplicaSet" || r.Name != "web" ||
+		r.UID != "rs-uid" ||
+		r.BlockOwnerDeletion == nil ||
+		!*r.BlockOwnerDeletion {
 		t.Errorf("controller reference after adoption: %+v", r)
 	}
 }

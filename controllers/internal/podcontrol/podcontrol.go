@@ -44,10 +44,23 @@ const (
 type Interface interface {
 	// CreatePod creates one pod from template in namespace, controlled by
 	// ref.
-	CreatePod(ctx context.Context, namespace string, template *corev1.PodTemplateSpec, owner runtime.Object, ref *metav1.OwnerReference) error
+	CreatePod(
+		ctx context.Context,
+		namespace string,
+		template *corev1.PodTemplateSpec,
+		owner runtime.Object,
+		ref *metav1.OwnerReference,
+	) error
 	// CreatePodWithGenerateName is CreatePod with the pod named from
 	// generateName ("" is CreatePod's "<owner>-").
-	CreatePodWithGenerateName(ctx context.Context, namespace string, template *corev1.PodTemplateSpec, owner runtime.Object, ref *metav1.OwnerReference, generateName string) error
+	CreatePodWithGenerateName(
+		ctx context.Context,
+		namespace string,
+		template *corev1.PodTemplateSpec,
+		owner runtime.Object,
+		ref *metav1.OwnerReference,
+		generateName string,
+	) error
 	// DeletePod deletes the named pod. A NotFound error is returned as is
 	// (callers usually treat it as success) and records no event.
 	DeletePod(ctx context.Context, namespace, name string, owner runtime.Object) error
@@ -82,14 +95,27 @@ func New(client kubernetes.Interface, recorder record.EventRecorder) (*Client, e
 }
 
 // CreatePod implements Interface.
-func (c *Client) CreatePod(ctx context.Context, namespace string, template *corev1.PodTemplateSpec, owner runtime.Object, ref *metav1.OwnerReference) error {
+func (c *Client) CreatePod(
+	ctx context.Context,
+	namespace string,
+	template *corev1.PodTemplateSpec,
+	owner runtime.Object,
+	ref *metav1.OwnerReference,
+) error {
 	return c.CreatePodWithGenerateName(ctx, namespace, template, owner, ref, "")
 }
 
 // CreatePodWithGenerateName is CreatePod with the pod named from
 // generateName instead of "<owner>-" (an Indexed Job names its pods
 // "<job>-<index>-"); an empty generateName is CreatePod's.
-func (c *Client) CreatePodWithGenerateName(ctx context.Context, namespace string, template *corev1.PodTemplateSpec, owner runtime.Object, ref *metav1.OwnerReference, generateName string) error {
+func (c *Client) CreatePodWithGenerateName(
+	ctx context.Context,
+	namespace string,
+	template *corev1.PodTemplateSpec,
+	owner runtime.Object,
+	ref *metav1.OwnerReference,
+	generateName string,
+) error {
 	pod, err := FromTemplate(template, owner, ref)
 	if err != nil {
 		return err
@@ -98,18 +124,32 @@ func (c *Client) CreatePodWithGenerateName(ctx context.Context, namespace string
 		pod.GenerateName = generateName
 	}
 	if len(pod.Labels) == 0 {
-		return errors.New("podcontrol: refusing to create a pod without labels (the owner could never select it)")
+		return errors.New(
+			"podcontrol: refusing to create a pod without labels (the owner could never select it)",
+		)
 	}
 	created, err := c.client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		// A terminating namespace refuses every create; an event per
 		// attempt would only be noise.
 		if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			c.recorder.Eventf(owner, corev1.EventTypeWarning, ReasonFailedCreate, "Error creating: %v", err)
+			c.recorder.Eventf(
+				owner,
+				corev1.EventTypeWarning,
+				ReasonFailedCreate,
+				"Error creating: %v",
+				err,
+			)
 		}
 		return err
 	}
-	c.recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: %v", created.Name)
+	c.recorder.Eventf(
+		owner,
+		corev1.EventTypeNormal,
+		ReasonSuccessfulCreate,
+		"Created pod: %v",
+		created.Name,
+	)
 	if c.OnCreate != nil {
 		c.OnCreate(created)
 	}
@@ -117,30 +157,52 @@ func (c *Client) CreatePodWithGenerateName(ctx context.Context, namespace string
 }
 
 // DeletePod implements Interface.
-func (c *Client) DeletePod(ctx context.Context, namespace, name string, owner runtime.Object) error {
+func (c *Client) DeletePod(
+	ctx context.Context,
+	namespace, name string,
+	owner runtime.Object,
+) error {
 	err := c.client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	switch {
 	case err == nil:
-		c.recorder.Eventf(owner, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: %v", name)
+		c.recorder.Eventf(
+			owner,
+			corev1.EventTypeNormal,
+			ReasonSuccessfulDelete,
+			"Deleted pod: %v",
+			name,
+		)
 		return nil
 	case apierrors.IsNotFound(err):
 		return err
 	default:
-		c.recorder.Eventf(owner, corev1.EventTypeWarning, ReasonFailedDelete, "Error deleting: %v", err)
+		c.recorder.Eventf(
+			owner,
+			corev1.EventTypeWarning,
+			ReasonFailedDelete,
+			"Error deleting: %v",
+			err,
+		)
 		return fmt.Errorf("deleting pod %s/%s: %w", namespace, name, err)
 	}
 }
 
 // PatchPod implements Interface.
 func (c *Client) PatchPod(ctx context.Context, namespace, name string, patch []byte) error {
-	_, err := c.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	_, err := c.client.CoreV1().
+		Pods(namespace).
+		Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	return err
 }
 
 // FromTemplate returns the pod CreatePod would create: the template's
 // labels, annotations, finalizers and spec, copied; generateName from the
 // owner's name; ref as its only owner reference.
-func FromTemplate(template *corev1.PodTemplateSpec, owner runtime.Object, ref *metav1.OwnerReference) (*corev1.Pod, error) {
+func FromTemplate(
+	template *corev1.PodTemplateSpec,
+	owner runtime.Object,
+	ref *metav1.OwnerReference,
+) (*corev1.Pod, error) {
 	if template == nil {
 		return nil, errors.New("podcontrol: template must not be nil")
 	}

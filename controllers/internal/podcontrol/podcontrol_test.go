@@ -24,7 +24,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var owner = &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "rs-uid"}}
+var owner = &appsv1.ReplicaSet{
+	ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "rs-uid"},
+}
 
 func controllerRef() *metav1.OwnerReference {
 	return metav1.NewControllerRef(owner, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))
@@ -41,7 +43,11 @@ func template() *corev1.PodTemplateSpec {
 	}
 }
 
-func newClient(t *testing.T, reactor clienttesting.ReactionFunc, objs ...runtime.Object) (*Client, *fake.Clientset, *record.FakeRecorder) {
+func newClient(
+	t *testing.T,
+	reactor clienttesting.ReactionFunc,
+	objs ...runtime.Object,
+) (*Client, *fake.Clientset, *record.FakeRecorder) {
 	t.Helper()
 	cs := fake.NewClientset(objs...)
 	if reactor != nil {
@@ -56,8 +62,14 @@ func newClient(t *testing.T, reactor clienttesting.ReactionFunc, objs ...runtime
 }
 
 func TestCreatePod(t *testing.T) {
-	terminating := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("namespace is terminating"))
-	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
+	terminating := apierrors.NewForbidden(
+		schema.GroupResource{Resource: "pods"},
+		"",
+		errors.New("namespace is terminating"),
+	)
+	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{
+		{Type: corev1.NamespaceTerminatingCause},
+	}
 	tests := []struct {
 		name       string
 		createErr  error
@@ -70,14 +82,55 @@ func TestCreatePod(t *testing.T) {
 		// is the generateName the created pod must carry.
 		generateName, wantPrefix string
 	}{
-		{name: "created", template: template(), ref: controllerRef(), wantEvent: "Normal SuccessfulCreate Created pod: ", wantCreate: true},
-		{name: "created with a generateName", template: template(), ref: controllerRef(), wantEvent: "Normal SuccessfulCreate Created pod: web-2-",
-			wantCreate: true, generateName: "web-2-", wantPrefix: "web-2-"},
-		{name: "quota forbidden", createErr: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("exceeded quota")),
-			template: template(), ref: controllerRef(), wantErr: "exceeded quota", wantEvent: "Warning FailedCreate Error creating: ", wantCreate: true},
-		{name: "namespace terminating: no event", createErr: terminating, template: template(), ref: controllerRef(), wantErr: "terminating", wantCreate: true},
-		{name: "no labels", template: &corev1.PodTemplateSpec{}, ref: controllerRef(), wantErr: "without labels"},
-		{name: "incomplete reference", template: template(), ref: &metav1.OwnerReference{Kind: "ReplicaSet", Name: "web"}, wantErr: "apiVersion must not be empty"},
+		{
+			name:       "created",
+			template:   template(),
+			ref:        controllerRef(),
+			wantEvent:  "Normal SuccessfulCreate Created pod: ",
+			wantCreate: true,
+		},
+		{
+			name:         "created with a generateName",
+			template:     template(),
+			ref:          controllerRef(),
+			wantEvent:    "Normal SuccessfulCreate Created pod: web-2-",
+			wantCreate:   true,
+			generateName: "web-2-",
+			wantPrefix:   "web-2-",
+		},
+		{
+			name: "quota forbidden",
+			createErr: apierrors.NewForbidden(
+				schema.GroupResource{Resource: "pods"},
+				"",
+				errors.New("exceeded quota"),
+			),
+			template:   template(),
+			ref:        controllerRef(),
+			wantErr:    "exceeded quota",
+			wantEvent:  "Warning FailedCreate Error creating: ",
+			wantCreate: true,
+		},
+		{
+			name:       "namespace terminating: no event",
+			createErr:  terminating,
+			template:   template(),
+			ref:        controllerRef(),
+			wantErr:    "terminating",
+			wantCreate: true,
+		},
+		{
+			name:     "no labels",
+			template: &corev1.PodTemplateSpec{},
+			ref:      controllerRef(),
+			wantErr:  "without labels",
+		},
+		{
+			name:     "incomplete reference",
+			template: template(),
+			ref:      &metav1.OwnerReference{Kind: "ReplicaSet", Name: "web"},
+			wantErr:  "apiVersion must not be empty",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +153,8 @@ func TestCreatePod(t *testing.T) {
 			} else {
 				err = c.CreatePodWithGenerateName(t.Context(), "ns", tt.template, owner, tt.ref, tt.generateName)
 			}
-			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			if tt.wantErr == "" && err != nil ||
+				tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("CreatePod = %v, want error containing %q", err, tt.wantErr)
 			}
 			if (created != nil) != tt.wantCreate {
@@ -121,12 +175,22 @@ func TestCreatePod(t *testing.T) {
 				prefix = "web-"
 			}
 			if created.GenerateName != prefix || created.Name != "" {
-				t.Errorf("name %q generateName %q, want generateName %s", created.Name, created.GenerateName, prefix)
+				t.Errorf(
+					"name %q generateName %q, want generateName %s",
+					created.Name,
+					created.GenerateName,
+					prefix,
+				)
 			}
-			if !equality.Semantic.DeepEqual(created.OwnerReferences, []metav1.OwnerReference{*tt.ref}) {
+			if !equality.Semantic.DeepEqual(
+				created.OwnerReferences,
+				[]metav1.OwnerReference{*tt.ref},
+			) {
 				t.Errorf("ownerReferences %+v", created.OwnerReferences)
 			}
-			if created.Labels["app"] != "web" || created.Annotations["a"] != "b" || len(created.Finalizers) != 1 || created.Spec.Containers[0].Image != "img" {
+			if created.Labels["app"] != "web" || created.Annotations["a"] != "b" ||
+				len(created.Finalizers) != 1 ||
+				created.Spec.Containers[0].Image != "img" {
 				t.Errorf("pod not built from the template: %+v", created)
 			}
 		})
@@ -142,7 +206,8 @@ func TestFromTemplateCopies(t *testing.T) {
 	p.Labels["x"] = "y"
 	p.Spec.Containers[0].Image = "changed"
 	p.Finalizers[0] = "changed"
-	if tmpl.Labels["x"] != "" || tmpl.Spec.Containers[0].Image != "img" || tmpl.Finalizers[0] != "example.com/f" {
+	if tmpl.Labels["x"] != "" || tmpl.Spec.Containers[0].Image != "img" ||
+		tmpl.Finalizers[0] != "example.com/f" {
 		t.Error("the pod shares memory with the template")
 	}
 }
@@ -154,7 +219,13 @@ func TestGenerateName(t *testing.T) {
 		"Not_A_Name":             "Not_A_Name",
 	} {
 		if got := GenerateName(owner); got != want {
-			t.Errorf("GenerateName(%.12s…) = %.12s… (len %d), want len %d", owner, got, len(got), len(want))
+			t.Errorf(
+				"GenerateName(%.12s…) = %.12s… (len %d), want len %d",
+				owner,
+				got,
+				len(got),
+				len(want),
+			)
 		}
 	}
 }
@@ -167,16 +238,29 @@ func TestDeletePod(t *testing.T) {
 		wantErr   func(error) bool
 		wantEvent string
 	}{
-		{name: "deleted", exists: true, wantErr: func(err error) bool { return err == nil }, wantEvent: "Normal SuccessfulDelete Deleted pod: p"},
+		{
+			name:      "deleted",
+			exists:    true,
+			wantErr:   func(err error) bool { return err == nil },
+			wantEvent: "Normal SuccessfulDelete Deleted pod: p",
+		},
 		{name: "not found: no event", wantErr: apierrors.IsNotFound},
-		{name: "failure", exists: true, deleteErr: errors.New("boom"), wantErr: func(err error) bool { return err != nil && strings.Contains(err.Error(), "boom") },
-			wantEvent: "Warning FailedDelete Error deleting: boom"},
+		{
+			name:      "failure",
+			exists:    true,
+			deleteErr: errors.New("boom"),
+			wantErr:   func(err error) bool { return err != nil && strings.Contains(err.Error(), "boom") },
+			wantEvent: "Warning FailedDelete Error deleting: boom",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var objs []runtime.Object
 			if tt.exists {
-				objs = append(objs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}})
+				objs = append(
+					objs,
+					&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}},
+				)
 			}
 			c, _, rec := newClient(t, func(a clienttesting.Action) (bool, runtime.Object, error) {
 				if a.GetVerb() == "delete" && tt.deleteErr != nil {
@@ -189,7 +273,8 @@ func TestDeletePod(t *testing.T) {
 				t.Errorf("DeletePod = %v", err)
 			}
 			evs := controllertest.Events(rec)
-			if tt.wantEvent == "" && len(evs) > 0 || tt.wantEvent != "" && (len(evs) != 1 || evs[0] != tt.wantEvent) {
+			if tt.wantEvent == "" && len(evs) > 0 ||
+				tt.wantEvent != "" && (len(evs) != 1 || evs[0] != tt.wantEvent) {
 				t.Errorf("events %q, want %q", evs, tt.wantEvent)
 			}
 		})
@@ -197,7 +282,11 @@ func TestDeletePod(t *testing.T) {
 }
 
 func TestPatchPod(t *testing.T) {
-	c, cs, _ := newClient(t, nil, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"}})
+	c, cs, _ := newClient(
+		t,
+		nil,
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u"}},
+	)
 	if err := c.PatchPod(t.Context(), "ns", "p", []byte(`{"metadata":{"labels":{"k":"v"}}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +296,8 @@ func TestPatchPod(t *testing.T) {
 	}
 	var sawStrategic bool
 	for _, a := range cs.Actions() {
-		if p, ok := a.(clienttesting.PatchAction); ok && p.GetPatchType() == types.StrategicMergePatchType {
+		if p, ok := a.(clienttesting.PatchAction); ok &&
+			p.GetPatchType() == types.StrategicMergePatchType {
 			sawStrategic = true
 		}
 	}
@@ -229,7 +319,8 @@ func TestValidateControllerRef(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	if _, err := New(nil, nil); err == nil || !strings.Contains(err.Error(), "client") || !strings.Contains(err.Error(), "recorder") {
+	if _, err := New(nil, nil); err == nil || !strings.Contains(err.Error(), "client") ||
+		!strings.Contains(err.Error(), "recorder") {
 		t.Errorf("New(nil, nil) = %v", err)
 	}
 }

@@ -31,7 +31,11 @@ type Queue struct {
 // New returns a Queue that hands each Service concerned by a pod change to
 // enqueue with delay (the controller's batch period). Its work queue runs
 // a goroutine from here on: Run or ShutDown releases it.
-func New(services corelisters.ServiceLister, enqueue func(key string, delay time.Duration), delay time.Duration) *Queue {
+func New(
+	services corelisters.ServiceLister,
+	enqueue func(key string, delay time.Duration),
+	delay time.Duration,
+) *Queue {
 	return &Queue{
 		services: services,
 		enqueue:  enqueue,
@@ -87,7 +91,8 @@ func (q *Queue) ProcessNext(log logr.Logger) bool {
 			q.enqueue(svc, q.delay)
 		}
 	case q.queue.NumRequeues(key) < MaxRetries:
-		log.V(2).Info("Listing the Services of a pod failed, retrying", "namespace", key.Namespace, "err", err.Error())
+		log.V(2).
+			Info("Listing the Services of a pod failed, retrying", "namespace", key.Namespace, "err", err.Error())
 		q.queue.AddRateLimited(key)
 	default:
 		log.Error(err, "Dropping a pod change after too many retries", "namespace", key.Namespace)

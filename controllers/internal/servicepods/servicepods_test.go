@@ -19,7 +19,10 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func service(name string, sel map[string]string) *corev1.Service {
-	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: corev1.ServiceSpec{Selector: sel}}
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+		Spec:       corev1.ServiceSpec{Selector: sel},
+	}
 }
 
 func pod(rv string, labels map[string]string, ready bool) *corev1.Pod {
@@ -28,7 +31,12 @@ func pod(rv string, labels map[string]string, ready bool) *corev1.Pod {
 		st = corev1.ConditionTrue
 	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", ResourceVersion: rv, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       "ns",
+			Name:            "p",
+			ResourceVersion: rv,
+			Labels:          labels,
+		},
 		Status: corev1.PodStatus{PodIP: "10.0.0.1", PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}},
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
 	}
@@ -43,8 +51,18 @@ func TestPodChangesReachTheirServices(t *testing.T) {
 	}{
 		{"added", nil, pod("1", web, true), map[string]time.Duration{"ns/web": 2 * time.Second}},
 		{"deleted", pod("1", web, true), nil, map[string]time.Duration{"ns/web": 2 * time.Second}},
-		{"tombstone", cache.DeletedFinalStateUnknown{Obj: pod("1", web, true)}, nil, map[string]time.Duration{"ns/web": 2 * time.Second}},
-		{"readiness changed", pod("1", web, false), pod("2", web, true), map[string]time.Duration{"ns/web": 2 * time.Second}},
+		{
+			"tombstone",
+			cache.DeletedFinalStateUnknown{Obj: pod("1", web, true)},
+			nil,
+			map[string]time.Duration{"ns/web": 2 * time.Second},
+		},
+		{
+			"readiness changed",
+			pod("1", web, false),
+			pod("2", web, true),
+			map[string]time.Duration{"ns/web": 2 * time.Second},
+		},
 		{"relabelled: old and new Services", pod("1", web, true), pod("2", other, true),
 			map[string]time.Duration{"ns/web": 2 * time.Second, "ns/other": 2 * time.Second}},
 		{"nothing relevant", pod("1", web, true), pod("2", web, true), map[string]time.Duration{}},
@@ -52,7 +70,9 @@ func TestPodChangesReachTheirServices(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			services := corelisters.NewServiceLister(controllertest.NamespacedIndexer(t, service("web", web), service("other", other)))
+			services := corelisters.NewServiceLister(
+				controllertest.NamespacedIndexer(t, service("web", web), service("other", other)),
+			)
 			got := map[string]time.Duration{}
 			q := New(services, func(key string, d time.Duration) { got[key] = d }, 2*time.Second)
 			defer q.ShutDown()
@@ -70,7 +90,9 @@ func TestPodChangesReachTheirServices(t *testing.T) {
 // TestRunStopsWithContext: Run processes changes and returns, its workers
 // gone, when ctx ends.
 func TestRunStopsWithContext(t *testing.T) {
-	services := corelisters.NewServiceLister(controllertest.NamespacedIndexer(t, service("web", map[string]string{"app": "web"})))
+	services := corelisters.NewServiceLister(
+		controllertest.NamespacedIndexer(t, service("web", map[string]string{"app": "web"})),
+	)
 	got := make(chan string, 1)
 	q := New(services, func(key string, _ time.Duration) { got <- key }, 0)
 	q.PodChanged(nil, pod("1", map[string]string{"app": "web"}, true))
