@@ -40,6 +40,9 @@ type Config struct {
 	// Keys: the controllers of the main lock (neither sharded nor migrated)
 	// send each other keys through the term's queues (descriptor.Queues).
 	Keys bool
+	// Initial are the controllers off from the start (the --controllers of
+	// the first replicas), until the first toggle.
+	Initial []string
 	// Handoffs are the moments the replica that holds the main lease then
 	// is sent SIGTERM (a rolling update).
 	Handoffs []time.Duration
@@ -243,20 +246,7 @@ func (c *Config) drawRuntime(rng *rand.Rand) {
 	}
 	c.Keys = rng.IntN(4) != 0
 	if len(c.Toggles) == 0 {
-		// Controllers come and go often: 1 to 5 s apart.
-		for at := time.Duration(0); ; {
-			at += time.Duration(1000+rng.IntN(4000)) * time.Millisecond
-			if at >= c.Duration-5*time.Second {
-				break
-			}
-			t := Toggle{At: at}
-			for _, s := range c.Controllers {
-				if !s.Sharded && !s.Migrated && !s.Unowned && rng.IntN(2) == 0 {
-					t.Off = append(t.Off, s.Name)
-				}
-			}
-			c.Toggles = append(c.Toggles, t)
-		}
+		c.drawComings(rng)
 	}
 	// Rolling updates: the leader of the moment is sent SIGTERM, and hands
 	// over to a follower (a warm one under warm standby).
@@ -277,6 +267,42 @@ func (c *Config) drawRuntime(rng *rand.Rand) {
 				t.Refused = append(t.Refused, s.Name)
 			}
 		}
+	}
+}
+
+// drawComings makes controllers come and go often, 1 to 5 s apart, in
+// the shapes that leave informers of several variants behind: the run
+// starts with some controllers off (Initial), so that the term's first
+// informers keep only what the others read and those that come later may
+// need informers of their own; then, in turn, only one controller runs, and
+// every controller runs again (those that come back must share the
+// running informers that serve them).
+func (c *Config) drawComings(rng *rand.Rand) {
+	var toggled []string
+	for _, s := range c.Controllers {
+		if !s.Sharded && !s.Migrated && !s.Unowned {
+			toggled = append(toggled, s.Name)
+		}
+	}
+	if len(toggled) < 2 {
+		return
+	}
+	for _, name := range toggled {
+		if rng.IntN(2) == 0 {
+			c.Initial = append(c.Initial, name)
+		}
+	}
+	for at, only := time.Duration(0), true; ; only = !only {
+		at += time.Duration(1000+rng.IntN(4000)) * time.Millisecond
+		if at >= c.Duration-5*time.Second {
+			return
+		}
+		t := Toggle{At: at}
+		if only {
+			keep := toggled[rng.IntN(len(toggled))]
+			t.Off = slices.DeleteFunc(slices.Clone(toggled), func(n string) bool { return n == keep })
+		}
+		c.Toggles = append(c.Toggles, t)
 	}
 }
 
@@ -415,6 +441,9 @@ func (c Config) String() string {
 	}
 	if len(c.Handoffs) > 0 {
 		fmt.Fprintf(&b, "\n  the leader is sent SIGTERM at %v", c.Handoffs)
+	}
+	if len(c.Initial) > 0 {
+		fmt.Fprintf(&b, "\n  at start: controllers %v", Toggle{Off: c.Initial}.Selection())
 	}
 	for _, t := range c.Toggles {
 		fmt.Fprintf(&b, "\n  at %v: controllers %v (refused first: %v)", t.At, t.Selection(), t.Refused)

@@ -167,6 +167,9 @@ func newWorld(cfg Config) *World {
 	if cfg.Keys {
 		w.keys = newKeyBook(w, cfg)
 	}
+	if len(cfg.Initial) > 0 {
+		w.selection = Toggle{Off: cfg.Initial}.Selection()
+	}
 	for _, s := range cfg.Controllers {
 		w.specs[s.Name] = s
 	}
