@@ -30,6 +30,5 @@ func Example() {
 	// Output:
 	// writes allowed: true
 	// fenced: true
-	// controller "widget-controller": write fenced: the term's lease is not known to be valid: term
-	// lock kube-system/my-manager, identity host_1: the lease was lost
+	// controller "widget-controller": write fenced: the term's lease is not known to be valid: term lock kube-system/my-manager, identity host_1: the lease was lost
 }

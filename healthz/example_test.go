@@ -52,6 +52,5 @@ func ExampleRegistry() {
 	// GET /readyz/informer-sync: 500
 	// internal server error: 2 informers not synced
 	//
-	// [/healthz /healthz/informer-sync /healthz/ping /livez /livez/ping /readyz
-	// /readyz/informer-sync /readyz/ping]
+	// [/healthz /healthz/informer-sync /healthz/ping /livez /livez/ping /readyz /readyz/informer-sync /readyz/ping]
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/managertest"
 )
@@ -449,5 +450,30 @@ func TestSetControllersRefusesAControllerOfAnotherComponent(t *testing.T) {
 	}
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Under warm standby a term that fails ends Run (the campaign does not go
+// on), so no warm set is prepared for a next term: no LIST of the declared
+// resources while Run returns (the simulation saw one, seed 16).
+func TestAFailedWarmTermPreparesNoNextSet(t *testing.T) {
+	p := &podReader{informers: map[string][]cache.SharedIndexInformer{}}
+	failing := descriptor.New("failing-controller",
+		func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+			return nil, errors.New("cannot be built")
+		})
+	h := managertest.New(t, "warm-manager",
+		[]descriptor.Descriptor{p.descriptor("declared-controller", "spec.nodeName"), failing},
+		somePods(2)...)
+	lists := countLists(h, "pods")
+	h.Options = fastElection("a")
+	h.Options.WarmStandby = true
+	h.Options.LostLeasePolicy = leader.Recampaign
+	h.Start()
+	if err := h.Err(); err == nil || !strings.Contains(err.Error(), "cannot be built") {
+		t.Fatalf("Run returned %v, want the InitFunc's error", err)
+	}
+	if n := lists.Load(); n != 1 {
+		t.Errorf("pods were listed %d times; only the warm set the term adopted lists them", n)
 	}
 }

@@ -246,7 +246,10 @@ func (m *Manager) runElected(ctx context.Context, g lockGroup, spec termSpec) er
 			fatal = err
 			cancel()
 		}
-		if m.opts.LostLeasePolicy == leader.Recampaign && ectx.Err() == nil {
+		// The campaign goes on only after the lease was lost (the term's
+		// context ends while Run's does not); a term that returned on its
+		// own ends Run, and a set prepared then would list for nothing.
+		if m.opts.LostLeasePolicy == leader.Recampaign && tctx.Err() != nil && ectx.Err() == nil {
 			warm.put(warm.prepare(ectx))
 		}
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -19,7 +18,12 @@ import (
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
 
-const toLabel, fromNSLbl, fromName, fromAnnote = "mirror.ctrlhost.io/to", "mirror.ctrlhost.io/from-namespace", "mirror.ctrlhost.io/from-name", "mirror.ctrlhost.io/from"
+const (
+	toLabel    = "mirror.ctrlhost.io/to"
+	fromNSLbl  = "mirror.ctrlhost.io/from-namespace"
+	fromName   = "mirror.ctrlhost.io/from-name"
+	fromAnnote = "mirror.ctrlhost.io/from"
+)
 
 type mirror struct {
 	client kubernetes.Interface
@@ -58,35 +62,32 @@ func (m *mirror) sync(ctx context.Context, key string) error {
 	}
 	copies, _ := m.cms.List(labels.SelectorFromSet(labels.Set{fromNSLbl: ns, fromName: name}))
 	var errs []error
-	for _, c := range slices.DeleteFunc(copies, func(c *corev1.ConfigMap) bool { return c.Namespace == target }) {
-		if err := m.client.CoreV1().ConfigMaps(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); !apierrors.IsNotFound(
-			err,
-		) {
-			errs = append(errs, err) // label-based cleanup: copies outside target go
+	for _, c := range copies { // label-based cleanup: copies outside target go
+		if c.Namespace == target {
+			continue
+		}
+		err := m.client.CoreV1().ConfigMaps(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		if !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
 		}
 	}
 	if target == "" {
 		return errors.Join(errs...)
 	}
 	cur, err := m.cms.ConfigMaps(target).Get(name)
-	want := &corev1.ConfigMap{
-		Data:       src.Data,
-		BinaryData: src.BinaryData,
+	want := &corev1.ConfigMap{Data: src.Data, BinaryData: src.BinaryData,
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: target,
-			Labels: map[string]string{
-				fromNSLbl: ns,
-				fromName:  name,
-			}, Annotations: map[string]string{fromAnnote: key}},
-	}
+			Labels:      map[string]string{fromNSLbl: ns, fromName: name},
+			Annotations: map[string]string{fromAnnote: key}}}
 	var wrote *corev1.ConfigMap
 	switch { // the informer sees our write and enqueues key: no-op updates would loop
 	case apierrors.IsNotFound(err):
 		wrote, err = m.client.CoreV1().ConfigMaps(target).Create(ctx, want, metav1.CreateOptions{})
 	case err == nil && cur.Annotations[fromAnnote] != key:
-		err = workloop.Permanent(
-			fmt.Errorf("%s/%s exists and is not a mirror of %s", target, name, key),
-		)
-	case err == nil && !equality.Semantic.DeepEqual([]any{cur.Data, cur.BinaryData, cur.Labels}, []any{want.Data, want.BinaryData, want.Labels}):
+		err = workloop.Permanent(fmt.Errorf("%s/%s exists and is not a mirror of %s",
+			target, name, key))
+	case err == nil && !equality.Semantic.DeepEqual([]any{cur.Data, cur.BinaryData, cur.Labels},
+		[]any{want.Data, want.BinaryData, want.Labels}):
 		want.ResourceVersion = cur.ResourceVersion
 		wrote, err = m.client.CoreV1().ConfigMaps(target).Update(ctx, want, metav1.UpdateOptions{})
 	}
