@@ -10,12 +10,10 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/featuregate"
@@ -106,7 +104,7 @@ func (b *Builder) WithRESTConfig(c *rest.Config) *Builder {
 
 // WithClient makes every controller and informer use the given clients,
 // for example fake clientsets in unit tests. A nil metadata client is
-// replaced by an empty metadata fake. ClientBuilder.Config then fails, since
+// replaced by one that holds no objects. ClientBuilder.Config then fails, since
 // there is no REST config to hand out.
 func (b *Builder) WithClient(client kubernetes.Interface, meta metadata.Interface) *Builder {
 	b.client, b.metaClient, b.clientSet = client, meta, true
@@ -354,8 +352,7 @@ func (b *Builder) clients(m *Manager, opts Options) error {
 		}
 		m.client, m.metaClient, m.dynClient = b.client, b.metaClient, b.dynClient
 		if m.metaClient == nil {
-			scheme := runtime.NewScheme()
-			m.metaClient = metadatafake.NewSimpleMetadataClient(scheme)
+			m.metaClient = noMetadata{}
 		}
 		return nil
 	}

@@ -25,27 +25,44 @@ import (
 // API is the in-memory API server of a Harness made with NewAPI. Every
 // client of the Manager under test (typed, dynamic, metadata, a generated
 // clientset made from Config) reaches it over HTTP, in-process, so they
-// share one object store, and it behaves like the API server where
-// controllers depend on it:
-//   - resourceVersions increase with every write; an update or delete with
-//     a stale resourceVersion or UID is a 409 Conflict;
+// share one object store, and it behaves like kube-apiserver where
+// controllers depend on it: every row of the contract table in
+// docs/testing.md ("What each test double models") holds here as it does
+// on kube-apiserver, or is answered with an error naming what is not
+// modelled. Among them:
+//   - resourceVersions increase with every write, and a write that changes
+//     nothing (an update, a patch, a server-side apply) writes nothing: the
+//     resourceVersion stays and watchers get no event; a stale
+//     resourceVersion or UID is a 409 Conflict; an update of a custom
+//     resource or a Lease without a resourceVersion is 422;
 //   - a resource with a status subresource (Serve's default) keeps status
-//     and spec apart: an update of the object leaves status as stored, an
-//     update of .../status changes only status;
-//   - metadata.generation starts at 1 and is bumped by changes outside
-//     metadata and status;
-//   - a delete of an object with finalizers marks it (deletionTimestamp);
-//     it goes when its last finalizer is removed;
-//   - server-side apply creates or merges (fieldManager required), JSON
-//     merge and strategic merge patches merge (lists are replaced);
-//   - watches resume from a resourceVersion, stream their initial lists,
-//     and metadata clients get PartialObjectMetadata.
+//     and spec apart;
+//   - metadata.generation as kube-apiserver keeps it: 1 on create for a
+//     custom resource, bumped by changes outside metadata (and status,
+//     with a status subresource); the built-in resources' by their own
+//     rules (a ConfigMap has none, a Deployment's annotations count);
+//     bumped too when a delete is held by finalizers;
+//   - deletion: finalizers hold an object (deletionTimestamp set) until
+//     the last is removed, and none may be added meanwhile; DeleteOptions'
+//     preconditions, propagationPolicy (the garbage collector's
+//     finalizers), dryRun and a Pod's grace period are honoured;
+//   - patches: JSON merge; strategic merge with the directives and merge
+//     keys of a built-in type (415 for a custom resource); server-side
+//     apply with field managers, conflicts (409 unless forced) and the
+//     removal of fields a manager stops applying;
+//   - lists and watches with label and field selectors (a watch sends
+//     ADDED and DELETED as objects come to match and stop matching),
+//     pagination, resumes from a resourceVersion, streamed initial lists
+//     with their bookmark, and metadata clients get PartialObjectMetadata;
+//   - namespaces are marked Terminating when deleted, and a create in one
+//     is 403; ServiceAccounts' TokenRequests are answered.
 //
-// What it does not do: admission, validation against a schema, defaulting,
-// field ownership of server-side apply, garbage collection of owned
-// objects (testenv has a real API server, and the built-in garbage
-// collector runs there), authentication and authorization. Requests are
-// JSON only; the Manager is built so.
+// What it does not do: admission beyond that, validation against a
+// schema, defaulting, garbage collection of owned objects (testenv has a
+// real API server, and the built-in garbage collector runs there),
+// authentication and authorization, JSON patches, lists as of a past
+// resourceVersion; objects may be created in namespaces that do not
+// exist. Requests are JSON only; the Manager is built so.
 type API struct {
 	s   *fakeapi.Server
 	cfg *rest.Config
@@ -57,14 +74,21 @@ type API struct {
 // resource API.Serve or the defaults serve, or *unstructured.Unstructured).
 // Harness.Client and Harness.Metadata stay nil: use API.Kube, API.Dynamic
 // or clients made from API.Config.
-func NewAPI(t testing.TB, component string, ds []descriptor.Descriptor, objects ...runtime.Object) *Harness {
+func NewAPI(
+	t testing.TB,
+	component string,
+	ds []descriptor.Descriptor,
+	objects ...runtime.Object,
+) *Harness {
 	t.Helper()
 	s := fakeapi.New()
 	api := &API{s: s, cfg: fakeapi.Config(s, nil)}
 	h := &Harness{
-		T:       t,
-		API:     api,
-		Builder: manager.NewBuilder(component).Register(ds...).WithLogger(testr.NewWithInterface(t, testr.Options{})),
+		T:   t,
+		API: api,
+		Builder: manager.NewBuilder(component).
+			Register(ds...).
+			WithLogger(testr.NewWithInterface(t, testr.Options{})),
 		Options: manager.Options{Serving: serving.Options{SecurePort: serving.PortDisabled}},
 		Timeout: DefaultTimeout,
 	}
@@ -93,9 +117,12 @@ func WithoutStatus() ResourceOption {
 
 // Serve serves gvr, objects of kind, from now on, as the API server does
 // once a CustomResourceDefinition is established: namespaced, with a
-// status subresource, unless opts say otherwise.
+// status subresource, unless opts say otherwise. A kind client-go's scheme
+// knows (a built-in resource the defaults leave out, such as
+// EndpointSlices) is served with its built-in rules (strategic merge
+// patches, generation) instead of a custom resource's.
 func (a *API) Serve(gvr schema.GroupVersionResource, kind string, opts ...ResourceOption) {
-	r := fakeapi.Resource{GVR: gvr, Kind: kind, Namespaced: true, Status: true}
+	r := fakeapi.CustomResource(gvr, kind, true, true)
 	for _, o := range opts {
 		if o.apply != nil {
 			o.apply(&r)
@@ -105,7 +132,8 @@ func (a *API) Serve(gvr schema.GroupVersionResource, kind string, opts ...Resour
 }
 
 // Remove stops serving gvr, as when its CustomResourceDefinition is
-// deleted: its objects are gone and its watches end.
+// deleted: its objects are deleted (watchers get a DELETED event for each,
+// so informers forget them), then its watches end.
 func (a *API) Remove(gvr schema.GroupVersionResource) { a.s.RemoveResource(gvr) }
 
 // Config returns a REST config that reaches the server (JSON).
@@ -117,8 +145,14 @@ func (a *API) Kube() kubernetes.Interface { return kubernetes.NewForConfigOrDie(
 // Dynamic returns a dynamic client of the server.
 func (a *API) Dynamic() dynamic.Interface { return dynamic.NewForConfigOrDie(a.Config()) }
 
-// Create stores obj as it is, bypassing the request path; for fixtures.
-// Its resource is found by its apiVersion and kind among those served.
+// Create stores obj as a fixture, bypassing the request path (and
+// Refuse): as a client's create would, except that what obj sets of its
+// UID, creationTimestamp, generation, deletionTimestamp and status is
+// kept, so that a test may refer to a seeded object by its UID (in
+// ownerReferences, say) or seed a status; the server fills in what obj
+// leaves empty and sets the resourceVersion. (kube-apiserver assigns every
+// created object a UID of its own: against testenv, read it back.) Its
+// resource is found by its apiVersion and kind among those served.
 func (a *API) Create(obj runtime.Object) error {
 	data, err := json.Marshal(obj)
 	if err != nil {
@@ -146,7 +180,11 @@ func (a *API) Create(obj runtime.Object) error {
 	}
 	gvr, ok := a.s.ResourceFor(gv.WithKind(tm.Kind))
 	if !ok {
-		return fmt.Errorf("managertest: no served resource has kind %s %s; API.Serve it first", tm.APIVersion, tm.Kind)
+		return fmt.Errorf(
+			"managertest: no served resource has kind %s %s; API.Serve it first",
+			tm.APIVersion,
+			tm.Kind,
+		)
 	}
 	var m map[string]any
 	if err := json.Unmarshal(data, &m); err != nil {
@@ -159,13 +197,19 @@ func (a *API) Create(obj runtime.Object) error {
 func kindOf(obj runtime.Object) (schema.GroupVersionKind, error) {
 	gvks, _, err := scheme.Scheme.ObjectKinds(obj)
 	if err != nil || len(gvks) == 0 {
-		return schema.GroupVersionKind{}, fmt.Errorf("managertest: %T has no apiVersion and kind; set its TypeMeta", obj)
+		return schema.GroupVersionKind{}, fmt.Errorf(
+			"managertest: %T has no apiVersion and kind; set its TypeMeta",
+			obj,
+		)
 	}
 	return gvks[0], nil
 }
 
 // Get returns a stored object, as unstructured, or nil.
-func (a *API) Get(gvr schema.GroupVersionResource, namespace, name string) *unstructured.Unstructured {
+func (a *API) Get(
+	gvr schema.GroupVersionResource,
+	namespace, name string,
+) *unstructured.Unstructured {
 	o := a.s.Get(gvr, namespace, name)
 	if o == nil {
 		return nil

@@ -17,23 +17,26 @@ import (
 
 // podCounter is a tiny controller: it counts the pods in its informer.
 func podCounter(counted chan<- int) descriptor.Descriptor {
-	return descriptor.New("pod-counter", func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
-		pods := cc.InformerFactory.Core().V1().Pods()
-		synced := pods.Informer().HasSynced
-		return descriptor.ControllerFunc(func(ctx context.Context) error {
-			<-cc.InformersStarted
-			if !cache.WaitForCacheSync(ctx.Done(), synced) {
-				return nil // stopped before the cache synced
-			}
-			list, err := pods.Lister().List(labels.Everything())
-			if err != nil {
-				return err
-			}
-			counted <- len(list)
-			<-ctx.Done()
-			return nil
-		}), nil
-	})
+	return descriptor.New(
+		"pod-counter",
+		func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+			pods := cc.InformerFactory.Core().V1().Pods()
+			synced := pods.Informer().HasSynced
+			return descriptor.ControllerFunc(func(ctx context.Context) error {
+				<-cc.InformersStarted
+				if !cache.WaitForCacheSync(ctx.Done(), synced) {
+					return nil // stopped before the cache synced
+				}
+				list, err := pods.Lister().List(labels.Everything())
+				if err != nil {
+					return err
+				}
+				counted <- len(list)
+				<-ctx.Done()
+				return nil
+			}), nil
+		},
+	)
 }
 
 func Example() {
@@ -41,7 +44,8 @@ func Example() {
 	counted := make(chan int, 1)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}
 
-	h := managertest.New(t, "example-manager", []descriptor.Descriptor{podCounter(counted)}, pod).Start()
+	h := managertest.New(t, "example-manager", []descriptor.Descriptor{podCounter(counted)}, pod).
+		Start()
 	h.WaitRunning("pod-counter")
 	select {
 	case n := <-counted:

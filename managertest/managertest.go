@@ -1,26 +1,35 @@
 // Package managertest runs a manager.Manager in a unit test, over one of
 // two backends:
 //
-//   - New: client-go's fake clientsets (typed and metadata, one object
-//     store). Fast, with reactors for fault injection, but not an API
-//     server: resourceVersions are not set or checked, so a stale update
-//     silently wins, there is no status subresource, and workloop's
-//     staleness guard is inert (it has no resourceVersions to compare).
-//     For controllers of built-in resources that need none of that.
 //   - NewAPI: an in-memory API server (Harness.API) that every client of
 //     the Manager, typed, dynamic or metadata, reaches over HTTP
-//     in-process. It serves custom resources, sets and checks
-//     resourceVersions (409 on a stale write), keeps the status
-//     subresource apart, bumps generation, honours finalizers and
-//     server-side apply, so the staleness guard works as against a real
-//     server. For operators; see API for what it does not do.
+//     in-process. It is held to the same contract table as kube-apiserver
+//     (docs/testing.md shows it): resourceVersions and 409 conflicts, the
+//     status subresource apart, generation per resource, finalizers,
+//     strategic merge and server-side apply as the API server does them,
+//     no write for a no-op, watches with selectors, namespaces and
+//     TokenRequests, and a clear error for what it does not model. Use it
+//     for operators, for custom resources, and for any controller whose
+//     correctness depends on resourceVersions, conflicts or what the API
+//     server does on a write.
+//   - New: client-go's fake clientsets (typed and metadata, one object
+//     store). Fast, with reactors for fault injection and Client.Actions
+//     to assert on, but not an API server: resourceVersions are not set or
+//     checked, so a stale update silently wins, there is no status
+//     subresource, no generation, no finalizers, no server-side apply
+//     field ownership, and workloop's staleness guard is inert (it has no
+//     resourceVersions to compare). For controllers of built-in resources
+//     that need none of that, and for tests that assert on the requests a
+//     controller makes.
 //
 // Guarantees: Start fails the test on a Build error; the Manager is stopped
 // and waited for when the test ends; every wait (including Stop and Err)
 // has a deadline and fails the test, naming what it waited for, when the
 // deadline passes. The typed fake and the metadata client share one object
 // store, so objects seeded with New or written through Client are seen by
-// typed and metadata informers alike. The Manager's logger writes to t.Log.
+// typed and metadata informers alike. Share and SameAPI join harnesses made
+// the same way (both New, or both NewAPI), and fail the test otherwise. The
+// Manager's logger writes to t.Log.
 //
 // Non-guarantees: neither backend runs admission, RBAC or garbage
 // collection; use testenv for that. klog, which
@@ -136,7 +145,12 @@ func (c *countedWatch) Stop() {
 
 // New returns a Harness for the given component whose fake clientset holds
 // objects and whose Builder has ds registered.
-func New(t testing.TB, component string, ds []descriptor.Descriptor, objects ...runtime.Object) *Harness {
+func New(
+	t testing.TB,
+	component string,
+	ds []descriptor.Descriptor,
+	objects ...runtime.Object,
+) *Harness {
 	t.Helper()
 	client := fake.NewClientset(objects...)
 	tracker := client.Tracker()
@@ -152,10 +166,12 @@ func New(t testing.TB, component string, ds []descriptor.Descriptor, objects ...
 		T:        t,
 		Client:   client,
 		Metadata: NewMetadataClient(client),
-		Builder:  manager.NewBuilder(component).Register(ds...).WithLogger(testr.NewWithInterface(t, testr.Options{})),
-		Options:  manager.Options{Serving: serving.Options{SecurePort: serving.PortDisabled}},
-		Timeout:  DefaultTimeout,
-		watches:  h.watches,
+		Builder: manager.NewBuilder(component).
+			Register(ds...).
+			WithLogger(testr.NewWithInterface(t, testr.Options{})),
+		Options: manager.Options{Serving: serving.Options{SecurePort: serving.PortDisabled}},
+		Timeout: DefaultTimeout,
+		watches: h.watches,
 	}
 	return h
 }
@@ -168,17 +184,44 @@ func New(t testing.TB, component string, ds []descriptor.Descriptor, objects ...
 // that window is never seen.
 func (h *Harness) Watches(resource string) int { return h.watches.open(resource) }
 
-// Share makes h use other's fake clients, so that several Managers (for
-// example replicas competing for a lease) see one API.
+// Share makes h use other's backend, so that several Managers (for
+// example replicas competing for a lease) see one API: other's fake
+// clients (New), or other's in-memory API server (NewAPI; h.API is then
+// other.API, and h's own is dropped). h must be made the way other was.
 func (h *Harness) Share(other *Harness) *Harness {
+	h.T.Helper()
+	h.sameBackend(other, "Share")
+	if other.API != nil {
+		h.API = other.API
+		return h
+	}
 	h.Client, h.Metadata = other.Client, other.Metadata
 	return h
 }
 
+// sameBackend fails the test when h and other were made by different
+// constructors: a Manager over fake clientsets and one over the in-memory
+// API server cannot see each other's objects.
+func (h *Harness) sameBackend(other *Harness, method string) {
+	h.T.Helper()
+	if (h.API == nil) != (other.API == nil) {
+		h.T.Fatalf("managertest: %s of a harness made with New and one made with NewAPI: "+
+			"they cannot share an API; make both with NewAPI (then Share) or both with New", method)
+	}
+}
+
 // SameAPI gives h a fake clientset of its own over other's objects (and a
 // metadata client over it), so that replicas share one API while their
-// requests can be told apart, for example by reactors on h.Client.
+// requests can be told apart, for example by reactors on h.Client. On
+// harnesses made with NewAPI it is Share: their requests are told apart
+// by their user agents (API.Refuse sees them).
 func (h *Harness) SameAPI(other *Harness) *Harness {
+	h.T.Helper()
+	h.sameBackend(other, "SameAPI")
+	if other.API != nil {
+		h.API = other.API
+		return h
+	}
 	tracker := other.Client.Tracker()
 	// A fake clientset of NewClientset (for its discovery client), with
 	// its own tracker's reactors replaced by other's tracker.
@@ -271,7 +314,11 @@ func (h *Harness) Err() error {
 	case <-h.done:
 		return h.err
 	case <-timer.C:
-		err := fmt.Errorf("managertest: Manager.Run still running %v after it was asked to stop (or Err was called)", h.timeout())
+		err := fmt.Errorf(
+			"managertest: Manager.Run still running %v after it was asked to stop "+
+				"(or Err was called)",
+			h.timeout(),
+		)
 		h.T.Error(err)
 		return err
 	}
@@ -296,7 +343,14 @@ func (h *Harness) WaitFor(name string, phases ...manager.Phase) manager.Controll
 		return false
 	})
 	if !ok {
-		h.T.Fatalf("managertest: controller %q: still %q (err %v) after %v, want one of %v", name, last.Phase, last.Err, h.Timeout, phases)
+		h.T.Fatalf(
+			"managertest: controller %q: still %q (err %v) after %v, want one of %v",
+			name,
+			last.Phase,
+			last.Err,
+			h.Timeout,
+			phases,
+		)
 	}
 	return last
 }
@@ -314,7 +368,9 @@ func (h *Harness) WaitHealthy(path string) {
 	h.T.Helper()
 	var code int
 	var body string
-	if !h.poll(func() bool { code, body = h.Get(path + "?verbose"); return code == http.StatusOK }) {
+	if !h.poll(
+		func() bool { code, body = h.Get(path + "?verbose"); return code == http.StatusOK },
+	) {
 		h.T.Fatalf("managertest: %s still %d after %v:\n%s", path, code, h.Timeout, body)
 	}
 }

@@ -24,21 +24,26 @@ import (
 var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 func pod(name string, labels map[string]string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels}}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+	}
 }
 
 // metadataWatcher is a controller that records the pod names its metadata
 // informer holds.
 func metadataWatcher(store *atomic.Pointer[cache.Store]) descriptor.Descriptor {
-	return descriptor.New("metadata-watcher", func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
-		inf := cc.MetadataInformerFactory.ForResource(podsGVR).Informer()
-		s := inf.GetStore()
-		store.Store(&s)
-		return descriptor.ControllerFunc(func(ctx context.Context) error {
-			<-ctx.Done()
-			return nil
-		}), nil
-	})
+	return descriptor.New(
+		"metadata-watcher",
+		func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+			inf := cc.MetadataInformerFactory.ForResource(podsGVR).Informer()
+			s := inf.GetStore()
+			store.Store(&s)
+			return descriptor.ControllerFunc(func(ctx context.Context) error {
+				<-ctx.Done()
+				return nil
+			}), nil
+		},
+	)
 }
 
 func hasKey(store *atomic.Pointer[cache.Store], key string) bool {
@@ -52,18 +57,21 @@ func hasKey(store *atomic.Pointer[cache.Store], key string) bool {
 
 func TestMetadataInformersSeeTypedObjects(t *testing.T) {
 	var store atomic.Pointer[cache.Store]
-	h := managertest.New(t, "test", []descriptor.Descriptor{metadataWatcher(&store)}, pod("seeded", nil)).Start()
+	ds := []descriptor.Descriptor{metadataWatcher(&store)}
+	h := managertest.New(t, "test", ds, pod("seeded", nil)).Start()
 	h.WaitRunning("metadata-watcher")
 	managertest.Eventually(t, "seeded pod in the metadata informer",
 		func() bool { return hasKey(&store, "default/seeded") })
 
-	if _, err := h.Client.CoreV1().Pods("default").Create(context.Background(), pod("written", nil), metav1.CreateOptions{}); err != nil {
+	pods := h.Client.CoreV1().Pods("default")
+	if _, err := pods.Create(context.Background(), pod("written", nil),
+		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	managertest.Eventually(t, "pod created through h.Client in the metadata informer",
 		func() bool { return hasKey(&store, "default/written") })
 
-	if err := h.Client.CoreV1().Pods("default").Delete(context.Background(), "seeded", metav1.DeleteOptions{}); err != nil {
+	if err := pods.Delete(context.Background(), "seeded", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	managertest.Eventually(t, "pod deleted through h.Client gone from the metadata informer",
@@ -103,12 +111,15 @@ func TestMetadataFieldIsHonoured(t *testing.T) {
 func TestErrFailsAfterTimeout(t *testing.T) {
 	stuck := make(chan struct{})
 	defer close(stuck)
-	d := descriptor.New("stuck", func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
-		return descriptor.ControllerFunc(func(ctx context.Context) error {
-			<-ctx.Done()
-			return nil
-		}), nil
-	})
+	d := descriptor.New(
+		"stuck",
+		func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+			return descriptor.ControllerFunc(func(ctx context.Context) error {
+				<-ctx.Done()
+				return nil
+			}), nil
+		},
+	)
 	rec := &recordingTB{TB: t}
 	h := managertest.New(rec, "test", []descriptor.Descriptor{d})
 	h.Timeout = 50 * time.Millisecond
@@ -140,7 +151,10 @@ func (r *recordingTB) Error(args ...any) {
 
 func TestMetadataClient(t *testing.T) {
 	ctx := context.Background()
-	client := fake.NewClientset(pod("a", map[string]string{"app": "x"}), pod("b", map[string]string{"app": "y"}))
+	client := fake.NewClientset(
+		pod("a", map[string]string{"app": "x"}),
+		pod("b", map[string]string{"app": "y"}),
+	)
 	mc := managertest.NewMetadataClient(client)
 	pods := mc.Resource(podsGVR).Namespace("default")
 
@@ -166,7 +180,13 @@ func TestMetadataClient(t *testing.T) {
 	}
 	defer w.Stop()
 
-	patched, err := pods.Patch(ctx, "b", types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"z"}}}`), metav1.PatchOptions{})
+	patched, err := pods.Patch(
+		ctx,
+		"b",
+		types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"app":"z"}}}`),
+		metav1.PatchOptions{},
+	)
 	if err != nil {
 		t.Fatalf("Patch: %v", err)
 	}
@@ -194,7 +214,8 @@ func TestMetadataClient(t *testing.T) {
 		t.Errorf("after DeleteCollection, %d pods left", len(l.Items))
 	}
 
-	_, err = mc.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}).List(ctx, metav1.ListOptions{})
+	custom := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	_, err = mc.Resource(custom).List(ctx, metav1.ListOptions{})
 	if err == nil {
 		t.Error("List of a resource the typed fake does not know: nil error, want one naming it")
 	}
@@ -212,7 +233,14 @@ func expectEvent(t *testing.T, w watch.Interface, typ watch.EventType, name stri
 			}
 			p, ok := e.Object.(*metav1.PartialObjectMetadata)
 			if e.Type != typ || !ok || p.Name != name {
-				t.Fatalf("watch event = %s %T %v, want %s of PartialObjectMetadata %s", e.Type, e.Object, e.Object, typ, name)
+				t.Fatalf(
+					"watch event = %s %T %v, want %s of PartialObjectMetadata %s",
+					e.Type,
+					e.Object,
+					e.Object,
+					typ,
+					name,
+				)
 			}
 			return
 		case <-timer.C:
@@ -235,7 +263,8 @@ func TestEphemeralServingPort(t *testing.T) {
 	h.Start()
 	managertest.Eventually(t, "Manager.ServingAddr",
 		func() bool { return h.Manager.ServingAddr() != nil })
-	if port := h.Manager.ServingAddr().(*net.TCPAddr).Port; port == 0 || port == serving.DefaultSecurePort {
+	if port := h.Manager.ServingAddr().(*net.TCPAddr).Port; port == 0 ||
+		port == serving.DefaultSecurePort {
 		t.Errorf("serving on port %d, want a kernel-picked one", port)
 	}
 }

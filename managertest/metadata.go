@@ -61,20 +61,34 @@ func (r *metadataResource) Namespace(ns string) metadata.ResourceInterface {
 	return &cp
 }
 
-func (r *metadataResource) Get(_ context.Context, name string, opts metav1.GetOptions, subresources ...string) (*metav1.PartialObjectMetadata, error) {
-	obj, err := r.client.Invokes(clienttesting.NewGetSubresourceAction(r.gvr, r.namespace, subresource(subresources), name), nil)
+func (r *metadataResource) Get(
+	_ context.Context,
+	name string,
+	opts metav1.GetOptions,
+	subresources ...string,
+) (*metav1.PartialObjectMetadata, error) {
+	obj, err := r.client.Invokes(
+		clienttesting.NewGetSubresourceAction(r.gvr, r.namespace, subresource(subresources), name),
+		nil,
+	)
 	if err != nil {
 		return nil, err
 	}
 	return r.partial(obj)
 }
 
-func (r *metadataResource) List(_ context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+func (r *metadataResource) List(
+	_ context.Context,
+	opts metav1.ListOptions,
+) (*metav1.PartialObjectMetadataList, error) {
 	gvk, err := kindFor(r.gvr)
 	if err != nil {
 		return nil, err
 	}
-	obj, err := r.client.Invokes(clienttesting.NewListActionWithOptions(r.gvr, gvk, r.namespace, opts), nil)
+	obj, err := r.client.Invokes(
+		clienttesting.NewListActionWithOptions(r.gvr, gvk, r.namespace, opts),
+		nil,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -104,12 +118,17 @@ func (r *metadataResource) List(_ context.Context, opts metav1.ListOptions) (*me
 	return out, nil
 }
 
-func (r *metadataResource) Watch(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+func (r *metadataResource) Watch(
+	_ context.Context,
+	opts metav1.ListOptions,
+) (watch.Interface, error) {
 	sel, err := labels.Parse(opts.LabelSelector)
 	if err != nil {
 		return nil, fmt.Errorf("labelSelector %q: %w", opts.LabelSelector, err)
 	}
-	w, err := r.client.InvokesWatch(clienttesting.NewWatchActionWithOptions(r.gvr, r.namespace, opts))
+	w, err := r.client.InvokesWatch(
+		clienttesting.NewWatchActionWithOptions(r.gvr, r.namespace, opts),
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +155,10 @@ type partialWatch struct {
 	stopOnce sync.Once
 }
 
-func newPartialWatch(in watch.Interface, convert func(watch.Event) (watch.Event, bool)) *partialWatch {
+func newPartialWatch(
+	in watch.Interface,
+	convert func(watch.Event) (watch.Event, bool),
+) *partialWatch {
 	w := &partialWatch{in: in, out: make(chan watch.Event), stop: make(chan struct{})}
 	go func() {
 		defer close(w.out)
@@ -177,7 +199,12 @@ func (w *partialWatch) Stop() {
 // Delete invokes a delete action carrying opts, so reactors see them (the
 // propagation policy, for one). The fake clientset's tracker ignores
 // preconditions, so they are checked here first, as the API server does.
-func (r *metadataResource) Delete(_ context.Context, name string, opts metav1.DeleteOptions, subresources ...string) error {
+func (r *metadataResource) Delete(
+	_ context.Context,
+	name string,
+	opts metav1.DeleteOptions,
+	subresources ...string,
+) error {
 	if err := r.checkPreconditions(name, opts.Preconditions); err != nil {
 		return err
 	}
@@ -222,7 +249,11 @@ func (r *metadataResource) checkPreconditions(name string, p *metav1.Preconditio
 // DeleteCollection lists and deletes one by one, each delete carrying opts
 // (preconditions included, as the API server applies them to each item): the
 // fake clientset's object reactor has no delete-collection.
-func (r *metadataResource) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error {
+func (r *metadataResource) DeleteCollection(
+	ctx context.Context,
+	opts metav1.DeleteOptions,
+	listOpts metav1.ListOptions,
+) error {
 	list, err := r.List(ctx, listOpts)
 	if err != nil {
 		return err
@@ -236,8 +267,24 @@ func (r *metadataResource) DeleteCollection(ctx context.Context, opts metav1.Del
 	return nil
 }
 
-func (r *metadataResource) Patch(_ context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*metav1.PartialObjectMetadata, error) {
-	obj, err := r.client.Invokes(clienttesting.NewPatchSubresourceAction(r.gvr, r.namespace, name, pt, data, subresources...), nil)
+func (r *metadataResource) Patch(
+	_ context.Context,
+	name string,
+	pt types.PatchType,
+	data []byte,
+	opts metav1.PatchOptions,
+	subresources ...string,
+) (*metav1.PartialObjectMetadata, error) {
+	obj, err := r.client.Invokes(
+		clienttesting.NewPatchSubresourceAction(
+			r.gvr,
+			r.namespace,
+			name,
+			pt,
+			data,
+			subresources...),
+		nil,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +312,9 @@ func (r *metadataResource) partial(obj runtime.Object) (*metav1.PartialObjectMet
 	if err != nil {
 		return nil, err
 	}
-	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}}
+	p := &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind},
+	}
 	om.DeepCopyInto(&p.ObjectMeta)
 	return p, nil
 }
@@ -286,5 +335,9 @@ func kindFor(gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
 			return gvk, nil
 		}
 	}
-	return schema.GroupVersionKind{}, fmt.Errorf("managertest: the fake clientset has no Go type for %s; the metadata client serves only client-go's typed resources", gvr)
+	return schema.GroupVersionKind{}, fmt.Errorf(
+		"managertest: the fake clientset has no Go type for %s; the metadata client "+
+			"serves only client-go's typed resources",
+		gvr,
+	)
 }

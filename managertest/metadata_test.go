@@ -39,7 +39,9 @@ func TestMetadataDeleteOptions(t *testing.T) {
 		{name: "resourceVersion mismatch", wantConflict: true, opts: metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{ResourceVersion: rv("6")}}},
 		{name: "resourceVersion mismatch, collection", collection: true, wantConflict: true,
-			opts: metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: rv("6")}}},
+			opts: metav1.DeleteOptions{
+				Preconditions: &metav1.Preconditions{ResourceVersion: rv("6")},
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,11 +85,19 @@ func TestMetadataDeleteOptions(t *testing.T) {
 			got := seen[0]
 			if tt.opts.PropagationPolicy != nil &&
 				(got.PropagationPolicy == nil || *got.PropagationPolicy != background) {
-				t.Errorf("reactor saw PropagationPolicy %v, want %s", got.PropagationPolicy, background)
+				t.Errorf(
+					"reactor saw PropagationPolicy %v, want %s",
+					got.PropagationPolicy,
+					background,
+				)
 			}
 			if tt.opts.Preconditions != nil && (got.Preconditions == nil ||
 				*got.Preconditions.UID != wantUID || *got.Preconditions.ResourceVersion != wantRV) {
-				t.Errorf("reactor saw Preconditions %+v, want %+v", got.Preconditions, tt.opts.Preconditions)
+				t.Errorf(
+					"reactor saw Preconditions %+v, want %+v",
+					got.Preconditions,
+					tt.opts.Preconditions,
+				)
 			}
 		})
 	}

@@ -15,15 +15,17 @@ import (
 // mine and seedObjects stand for docs/testing.md's controller package and
 // its fixtures.
 var (
-	mine = struct{ Descriptor func() descriptor.Descriptor }{Descriptor: func() descriptor.Descriptor {
-		return descriptor.New("my-controller",
-			func(context.Context, descriptor.Context) (descriptor.Controller, error) {
-				return descriptor.ControllerFunc(func(ctx context.Context) error {
-					<-ctx.Done()
-					return nil
-				}), nil
-			})
-	}}
+	mine = struct{ Descriptor func() descriptor.Descriptor }{
+		Descriptor: func() descriptor.Descriptor {
+			return descriptor.New("my-controller",
+				func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+					return descriptor.ControllerFunc(func(ctx context.Context) error {
+						<-ctx.Done()
+						return nil
+					}), nil
+				})
+		},
+	}
 	seedObjects = []runtime.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "seed"}},
 	}
@@ -34,7 +36,8 @@ var (
 //
 // snippet:begin
 func TestMyController(t *testing.T) {
-	h := managertest.New(t, "test", []descriptor.Descriptor{mine.Descriptor()}, seedObjects...).Start()
+	h := managertest.New(t, "test", []descriptor.Descriptor{mine.Descriptor()}, seedObjects...).
+		Start()
 	h.WaitRunning("my-controller")
 	h.WaitHealthy("/readyz")
 	// act on h.Client (a *fake.Clientset), poll for the result …

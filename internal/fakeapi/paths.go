@@ -1,15 +1,12 @@
 package fakeapi
 
 import (
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -46,7 +43,10 @@ func parsePath(p string, byPath map[string]Resource) (path, error) {
 	}
 	r, ok := lookup(parts[0])
 	if !ok {
-		return path{}, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: parts[0]}, p)
+		return path{}, apierrors.NewNotFound(
+			schema.GroupResource{Group: group, Resource: parts[0]},
+			p,
+		)
 	}
 	out.res = r
 	return finish(out, parts[1:], p)
@@ -66,53 +66,6 @@ func finish(out path, rest []string, p string) (path, error) {
 		return path{}, apierrors.NewNotFound(out.res.GVR.GroupResource(), out.name+"/"+out.sub)
 	}
 	return out, nil
-}
-
-// selector filters objects by labels and by metadata.name /
-// metadata.namespace fields.
-type selector struct {
-	labels labels.Selector
-	fields fields.Selector
-}
-
-func parseSelector(label, field string) (*selector, error) {
-	if label == "" && field == "" {
-		return nil, nil
-	}
-	s := &selector{labels: labels.Everything(), fields: fields.Everything()}
-	var err error
-	if label != "" {
-		if s.labels, err = labels.Parse(label); err != nil {
-			return nil, apierrors.NewBadRequest("labelSelector: " + err.Error())
-		}
-	}
-	if field != "" {
-		if s.fields, err = fields.ParseSelector(field); err != nil {
-			return nil, apierrors.NewBadRequest("fieldSelector: " + err.Error())
-		}
-		for _, r := range s.fields.Requirements() {
-			if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector: field %q is not supported", r.Field))
-			}
-		}
-	}
-	return s, nil
-}
-
-func (s *selector) matches(obj map[string]any) bool {
-	if s == nil {
-		return true
-	}
-	meta := metaOf(obj)
-	set := labels.Set{}
-	if ls, ok := meta["labels"].(map[string]any); ok {
-		for k, v := range ls {
-			set[k], _ = v.(string)
-		}
-	}
-	name, _ := meta["name"].(string)
-	ns, _ := meta["namespace"].(string)
-	return s.labels.Matches(set) && s.fields.Matches(fields.Set{"metadata.name": name, "metadata.namespace": ns})
 }
 
 // discovery serves /api, /apis and the group-version resource lists, so
@@ -136,7 +89,9 @@ func (s *Server) discovery(w http.ResponseWriter, req *http.Request) bool {
 			TypeMeta: metav1.TypeMeta{Kind: "APIVersions", APIVersion: "v1"}, Versions: groups[""]})
 		return true
 	case p == "apis":
-		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+		list := &metav1.APIGroupList{
+			TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
+		}
 		names := make([]string, 0, len(groups))
 		for g := range groups {
 			if g != "" {
@@ -168,26 +123,40 @@ func (s *Server) discovery(w http.ResponseWriter, req *http.Request) bool {
 	default:
 		return false
 	}
-	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
-		GroupVersion: gv.String()}
+	list := &metav1.APIResourceList{
+		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+		GroupVersion: gv.String(),
+	}
 	for gvr, r := range resources {
 		if gvr.GroupVersion() != gv {
 			continue
 		}
 		list.APIResources = append(list.APIResources, metav1.APIResource{
 			Name: gvr.Resource, Namespaced: r.Namespaced, Kind: r.Kind,
-			Verbs: metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"},
+			Verbs: metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch",
+				"update", "watch"},
 		})
 		if r.Status {
 			list.APIResources = append(list.APIResources, metav1.APIResource{
 				Name: gvr.Resource + "/status", Namespaced: r.Namespaced, Kind: r.Kind,
 				Verbs: metav1.Verbs{"get", "patch", "update"}})
 		}
+		for _, sub := range r.Subresources {
+			verbs := metav1.Verbs{"create"}
+			if sub == "finalize" {
+				verbs = metav1.Verbs{"update"}
+			}
+			list.APIResources = append(list.APIResources, metav1.APIResource{
+				Name: gvr.Resource + "/" + sub, Namespaced: r.Namespaced, Verbs: verbs})
+		}
 	}
 	if len(list.APIResources) == 0 {
 		return false
 	}
-	slices.SortFunc(list.APIResources, func(a, b metav1.APIResource) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(
+		list.APIResources,
+		func(a, b metav1.APIResource) int { return strings.Compare(a.Name, b.Name) },
+	)
 	writeJSON(w, http.StatusOK, list)
 	return true
 }
@@ -196,7 +165,10 @@ func apiGroup(name string, versions []string) metav1.APIGroup {
 	g := metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: name}
 	vs := slices.Sorted(slices.Values(versions))
 	for _, v := range vs {
-		g.Versions = append(g.Versions, metav1.GroupVersionForDiscovery{GroupVersion: name + "/" + v, Version: v})
+		g.Versions = append(
+			g.Versions,
+			metav1.GroupVersionForDiscovery{GroupVersion: name + "/" + v, Version: v},
+		)
 	}
 	g.PreferredVersion = g.Versions[len(g.Versions)-1]
 	return g

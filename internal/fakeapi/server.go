@@ -8,7 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"slices"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +21,7 @@ import (
 
 // Request is what Hook is told of a request before the server acts on it.
 type Request struct {
-	Verb        string // get, list, watch, create, update, patch, delete
+	Verb        string // get, list, watch, create, update, patch, delete, deletecollection
 	Resource    Resource
 	Subresource string
 	Namespace   string
@@ -57,14 +57,16 @@ type Server struct {
 	resources map[schema.GroupVersionResource]Resource
 	byPath    map[string]Resource // "group/version/resource"
 
-	mu       sync.Mutex
-	rv       int64
-	objects  map[schema.GroupVersionResource]map[string]map[string]any // by "ns/name"
-	history  []event
-	oldest   int64 // the oldest resourceVersion a watch may start after
-	watchers map[*watcher]struct{}
-	hook     Hook
-	uid      int64
+	mu        sync.Mutex
+	rv        int64
+	objects   map[schema.GroupVersionResource]map[string]map[string]any // by "ns/name"
+	history   []event
+	oldest    int64 // the oldest resourceVersion a watch may start after
+	watchers  map[*watcher]struct{}
+	hook      Hook
+	uid       int64
+	continues continues
+	managers  fieldManagers
 }
 
 type event struct {
@@ -74,6 +76,7 @@ type event struct {
 	ns   string
 	name string
 	obj  map[string]any
+	prev map[string]any // the state before a MODIFIED event
 }
 
 // maxHistory bounds the events kept for watches that resume.
@@ -115,8 +118,9 @@ func (s *Server) AddResource(r Resource) {
 }
 
 // RemoveResource stops serving gvr, as the API server does when a
-// CustomResourceDefinition is deleted: its objects are gone, its open
-// watches end, and discovery no longer lists it.
+// CustomResourceDefinition is deleted: its objects are deleted (watchers
+// get a DELETED event for each), then its open watches end, and discovery
+// no longer lists it.
 func (s *Server) RemoveResource(gvr schema.GroupVersionResource) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -124,12 +128,18 @@ func (s *Server) RemoveResource(gvr schema.GroupVersionResource) {
 	if !ok {
 		return
 	}
+	for _, o := range s.listLocked(gvr, "", nil) {
+		m := metaOf(o)
+		ns, _ := m["namespace"].(string)
+		name, _ := m["name"].(string)
+		s.store(r, ns, name, o, nil, "DELETED")
+	}
 	delete(s.resources, gvr)
 	delete(s.byPath, gvr.Group+"/"+gvr.Version+"/"+gvr.Resource)
 	delete(s.objects, gvr)
 	for w := range s.watchers {
 		if w.gvr == r.GVR {
-			w.close()
+			w.end()
 			delete(s.watchers, w)
 		}
 	}
@@ -147,7 +157,9 @@ func (s *Server) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersionRe
 }
 
 // lookup returns the resource path maps, read under the lock.
-func (s *Server) lookup() (byPath map[string]Resource, resources map[schema.GroupVersionResource]Resource) {
+func (s *Server) lookup() (
+	byPath map[string]Resource, resources map[schema.GroupVersionResource]Resource,
+) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.byPath), maps.Clone(s.resources)
@@ -179,17 +191,14 @@ func (s *Server) DropWatches() {
 	}
 	s.history = nil
 	s.oldest = s.rv
+	s.continues = continues{}
 }
 
 // Get returns a copy of a stored object as JSON-shaped data, or nil.
 func (s *Server) Get(gvr schema.GroupVersionResource, namespace, name string) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o := s.objects[gvr][namespace+"/"+name]
-	if o == nil {
-		return nil
-	}
-	return deepCopy(o)
+	return deepCopy(s.objects[gvr][namespace+"/"+name])
 }
 
 // List returns copies of the stored objects of gvr in namespace ("" for
@@ -200,27 +209,66 @@ func (s *Server) List(gvr schema.GroupVersionResource, namespace string) []map[s
 	return s.listLocked(gvr, namespace, nil)
 }
 
-// Create stores obj (typed or JSON-shaped) as a client's create would,
-// bypassing Hook; for test fixtures.
+// Create stores obj (typed or JSON-shaped) as a fixture, bypassing Hook:
+// as a client's create would, except that what obj sets of uid,
+// creationTimestamp, generation, deletionTimestamp and status is kept (a
+// test may refer to a seeded object's uid, or seed a status); the server
+// fills in what it leaves empty, and sets resourceVersion.
 func (s *Server) Create(gvr schema.GroupVersionResource, obj any) error {
 	_, resources := s.lookup()
 	r, ok := resources[gvr]
 	if !ok {
 		return fmt.Errorf("fakeapi: %v is not served", gvr)
 	}
-	body, err := json.Marshal(obj)
+	m, err := normalize(obj)
 	if err != nil {
 		return err
 	}
-	ns, _ := nestedString(mustMap(body), "metadata", "namespace")
-	_, err = s.create(r, ns, body)
+	ns, _ := nestedString(m, "metadata", "namespace")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err = s.createLocked(r, ns, m, options{fieldManager: "fixture", fixture: true})
 	return err
 }
 
-func mustMap(b []byte) map[string]any {
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
+// options are a write's query parameters.
+type options struct {
+	dryRun       bool
+	fieldManager string
+	force        bool
+	userAgent    string
+	fixture      bool // Create's: keep the identity the object sets
+	applied      bool // an apply's create: its managed fields are set
+}
+
+// manager is the field manager a write is recorded under: fieldManager,
+// or the user agent's first part, as the API server does.
+func (o options) manager() string {
+	if o.fieldManager != "" {
+		return o.fieldManager
+	}
+	m, _, _ := strings.Cut(o.userAgent, "/")
 	return m
+}
+
+// parseOptions reads a write's query parameters.
+func parseOptions(q url.Values, userAgent string) (options, error) {
+	o := options{fieldManager: q.Get("fieldManager"), userAgent: userAgent}
+	for _, d := range q["dryRun"] {
+		if d != metav1.DryRunAll {
+			return o, apierrors.NewBadRequest(fmt.Sprintf("dryRun: unsupported value %q, want %q",
+				d, metav1.DryRunAll))
+		}
+		o.dryRun = true
+	}
+	if f := q.Get("force"); f != "" {
+		force, err := strconv.ParseBool(f)
+		if err != nil {
+			return o, apierrors.NewBadRequest("force: " + err.Error())
+		}
+		o.force = force
+	}
+	return o, nil
 }
 
 // ServeHTTP serves the API.
@@ -292,52 +340,72 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	if p.sub != "" && !(p.sub == "status" && p.res.Status) {
+	if p.sub != "" && !(p.sub == "status" && p.res.Status) && !s.servesSubresource(p) {
 		writeStatus(w, apierrors.NewNotFound(p.res.GVR.GroupResource(), p.name+"/"+p.sub))
 		return
 	}
 	s.serve(w, req, r, q)
 }
 
-func (s *Server) serve(w http.ResponseWriter, req *http.Request, r *Request, q map[string][]string) {
-	get := func(k string) string {
-		if v := q[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
+// servesSubresource reports whether the server itself answers p's
+// subresource, rather than Hook alone.
+func (s *Server) servesSubresource(p path) bool {
+	switch {
+	case p.sub == "token" && p.res.GVR.Resource == "serviceaccounts" && p.res.GVR.Group == "":
+		return true
+	case p.sub == "finalize" && p.res.isNamespaces():
+		return true
 	}
+	return false
+}
+
+func mustMap(b []byte) map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+func (s *Server) serve(w http.ResponseWriter, req *http.Request, r *Request, q url.Values) {
 	var out map[string]any
 	var err error
+	code := http.StatusOK
+	var opts options
+	if r.Mutating() {
+		if opts, err = parseOptions(q, r.UserAgent); err != nil {
+			writeStatus(w, err)
+			return
+		}
+	}
 	switch r.Verb {
 	case "get":
 		out, err = s.get(r.Resource, r.Namespace, r.Name)
 	case "list":
-		var sel *selector
-		if sel, err = parseSelector(get("labelSelector"), get("fieldSelector")); err == nil {
-			out = s.list(r.Resource, r.Namespace, sel)
-		}
+		out, err = s.list(r.Resource, r.Namespace, q)
 	case "watch":
-		s.watch(w, req, r, get)
+		s.watch(w, req, r, q)
 		return
 	case "create":
-		out, err = s.create(r.Resource, r.Namespace, r.Body)
+		code = http.StatusCreated
+		if r.Subresource == "token" {
+			out, err = s.token(r.Resource, r.Namespace, r.Name, r.Body)
+			break
+		}
+		out, err = s.create(r.Resource, r.Namespace, r.Body, opts)
 	case "update":
-		out, err = s.update(r.Resource, r.Namespace, r.Name, r.Subresource, r.Body)
+		out, err = s.update(r.Resource, r.Namespace, r.Name, r.Subresource, r.Body, opts)
 	case "patch":
-		out, err = s.patch(r.Resource, r.Namespace, r.Name, r.Subresource, req.Header.Get("Content-Type"),
-			get("fieldManager"), r.Body)
+		out, err = s.patch(r.Resource, r.Namespace, r.Name, r.Subresource,
+			req.Header.Get("Content-Type"), r.Body, opts)
 	case "delete":
-		out, err = s.delete(r.Resource, r.Namespace, r.Name, r.Body)
+		out, err = s.delete(r.Resource, r.Namespace, r.Name, r.Body, q, opts)
+	case "deletecollection":
+		out, err = s.deleteCollection(r.Resource, r.Namespace, r.Body, q, opts)
 	default:
 		err = apierrors.NewMethodNotSupported(r.Resource.GVR.GroupResource(), r.Verb)
 	}
 	if err != nil {
 		writeStatus(w, err)
 		return
-	}
-	code := http.StatusOK
-	if r.Verb == "create" {
-		code = http.StatusCreated
 	}
 	if asMetadata(req) {
 		out = partialMetadata(out)
@@ -354,8 +422,8 @@ func asMetadata(req *http.Request) bool {
 // partialMetadata turns an object, or a list of them, into what the API
 // server answers a metadata client.
 func partialMetadata(obj map[string]any) map[string]any {
-	if obj == nil {
-		return nil
+	if obj == nil || obj["kind"] == "Status" {
+		return obj
 	}
 	if items, ok := obj["items"].([]any); ok {
 		out := make([]any, len(items))
@@ -366,7 +434,8 @@ func partialMetadata(obj map[string]any) map[string]any {
 		return map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
 			"metadata": obj["metadata"], "items": out}
 	}
-	return map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj["metadata"]}
+	return map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+		"metadata": obj["metadata"]}
 }
 
 func (s *Server) get(r Resource, ns, name string) (map[string]any, error) {
@@ -379,104 +448,6 @@ func (s *Server) get(r Resource, ns, name string) (map[string]any, error) {
 	return deepCopy(o), nil
 }
 
-func key(r Resource, ns, name string) string {
-	if !r.Namespaced {
-		ns = ""
-	}
-	return ns + "/" + name
-}
-
-func (s *Server) listLocked(gvr schema.GroupVersionResource, ns string, sel *selector) []map[string]any {
-	r := s.resources[gvr]
-	if s.objects[gvr] == nil {
-		return nil
-	}
-	var keys []string
-	for k, o := range s.objects[gvr] {
-		if r.Namespaced && ns != "" && !strings.HasPrefix(k, ns+"/") {
-			continue
-		}
-		if sel.matches(o) {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	out := make([]map[string]any, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, deepCopy(s.objects[gvr][k]))
-	}
-	return out
-}
-
-func (s *Server) list(r Resource, ns string, sel *selector) map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	items := s.listLocked(r.GVR, ns, sel)
-	anyItems := make([]any, len(items))
-	for i, it := range items {
-		anyItems[i] = it
-	}
-	return map[string]any{
-		"apiVersion": r.GVR.GroupVersion().String(),
-		"kind":       r.Kind + "List",
-		"metadata":   map[string]any{"resourceVersion": strconv.FormatInt(s.rv, 10)},
-		"items":      anyItems,
-	}
-}
-
-func decode(body []byte) (map[string]any, error) {
-	var obj map[string]any
-	if err := json.Unmarshal(body, &obj); err != nil {
-		return nil, apierrors.NewBadRequest("the body is not a JSON object: " + err.Error())
-	}
-	return obj, nil
-}
-
-// metaOf returns obj's metadata map, creating it.
-func metaOf(obj map[string]any) map[string]any {
-	m, ok := obj["metadata"].(map[string]any)
-	if !ok {
-		m = map[string]any{}
-		obj["metadata"] = m
-	}
-	return m
-}
-
-func nestedString(obj map[string]any, path ...string) (string, bool) {
-	var cur any = obj
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return "", false
-		}
-		cur = m[p]
-	}
-	s, ok := cur.(string)
-	return s, ok
-}
-
-func deepCopy(m map[string]any) map[string]any {
-	return copyValue(m).(map[string]any)
-}
-
-func copyValue(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, x := range t {
-			out[k] = copyValue(x)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = copyValue(x)
-		}
-		return out
-	}
-	return v
-}
-
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
@@ -485,13 +456,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // writeStatus answers err as the API server does.
 func writeStatus(w http.ResponseWriter, err error) {
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) {
-		st = apierrors.NewInternalError(err)
-	}
-	status := st.Status()
-	status.Kind, status.APIVersion = "Status", "v1"
-	status.Status = metav1.StatusFailure
+	status := statusOf(err)
 	code := int(status.Code)
 	if code == 0 {
 		code = http.StatusInternalServerError
@@ -499,14 +464,43 @@ func writeStatus(w http.ResponseWriter, err error) {
 	writeJSON(w, code, status)
 }
 
+// statusOf is the Status the API server answers err with.
+func statusOf(err error) metav1.Status {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		st = apierrors.NewInternalError(err)
+	}
+	status := st.Status()
+	status.Kind, status.APIVersion = "Status", "v1"
+	status.Status = metav1.StatusFailure
+	return status
+}
+
+// notSupported is the error the server answers a request it does not
+// model with: what names it.
+func notSupported(what string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusBadRequest,
+		Reason: metav1.StatusReasonBadRequest,
+		Message: "fakeapi: " + what + " (the in-memory API server does not model it; " +
+			"testenv runs a real one)",
+	}}
+}
+
 // unsupportedMediaType is the API server's 415.
 func unsupportedMediaType(ct string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType,
-		Reason:  metav1.StatusReasonUnsupportedMediaType,
-		Message: fmt.Sprintf("the body of the request was in an unknown format: %s (fakeapi serves JSON only)", ct),
+		Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: fmt.Sprintf(
+			"the body of the request was in an unknown format: %s (fakeapi serves JSON only)",
+			ct,
+		),
 	}}
 }
 
-// requestContext is the context of a request the handler serves.
-func requestContext(req *http.Request) context.Context { return req.Context() }
+// successStatus is what a delete that removed the object answers.
+func successStatus() map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "Status", "metadata": map[string]any{},
+		"status": metav1.StatusSuccess}
+}

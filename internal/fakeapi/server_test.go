@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -66,12 +67,22 @@ func TestCRUD(t *testing.T) {
 	if _, err := cms.Update(ctx, stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
 		t.Errorf("stale update: %v, want Conflict", err)
 	}
-	patched, err := cms.Patch(ctx, "a", types.MergePatchType, []byte(`{"data":{"p":"x"}}`), metav1.PatchOptions{})
+	patched, err := cms.Patch(
+		ctx,
+		"a",
+		types.MergePatchType,
+		[]byte(`{"data":{"p":"x"}}`),
+		metav1.PatchOptions{},
+	)
 	if err != nil || patched.Data["p"] != "x" || patched.Data["k"] != "2" {
 		t.Errorf("patch: %v, %v", patched, err)
 	}
 	wrongUID := types.UID("nope")
-	err = cms.Delete(ctx, "a", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &wrongUID}})
+	err = cms.Delete(
+		ctx,
+		"a",
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &wrongUID}},
+	)
 	if !apierrors.IsConflict(err) {
 		t.Errorf("delete with a wrong UID: %v, want Conflict", err)
 	}
@@ -94,11 +105,12 @@ func TestStatusSubresource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Status.Phase != "" {
-		t.Errorf("create kept the status %q", p.Status.Phase)
+	if p.Status.Phase != corev1.PodPending {
+		t.Errorf("create left the status %q, want the server's Pending", p.Status.Phase)
 	}
 	p.Status.Phase = corev1.PodSucceeded
-	if p, err = pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil || p.Status.Phase != corev1.PodSucceeded {
+	if p, err = pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil ||
+		p.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("UpdateStatus: %v %v", p.Status.Phase, err)
 	}
 	p.Status.Phase = corev1.PodFailed
@@ -107,7 +119,11 @@ func TestStatusSubresource(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.Status.Phase != corev1.PodSucceeded || p.Labels["a"] != "b" {
-		t.Errorf("Update: phase %q labels %v; want the stored status and the new labels", p.Status.Phase, p.Labels)
+		t.Errorf(
+			"Update: phase %q labels %v; want the stored status and the new labels",
+			p.Status.Phase,
+			p.Labels,
+		)
 	}
 }
 
@@ -119,7 +135,8 @@ func TestInformerAndDroppedWatches(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		s := fakeapi.New()
-		if err := s.Create(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, &corev1.ConfigMap{
+		configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+		if err := s.Create(configMaps, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "before", Namespace: "ns"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -156,21 +173,32 @@ func TestInformerAndDroppedWatches(t *testing.T) {
 }
 
 // TestWatchFromResourceVersion: a watch resumes after a resourceVersion,
-// filtered by name; a too old one is 410 Gone.
+// filtered by name; a too old one is 410 Gone (an ERROR event).
 func TestWatchFromResourceVersion(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		s := fakeapi.New()
 		leases := client(t, s).CoordinationV1().Leases("kube-system")
-		l, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})
+		l, err := leases.Create(
+			ctx,
+			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "a"}},
+			metav1.CreateOptions{},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, metav1.CreateOptions{}); err != nil {
+		b := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
+		if _, err := leases.Create(ctx, b, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		w, err := leases.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion, FieldSelector: "metadata.name=a"})
+		w, err := leases.Watch(
+			ctx,
+			metav1.ListOptions{
+				ResourceVersion: l.ResourceVersion,
+				FieldSelector:   "metadata.name=a",
+			},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,16 +208,29 @@ func TestWatchFromResourceVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev := <-w.ResultChan()
-		if got := ev.Object.(*coordinationv1.Lease); ev.Type != watch.Modified || got.Name != "a" || *got.Spec.HolderIdentity != "x" {
+		if got := ev.Object.(*coordinationv1.Lease); ev.Type != watch.Modified || got.Name != "a" ||
+			*got.Spec.HolderIdentity != "x" {
 			t.Errorf("event %v %v, want the update of a", ev.Type, got)
 		}
 		s.DropWatches()
 		if _, ok := <-w.ResultChan(); ok {
 			t.Error("the watch outlived DropWatches")
 		}
-		_, err = leases.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
-		if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
-			t.Errorf("watch from a forgotten resourceVersion: %v, want 410", err)
+		// As kube-apiserver's watch cache: the watch starts, and its one
+		// event is the 410.
+		w, err = leases.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		ev = <-w.ResultChan()
+		if err := apierrors.FromObject(ev.Object); ev.Type != watch.Error ||
+			!apierrors.IsResourceExpired(err) {
+			t.Errorf(
+				"watch from a forgotten resourceVersion: %s %v, want a 410 error",
+				ev.Type,
+				err,
+			)
 		}
 	})
 }
@@ -207,11 +248,17 @@ func TestHookRefuses(t *testing.T) {
 		return nil
 	})
 	cms := client(t, s).CoreV1().ConfigMaps("ns")
-	_, err := cms.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{})
+	_, err := cms.Create(
+		context.Background(),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}},
+		metav1.CreateOptions{},
+	)
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("create: %v, want Forbidden", err)
 	}
-	if _, err := cms.Get(context.Background(), "c", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := cms.Get(context.Background(), "c", metav1.GetOptions{}); !apierrors.IsNotFound(
+		err,
+	) {
 		t.Errorf("get: %v, want NotFound", err)
 	}
 	want := []string{"create configmaps c", "get configmaps c"}
@@ -229,8 +276,12 @@ func TestAPIServerSemantics(t *testing.T) {
 	s := fakeapi.New()
 	cs := client(t, s)
 	pods := cs.CoreV1().Pods("ns")
-	p, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Finalizers: []string{"x/y"}},
-		Spec: corev1.PodSpec{NodeName: "a"}}, metav1.CreateOptions{})
+	p, err := pods.Create(
+		ctx,
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Finalizers: []string{"x/y"}},
+			Spec: corev1.PodSpec{NodeName: "a"}},
+		metav1.CreateOptions{},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +301,9 @@ func TestAPIServerSemantics(t *testing.T) {
 		t.Errorf("a status change: generation %d, %v; want 2", p.Generation, err)
 	}
 
-	if err := pods.Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+	// A Pod bound to a node would wait out a grace period.
+	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+	if err := pods.Delete(ctx, "p", now); err != nil {
 		t.Fatal(err)
 	}
 	if p, err = pods.Get(ctx, "p", metav1.GetOptions{}); err != nil || p.DeletionTimestamp == nil {
@@ -265,17 +318,29 @@ func TestAPIServerSemantics(t *testing.T) {
 	}
 
 	cms := cs.CoreV1().ConfigMaps("ns")
-	apply := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  a: \"1\"\n")
-	if _, err := cms.Patch(ctx, "applied", types.ApplyPatchType, apply, metav1.PatchOptions{}); err == nil {
+	apply := []byte(
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  a: \"1\"\n",
+	)
+	_, err = cms.Patch(ctx, "applied", types.ApplyPatchType, apply, metav1.PatchOptions{})
+	if err == nil {
 		t.Error("an apply without fieldManager succeeded")
 	}
-	cm, err := cms.Patch(ctx, "applied", types.ApplyPatchType, apply, metav1.PatchOptions{FieldManager: "m"})
+	cm, err := cms.Patch(
+		ctx,
+		"applied",
+		types.ApplyPatchType,
+		apply,
+		metav1.PatchOptions{FieldManager: "m"},
+	)
 	if err != nil || cm.Data["a"] != "1" {
 		t.Fatalf("apply creating: %v, %v", cm, err)
 	}
-	apply = []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"b":"2"}}`)
-	if cm, err = cms.Patch(ctx, "applied", types.ApplyPatchType, apply, metav1.PatchOptions{FieldManager: "m"}); err != nil ||
-		cm.Data["b"] != "2" {
+	apply = []byte(
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"b":"2"}}`,
+	)
+	cm, err = cms.Patch(ctx, "applied", types.ApplyPatchType, apply,
+		metav1.PatchOptions{FieldManager: "m"})
+	if err != nil || cm.Data["b"] != "2" {
 		t.Errorf("apply merging: %v, %v", cm, err)
 	}
 
@@ -285,9 +350,12 @@ func TestAPIServerSemantics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
-		"metadata": map[string]any{"name": "w"}, "spec": map[string]any{"size": int64(1)}}}
-	if _, err := dyn.Resource(widgets).Namespace("ns").Create(ctx, w, metav1.CreateOptions{}); err != nil {
+	w := &unstructured.Unstructured{
+		Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "w"}, "spec": map[string]any{"size": int64(1)}},
+	}
+	widgetsNS := dyn.Resource(widgets).Namespace("ns")
+	if _, err := widgetsNS.Create(ctx, w, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	md, err := metadata.NewForConfig(fakeapi.Config(s, nil))
@@ -298,11 +366,90 @@ func TestAPIServerSemantics(t *testing.T) {
 	if err != nil || pm.Name != "w" || pm.Generation != 1 {
 		t.Errorf("a metadata client's get: %+v, %v", pm, err)
 	}
-	if list, err := md.Resource(widgets).List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 1 {
+	if list, err := md.Resource(widgets).List(ctx, metav1.ListOptions{}); err != nil ||
+		len(list.Items) != 1 {
 		t.Errorf("a metadata client's list: %+v, %v", list, err)
 	}
 	s.RemoveResource(widgets)
-	if _, err := dyn.Resource(widgets).Namespace("ns").Get(ctx, "w", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := widgetsNS.Get(ctx, "w", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after the resource was removed: %v, want NotFound", err)
+	}
+}
+
+// TestFixturesKeepWhatTheySet: Create, for fixtures, keeps the identity
+// and status an object sets, and fills in the rest.
+func TestFixturesKeepWhatTheySet(t *testing.T) {
+	s := fakeapi.New()
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	if err := s.Create(pods, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "seeded"},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := client(t, s).CoreV1().Pods("ns").Get(t.Context(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.UID != "seeded" || p.Status.Phase != corev1.PodRunning || p.ResourceVersion == "" ||
+		p.Generation != 1 || p.CreationTimestamp.IsZero() {
+		t.Errorf("seeded pod %+v, %+v; want uid and status kept, the rest filled in",
+			p.ObjectMeta, p.Status)
+	}
+}
+
+// TestFieldsAreTrackedFromTheFirstApply: an object nobody applied records
+// no managers; from its first apply on, every write does.
+func TestFieldsAreTrackedFromTheFirstApply(t *testing.T) {
+	ctx := t.Context()
+	cms := client(t, fakeapi.New()).CoreV1().ConfigMaps("ns")
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"},
+		Data: map[string]string{"k": "1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cm.ManagedFields) != 0 {
+		t.Errorf("managed fields %v before any apply, want none", cm.ManagedFields)
+	}
+	apply := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},` +
+		`"data":{"a":"1"}}`)
+	if cm, err = cms.Patch(ctx, "a", types.ApplyPatchType, apply,
+		metav1.PatchOptions{FieldManager: "applier"}); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["u"] = "1"
+	if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "updater"}); err != nil {
+		t.Fatal(err)
+	}
+	var managers []string
+	for _, e := range cm.ManagedFields {
+		managers = append(managers, e.Manager)
+	}
+	slices.Sort(managers)
+	if want := []string{"applier", "before-first-apply", "updater"}; !slices.Equal(managers, want) {
+		t.Errorf("managers %v, want %v", managers, want)
+	}
+}
+
+// TestContinueAfterARestart: a continue token the server no longer keeps
+// is 410 Gone, as an expired one is.
+func TestContinueAfterARestart(t *testing.T) {
+	ctx := t.Context()
+	s := fakeapi.New()
+	cms := client(t, s).CoreV1().ConfigMaps("ns")
+	for _, n := range []string{"a", "b"} {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n}},
+			metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := cms.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil || first.Continue == "" {
+		t.Fatalf("first page %v, %v; want a continue token", first, err)
+	}
+	s.DropWatches()
+	_, err = cms.List(ctx, metav1.ListOptions{Limit: 1, Continue: first.Continue})
+	if !apierrors.IsResourceExpired(err) {
+		t.Errorf("continuing after a restart: %v, want 410", err)
 	}
 }

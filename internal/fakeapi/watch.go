@@ -2,7 +2,9 @@ package fakeapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -23,12 +25,16 @@ type watcher struct {
 	ch   chan event
 	once sync.Once
 	done chan struct{} // closed when the server ends the watch
+	// flush: the events queued when done closed are still sent (set
+	// before done closes).
+	flush bool
 }
 
-// send queues ev if it matches; false when the watcher is too slow and
-// was closed. The server's mutex is held.
+// send queues ev as w sees it (see seen); false when the watcher is too
+// slow and was closed. The server's mutex is held.
 func (w *watcher) send(ev event) bool {
-	if ev.gvr != w.gvr || (w.ns != "" && ev.ns != w.ns) || !w.sel.matches(ev.obj) {
+	ev, ok := w.seen(ev)
+	if !ok {
 		return true
 	}
 	select {
@@ -42,10 +48,19 @@ func (w *watcher) send(ev event) bool {
 
 func (w *watcher) close() { w.once.Do(func() { close(w.done) }) }
 
+// end ends the watch once the events queued so far are sent.
+func (w *watcher) end() {
+	w.once.Do(func() {
+		w.flush = true
+		close(w.done)
+	})
+}
+
 // watch streams events to w until the client goes away, the watch times
 // out or the server drops it.
-func (s *Server) watch(rw http.ResponseWriter, req *http.Request, r *Request, get func(string) string) {
-	sel, err := parseSelector(get("labelSelector"), get("fieldSelector"))
+func (s *Server) watch(rw http.ResponseWriter, req *http.Request, r *Request, q url.Values) {
+	get := q.Get
+	sel, err := parseSelector(r.Resource, get("labelSelector"), get("fieldSelector"))
 	if err != nil {
 		writeStatus(rw, err)
 		return
@@ -54,7 +69,13 @@ func (s *Server) watch(rw http.ResponseWriter, req *http.Request, r *Request, ge
 	if r.Resource.Namespaced {
 		ns = r.Namespace
 	}
-	w := &watcher{gvr: r.Resource.GVR, ns: ns, sel: sel, ch: make(chan event, watcherBuffer), done: make(chan struct{})}
+	w := &watcher{
+		gvr:  r.Resource.GVR,
+		ns:   ns,
+		sel:  sel,
+		ch:   make(chan event, watcherBuffer),
+		done: make(chan struct{}),
+	}
 	initial := get("sendInitialEvents") == "true"
 	rv := get("resourceVersion")
 
@@ -76,11 +97,15 @@ func (s *Server) watch(rw http.ResponseWriter, req *http.Request, r *Request, ge
 		}
 		if from < s.oldest {
 			s.mu.Unlock()
-			writeStatus(rw, apierrors.NewResourceExpired("too old resource version: "+rv))
+			// As the API server's watch cache: the watch starts, and its
+			// one event is the error.
+			expired := statusOf(apierrors.NewResourceExpired(fmt.Sprintf(
+				"too old resource version: %d (%d)", from, s.oldest)))
+			writeJSON(rw, http.StatusOK, map[string]any{"type": "ERROR", "object": expired})
 			return
 		}
 		for _, ev := range s.history {
-			if ev.rv > from && w.wants(ev) {
+			if ev, ok := w.seen(ev); ev.rv > from && ok {
 				replay = append(replay, ev)
 			}
 		}
@@ -141,15 +166,47 @@ func (s *Server) watch(rw http.ResponseWriter, req *http.Request, r *Request, ge
 				return
 			}
 		case <-w.done:
+			for w.flush {
+				select {
+				case ev := <-w.ch:
+					if !write(ev.typ, ev.obj) {
+						return
+					}
+				default:
+					return
+				}
+			}
 			return
 		case <-timeout:
 			return
-		case <-requestContext(req).Done():
+		case <-req.Context().Done():
 			return
 		}
 	}
 }
 
-func (w *watcher) wants(ev event) bool {
-	return ev.gvr == w.gvr && (w.ns == "" || ev.ns == w.ns) && w.sel.matches(ev.obj)
+// seen is ev as w's selectors see it, and whether w sees it at all: a
+// MODIFIED event of an object that comes to match them is ADDED, and one
+// of an object that stops matching is DELETED, carrying the state it last
+// matched in (with the event's resourceVersion), as the API server's watch
+// cache sends them.
+func (w *watcher) seen(ev event) (event, bool) {
+	if ev.gvr != w.gvr || (w.ns != "" && ev.ns != w.ns) {
+		return ev, false
+	}
+	now := w.sel.matches(ev.obj)
+	if ev.typ != "MODIFIED" || w.sel == nil {
+		return ev, now
+	}
+	before := w.sel.matches(ev.prev)
+	switch {
+	case now && !before:
+		ev.typ = "ADDED"
+	case before && !now:
+		ev.typ = "DELETED"
+		last := deepCopy(ev.prev)
+		metaOf(last)["resourceVersion"] = metaOf(ev.obj)["resourceVersion"]
+		ev.obj = last
+	}
+	return ev, now || before
 }

@@ -1,33 +1,35 @@
 package fakeapi
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // create stores a new object from body.
-func (s *Server) create(r Resource, ns string, body []byte) (map[string]any, error) {
+func (s *Server) create(r Resource, ns string, body []byte, opts options) (map[string]any, error) {
 	obj, err := decode(body)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.createLocked(r, ns, obj)
+	return s.createLocked(r, ns, obj, opts)
 }
 
 // createLocked stores obj as a new object. s.mu is held.
-func (s *Server) createLocked(r Resource, ns string, obj map[string]any) (map[string]any, error) {
+func (s *Server) createLocked(
+	r Resource,
+	ns string,
+	obj map[string]any,
+	opts options,
+) (map[string]any, error) {
 	if s.objects[r.GVR] == nil {
 		return nil, apierrors.NewNotFound(r.GVR.GroupResource(), "")
 	}
@@ -35,19 +37,21 @@ func (s *Server) createLocked(r Resource, ns string, obj map[string]any) (map[st
 	name, _ := meta["name"].(string)
 	if name == "" {
 		if gen, _ := meta["generateName"].(string); gen != "" {
-			s.uid++
-			name = fmt.Sprintf("%s%05x", gen, s.uid)
+			name = gen + s.suffix()
 		}
 	}
 	if name == "" {
 		return nil, apierrors.NewBadRequest("metadata.name or metadata.generateName is required")
 	}
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 && r.GVR.Resource != "events" {
-		return nil, apierrors.NewInvalid(r.GVK().GroupKind(), name, nil)
+		return nil, apierrors.NewInvalid(r.GVK().GroupKind(), name, field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "name"), name, msgs[0])})
 	}
 	if r.Namespaced {
 		if bodyNS, _ := meta["namespace"].(string); bodyNS != "" && ns != "" && bodyNS != ns {
-			return nil, apierrors.NewBadRequest("the namespace of the object does not match the namespace of the request")
+			return nil, apierrors.NewBadRequest(
+				"the namespace of the object does not match the namespace of the request",
+			)
 		} else if ns == "" {
 			ns = bodyNS
 		}
@@ -55,6 +59,9 @@ func (s *Server) createLocked(r Resource, ns string, obj map[string]any) (map[st
 			return nil, apierrors.NewBadRequest("a namespace is required")
 		}
 		meta["namespace"] = ns
+		if err := s.admitLocked(r, ns, name); err != nil {
+			return nil, err
+		}
 	} else {
 		delete(meta, "namespace")
 	}
@@ -63,21 +70,95 @@ func (s *Server) createLocked(r Resource, ns string, obj map[string]any) (map[st
 	if s.objects[r.GVR][k] != nil {
 		return nil, apierrors.NewAlreadyExists(r.GVR.GroupResource(), name)
 	}
+	s.prepareCreate(r, obj, opts.fixture)
+	if !opts.fixture && !opts.applied {
+		obj = s.managers.update(r, "", nil, obj, opts.manager())
+	}
+	if opts.dryRun {
+		obj["apiVersion"], obj["kind"] = r.GVR.GroupVersion().String(), r.Kind
+		return obj, nil
+	}
+	return s.store(r, ns, name, obj, nil, "ADDED"), nil
+}
+
+// suffix is five characters for a generated name.
+func (s *Server) suffix() string {
 	s.uid++
-	meta["uid"] = string(types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012x", s.uid)))
-	meta["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
-	meta["generation"] = int64(1)
-	delete(meta, "deletionTimestamp")
-	delete(meta, "deletionGracePeriodSeconds")
-	if r.Status {
+	return fmt.Sprintf("%05x", s.uid%(1<<20))
+}
+
+// prepareCreate sets what the server sets on a new object: identity,
+// generation, and (unless a fixture set them) no deletion and no status
+// for a resource with a status subresource.
+func (s *Server) prepareCreate(r Resource, obj map[string]any, fixture bool) {
+	meta := metaOf(obj)
+	keep := func(f string) bool {
+		_, ok := meta[f]
+		return fixture && ok
+	}
+	if !keep("uid") {
+		s.uid++
+		meta["uid"] = fmt.Sprintf("00000000-0000-0000-0000-%012x", s.uid)
+	}
+	if !keep("creationTimestamp") || meta["creationTimestamp"] == nil {
+		meta["creationTimestamp"] = timestamp(time.Now())
+	}
+	switch {
+	case keep("generation"):
+	case r.strategy().generation != nil:
+		meta["generation"] = int64(1)
+	default:
+		delete(meta, "generation")
+	}
+	if !keep("deletionTimestamp") {
+		delete(meta, "deletionTimestamp")
+		delete(meta, "deletionGracePeriodSeconds")
+	}
+	delete(meta, "resourceVersion")
+	if r.Status && !(fixture && obj["status"] != nil) {
 		delete(obj, "status")
 	}
-	return s.store(r, ns, name, obj, "ADDED"), nil
+	switch {
+	case r.isNamespaces():
+		spec, _ := obj["spec"].(map[string]any)
+		if spec == nil {
+			spec = map[string]any{}
+			obj["spec"] = spec
+		}
+		if fins, _ := spec["finalizers"].([]any); len(fins) == 0 {
+			spec["finalizers"] = []any{"kubernetes"}
+		}
+		if obj["status"] == nil {
+			obj["status"] = map[string]any{"phase": "Active"}
+		}
+	case r.BuiltIn && r.GVR.Resource == "pods" && r.GVR.Group == "" && obj["status"] == nil:
+		obj["status"] = map[string]any{"phase": "Pending"}
+	}
+}
+
+// admitLocked refuses a create in a namespace being deleted, as the
+// NamespaceLifecycle admission plugin does.
+func (s *Server) admitLocked(r Resource, ns, name string) error {
+	nsObj := s.objects[schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}]["/"+ns]
+	if nsObj == nil {
+		return nil
+	}
+	if phase, _ := nestedString(nsObj, "status", "phase"); phase != "Terminating" {
+		return nil
+	}
+	return apierrors.NewForbidden(r.GVR.GroupResource(), name, fmt.Errorf(
+		"unable to create new content in namespace %s because it is being terminated", ns))
 }
 
 // store sets the object's identity fields and resourceVersion, stores it
-// and tells the watchers. s.mu is held.
-func (s *Server) store(r Resource, ns, name string, obj map[string]any, typ string) map[string]any {
+// (or, for DELETED, removes it) and tells the watchers; prev is the state
+// a MODIFIED event replaces. s.mu is held.
+func (s *Server) store(
+	r Resource,
+	ns, name string,
+	obj, prev map[string]any,
+	typ string,
+) map[string]any {
 	s.rv++
 	obj["apiVersion"] = r.GVR.GroupVersion().String()
 	obj["kind"] = r.Kind
@@ -89,6 +170,9 @@ func (s *Server) store(r Resource, ns, name string, obj map[string]any, typ stri
 		s.objects[r.GVR][k] = obj
 	}
 	ev := event{rv: s.rv, typ: typ, gvr: r.GVR, ns: ns, name: name, obj: deepCopy(obj)}
+	if typ == "MODIFIED" {
+		ev.prev = deepCopy(prev)
+	}
 	s.history = append(s.history, ev)
 	if len(s.history) > maxHistory {
 		s.oldest = s.history[0].rv
@@ -102,12 +186,44 @@ func (s *Server) store(r Resource, ns, name string, obj map[string]any, typ stri
 	return deepCopy(obj)
 }
 
-// modify stores next over cur, as every write of an existing object ends:
-// the server's own metadata is kept, the generation is bumped when the
-// object changed outside metadata (and outside status, for a resource with
-// a status subresource), and a deleted object whose last finalizer went is
-// removed. s.mu is held.
-func (s *Server) modify(r Resource, ns, name string, cur, next map[string]any) map[string]any {
+// commit ends every write of an existing object: next replaces cur,
+// unless nothing changed (then nothing is written and the resourceVersion
+// stays, as the API server skips a no-op write); an object being deleted
+// whose last finalizer went is removed. A dry run answers what would be
+// stored. s.mu is held.
+func (s *Server) commit(
+	r Resource,
+	ns, name string,
+	cur, next map[string]any,
+	dryRun bool,
+) map[string]any {
+	next["apiVersion"], next["kind"] = cur["apiVersion"], cur["kind"]
+	metaOf(next)["resourceVersion"] = metaOf(cur)["resourceVersion"]
+	grace, _ := toInt64(metaOf(cur)["deletionGracePeriodSeconds"])
+	gone := deleting(cur) && len(finalizers(metaOf(next))) == 0 && grace == 0 &&
+		!(r.isNamespaces() && namespaceFinalizing(next))
+	switch {
+	case reflect.DeepEqual(cur, next):
+		return deepCopy(cur)
+	case dryRun:
+		return next
+	case gone:
+		return s.store(r, ns, name, next, nil, "DELETED")
+	}
+	return s.store(r, ns, name, next, cur, "MODIFIED")
+}
+
+// namespaceFinalizing reports whether a namespace still has
+// spec.finalizers, which keep it after its metadata.finalizers are done.
+func namespaceFinalizing(ns map[string]any) bool {
+	fins, _ := nested(ns, "spec", "finalizers")
+	list, _ := fins.([]any)
+	return len(list) > 0
+}
+
+// prepareUpdate carries the server's metadata over from cur to next and
+// bumps the generation by r's rule.
+func prepareUpdate(r Resource, cur, next map[string]any) {
 	cm, nm := metaOf(cur), metaOf(next)
 	for _, f := range []string{"name", "namespace", "uid", "creationTimestamp", "generation",
 		"deletionTimestamp", "deletionGracePeriodSeconds"} {
@@ -117,53 +233,34 @@ func (s *Server) modify(r Resource, ns, name string, cur, next map[string]any) m
 			delete(nm, f)
 		}
 	}
-	if specChanged(r, cur, next) {
+	if rule := r.strategy().generation; rule != nil && rule(r, cur, next) {
 		gen, _ := toInt64(cm["generation"])
 		nm["generation"] = gen + 1
 	}
-	if _, deleting := nm["deletionTimestamp"]; deleting && len(finalizers(nm)) == 0 {
-		return s.store(r, ns, name, next, "DELETED")
+}
+
+// validateUpdate refuses what the API server's validation of any update
+// refuses: new finalizers on an object being deleted.
+func validateUpdate(r Resource, name string, cur, next map[string]any) error {
+	if !deleting(cur) {
+		return nil
 	}
-	return s.store(r, ns, name, next, "MODIFIED")
-}
-
-// specChanged reports whether an update changed what bumps the
-// generation: everything but metadata and, with a status subresource,
-// status.
-func specChanged(r Resource, cur, next map[string]any) bool {
-	strip := func(o map[string]any) map[string]any {
-		out := map[string]any{}
-		for k, v := range o {
-			if k == "metadata" || k == "apiVersion" || k == "kind" || (r.Status && k == "status") {
-				continue
-			}
-			out[k] = v
-		}
-		return out
+	if added := newFinalizers(cur, next); len(added) > 0 {
+		return apierrors.NewInvalid(r.GVK().GroupKind(), name, field.ErrorList{field.Forbidden(
+			field.NewPath("metadata", "finalizers"), fmt.Sprintf("no new finalizers can be "+
+				"added if the object is being deleted, found new finalizers %q", added))})
 	}
-	return !reflect.DeepEqual(strip(cur), strip(next))
+	return nil
 }
 
-func toInt64(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, true
-	case float64:
-		return int64(n), true
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil
-	}
-	return 0, false
-}
-
-func finalizers(meta map[string]any) []any {
-	f, _ := meta["finalizers"].([]any)
-	return f
-}
-
-// update replaces an object (or, for sub "status", its status).
-func (s *Server) update(r Resource, ns, name, sub string, body []byte) (map[string]any, error) {
+// update replaces an object (or, for sub "status", its status; for a
+// namespace's "finalize", its spec.finalizers).
+func (s *Server) update(
+	r Resource,
+	ns, name, sub string,
+	body []byte,
+	opts options,
+) (map[string]any, error) {
 	obj, err := decode(body)
 	if err != nil {
 		return nil, err
@@ -174,23 +271,47 @@ func (s *Server) update(r Resource, ns, name, sub string, body []byte) (map[stri
 	if cur == nil {
 		return nil, apierrors.NewNotFound(r.GVR.GroupResource(), name)
 	}
+	rv, _ := metaOf(obj)["resourceVersion"].(string)
+	if rv == "" && r.strategy().conditional {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: r.GVR.Group, Kind: r.GVR.Resource},
+			name, field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), 0,
+				"must be specified for an update")})
+	}
 	if err := checkPreconditions(r, name, cur, metaOf(obj)); err != nil {
 		return nil, err
 	}
-	return s.modify(r, ns, name, cur, replaced(r, sub, cur, obj)), nil
+	next := replaced(r, sub, cur, obj)
+	prepareUpdate(r, cur, next)
+	if err := validateUpdate(r, name, cur, next); err != nil {
+		return nil, err
+	}
+	next = s.managers.update(r, sub, cur, next, opts.manager())
+	return s.commit(r, ns, name, cur, next, opts.dryRun), nil
 }
 
-// replaced is cur with obj's content: its status only for sub "status";
-// otherwise everything but the status (with a status subresource) and the
-// server's metadata.
+// replaced is cur with obj's content: its status only for sub "status"
+// (and, for a custom resource, nothing else: the API server copies the
+// rest from the stored object); spec.finalizers only for a namespace's
+// "finalize"; otherwise everything but the status (with a status
+// subresource) and the server's metadata.
 func replaced(r Resource, sub string, cur, obj map[string]any) map[string]any {
 	next := deepCopy(cur)
-	if sub == "status" {
+	switch sub {
+	case "status":
 		if st, ok := obj["status"]; ok {
 			next["status"] = st
 		} else {
 			delete(next, "status")
 		}
+		return next
+	case "finalize":
+		fins, _ := nested(obj, "spec", "finalizers")
+		spec, _ := next["spec"].(map[string]any)
+		if spec == nil {
+			spec = map[string]any{}
+			next["spec"] = spec
+		}
+		spec["finalizers"] = fins
 		return next
 	}
 	for k := range next {
@@ -204,7 +325,8 @@ func replaced(r Resource, sub string, cur, obj map[string]any) map[string]any {
 		}
 	}
 	nm, om := metaOf(next), metaOf(obj)
-	for _, f := range []string{"labels", "annotations", "ownerReferences", "finalizers"} {
+	for _, f := range []string{"labels", "annotations", "ownerReferences", "finalizers",
+		"managedFields"} {
 		if v, ok := om[f]; ok {
 			nm[f] = v
 		} else {
@@ -216,127 +338,25 @@ func replaced(r Resource, sub string, cur, obj map[string]any) map[string]any {
 
 func checkPreconditions(r Resource, name string, cur, meta map[string]any) error {
 	if rv, _ := meta["resourceVersion"].(string); rv != "" && rv != metaOf(cur)["resourceVersion"] {
-		return apierrors.NewConflict(r.GVR.GroupResource(), name,
-			errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+		return apierrors.NewConflict(
+			r.GVR.GroupResource(),
+			name,
+			errors.New(
+				"the object has been modified; please apply your changes to the latest "+
+					"version and try again",
+			),
+		)
 	}
 	if uid, _ := meta["uid"].(string); uid != "" && uid != metaOf(cur)["uid"] {
-		return apierrors.NewConflict(r.GVR.GroupResource(), name,
-			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %v", uid, metaOf(cur)["uid"]))
+		return apierrors.NewConflict(
+			r.GVR.GroupResource(),
+			name,
+			fmt.Errorf(
+				"Precondition failed: UID in precondition: %s, UID in object meta: %v",
+				uid,
+				metaOf(cur)["uid"],
+			),
+		)
 	}
 	return nil
-}
-
-// patch applies a JSON merge patch, a strategic merge patch (as a merge
-// patch: lists are replaced, not merged by key) or a server-side apply
-// patch (as a merge patch that creates the object when it is missing;
-// fieldManager is required, ownership of fields is not tracked).
-func (s *Server) patch(r Resource, ns, name, sub, contentType, fieldManager string, body []byte) (map[string]any, error) {
-	apply := false
-	switch {
-	case strings.HasPrefix(contentType, "application/merge-patch+json"),
-		strings.HasPrefix(contentType, "application/strategic-merge-patch+json"):
-	case strings.HasPrefix(contentType, "application/apply-patch+yaml"),
-		strings.HasPrefix(contentType, "application/apply-patch+json"):
-		apply = true
-		if fieldManager == "" {
-			return nil, apierrors.NewBadRequest("PATCH with Content-Type application/apply-patch+yaml requires fieldManager")
-		}
-		var err error
-		if body, err = yaml.YAMLToJSON(body); err != nil {
-			return nil, apierrors.NewBadRequest("the apply patch is not YAML or JSON: " + err.Error())
-		}
-	default:
-		return nil, unsupportedMediaType(contentType)
-	}
-	p, err := decode(body)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur := s.objects[r.GVR][key(r, ns, name)]
-	if cur == nil {
-		if apply && sub == "" {
-			metaOf(p)["name"] = name
-			return s.createLocked(r, ns, p)
-		}
-		return nil, apierrors.NewNotFound(r.GVR.GroupResource(), name)
-	}
-	if pm, ok := p["metadata"].(map[string]any); ok {
-		if err := checkPreconditions(r, name, cur, pm); err != nil {
-			return nil, err
-		}
-		delete(pm, "resourceVersion") // a precondition, not a change
-		delete(pm, "uid")
-	}
-	merged := mergePatch(deepCopy(cur), p).(map[string]any)
-	switch {
-	case sub == "status":
-		st := merged["status"]
-		merged = deepCopy(cur)
-		merged["status"] = st
-	case r.Status:
-		merged["status"] = cur["status"]
-	}
-	return s.modify(r, ns, name, cur, merged), nil
-}
-
-// mergePatch applies an RFC 7386 merge patch.
-func mergePatch(doc, patch any) any {
-	pm, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	dm, ok := doc.(map[string]any)
-	if !ok {
-		dm = map[string]any{}
-	}
-	for k, v := range pm {
-		if v == nil {
-			delete(dm, k)
-			continue
-		}
-		dm[k] = mergePatch(dm[k], v)
-	}
-	return dm
-}
-
-// delete removes an object, honouring DeleteOptions' preconditions; an
-// object with finalizers is only marked (deletionTimestamp) and goes when
-// its last finalizer is removed.
-func (s *Server) delete(r Resource, ns, name string, body []byte) (map[string]any, error) {
-	var opts metav1.DeleteOptions
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &opts); err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur := s.objects[r.GVR][key(r, ns, name)]
-	if cur == nil {
-		return nil, apierrors.NewNotFound(r.GVR.GroupResource(), name)
-	}
-	if pre := opts.Preconditions; pre != nil {
-		meta := map[string]any{}
-		if pre.ResourceVersion != nil {
-			meta["resourceVersion"] = *pre.ResourceVersion
-		}
-		if pre.UID != nil {
-			meta["uid"] = string(*pre.UID)
-		}
-		if err := checkPreconditions(r, name, cur, meta); err != nil {
-			return nil, err
-		}
-	}
-	if len(finalizers(metaOf(cur))) > 0 {
-		if _, deleting := metaOf(cur)["deletionTimestamp"]; deleting {
-			return deepCopy(cur), nil
-		}
-		next := deepCopy(cur)
-		metaOf(next)["deletionTimestamp"] = time.Now().UTC().Format(time.RFC3339)
-		metaOf(next)["deletionGracePeriodSeconds"] = int64(0)
-		return s.store(r, ns, name, next, "MODIFIED"), nil
-	}
-	return s.store(r, ns, name, deepCopy(cur), "DELETED"), nil
 }

@@ -45,8 +45,13 @@ func goCmd(t *testing.T, dir string, args ...string) string {
 // own, which ./... here does not enter).
 func TestRootModuleNeverImportsKubernetes(t *testing.T) {
 	dir := root(t)
-	if mods := strings.Fields(goCmd(t, dir, "list", "-m")); len(mods) != 1 || mods[0] != "github.com/ctrlhost/ctrlhost" {
-		t.Fatalf("go list -m in the root = %v, want only github.com/ctrlhost/ctrlhost (no go.work joining the upstream module)", mods)
+	if mods := strings.Fields(goCmd(t, dir, "list", "-m")); len(mods) != 1 ||
+		mods[0] != "github.com/ctrlhost/ctrlhost" {
+		t.Fatalf(
+			"go list -m in the root = %v, want only github.com/ctrlhost/ctrlhost "+
+				"(no go.work joining the upstream module)",
+			mods,
+		)
 	}
 	for _, tags := range []string{"", "integration", "chaos"} {
 		out := goCmd(t, dir, "list", "-deps", "-test", "-tags", tags, "./...")
@@ -55,7 +60,11 @@ func TestRootModuleNeverImportsKubernetes(t *testing.T) {
 				t.Errorf("tags %q: the root module reaches %s", tags, pkg)
 			}
 			if strings.HasPrefix(pkg, "github.com/ctrlhost/ctrlhost/upstream") {
-				t.Errorf("tags %q: the root module lists %s, a package of the upstream module", tags, pkg)
+				t.Errorf(
+					"tags %q: the root module lists %s, a package of the upstream module",
+					tags,
+					pkg,
+				)
 			}
 		}
 	}
@@ -71,14 +80,20 @@ func TestCloudProviderStaysInItsModule(t *testing.T) {
 	for _, line := range strings.Split(goCmd(t, dir, "list", "-m", "all"), "\n") {
 		mod, _, _ := strings.Cut(line, " ")
 		switch mod {
-		case "k8s.io/cloud-provider", "k8s.io/apiserver", "k8s.io/controller-manager", "k8s.io/component-helpers", "k8s.io/kubernetes":
+		case "k8s.io/cloud-provider",
+			"k8s.io/apiserver",
+			"k8s.io/controller-manager",
+			"k8s.io/component-helpers",
+			"k8s.io/kubernetes":
 			t.Errorf("the root module's graph holds %s", line)
 		}
 	}
 	cloud := filepath.Join(dir, "cloud")
 	for _, tags := range []string{"", "integration"} {
-		for _, pkg := range strings.Fields(goCmd(t, cloud, "list", "-deps", "-test", "-tags", tags, "./...")) {
-			if pkg == "k8s.io/kubernetes" || strings.HasPrefix(pkg, "k8s.io/kubernetes/") || strings.HasPrefix(pkg, "github.com/ctrlhost/ctrlhost/upstream") {
+		pkgs := goCmd(t, cloud, "list", "-deps", "-test", "-tags", tags, "./...")
+		for _, pkg := range strings.Fields(pkgs) {
+			if pkg == "k8s.io/kubernetes" || strings.HasPrefix(pkg, "k8s.io/kubernetes/") ||
+				strings.HasPrefix(pkg, "github.com/ctrlhost/ctrlhost/upstream") {
 				t.Errorf("tags %q: the cloud module reaches %s", tags, pkg)
 			}
 		}
