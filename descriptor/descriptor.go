@@ -31,6 +31,7 @@ type Descriptor struct {
 	reads             map[schema.GroupVersionResource][]string
 	validators        []func() error
 	eventSource       string
+	clientName        string
 	served            []schema.GroupVersionResource
 }
 
@@ -192,6 +193,27 @@ func (d Descriptor) WithEventSource(component string) Descriptor {
 func (d Descriptor) EventSource() string {
 	if d.eventSource != "" {
 		return d.eventSource
+	}
+	return d.name
+}
+
+// WithClientName returns a copy whose client is named name: the name the
+// controller asks its ClientBuilder for, which is the ServiceAccount it acts
+// as under --use-service-account-credentials. KCM names some controllers'
+// clients apart from the controllers (the node lifecycle controller acts as
+// "node-controller"), and its RBAC rules are granted to those names. The
+// host writes the controller's events (Context.EventRecorder) with a client
+// of this name, as KCM's controllers write theirs with their own client.
+func (d Descriptor) WithClientName(name string) Descriptor {
+	d.clientName = name
+	return d
+}
+
+// ClientName is the name of the controller's client: the WithClientName
+// name, else the canonical name.
+func (d Descriptor) ClientName() string {
+	if d.clientName != "" {
+		return d.clientName
 	}
 	return d.name
 }

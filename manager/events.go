@@ -31,13 +31,15 @@ type termEvents struct {
 }
 
 // recorder returns the event recorder of the controller name, whose
-// ClientBuilder is cb; source is the events' component.
-func (e *termEvents) recorder(cb clientBuilder, name, source string) record.EventRecorder {
+// ClientBuilder is cb: it writes with the controller's client (clientName,
+// Descriptor.ClientName), whose ServiceAccount's RBAC rules cover its
+// events; source is the events' component.
+func (e *termEvents) recorder(cb clientBuilder, name, clientName, source string) record.EventRecorder {
 	e.once.Do(func() { e.ctx, e.cancel = context.WithCancel(context.Background()) })
 	// The recorder's client outlives the controllers' context until the
 	// term has flushed its events.
 	cb.ctx = e.ctx
-	client, err := cb.Client(name)
+	client, err := cb.Client(clientName)
 	if err != nil {
 		e.log.Error(err, "Cannot build the event client; events are written with the host's client",
 			"controller", name)

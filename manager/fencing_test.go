@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -432,4 +433,53 @@ func answerToken(w http.ResponseWriter) error {
 		TypeMeta: metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"},
 		Status: authenticationv1.TokenRequestStatus{Token: "t",
 			ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}}))
+}
+
+// Under --use-service-account-credentials a controller's events are
+// written with its own client (Descriptor.ClientName), whose ServiceAccount
+// KCM's RBAC rules let write events: the node lifecycle controller acts as
+// "node-controller", and so must its events (a kwok cluster's conformance
+// smoke saw them forbidden to "node-lifecycle-controller").
+func TestEventsAreWrittenWithTheControllersClient(t *testing.T) {
+	d := descriptor.New("eventful-controller", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		return descriptor.ControllerFunc(func(ctx context.Context) error {
+			cc.EventRecorder.Event(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c",
+				Namespace: "default", UID: "u"}}, corev1.EventTypeNormal, "Noted", "an event")
+			<-ctx.Done()
+			return nil
+		}), nil
+	}).WithClientName("eventful-client")
+	opts := fastElection("only")
+	opts.UseServiceAccountCredentials = true
+	f := newAPIFixture(t, opts, d)
+	var mu sync.Mutex
+	var minted []string
+	wrote := make(chan struct{}, 1)
+	f.hooks = append(f.hooks, func(w http.ResponseWriter, r *fakeapi.Request) error {
+		switch {
+		case r.Resource.GVR.Resource == "serviceaccounts" && r.Subresource == "token":
+			mu.Lock()
+			minted = append(minted, r.Name)
+			mu.Unlock()
+			return answerToken(w)
+		case r.Resource.GVR.Resource == "events" && r.Mutating():
+			select {
+			case wrote <- struct{}{}:
+			default:
+			}
+		}
+		return nil
+	})
+	f.start(t)
+	recv(t, "the event's write", wrote)
+	f.cancel()
+	if err := f.wait(t); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(minted) == 0 || slices.ContainsFunc(minted, func(sa string) bool { return sa != "eventful-client" }) {
+		t.Errorf("tokens were minted for ServiceAccounts %q; want only the controller's client, eventful-client",
+			minted)
+	}
 }

@@ -407,7 +407,7 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 		FeatureGate:                     m.featureGate,
 		RESTMapper:                      env.mapper,
 		Shard:                           env.slot.scope(),
-		EventRecorder:                   env.events.recorder(cb, name, s.desc.EventSource()),
+		EventRecorder:                   env.events.recorder(cb, name, s.desc.ClientName(), s.desc.EventSource()),
 	}
 	call := &initCall{returned: make(chan struct{})}
 	r.Go(name+" (InitFunc)", func() {

@@ -108,5 +108,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		return newController(cc, o.withDefaults())
 	}).WithAliases(Alias).DisabledByDefault().WithValidator(o.Validate).
 		WithInformers(corev1.SchemeGroupVersion.WithResource("secrets"),
-			corev1.SchemeGroupVersion.WithResource("configmaps"))
+			corev1.SchemeGroupVersion.WithResource("configmaps")).
+		WithClientName(clientName)
 }

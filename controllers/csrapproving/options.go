@@ -43,5 +43,6 @@ func Descriptor(Options) descriptor.Descriptor {
 		cc descriptor.Context) (descriptor.Controller, error) {
 		return newController(cc)
 	}).WithAliases(Alias).
-		WithInformers(certv1.SchemeGroupVersion.WithResource("certificatesigningrequests"))
+		WithInformers(certv1.SchemeGroupVersion.WithResource("certificatesigningrequests")).
+		WithClientName(clientName)
 }

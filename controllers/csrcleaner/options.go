@@ -45,5 +45,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		}
 		return newController(cc, clk)
 	}).WithAliases(Alias).
-		WithInformers(certv1.SchemeGroupVersion.WithResource("certificatesigningrequests"))
+		WithInformers(certv1.SchemeGroupVersion.WithResource("certificatesigningrequests")).
+		WithClientName(clientName)
 }

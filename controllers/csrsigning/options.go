@@ -205,5 +205,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		}
 		return newController(ctx, cc, files, o.ClusterSigningDuration, clk)
 	}).WithAliases(Alias).WithValidator(o.Validate).
-		WithInformers(certv1.SchemeGroupVersion.WithResource("certificatesigningrequests"))
+		WithInformers(certv1.SchemeGroupVersion.WithResource("certificatesigningrequests")).
+		WithClientName(clientName)
 }

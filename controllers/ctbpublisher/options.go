@@ -161,5 +161,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		}
 		log.V(1).Info("Publishing the kube-apiserver serving CA", "source", source)
 		return c, nil
-	}).WithValidator(o.Validate).WithInformers(bundles)
+	}).WithValidator(o.Validate).WithInformers(bundles).
+		WithClientName(clientName)
 }

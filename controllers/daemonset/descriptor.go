@@ -87,7 +87,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 			corev1.SchemeGroupVersion.WithResource("nodes")).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
 		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...).
-		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByNodeIndexers())
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByNodeIndexers()).
+		WithClientName(ClientName)
 }
 
 // podReads are the fields of a pod the controller reads besides its

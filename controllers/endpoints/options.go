@@ -123,5 +123,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 			corev1.SchemeGroupVersion.WithResource("services"),
 			corev1.SchemeGroupVersion.WithResource("endpoints"),
 		).
-		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), servicepods.PodReads...)
+		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), servicepods.PodReads...).
+		WithClientName(ClientName)
 }

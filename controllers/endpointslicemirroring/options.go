@@ -125,5 +125,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 			corev1.SchemeGroupVersion.WithResource("services"),
 		).
 		// Of a Service, only whether it has a selector is read.
-		WithReads(corev1.SchemeGroupVersion.WithResource("services"), "spec.selector")
+		WithReads(corev1.SchemeGroupVersion.WithResource("services"), "spec.selector").
+		WithClientName(clientName)
 }

@@ -117,7 +117,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 	}).
 		WithAliases(Alias).
 		WithValidator(o.Validate).
-
+		WithClientName(clientName).
 		// It reads owner references and the rest of the metadata of
 		// whatever it watches, through meta.Accessor, and nothing else.
 		ReadsMetadataOnly()

@@ -231,5 +231,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithValidator(o.Validate).
 		WithEventSource(eventSource).
 		WithInformers(hpas, pods).
-		WithReads(pods, podReads...)
+		WithReads(pods, podReads...).
+		WithClientName(clientName)
 }

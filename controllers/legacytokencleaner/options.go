@@ -133,5 +133,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithReads(secrets, "type").
 		WithReads(serviceAccounts, "secrets").
 		WithReads(pods, podReads...).
-		Sharded(shard.ByNamespace)
+		Sharded(shard.ByNamespace).
+		WithClientName(clientName)
 }

@@ -302,5 +302,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithInformers(nodes).
 		// Its writes are patches: of a node it reads its CIDRs (and
 		// metadata: name, UID, deletion).
-		WithReads(nodes, "spec.podCIDR", "spec.podCIDRs")
+		WithReads(nodes, "spec.podCIDR", "spec.podCIDRs").
+		WithClientName(clientName)
 }

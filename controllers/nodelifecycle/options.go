@@ -209,5 +209,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithInformers(corev1.SchemeGroupVersion.WithResource("nodes"),
 			coordinationv1.SchemeGroupVersion.WithResource("leases"), pods).
 		WithIndexers(pods, index.PodsByNodeIndexers()).
-		WithReads(pods, podReads...)
+		WithReads(pods, podReads...).
+		WithClientName(clientName)
 }

@@ -67,5 +67,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 			clk = clock.RealClock{}
 		}
 		return newController(cc, clk)
-	}).WithInformers(requests)
+	}).WithInformers(requests).
+		WithClientName(clientName)
 }

@@ -56,7 +56,7 @@ type controller struct {
 }
 
 func newController(cc descriptor.Context, o Options) (*controller, error) {
-	client, err := cc.ClientBuilder.Client(cc.Name)
+	client, err := cc.ClientBuilder.Client(clientName)
 	if err != nil {
 		return nil, err
 	}

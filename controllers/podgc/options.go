@@ -13,6 +13,9 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
+// clientName is KCM's name for the collector's client and ServiceAccount.
+const clientName = "pod-garbage-collector"
+
 // Name and Alias are the controller's names in --controllers, as in KCM.
 const (
 	Name  = "pod-garbage-collector-controller"
@@ -117,7 +120,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithAliases(Alias).
 		WithValidator(o.Validate).
 		WithInformers(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithResource("nodes")).
-
+		WithClientName(clientName).
 		// What it reads of a pod besides its metadata: its node, and the
 		// status it patches to Failed.
 		WithReads(corev1.SchemeGroupVersion.WithResource("pods"),

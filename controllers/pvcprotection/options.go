@@ -80,5 +80,6 @@ func Descriptor(Options) descriptor.Descriptor {
 		WithInformers(pvcs).
 		WithIndexers(pods, index.PodsByClaimIndexers()).
 		WithReads(pods, podReads...).
-		Sharded(shard.ByNamespace)
+		Sharded(shard.ByNamespace).
+		WithClientName(clientName)
 }

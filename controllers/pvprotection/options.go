@@ -38,5 +38,6 @@ func Descriptor(Options) descriptor.Descriptor {
 		cc descriptor.Context) (descriptor.Controller, error) {
 		return newController(cc)
 	}).WithAliases(Alias).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("persistentvolumes"))
+		WithInformers(corev1.SchemeGroupVersion.WithResource("persistentvolumes")).
+		WithClientName(clientName)
 }

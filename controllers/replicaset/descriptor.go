@@ -28,6 +28,11 @@ const (
 // controller's is its name).
 const ReplicationControllerEventSource = "replication-controller"
 
+// replicationControllerClientName is KCM's name for the replication
+// controller's client and ServiceAccount (the replica set controller's is
+// its name).
+const replicationControllerClientName = "replication-controller"
+
 // Feature gates consulted through descriptor.Context.FeatureGate when the
 // host registers them; otherwise their Kubernetes 1.37 defaults apply.
 const (
@@ -57,7 +62,7 @@ func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
 func Descriptor(o Options) descriptor.Descriptor {
 	workers := o.ConcurrentReplicaSetSyncs
 	return descriptor.New(ReplicaSetControllerName, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
-		return build(ctx, cc, int(workers), func(client kubernetes.Interface) kind {
+		return build(ctx, cc, ReplicaSetControllerName, int(workers), func(client kubernetes.Interface) kind {
 			return rsKind{client: client, inf: cc.InformerFactory.Apps().V1().ReplicaSets()}
 		})
 	}).
@@ -91,15 +96,17 @@ var podReads = []string{
 func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 	workers := o.ConcurrentRCSyncs
 	return descriptor.New(ReplicationControllerControllerName, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
-		return build(ctx, cc, int(workers), func(client kubernetes.Interface) kind {
-			return rcKind{
-				client: client,
-				inf:    cc.InformerFactory.Core().V1().ReplicationControllers(),
-			}
-		})
+		return build(ctx, cc, replicationControllerClientName, int(workers),
+			func(client kubernetes.Interface) kind {
+				return rcKind{
+					client: client,
+					inf:    cc.InformerFactory.Core().V1().ReplicationControllers(),
+				}
+			})
 	}).
 		WithAliases(ReplicationControllerControllerAlias).
 		WithEventSource(ReplicationControllerEventSource).
+		WithClientName(replicationControllerClientName).
 		WithValidator(func() error { return validateWorkers("concurrent-rc-syncs", workers) }).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("replicationcontrollers"), index.ByControllerUIDIndexers()).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
@@ -110,10 +117,11 @@ func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 func build(
 	ctx context.Context,
 	cc descriptor.Context,
+	clientName string,
 	workers int,
 	newKind func(kubernetes.Interface) kind,
 ) (descriptor.Controller, error) {
-	client, err := cc.ClientBuilder.Client(cc.Name)
+	client, err := cc.ClientBuilder.Client(clientName)
 	if err != nil {
 		return nil, err
 	}

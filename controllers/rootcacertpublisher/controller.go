@@ -37,7 +37,7 @@ type controller struct {
 }
 
 func newController(cc descriptor.Context, ca []byte, workers int) (*controller, error) {
-	client, err := cc.ClientBuilder.Client(cc.Name)
+	client, err := cc.ClientBuilder.Client(clientName)
 	if err != nil {
 		return nil, err
 	}

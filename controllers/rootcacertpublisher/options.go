@@ -17,6 +17,9 @@ import (
 	"github.com/ctrlhost/ctrlhost/shard"
 )
 
+// clientName is KCM's name for the publisher's client and ServiceAccount.
+const clientName = "root-ca-cert-publisher"
+
 // Name and Alias are the controller's names in --controllers, as in KCM.
 const (
 	Name  = "root-ca-certificate-publisher-controller"
@@ -102,7 +105,7 @@ func (o Options) rootCA(cc descriptor.Context) (ca []byte, source string, err er
 		ca, err := readCA(o.RootCAFile)
 		return ca, o.RootCAFile, err
 	}
-	cfg, err := cc.ClientBuilder.Config(cc.Name)
+	cfg, err := cc.ClientBuilder.Config(clientName)
 	if err != nil {
 		// The host has ready-made clients and no configuration.
 		return nil, "", nil
@@ -149,5 +152,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithAliases(Alias).
 		WithValidator(o.Validate).
 		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"), corev1.SchemeGroupVersion.WithResource("configmaps")).
-		Sharded(shard.ByNamespace)
+		Sharded(shard.ByNamespace).
+		WithClientName(clientName)
 }

@@ -15,6 +15,9 @@ import (
 	"github.com/ctrlhost/ctrlhost/shard"
 )
 
+// clientName is KCM's name for the controller's client and ServiceAccount.
+const clientName = "service-account-controller"
+
 // Name and Alias are the controller's names in --controllers, as in KCM.
 const (
 	Name  = "serviceaccount-controller"
@@ -101,5 +104,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithAliases(Alias).
 		WithValidator(o.Validate).
 		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"), corev1.SchemeGroupVersion.WithResource("serviceaccounts")).
-		Sharded(shard.ByNamespace)
+		Sharded(shard.ByNamespace).
+		WithClientName(clientName)
 }

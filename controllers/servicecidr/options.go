@@ -64,5 +64,6 @@ func Descriptor(Options) descriptor.Descriptor {
 			return nil, nil
 		}
 		return newController(cc)
-	}).WithInformers(serviceCIDRs, ipAddresses)
+	}).WithInformers(serviceCIDRs, ipAddresses).
+		WithClientName(clientName)
 }

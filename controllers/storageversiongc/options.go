@@ -73,5 +73,6 @@ func Descriptor(Options) descriptor.Descriptor {
 		return newController(cc)
 	}).WithAliases(Alias).
 		WithInformers(leases, storageVersions).
-		WhenServed(storageVersions)
+		WhenServed(storageVersions).
+		WithClientName(clientName)
 }

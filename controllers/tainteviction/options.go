@@ -89,6 +89,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 	}).
 		WithInformers(pods, nodes).
 		WithIndexers(pods, index.PodsByNodeIndexers()).
+		WithClientName(clientName).
 		// Of a pod it reads where it runs and what it tolerates; the
 		// deletion reads the pod afresh from the API server. Of a node,
 		// its taints.

@@ -15,6 +15,9 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
+// clientName is KCM's name for the cleaner's client and ServiceAccount.
+const clientName = "token-cleaner"
+
 // Name and Alias are the controller's names in --controllers, as in KCM.
 const (
 	Name  = "token-cleaner-controller"
@@ -82,5 +85,6 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithAliases(Alias).
 		DisabledByDefault().
 		WithValidator(o.Validate).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("secrets"))
+		WithInformers(corev1.SchemeGroupVersion.WithResource("secrets")).
+		WithClientName(clientName)
 }

@@ -6,7 +6,10 @@ package controllertest
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,32 +127,54 @@ func ParseFlag(t *testing.T, add func(*pflag.FlagSet), name string, args ...stri
 // clientBuilder hands out one clientset under every name, and cfg (a copy)
 // as the REST config when it is set.
 type clientBuilder struct {
-	cs  kubernetes.Interface
-	cfg *rest.Config
+	cs    kubernetes.Interface
+	cfg   *rest.Config
+	names *askedNames // nil: not recorded
 }
 
-func (c clientBuilder) Config(string) (*rest.Config, error) {
+func (c clientBuilder) Config(name string) (*rest.Config, error) {
+	c.asked(name)
 	if c.cfg == nil {
 		return nil, errors.New("no config")
 	}
 	return rest.CopyConfig(c.cfg), nil
 }
 
-func (c clientBuilder) Client(string) (kubernetes.Interface, error) { return c.cs, nil }
+func (c clientBuilder) Client(name string) (kubernetes.Interface, error) {
+	c.asked(name)
+	return c.cs, nil
+}
 
-func (c clientBuilder) MetadataClient(string) (metadata.Interface, error) {
+func (c clientBuilder) MetadataClient(name string) (metadata.Interface, error) {
+	c.asked(name)
 	return nil, errors.New("no metadata client")
 }
 
-func (c clientBuilder) DynamicClient(string) (dynamic.Interface, error) {
+func (c clientBuilder) DynamicClient(name string) (dynamic.Interface, error) {
+	c.asked(name)
 	return nil, errors.New("no dynamic client")
+}
+
+// asked records a name the controller asked for, when c records them.
+func (c clientBuilder) asked(name string) {
+	if c.names != nil {
+		c.names.mu.Lock()
+		defer c.names.mu.Unlock()
+		c.names.seen[name] = true
+	}
+}
+
+// askedNames are the client names a controller asked a builder for.
+type askedNames struct {
+	mu   sync.Mutex
+	seen map[string]bool
 }
 
 // ClientBuilder returns a descriptor.ClientBuilder whose Client is cs, whose
 // Config is a copy of cfg (an error when cfg is nil, as for a host built over
 // ready-made clients) and that has no metadata client.
 func ClientBuilder(cs kubernetes.Interface, cfg *rest.Config) descriptor.ClientBuilder {
-	return clientBuilder{cs, cfg}
+	return clientBuilder{cs: cs, cfg: cfg}
 }
 
 // Init calls d's InitFunc with what a host passes, over an empty fake
@@ -162,8 +187,31 @@ func ClientBuilder(cs kubernetes.Interface, cfg *rest.Config) descriptor.ClientB
 // given.
 func Init(t testing.TB, d descriptor.Descriptor, cfg *rest.Config) (descriptor.Controller, error) {
 	t.Helper()
+	return initRecording(t, d, cfg, nil)
+}
+
+// ClientNames calls d's InitFunc as Init does and returns the names it
+// asked the ClientBuilder and RootClientBuilder for (clients, REST configs,
+// metadata and dynamic clients), sorted, and the InitFunc's error. A
+// controller it built is run with a cancelled context, so that it releases
+// what its InitFunc acquired.
+func ClientNames(t testing.TB, d descriptor.Descriptor, cfg *rest.Config) ([]string, error) {
+	t.Helper()
+	names := &askedNames{seen: map[string]bool{}}
+	c, err := initRecording(t, d, cfg, names)
+	if c != nil {
+		RunCancelled(t, c)
+	}
+	names.mu.Lock()
+	defer names.mu.Unlock()
+	return slices.Sorted(maps.Keys(names.seen)), err
+}
+
+func initRecording(t testing.TB, d descriptor.Descriptor, cfg *rest.Config,
+	names *askedNames) (descriptor.Controller, error) {
+	t.Helper()
 	cs := fake.NewClientset()
-	b := withMetadata{clientBuilder{cs, cfg}, managertest.NewMetadataClient(cs)}
+	b := withMetadata{clientBuilder{cs: cs, cfg: cfg, names: names}, managertest.NewMetadataClient(cs)}
 	set := ctrlinformers.New(cs, b.md, ctrlinformers.Options{})
 	return d.Init()(t.Context(), descriptor.Context{
 		Name: d.Name(), ClientBuilder: b, RootClientBuilder: b,
@@ -184,7 +232,10 @@ type withMetadata struct {
 	md metadata.Interface
 }
 
-func (w withMetadata) MetadataClient(string) (metadata.Interface, error) { return w.md, nil }
+func (w withMetadata) MetadataClient(name string) (metadata.Interface, error) {
+	w.asked(name)
+	return w.md, nil
+}
 
 // resettable is a fixed mapper whose Reset does nothing.
 type resettable struct{ meta.RESTMapper }
