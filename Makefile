@@ -64,11 +64,12 @@ verify:
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./test/... ./testenv/... ./examples/...
 	$(GO) vet -tags chaos ./test/chaos/...
+	$(GO) vet -tags conformance ./test/cluster/... ./test/conformance/...
 	$(UPSTREAM) vet -race -tags integration ./...
 	$(CLOUD) vet -tags integration ./...
 	$(CRTWIN) vet -tags integration ./...
 	$(VAPSTATUS) vet ./...
-	$(GO) tool -modfile=tools/go.mod staticcheck -tags integration,chaos ./...
+	$(GO) tool -modfile=tools/go.mod staticcheck -tags integration,chaos,conformance ./...
 
 # The host's hot-path benchmarks; `make unit` runs each once, so that a
 # broken benchmark fails `make test`, not only `make bench`.
@@ -166,3 +167,38 @@ api:
 
 clean:
 	rm -rf _output
+
+# A cluster on one machine (issue 37): etcd and kube-apiserver (testenv),
+# kube-scheduler, kwok as the kubelet of simulated nodes, and one controller
+# manager, judged by upstream's own e2e tests (test/cluster,
+# test/conformance, docs/conformance.md).
+.PHONY: clusterbin conformance conformance-smoke
+CONFORMANCE_SET ?= full
+CONFORMANCE_FLAGS ?= -conformance.parallel=4
+CONFORMANCE_DIR := $(CURDIR)/_output/conformance
+
+## clusterbin: build kube-scheduler, kube-controller-manager and e2e.test
+## ($(KUBE_VERSION)) and kwok from the Go module proxy into
+## _output/testbin/$(KUBE_VERSION) (skips what is built; about 20 minutes
+## cold on 2 cores, most of it e2e.test).
+clusterbin: testbin
+	$(GO) run ./test/cluster/clusterbin -go "$(GO)" -dir "$(TESTBIN_DIR)"
+
+## conformance: upstream's e2e tests of the controllers (CONFORMANCE_SET:
+## full, conformance or smoke) on a kwok cluster, under upstream KCM, the
+## native examples/kcm and the drop-in; prints the table
+## (docs/conformance.md: about 2 hours for the full set on 2 cores).
+conformance: clusterbin
+	@status=0; $(GO) test -count=1 -timeout 10h -tags conformance -run '^TestConformance$$' \
+		./test/conformance/ -v -conformance.set=$(CONFORMANCE_SET) \
+		-conformance.dir=$(CONFORMANCE_DIR)/$(CONFORMANCE_SET) $(CONFORMANCE_FLAGS) || status=$$?; \
+	echo; cat $(CONFORMANCE_DIR)/$(CONFORMANCE_SET)/table.md 2>/dev/null; exit $$status
+
+## conformance-smoke: the cluster's own test (kwok plays the kubelet) and
+## six e2e tests under the three controller managers (a few minutes): the
+## smoke for `make test`.
+conformance-smoke: clusterbin
+	$(GO) vet -tags conformance ./test/cluster/... ./test/conformance/...
+	$(FAILURES) $(GO) test -count=1 -timeout 15m -tags conformance ./test/cluster/
+	$(FAILURES) $(GO) test -count=1 -timeout 20m -tags conformance -run '^TestConformance$$' \
+		./test/conformance/ -conformance.set=smoke -conformance.dir=$(CONFORMANCE_DIR)/smoke

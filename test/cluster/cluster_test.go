@@ -1,0 +1,132 @@
+//go:build unix
+
+package cluster
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/ctrlhost/ctrlhost/testenv"
+)
+
+// The stages render to YAML documents kwok reads: each a Stage of a Node
+// or a Pod, with the jq expressions and versions filled in.
+func TestRenderStages(t *testing.T) {
+	out, err := renderStages("v1.37.1", "v0.8.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type stage struct {
+		APIVersion string
+		Kind       string
+		Metadata   struct{ Name string }
+		Spec       struct {
+			ResourceRef struct{ APIGroup, Kind string }
+			Selector    struct {
+				MatchExpressions []struct {
+					Key, Operator string
+					Values        []string
+				}
+			}
+		}
+	}
+	var names []string
+	for doc := range bytes.SplitSeq(out, []byte("\n---\n")) {
+		var s stage
+		if err := yaml.Unmarshal(doc, &s); err != nil {
+			t.Fatalf("a stage does not parse: %v\n%s", err, doc)
+		}
+		if s.APIVersion != "kwok.x-k8s.io/v1alpha1" || s.Kind != "Stage" {
+			t.Errorf("stage %q: %s %s", s.Metadata.Name, s.APIVersion, s.Kind)
+		}
+		if ref := s.Spec.ResourceRef; ref.APIGroup != "v1" || (ref.Kind != "Node" && ref.Kind != "Pod") {
+			t.Errorf("stage %q acts on %+v", s.Metadata.Name, ref)
+		}
+		for _, e := range s.Spec.Selector.MatchExpressions {
+			if strings.Contains(e.Key, "[[") || strings.Contains(e.Key, "\n") {
+				t.Errorf("stage %q: key %q was not filled in on one line", s.Metadata.Name, e.Key)
+			}
+		}
+		names = append(names, s.Metadata.Name)
+	}
+	want := []string{"node-ready", "node-heartbeat", "pod-image-pull-backoff", "pod-start",
+		"pod-exit-zero", "pod-exit-nonzero", "pod-restart-on-failure", "pod-stop", "pod-remove"}
+	if !slices.Equal(names, want) {
+		t.Errorf("stages %q, want %q", names, want)
+	}
+	for _, s := range []string{"kubeletVersion: v1.37.1", "kwok://v0.8.0", `test("RANDOM")`,
+		`test(":(404|non-existent|nonexistent)$")`} {
+		if !bytes.Contains(out, []byte(s)) {
+			t.Errorf("the stages lack %q", s)
+		}
+	}
+}
+
+func TestKubeadmArgs(t *testing.T) {
+	args := KubeadmArgs(testenv.PKIFiles{CAFile: "ca.crt", CAKeyFile: "ca.key",
+		FrontProxyCAFile: "fp.crt", ServiceAccountKeyFile: "sa.key"}, "cm.conf")
+	for _, want := range []string{
+		"--controllers=*,bootstrapsigner,tokencleaner", "--use-service-account-credentials=true",
+		"--kubeconfig=cm.conf", "--cluster-signing-key-file=ca.key", "--allocate-node-cidrs=true",
+		"--cluster-cidr=" + ClusterCIDR, "--service-account-private-key-file=sa.key",
+		"--requestheader-client-ca-file=fp.crt", "--leader-elect=true",
+	} {
+		if !slices.Contains(args, want) {
+			t.Errorf("kubeadm's command line lacks %s: %q", want, args)
+		}
+	}
+}
+
+func TestOptions(t *testing.T) {
+	bin := t.TempDir()
+	for _, name := range []string{"kube-scheduler", "kwok", "kube-controller-manager"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := Options{Manager: Upstream, BinDir: bin}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Nodes != 3 || o.ManagerBinary != filepath.Join(bin, "kube-controller-manager") {
+		t.Errorf("defaults: %+v", o)
+	}
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Manager: "kcm", BinDir: bin}, `Manager "kcm" is none of`},
+		{Options{Manager: Native, BinDir: bin}, "ManagerBinary is required for native"},
+		{Options{Manager: Upstream, BinDir: bin, Nodes: 251}, "not within 1-250"},
+		{Options{Manager: Upstream, BinDir: bin, NodeCPU: "lots"}, `capacity "lots"`},
+		{Options{Manager: DropIn, BinDir: bin, ManagerBinary: filepath.Join(bin, "nope")},
+			"not executable: " + filepath.Join(bin, "nope")},
+	} {
+		if _, err := c.o.withDefaults(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error with %q", c.o, err, c.want)
+		}
+	}
+}
+
+func TestModuleRoot(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := moduleRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root != filepath.Dir(filepath.Dir(wd)) {
+		t.Errorf("module root %s, from %s", root, wd)
+	}
+	if _, err := moduleRoot(t.TempDir()); err == nil {
+		t.Error("a temporary directory is inside the module")
+	}
+}
