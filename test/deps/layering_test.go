@@ -31,7 +31,7 @@ func ownDeps(t *testing.T) map[string][]string {
 // under reports whether pkg is dir or a package below it.
 func under(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
 
-// TestLayering keeps the arrows of ../shared/DESIGN.md: dependencies point
+// TestLayering keeps the arrows of docs/architecture.md: dependencies point
 // from manager to the rooms, from the built-ins to the kit, never back.
 func TestLayering(t *testing.T) {
 	deps := ownDeps(t)
