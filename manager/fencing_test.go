@@ -361,18 +361,25 @@ func TestSlotTermWritesAreFencedBySlotLease(t *testing.T) {
 func TestServiceAccountTokensAreFencedByTheGate(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	try, tried := make(chan struct{}), make(chan bool)
+	// shutOnDeadline reports whether the gate is shut because its deadline
+	// passed (not because the term ended).
+	shutOnDeadline := func(gate *fence.Gate) bool {
+		var fe *fence.Error
+		return errors.As(gate.Check("lazy-controller"), &fe) &&
+			fe.Reason != "" && !strings.Contains(fe.Reason, "ended")
+	}
+	var termGate atomic.Pointer[fence.Gate]
 	d := descriptor.New("lazy-controller", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
 		return descriptor.ControllerFunc(func(ctx context.Context) error {
 			gate := leader.TermFrom(ctx).Gate()
+			termGate.Store(gate)
 			for {
 				select {
 				case <-ctx.Done():
 					return nil
 				case <-try:
 				}
-				var fe *fence.Error
-				shut := errors.As(gate.Check("lazy-controller"), &fe) &&
-					fe.Reason != "" && !strings.Contains(fe.Reason, "ended")
+				shut := shutOnDeadline(gate)
 				if shut {
 					// A client built now: its first request mints a token.
 					cs, err := cc.ClientBuilder.Client("lazy-controller")
@@ -395,7 +402,10 @@ func TestServiceAccountTokensAreFencedByTheGate(t *testing.T) {
 		if r.Resource.GVR.Resource != "serviceaccounts" || !r.Mutating() {
 			return nil
 		}
-		if window.Load() {
+		// Counted only while the gate is still shut: a renewal (on real
+		// timers) may open it between the controller's look and its read,
+		// and the mint is then allowed.
+		if g := termGate.Load(); window.Load() && g != nil && shutOnDeadline(g) {
 			shutWrites.Add(1)
 		}
 		if r.Subresource == "token" {
