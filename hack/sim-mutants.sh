@@ -16,7 +16,7 @@ for patch in test/sim/testdata/mutants/*.patch; do
 		echo "$name: the patch no longer applies; update it to revert the fix again"
 		status=1
 	else
-		out="$(cd "$dir" && go test -count=1 ./test/sim/ -run '^TestSimulation$' -sim.seeds="$seeds" 2>&1 || true)"
+		out="$(cd "$dir" && go test -count=1 -timeout 60m ./test/sim/ -run '^TestSimulation$' -sim.seeds="$seeds" 2>&1 || true)"
 		failed="$(grep -c '^    --- FAIL' <<<"$out" || true)"
 		first="$(grep -m1 '^    --- FAIL' <<<"$out" | sed 's/.*TestSimulation\/\([0-9]*\).*/\1/' || true)"
 		if [ "$failed" -gt 0 ]; then
