@@ -30,18 +30,13 @@ type BuildOptions struct {
 // versionTimeout bounds each "<binary> --version".
 const versionTimeout = 20 * time.Second
 
-// Build builds etcd and kube-apiserver into o.Dir (see BuildOptions) unless
-// they are there already and report the versions the tools module pins,
-// and returns the directory. Errors name the binary and the step that
-// failed.
-func Build(ctx context.Context, o BuildOptions) (string, error) {
-	v, err := ModuleVersions()
-	if err != nil {
-		return "", err
-	}
+// prepare fills o's defaults (the cache directory of kubernetes, the go
+// command, the writers), creates the output directory and returns the go
+// command's path and the directory's absolute path.
+func (o *BuildOptions) prepare(kubernetes string) (goCmd, dir string, err error) {
 	if o.Dir == "" {
-		if o.Dir, err = CacheDir(v.Kubernetes); err != nil {
-			return "", err
+		if o.Dir, err = CacheDir(kubernetes); err != nil {
+			return "", "", err
 		}
 	}
 	if o.Go == "" {
@@ -53,16 +48,30 @@ func Build(ctx context.Context, o BuildOptions) (string, error) {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
-	goCmd, err := exec.LookPath(o.Go)
-	if err != nil {
-		return "", fmt.Errorf("testbin: the go command (%s) is not available: %w", o.Go, err)
+	if goCmd, err = exec.LookPath(o.Go); err != nil {
+		return "", "", fmt.Errorf("testbin: the go command (%s) is not available: %w", o.Go, err)
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return "", fmt.Errorf("testbin: output directory: %w", err)
+		return "", "", fmt.Errorf("testbin: output directory: %w", err)
 	}
-	dir, err := filepath.Abs(o.Dir)
+	if dir, err = filepath.Abs(o.Dir); err != nil {
+		return "", "", fmt.Errorf("testbin: output directory: %w", err)
+	}
+	return goCmd, dir, nil
+}
+
+// Build builds etcd and kube-apiserver into o.Dir (see BuildOptions) unless
+// they are there already and report the versions the tools module pins,
+// and returns the directory. Errors name the binary and the step that
+// failed.
+func Build(ctx context.Context, o BuildOptions) (string, error) {
+	v, err := ModuleVersions()
 	if err != nil {
-		return "", fmt.Errorf("testbin: output directory: %w", err)
+		return "", err
+	}
+	goCmd, dir, err := o.prepare(v.Kubernetes)
+	if err != nil {
+		return "", err
 	}
 	mod, err := os.MkdirTemp("", "ctrlhost-testbin-")
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,30 +179,9 @@ func BuildCluster(ctx context.Context, o BuildOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if o.Dir == "" {
-		if o.Dir, err = CacheDir(v.Kubernetes); err != nil {
-			return "", err
-		}
-	}
-	if o.Go == "" {
-		o.Go = "go"
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
-	if o.Stderr == nil {
-		o.Stderr = os.Stderr
-	}
-	goCmd, err := exec.LookPath(o.Go)
+	goCmd, dir, err := o.prepare(v.Kubernetes)
 	if err != nil {
-		return "", fmt.Errorf("testbin: the go command (%s) is not available: %w", o.Go, err)
-	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return "", fmt.Errorf("testbin: output directory: %w", err)
-	}
-	dir, err := filepath.Abs(o.Dir)
-	if err != nil {
-		return "", fmt.Errorf("testbin: output directory: %w", err)
+		return "", err
 	}
 	mods, err := os.MkdirTemp("", "ctrlhost-testbin-cluster-")
 	if err != nil {
