@@ -20,8 +20,9 @@ var stagesTemplate string
 // programClass is a jq expression over a pod that says what its
 // containers would do if run, judged from their command lines as upstream's
 // e2e fixtures write them: "random" (exits 0 or 1 at random), "succeed",
-// "fail", or "forever" (a server, a sleep, a pause image). A Job's pod with
-// no command line of its own succeeds, as kwok's own stages have it; any
+// "fail", or "forever" (a server, a sleep, a pause image with no command
+// line: upstream's notTerminate Jobs). A Job's pod with no command line of
+// its own and another image succeeds, as kwok's own stages have it; any
 // other runs until deleted. A completion-indexed script that fails odd
 // indexes is judged by the pod's index.
 const programClass = `(
@@ -33,6 +34,7 @@ const programClass = `(
     (if (((.metadata.annotations // {})["batch.kubernetes.io/job-completion-index"] // "0")
       | tonumber) % 2 == 1 then "fail" else "succeed" end)
   elif ($s | test("sleep|while true")) then "forever"
+  elif ($s == "" and ([.spec.containers[].image] | any(test("/pause:")))) then "forever"
   elif ($s | test("exit [1-9]|/bin/false")) and ($s | test("exit 0") | not) then "fail"
   elif ($s | test("exit 0|/bin/true")) then "succeed"
   elif $owner == "Job" then "succeed"
