@@ -41,6 +41,9 @@ var (
 		"run this program as the native side instead of building examples/kcm")
 	dropinFlag = flag.String("conformance.dropin-bin", "",
 		"run this program as the drop-in side instead of building it")
+	focusFlag = flag.String("conformance.focus", "",
+		"a regular expression over test names that replaces the set's own focus "+
+			"(its skips still apply): rerun a few tests")
 )
 
 // TestConformance runs a set of upstream's e2e tests (v1.37.1) on a kwok
@@ -54,6 +57,9 @@ func TestConformance(t *testing.T) {
 	set, err := conformance.SetByName(*setFlag)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if *focusFlag != "" {
+		set.Focus = *focusFlag
 	}
 	var sides []cluster.Manager
 	for _, s := range strings.Split(*sidesFlag, ",") {
