@@ -897,6 +897,12 @@ func covers(k, r ReadKind) bool {
 func (w *World) checkShared(replica string, term *leader.Term, s ControllerSpec,
 	inf cache.SharedIndexInformer) {
 	w.mu.Lock()
+	if g := w.informers[inf.GetIndexer()]; g != nil && g.holders > 0 {
+		// Another built controller holds it already: not one of its own
+		// (a wider variant made for that controller serves it too).
+		w.mu.Unlock()
+		return
+	}
 	var others []*heldInformer
 	for idx, g := range w.informers {
 		if idx != inf.GetIndexer() && g.shared && g.term == term && g.replica == replica &&
