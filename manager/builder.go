@@ -23,6 +23,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/internal/featuregates"
 	"github.com/ctrlhost/ctrlhost/internal/metrics"
+	"github.com/ctrlhost/ctrlhost/internal/nometadata"
 	"github.com/ctrlhost/ctrlhost/internal/selection"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/serving"
@@ -352,7 +353,7 @@ func (b *Builder) clients(m *Manager, opts Options) error {
 		}
 		m.client, m.metaClient, m.dynClient = b.client, b.metaClient, b.dynClient
 		if m.metaClient == nil {
-			m.metaClient = noMetadata{}
+			m.metaClient = nometadata.Client{}
 		}
 		return nil
 	}
