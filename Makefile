@@ -90,7 +90,7 @@ unit:
 ## integration: tests tagged `integration`, on testenv.
 integration: testbin
 	$(FAILURES) $(GO) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./testenv/... ./test/integration/... \
-		./test/chaos/... ./examples/widget-operator/ ./examples/kcm/
+		./test/chaos/... ./test/cluster/ ./examples/widget-operator/ ./examples/kcm/
 	$(FAILURES) $(UPSTREAM) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./...
 	$(FAILURES) $(CLOUD) test $(GOTEST_FLAGS) -timeout 30m -tags integration ./...
 	KUBEBUILDER_ASSETS=$(CTRLHOST_TESTBIN) $(FAILURES) $(CRTWIN) test $(GOTEST_FLAGS) -timeout 10m -tags integration ./...
@@ -172,7 +172,7 @@ clean:
 # kube-scheduler, kwok as the kubelet of simulated nodes, and one controller
 # manager, judged by upstream's own e2e tests (test/cluster,
 # test/conformance, docs/conformance.md).
-.PHONY: clusterbin conformance conformance-smoke
+.PHONY: clusterbin conformance conformance-smoke node-failure rolling-upgrade
 CONFORMANCE_SET ?= full
 CONFORMANCE_FLAGS ?= -conformance.parallel=4
 CONFORMANCE_DIR := $(CURDIR)/_output/conformance
@@ -187,8 +187,9 @@ clusterbin: testbin
 ## conformance: upstream's e2e tests of the controllers (CONFORMANCE_SET:
 ## full, conformance or smoke) on a kwok cluster, under upstream KCM, the
 ## native examples/kcm and the drop-in; prints the table
-## (docs/conformance.md: about 2 hours for the full set on 2 cores).
-conformance: clusterbin
+## (docs/conformance.md: about 2 hours for the full set on 2 cores); then
+## the rolling upgrade from upstream KCM.
+conformance: clusterbin rolling-upgrade
 	@status=0; $(GO) test -count=1 -timeout 10h -tags conformance -run '^TestConformance$$' \
 		./test/conformance/ -v -conformance.set=$(CONFORMANCE_SET) \
 		-conformance.dir=$(CONFORMANCE_DIR)/$(CONFORMANCE_SET) $(CONFORMANCE_FLAGS) || status=$$?; \
@@ -199,6 +200,24 @@ conformance: clusterbin
 ## smoke for `make test`.
 conformance-smoke: clusterbin
 	$(GO) vet -tags conformance ./test/cluster/... ./test/conformance/...
-	$(FAILURES) $(GO) test -count=1 -timeout 15m -tags conformance ./test/cluster/
+	$(FAILURES) $(GO) test -count=1 -timeout 15m -tags conformance \
+		-run '^TestClusterPlaysTheKubelet$$' ./test/cluster/
 	$(FAILURES) $(GO) test -count=1 -timeout 20m -tags conformance -run '^TestConformance$$' \
 		./test/conformance/ -conformance.set=smoke -conformance.dir=$(CONFORMANCE_DIR)/smoke
+
+## node-failure: kubelets (kwok processes) killed under upstream KCM and
+## under the native examples/kcm, on one cluster shape: one node of a
+## zone, then a whole zone; time to the taint, to eviction and to every
+## replacement Ready, and the zone's taints at --node-eviction-rate
+## (docs/benchmarks.md; about 10 minutes).
+node-failure: clusterbin
+	$(GO) test -count=1 -timeout 30m -tags conformance -run '^TestNodeFailure$$' ./test/cluster/ \
+		-v -cluster.report=$(CONFORMANCE_DIR)/node-failure.md
+
+## rolling-upgrade: three controller manager replicas upgraded from
+## upstream KCM to ctrlhost one at a time (2+1, 1+2, 0+3), the leader
+## stopped with SIGTERM and SIGKILL at each step; fails on any overlap of
+## two replicas' writes (docs/upstream.md; about 10 minutes).
+rolling-upgrade: clusterbin
+	$(GO) test -count=1 -timeout 30m -tags conformance -run '^TestRollingUpgrade$$' \
+		./test/cluster/ -v -cluster.report=$(CONFORMANCE_DIR)/rolling-upgrade.md

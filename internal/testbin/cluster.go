@@ -160,11 +160,12 @@ func clusterTargets(v ClusterVersions, ldflags string) []clusterTarget {
 			ldflags: ldflags}, module: "tools"},
 		{target: target{name: ControllerManagerBinary, pkg: ControllerManagerPackage,
 			want: kube, ldflags: ldflags}, module: "e2e"},
-		// e2e.test --version prints the bare version.
-		{target: target{name: E2EBinary, pkg: E2EPackage, want: v.Kubernetes,
-			ldflags: ldflags}, module: "e2e", test: true},
 		{target: target{name: KwokBinary, pkg: KwokPackage,
 			want: "kwok version " + v.Kwok}, module: "kwok"},
+		// e2e.test --version prints the bare version. Last: it takes the
+		// longest, and only test/conformance needs it.
+		{target: target{name: E2EBinary, pkg: E2EPackage, want: v.Kubernetes,
+			ldflags: ldflags}, module: "e2e", test: true},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -52,8 +54,17 @@ type Options struct {
 	// line, after kubeadm's flags.
 	ExtraManagerArgs []string
 
-	// Nodes is how many kwok nodes to create. Default: 3.
+	// Nodes is how many kwok nodes to create. Default: 3, or the sum of
+	// NodeGroups' when they are given (Nodes must then be 0 or that sum).
 	Nodes int
+	// NodeGroups, if set, splits the nodes into groups whose kubelet is a
+	// kwok process of their own, in order: node i (NodeName(i)) belongs
+	// to the group its index falls in. FailNodeGroup kills one group's
+	// kwok, which is how a test makes nodes fail: their Leases and status
+	// are no longer renewed, and their pods are left as they were, as
+	// when a node's kubelet dies. Default: one group of every node, run by
+	// a kwok logging to kwok.log.
+	NodeGroups []NodeGroup
 	// NodeCPU, NodeMemory and NodePods are each node's capacity (and
 	// allocatable). Defaults: 32 CPUs, 256Gi, 110 pods.
 	NodeCPU, NodeMemory string
@@ -71,6 +82,22 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
+// NodeGroup is a group of nodes whose kubelet is one kwok process.
+type NodeGroup struct {
+	// Name names the group (a DNS label): its kwok logs to
+	// kwok-<Name>.log, and its nodes carry NodeAnnotation=<Name>.
+	Name string
+	// Nodes is how many nodes it has (at least one).
+	Nodes int
+	// Labels are added to its nodes' labels, such as
+	// topology.kubernetes.io/zone.
+	Labels map[string]string
+}
+
+// defaultGroup is the annotation value of the nodes of a cluster started
+// without NodeGroups: kwok's own convention.
+const defaultGroup = "fake"
+
 // Cluster is a running cluster: etcd and kube-apiserver (testenv), kwok
 // with its nodes, kube-scheduler and one controller manager.
 type Cluster struct {
@@ -83,6 +110,13 @@ type Cluster struct {
 
 	// The components, in the order they were started.
 	procs []*process
+	// kubelets are the kwok processes by node group.
+	kubelets map[string]*process
+
+	replicasMu sync.Mutex
+	replicas   []*Replica
+	writes     []Write // what the replicas' witnesses saw, in the order they saw it end
+	writesMu   sync.Mutex
 
 	stopOnce sync.Once
 	stopErr  error
@@ -119,13 +153,19 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 func (o Options) withDefaults() (Options, error) {
 	switch o.Manager {
-	case Upstream, Native, DropIn:
+	case Upstream, Native, DropIn, None:
 	default:
-		return o, fmt.Errorf("cluster: Options.Manager %q is none of %s, %s, %s",
-			o.Manager, Upstream, Native, DropIn)
+		return o, fmt.Errorf("cluster: Options.Manager %q is none of %s, %s, %s, %s",
+			o.Manager, Upstream, Native, DropIn, None)
+	}
+	if err := o.checkGroups(); err != nil {
+		return o, err
 	}
 	if o.Nodes == 0 {
 		o.Nodes = defaultNodes
+	}
+	if len(o.NodeGroups) == 0 {
+		o.NodeGroups = []NodeGroup{{Name: defaultGroup, Nodes: o.Nodes}}
 	}
 	if o.Nodes < 0 || o.Nodes > 250 {
 		return o, fmt.Errorf("cluster: Options.Nodes %d is not within 1-250 (a /24 each of %s)",
@@ -158,7 +198,7 @@ func (o Options) withDefaults() (Options, error) {
 		}
 		o.BinDir = filepath.Dir(apiserver)
 	}
-	if o.ManagerBinary == "" {
+	if o.ManagerBinary == "" && o.Manager != None {
 		if o.Manager != Upstream {
 			return o, fmt.Errorf("cluster: Options.ManagerBinary is required for %s", o.Manager)
 		}
@@ -167,6 +207,9 @@ func (o Options) withDefaults() (Options, error) {
 	var missing []string
 	for _, p := range []string{o.ManagerBinary, o.bin(testbin.SchedulerBinary),
 		o.bin(testbin.KwokBinary)} {
+		if p == "" {
+			continue // no manager
+		}
 		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 			missing = append(missing, p)
 		}
@@ -177,6 +220,36 @@ func (o Options) withDefaults() (Options, error) {
 			strings.Join(missing, ", "))
 	}
 	return o, nil
+}
+
+// checkGroups checks NodeGroups, and sets Nodes to their sum.
+func (o *Options) checkGroups() error {
+	if len(o.NodeGroups) == 0 {
+		return nil
+	}
+	sum := 0
+	seen := map[string]bool{}
+	for i, g := range o.NodeGroups {
+		if errs := validation.IsDNS1123Label(g.Name); len(errs) > 0 {
+			return fmt.Errorf("cluster: Options.NodeGroups[%d].Name %q: %s", i, g.Name,
+				strings.Join(errs, "; "))
+		}
+		if seen[g.Name] {
+			return fmt.Errorf("cluster: Options.NodeGroups[%d].Name %q is used twice", i, g.Name)
+		}
+		seen[g.Name] = true
+		if g.Nodes < 1 {
+			return fmt.Errorf("cluster: Options.NodeGroups[%d] (%s) has %d nodes; give it at least 1",
+				i, g.Name, g.Nodes)
+		}
+		sum += g.Nodes
+	}
+	if o.Nodes != 0 && o.Nodes != sum {
+		return fmt.Errorf("cluster: Options.Nodes is %d but NodeGroups have %d nodes; "+
+			"leave Nodes 0 with NodeGroups", o.Nodes, sum)
+	}
+	o.Nodes = sum
+	return nil
 }
 
 func (o Options) bin(name string) string { return filepath.Join(o.BinDir, name) }
@@ -208,12 +281,14 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.startScheduler(); err != nil {
 		return err
 	}
-	port, err := freePort()
-	if err != nil {
-		return fmt.Errorf("cluster: a port for the controller manager: %w", err)
-	}
-	if err := c.startManager(port); err != nil {
-		return err
+	port := 0
+	if c.opts.Manager != None {
+		if port, err = freePort(); err != nil {
+			return fmt.Errorf("cluster: a port for the controller manager: %w", err)
+		}
+		if err := c.startManager(port); err != nil {
+			return err
+		}
 	}
 	// From here on, a component that exits ends the wait with its log.
 	for _, p := range c.procs {
@@ -224,8 +299,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.waitNodesReady(ctx); err != nil {
 		return err
 	}
-	if err := c.waitHealthy(ctx, port); err != nil {
-		return err
+	if port != 0 {
+		if err := waitHealthy(ctx, port); err != nil {
+			return err
+		}
 	}
 	if err := c.probe(ctx); err != nil {
 		return err
@@ -258,17 +335,31 @@ func (c *Cluster) startKwok() error {
 	if err := os.WriteFile(c.path("kwok-stages.yaml"), stages, 0o644); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	home := c.path("kwok-home") // kwok reads ~/.kwok/kwok.yaml when it exists
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return fmt.Errorf("cluster: %w", err)
+	c.kubelets = map[string]*process{}
+	for _, g := range c.opts.NodeGroups {
+		name := "kwok"
+		if g.Name != defaultGroup {
+			name += "-" + g.Name
+		}
+		// kwok reads ~/.kwok/kwok.yaml when it exists: each has a home of
+		// its own.
+		home := c.path(name + "-home")
+		if err := os.MkdirAll(home, 0o755); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		err := c.run(name, c.opts.bin(testbin.KwokBinary), []string{
+			"--kubeconfig=" + c.kubeconfig,
+			"--config=" + c.path("kwok-stages.yaml"),
+			"--manage-nodes-with-annotation-selector=" + NodeAnnotation + "=" + g.Name,
+			"--cidr=" + ClusterCIDR,
+			"--node-lease-duration-seconds=" + strconv.Itoa(nodeLeaseSeconds),
+		}, []string{"HOME=" + home, "KWOK_WORKDIR=" + home})
+		if err != nil {
+			return err
+		}
+		c.kubelets[g.Name] = c.procs[len(c.procs)-1]
 	}
-	return c.run("kwok", c.opts.bin(testbin.KwokBinary), []string{
-		"--kubeconfig=" + c.kubeconfig,
-		"--config=" + c.path("kwok-stages.yaml"),
-		"--manage-nodes-with-annotation-selector=" + NodeAnnotation + "=fake",
-		"--cidr=" + ClusterCIDR,
-		"--node-lease-duration-seconds=" + strconv.Itoa(nodeLeaseSeconds),
-	}, []string{"HOME=" + home, "KWOK_WORKDIR=" + home})
+	return nil
 }
 
 // NodeName is the name of the i-th kwok node.
@@ -286,16 +377,19 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 	}
 	for i := range c.opts.Nodes {
 		name := NodeName(i)
+		group := c.groupOf(i)
+		labels := map[string]string{
+			"kubernetes.io/hostname": name,
+			"kubernetes.io/os":       "linux",
+			"kubernetes.io/arch":     "amd64",
+			"type":                   "kwok",
+		}
+		maps.Copy(labels, group.Labels)
 		node := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:        name,
-				Annotations: map[string]string{NodeAnnotation: "fake"},
-				Labels: map[string]string{
-					"kubernetes.io/hostname": name,
-					"kubernetes.io/os":       "linux",
-					"kubernetes.io/arch":     "amd64",
-					"type":                   "kwok",
-				},
+				Annotations: map[string]string{NodeAnnotation: group.Name},
+				Labels:      labels,
 			},
 			Status: corev1.NodeStatus{
 				Capacity:    capacity,
@@ -312,6 +406,41 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// groupOf returns the node group of node i.
+func (c *Cluster) groupOf(i int) NodeGroup {
+	for _, g := range c.opts.NodeGroups {
+		if i < g.Nodes {
+			return g
+		}
+		i -= g.Nodes
+	}
+	panic(fmt.Sprintf("cluster: node %d is in no group", i)) // withDefaults makes them add up
+}
+
+// NodesOf returns the names of group's nodes, or nil if there is no such
+// group.
+func (c *Cluster) NodesOf(group string) []string {
+	var out []string
+	for i := range c.opts.Nodes {
+		if c.groupOf(i).Name == group {
+			out = append(out, NodeName(i))
+		}
+	}
+	return out
+}
+
+// FailNodeGroup kills the kwok process of group (SIGKILL), as when a
+// node's kubelet dies: its nodes' Leases and status are no longer
+// renewed, and nothing acts on their pods any more. Stop does not count
+// it as a component that failed.
+func (c *Cluster) FailNodeGroup(group string) error {
+	p, ok := c.kubelets[group]
+	if !ok {
+		return fmt.Errorf("cluster: no node group %q", group)
+	}
+	return p.kill()
 }
 
 func (c *Cluster) startScheduler() error {
@@ -363,7 +492,7 @@ func (c *Cluster) waitNodesReady(ctx context.Context) error {
 // waitHealthy waits until the controller manager answers /healthz with
 // 200 (it serves a self-signed certificate; /healthz needs no
 // credentials).
-func (c *Cluster) waitHealthy(ctx context.Context, port int) error {
+func waitHealthy(ctx context.Context, port int) error {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	defer client.CloseIdleConnections()
@@ -499,10 +628,11 @@ func (c *Cluster) Dir() string { return c.dir }
 func (c *Cluster) Manager() Manager { return c.opts.Manager }
 
 // Alive returns an error quoting the log of the first component that has
-// exited, or nil while all run.
+// exited on its own, or nil while all run (a failed node group's kwok
+// excepted).
 func (c *Cluster) Alive() error {
 	for _, p := range c.procs {
-		if p.exited() {
+		if p.failed() {
 			return p.exitError()
 		}
 	}
@@ -524,10 +654,23 @@ func (c *Cluster) Stop() error {
 
 func (c *Cluster) stop() error {
 	var errs []error
+	c.replicasMu.Lock()
+	replicas := c.replicas
+	c.replicasMu.Unlock()
+	for _, r := range replicas {
+		if _, err := r.proc.stop(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := r.witness.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
 		if p.exited() {
-			errs = append(errs, p.exitError())
+			if p.failed() {
+				errs = append(errs, p.exitError())
+			}
 			continue
 		}
 		killed, err := p.stop()

@@ -94,8 +94,14 @@ func TestOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Nodes != 3 || o.ManagerBinary != filepath.Join(bin, "kube-controller-manager") {
+	if o.Nodes != 3 || o.ManagerBinary != filepath.Join(bin, "kube-controller-manager") ||
+		len(o.NodeGroups) != 1 || o.NodeGroups[0].Name != "fake" || o.NodeGroups[0].Nodes != 3 {
 		t.Errorf("defaults: %+v", o)
+	}
+	o, err = Options{Manager: Upstream, BinDir: bin, NodeGroups: []NodeGroup{{Name: "a", Nodes: 2},
+		{Name: "b", Nodes: 1}}}.withDefaults()
+	if err != nil || o.Nodes != 3 {
+		t.Errorf("two groups of 2 and 1 nodes: %v, %d nodes", err, o.Nodes)
 	}
 	for _, c := range []struct {
 		o    Options
@@ -107,6 +113,14 @@ func TestOptions(t *testing.T) {
 		{Options{Manager: Upstream, BinDir: bin, NodeCPU: "lots"}, `capacity "lots"`},
 		{Options{Manager: DropIn, BinDir: bin, ManagerBinary: filepath.Join(bin, "nope")},
 			"not executable: " + filepath.Join(bin, "nope")},
+		{Options{Manager: Upstream, BinDir: bin, NodeGroups: []NodeGroup{{Name: "Zone_A", Nodes: 1}}},
+			`NodeGroups[0].Name "Zone_A"`},
+		{Options{Manager: Upstream, BinDir: bin, NodeGroups: []NodeGroup{{Name: "a", Nodes: 1},
+			{Name: "a", Nodes: 2}}}, `NodeGroups[1].Name "a" is used twice`},
+		{Options{Manager: Upstream, BinDir: bin, NodeGroups: []NodeGroup{{Name: "a"}}},
+			"NodeGroups[0] (a) has 0 nodes"},
+		{Options{Manager: Upstream, BinDir: bin, Nodes: 2, NodeGroups: []NodeGroup{{Name: "a",
+			Nodes: 3}}}, "Options.Nodes is 2 but NodeGroups have 3 nodes"},
 	} {
 		if _, err := c.o.withDefaults(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error with %q", c.o, err, c.want)
@@ -128,5 +142,25 @@ func TestModuleRoot(t *testing.T) {
 	}
 	if _, err := moduleRoot(t.TempDir()); err == nil {
 		t.Error("a temporary directory is inside the module")
+	}
+}
+
+// Nodes are numbered across the groups in order: a group's nodes are the
+// next ones after the group before it.
+func TestNodesOf(t *testing.T) {
+	c := &Cluster{opts: Options{Nodes: 4, NodeGroups: []NodeGroup{{Name: "a", Nodes: 1},
+		{Name: "b", Nodes: 3}}}}
+	if got := c.NodesOf("a"); !slices.Equal(got, []string{"kwok-node-0"}) {
+		t.Errorf("group a: %q", got)
+	}
+	if got := c.NodesOf("b"); !slices.Equal(got,
+		[]string{"kwok-node-1", "kwok-node-2", "kwok-node-3"}) {
+		t.Errorf("group b: %q", got)
+	}
+	if got := c.NodesOf("c"); got != nil {
+		t.Errorf("no group c: %q", got)
+	}
+	if err := c.FailNodeGroup("c"); err == nil || !strings.Contains(err.Error(), `no node group "c"`) {
+		t.Errorf("failing group c: %v", err)
 	}
 }

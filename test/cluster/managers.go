@@ -29,6 +29,9 @@ const (
 	// DropIn is upstream/cmd/kube-controller-manager: upstream's
 	// controllers on ctrlhost's host.
 	DropIn Manager = "dropin"
+	// None starts no controller manager: the test starts its own
+	// replicas (Cluster.StartReplica).
+	None Manager = "none"
 )
 
 // Managers lists the controller managers, the reference first.

@@ -68,6 +68,17 @@ func (p *process) exited() bool {
 	}
 }
 
+// failed reports whether the process has ended on its own: not stopped
+// or killed by stop or kill.
+func (p *process) failed() bool {
+	select {
+	case <-p.stopping:
+		return false
+	default:
+		return p.exited()
+	}
+}
+
 // exitError describes a process that ended on its own, quoting its log.
 // Call only once exited is true.
 func (p *process) exitError() error {
@@ -109,6 +120,32 @@ func (p *process) stop() (killed bool, err error) {
 		return true, nil
 	case <-reap.C:
 		return true, fmt.Errorf("cluster: %s (pid %d) was not reaped %v after SIGKILL",
+			p.name, p.cmd.Process.Pid, reapWait)
+	}
+}
+
+// kill kills the process group at once (SIGKILL) and waits for the
+// process to be reaped, at most reapWait; the process counts as stopped.
+func (p *process) kill() error {
+	select {
+	case <-p.stopping:
+	default:
+		close(p.stopping)
+	}
+	if p.exited() {
+		return nil
+	}
+	err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	if err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("cluster: killing %s: %w", p.name, err)
+	}
+	reap := time.NewTimer(reapWait)
+	defer reap.Stop()
+	select {
+	case <-p.done:
+		return nil
+	case <-reap.C:
+		return fmt.Errorf("cluster: %s (pid %d) was not reaped %v after SIGKILL",
 			p.name, p.cmd.Process.Pid, reapWait)
 	}
 }
