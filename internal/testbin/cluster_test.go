@@ -103,8 +103,8 @@ func TestBuildCluster(t *testing.T) {
 	want := []struct{ module, prefix, pkg string }{
 		{"ctrlhost-testbin-tools", "build ", testbin.SchedulerPackage},
 		{"ctrlhost-testbin-e2e", "build ", testbin.ControllerManagerPackage},
-		{"ctrlhost-testbin-e2e", "test -c ", testbin.E2EPackage},
 		{"ctrlhost-testbin-kwok", "build ", testbin.KwokPackage},
+		{"ctrlhost-testbin-e2e", "test -c ", testbin.E2EPackage},
 	}
 	if len(calls) != len(want) {
 		t.Fatalf("go calls:\n%s\nwant %d", data, len(want))
