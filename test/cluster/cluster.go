@@ -304,8 +304,12 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := c.probe(ctx); err != nil {
-		return err
+	// New nodes carry the not-ready taint until node-lifecycle removes it:
+	// without a controller manager no pod is scheduled yet.
+	if c.opts.Manager != None {
+		if err := c.probe(ctx); err != nil {
+			return err
+		}
 	}
 	c.opts.Logf("cluster: %s with %d kwok nodes ready after %v (logs in %s)", c.opts.Manager,
 		c.opts.Nodes, time.Since(begin).Round(time.Millisecond), c.dir)

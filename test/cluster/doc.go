@@ -15,7 +15,14 @@
 //     Nothing is downloaded at run time.
 //   - When Start returns, every node is Ready, the controller manager
 //     answers /healthz, and a probe pod has been scheduled, started by kwok
-//     (Running, with an IP of its node's pod CIDR) and removed.
+//     (Running, with an IP of its node's pod CIDR) and removed (with
+//     Manager None, only the nodes are Ready: the test starts replicas).
+//   - Nodes may come in groups (NodeGroups), each run by a kwok of its
+//     own: FailNodeGroup kills one, as when kubelets die.
+//   - Replicas (StartReplica) reach the API server through a witness that
+//     records every write they send, as themselves (their certificate's
+//     identity by impersonation, their tokens as they are): Overlaps tells
+//     whether two ever acted at once.
 //   - kwok keeps each node's Lease and status fresh and plays the kubelet
 //     for pods (stages.yaml): pods start Running and Ready; containers that
 //     exit (judged from their command lines) end Succeeded or Failed, or

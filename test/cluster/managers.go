@@ -30,7 +30,8 @@ const (
 	// controllers on ctrlhost's host.
 	DropIn Manager = "dropin"
 	// None starts no controller manager: the test starts its own
-	// replicas (Cluster.StartReplica).
+	// replicas (Cluster.StartReplica). Start then probes no pod (new
+	// nodes keep their not-ready taint until node-lifecycle removes it).
 	None Manager = "none"
 )
 

@@ -400,6 +400,17 @@ func nodeFailureTable(results []nodeFailure) string {
 	row("one node: tainted NoExecute", func(r nodeFailure) time.Duration { return r.tainted })
 	row("one node: its pods evicted", func(r nodeFailure) time.Duration { return r.evicted })
 	row("one node: all replacements Ready", func(r nodeFailure) time.Duration { return r.replaced })
+	// When the node goes Unknown depends on when its last heartbeat fell
+	// before the kill; the steps after it are the controllers' own.
+	row("one node: Unknown → tainted", func(r nodeFailure) time.Duration {
+		return r.tainted - r.unknown
+	})
+	row("one node: tainted → pods evicted", func(r nodeFailure) time.Duration {
+		return r.evicted - r.tainted
+	})
+	row("one node: evicted → replacements Ready", func(r nodeFailure) time.Duration {
+		return r.replaced - r.evicted
+	})
 	for i := range results[0].zoneTaints {
 		row(fmt.Sprintf("zone-a down: node %d tainted", i+1), func(r nodeFailure) time.Duration {
 			if i < len(r.zoneTaints) {

@@ -82,9 +82,12 @@ func TestRollingUpgrade(t *testing.T) {
 		if step > 0 {
 			u.replaceOneUpstream()
 		}
-		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		for _, sig := range []struct {
+			sig  syscall.Signal
+			name string
+		}{{syscall.SIGTERM, "SIGTERM"}, {syscall.SIGKILL, "SIGKILL"}} {
 			leader := u.leader()
-			u.handover(leader, sig, sig.String())
+			u.handover(leader, sig.sig, sig.name)
 			u.start(leader.Manager()) // the node's static pod comes back
 		}
 	}
