@@ -58,6 +58,10 @@ type nodeFailure struct {
 	manager cluster.Manager
 	// One node of zone-b fails.
 	unknown, tainted, evicted, replaced time.Duration
+	// beatToUnknown is from the node's last heartbeat (its Lease's renewal
+	// or its Ready condition's, whichever came last) to Unknown: the
+	// --node-monitor-grace-period as the controller keeps it.
+	beatToUnknown time.Duration
 	// All of zone-a fails: when each node got its NoExecute taint (as the
 	// taints' TimeAdded say, to the second), in order.
 	zoneTaints []time.Duration
@@ -163,6 +167,10 @@ func runNodeFailure(t *testing.T, m cluster.Manager, binary string) nodeFailure 
 	if err := c.FailNodeGroup("zone-b-victim"); err != nil {
 		t.Fatal(err)
 	}
+	lastBeat, err := lastHeartbeat(ctx, cs, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
 	steps := []struct {
 		what string
 		into *time.Duration
@@ -202,6 +210,7 @@ func runNodeFailure(t *testing.T, m cluster.Manager, binary string) nodeFailure 
 		waitFor(t, s.what, s.done)
 		*s.into = time.Since(killed)
 	}
+	res.beatToUnknown = killed.Add(res.unknown).Sub(lastBeat)
 
 	// 2. Zone-a fails whole while zone-b works.
 	zoneA := c.NodesOf("zone-a")
@@ -359,6 +368,30 @@ func nodeReady(ctx context.Context, cs kubernetes.Interface, node string,
 	return fmt.Errorf("no Ready condition")
 }
 
+// lastHeartbeat returns when node last showed it lives: its Lease's
+// renewal, or its Ready condition's heartbeat, whichever is later.
+func lastHeartbeat(ctx context.Context, cs kubernetes.Interface, node string) (time.Time, error) {
+	lease, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, node,
+		metav1.GetOptions{})
+	if err != nil {
+		return time.Time{}, err
+	}
+	var last time.Time
+	if lease.Spec.RenewTime != nil {
+		last = lease.Spec.RenewTime.Time
+	}
+	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.LastHeartbeatTime.After(last) {
+			last = c.LastHeartbeatTime.Time
+		}
+	}
+	return last, nil
+}
+
 // noExecuteTaint returns node's node.kubernetes.io/unreachable:NoExecute
 // taint, or an error while it has none.
 func noExecuteTaint(ctx context.Context, cs kubernetes.Interface, node string) (
@@ -389,7 +422,9 @@ func nodeFailureTable(results []nodeFailure) string {
 		for i, r := range results {
 			d := get(r)
 			fmt.Fprintf(&b, " %.1f s", d.Seconds())
-			if i > 0 && ref > 0 {
+			// Below a second a ratio says more of observeEvery than of
+			// the controllers.
+			if i > 0 && ref >= time.Second {
 				fmt.Fprintf(&b, " (%.2fx)", d.Seconds()/ref.Seconds())
 			}
 			b.WriteString(" |")
@@ -402,6 +437,9 @@ func nodeFailureTable(results []nodeFailure) string {
 	row("one node: all replacements Ready", func(r nodeFailure) time.Duration { return r.replaced })
 	// When the node goes Unknown depends on when its last heartbeat fell
 	// before the kill; the steps after it are the controllers' own.
+	row("one node: last heartbeat → Unknown", func(r nodeFailure) time.Duration {
+		return r.beatToUnknown
+	})
 	row("one node: Unknown → tainted", func(r nodeFailure) time.Duration {
 		return r.tainted - r.unknown
 	})

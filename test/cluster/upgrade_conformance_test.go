@@ -101,9 +101,17 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatalf("%d writes of a replica overlapped another's, of %d writes", len(over),
 			len(writes))
 	}
+	if wrong := cluster.NotHolding(writes, cluster.LeaseName); len(wrong) > 0 {
+		for _, w := range wrong[:min(len(wrong), 20)] {
+			t.Errorf("%s wrote while another replica held the Lease: %s %s at %s (%d, %s)",
+				w.Replica, w.Method, w.Path, w.At.Format(time.RFC3339Nano), w.Code, w.UserAgent)
+		}
+		t.Fatalf("%d writes of a replica that did not hold the Lease, of %d writes", len(wrong),
+			len(writes))
+	}
 	table := u.table()
-	t.Logf("rolling upgrade, %d writes witnessed, no overlap; each handover from its signal:\n%s",
-		len(writes), table)
+	t.Logf("rolling upgrade, %d writes witnessed, none overlapping, each by the Lease's "+
+		"holder; each handover from its signal:\n%s", len(writes), table)
 	writeReport(t, table)
 }
 

@@ -266,3 +266,24 @@ func Overlaps(writes []Write, lease string) []Write {
 	}
 	return out
 }
+
+// NotHolding returns the writes, election writes of Lease lease left out,
+// that a replica sent while another replica was the last to write the
+// Lease successfully (or before any did): writes of a replica that did
+// not hold the Lease as far as the API server had seen.
+func NotHolding(writes []Write, lease string) []Write {
+	var out []Write
+	holder := ""
+	for _, w := range writes {
+		switch {
+		case w.LeaseWrite(lease):
+			if w.Code/100 == 2 && w.Method != http.MethodDelete {
+				holder = w.Replica
+			}
+		case w.Election(lease):
+		case w.Replica != holder:
+			out = append(out, w)
+		}
+	}
+	return out
+}

@@ -64,3 +64,20 @@ func TestLeaseHolder(t *testing.T) {
 		t.Errorf("holder %q, want b", got)
 	}
 }
+
+// A write counts as the holder's while its sender was the last to write
+// the Lease successfully.
+func TestNotHolding(t *testing.T) {
+	const pods = "/api/v1/namespaces/x/pods/p"
+	w := writesOf("a", leasePath, "a", pods, "b", leasePath, "b", pods, "a", pods, "c", pods,
+		"b", "/apis/authorization.k8s.io/v1/subjectaccessreviews")
+	w[2].Code = 409 // b tried and lost: a still holds
+	got := NotHolding(w, LeaseName)
+	want := []Write{w[3], w[5]}
+	if !slices.Equal(got, want) {
+		t.Errorf("not holding: %+v, want %+v", got, want)
+	}
+	if got := NotHolding(writesOf("a", pods), LeaseName); len(got) != 1 {
+		t.Errorf("a write before any Lease write: %+v", got)
+	}
+}
