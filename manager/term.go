@@ -313,6 +313,16 @@ func (a *alongsideRun) returned() <-chan struct{} {
 func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, env termEnv, r *runner,
 	later *[]built) (*alongsideRun, error) {
 	var al *alongsideRun
+	// What a warm set holds for a controller that chose not to start is
+	// released once every InitFunc of the build returned: a controller
+	// built after it that reads the same resource without declaring it
+	// takes the warm informer over instead of listing anew.
+	var declined []string
+	defer func() {
+		for _, name := range declined {
+			spec.warm.Release(name)
+		}
+	}()
 	for _, first := range []bool{true, false} {
 		for _, s := range spec.states {
 			if s.desc.IsStartFirst() != first {
@@ -328,13 +338,14 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 			}
 			switch {
 			case c == nil:
-				// Nothing of it runs in this term: what it requested, and
-				// what a warm set holds for it, is released now, before
-				// the informers start (or while they run, warm).
+				// Nothing of it runs in this term: what it requested is
+				// released now, before the informers start (or while they
+				// run, warm), and what a warm set holds for it once the
+				// build is done.
 				s.takeInformers()
 				view.Shutdown()
 				if spec.warm != nil {
-					spec.warm.Release(s.desc.Name())
+					declined = append(declined, s.desc.Name())
 				}
 			case first:
 				// Its Run is called, without the start interval's jitter,
