@@ -107,10 +107,12 @@ func newHost(cfg Config) *host {
 
 // builder makes one controller for a term: its client and the term's
 // informers are in cc; the provider is initialised for the term.
-type builder func(ctx context.Context, cc descriptor.Context, client kubernetes.Interface) (descriptor.Controller, error)
+type builder func(ctx context.Context, cc descriptor.Context,
+	client kubernetes.Interface) (descriptor.Controller, error)
 
 func (h *host) descriptor(name string, build builder) descriptor.Descriptor {
-	return descriptor.New(name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		if h.err != nil {
 			return nil, h.err
 		}
@@ -140,22 +142,27 @@ func (h *host) initialize(ctx context.Context, cc descriptor.Context) {
 		})
 	}
 	h.mu.Unlock()
-	once.Do(func() { h.cfg.Cloud.Initialize(ordie.Builder{ClientBuilder: cc.ClientBuilder}, ctx.Done()) })
+	once.Do(func() {
+		h.cfg.Cloud.Initialize(ordie.Builder{ClientBuilder: cc.ClientBuilder}, ctx.Done())
+	})
 }
 
-func (h *host) cloudNode(ctx context.Context, cc descriptor.Context, client kubernetes.Interface) (descriptor.Controller, error) {
+func (h *host) cloudNode(ctx context.Context, cc descriptor.Context,
+	client kubernetes.Interface) (descriptor.Controller, error) {
 	o := h.cfg.Options
-	c, err := cloudnode.NewCloudNodeController(cc.InformerFactory.Core().V1().Nodes(), client, h.cfg.Cloud,
-		o.NodeStatusUpdateFrequency, o.ConcurrentNodeSyncs, o.ConcurrentNodeStatusUpdates)
+	c, err := cloudnode.NewCloudNodeController(cc.InformerFactory.Core().V1().Nodes(), client,
+		h.cfg.Cloud, o.NodeStatusUpdateFrequency, o.ConcurrentNodeSyncs, o.ConcurrentNodeStatusUpdates)
 	if err != nil {
 		return notStarted(ctx, "failed to start cloud node controller", err)
 	}
 	return run(func(ctx context.Context) { c.RunWithContext(ctx, h.metrics) }), nil
 }
 
-func (h *host) cloudNodeLifecycle(ctx context.Context, cc descriptor.Context, client kubernetes.Interface) (descriptor.Controller, error) {
+func (h *host) cloudNodeLifecycle(ctx context.Context, cc descriptor.Context,
+	client kubernetes.Interface) (descriptor.Controller, error) {
 	o := h.cfg.Options
-	c, err := cloudnodelifecycle.NewCloudNodeLifecycleController(cc.InformerFactory.Core().V1().Nodes(), client, h.cfg.Cloud,
+	c, err := cloudnodelifecycle.NewCloudNodeLifecycleController(
+		cc.InformerFactory.Core().V1().Nodes(), client, h.cfg.Cloud,
 		o.NodeMonitorPeriod, int(o.ConcurrentNodeLifecycleSyncs))
 	if err != nil {
 		return notStarted(ctx, "failed to start cloud node lifecycle controller", err)
@@ -163,22 +170,26 @@ func (h *host) cloudNodeLifecycle(ctx context.Context, cc descriptor.Context, cl
 	return run(func(ctx context.Context) { c.Run(ctx, h.metrics) }), nil
 }
 
-func (h *host) serviceLB(ctx context.Context, cc descriptor.Context, client kubernetes.Interface) (descriptor.Controller, error) {
+func (h *host) serviceLB(ctx context.Context, cc descriptor.Context,
+	client kubernetes.Interface) (descriptor.Controller, error) {
 	o := h.cfg.Options
 	// Upstream's New makes its two queues before it finds that the provider
 	// has no load balancers, and nothing would ever shut them: ask first.
 	if _, ok := h.cfg.Cloud.LoadBalancer(); !ok {
-		return notStarted(ctx, "failed to start service controller", errors.New("the cloud provider does not support external load balancers"))
+		return notStarted(ctx, "failed to start service controller",
+			errors.New("the cloud provider does not support external load balancers"))
 	}
 	core := cc.InformerFactory.Core().V1()
-	c, err := service.New(h.cfg.Cloud, client, core.Services(), core.Nodes(), o.ClusterName, cc.FeatureGate)
+	c, err := service.New(h.cfg.Cloud, client, core.Services(), core.Nodes(), o.ClusterName,
+		cc.FeatureGate)
 	if err != nil {
 		return notStarted(ctx, "failed to start service controller", err)
 	}
 	return run(func(ctx context.Context) { c.Run(ctx, int(o.ConcurrentServiceSyncs), h.metrics) }), nil
 }
 
-func (h *host) nodeRoute(ctx context.Context, cc descriptor.Context, client kubernetes.Interface) (descriptor.Controller, error) {
+func (h *host) nodeRoute(ctx context.Context, cc descriptor.Context,
+	client kubernetes.Interface) (descriptor.Controller, error) {
 	o := h.cfg.Options
 	log := logr.FromContextOrDiscard(ctx)
 	if !o.ConfigureCloudRoutes {
@@ -187,7 +198,8 @@ func (h *host) nodeRoute(ctx context.Context, cc descriptor.Context, client kube
 	}
 	routes, ok := h.cfg.Cloud.Routes()
 	if !ok {
-		log.Info("--configure-cloud-routes is set, but the cloud provider does not support routes; will not configure cloud provider routes")
+		log.Info("--configure-cloud-routes is set, but the cloud provider does not support routes; " +
+			"will not configure cloud provider routes")
 		return nil, nil
 	}
 	cidrs, err := clusterCIDRs(o.ClusterCIDR)
@@ -206,7 +218,8 @@ func (h *host) nodeRoute(ctx context.Context, cc descriptor.Context, client kube
 // different IP families.
 func clusterCIDRs(value string) ([]*net.IPNet, error) {
 	if strings.TrimSpace(value) == "" {
-		return nil, fmt.Errorf("--cluster-cidr: required for %s (or set --configure-cloud-routes=false)", NodeRouteController)
+		return nil, fmt.Errorf("--cluster-cidr: required for %s (or set --configure-cloud-routes=false)",
+			NodeRouteController)
 	}
 	cidrs, err := netutils.ParseCIDRs(strings.Split(strings.TrimSpace(value), ","))
 	if err != nil {
@@ -215,7 +228,8 @@ func clusterCIDRs(value string) ([]*net.IPNet, error) {
 	dual, _ := netutils.IsDualStackCIDRs(cidrs)
 	switch {
 	case len(cidrs) > 2:
-		return nil, fmt.Errorf("--cluster-cidr %q: at most two CIDRs (one per IP family), got %d", value, len(cidrs))
+		return nil, fmt.Errorf("--cluster-cidr %q: at most two CIDRs (one per IP family), got %d",
+			value, len(cidrs))
 	case len(cidrs) == 2 && !dual:
 		return nil, fmt.Errorf("--cluster-cidr %q: two CIDRs must be of different IP families", value)
 	}

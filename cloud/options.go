@@ -74,17 +74,30 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	sharedflag.Bool(fs, &o.AllocateNodeCIDRs, "allocate-node-cidrs",
 		"Should CIDRs for Pods be allocated and set on the cloud provider. "+
 			"Accepted for compatibility; no cloud controller reads it.")
-	fs.BoolVar(&o.ConfigureCloudRoutes, "configure-cloud-routes", o.ConfigureCloudRoutes, "Should CIDRs allocated by allocate-node-cidrs be configured on the cloud provider.")
-	fs.DurationVar(&o.RouteReconciliationPeriod, "route-reconciliation-period", o.RouteReconciliationPeriod, "The period for reconciling routes created for Nodes by cloud provider.")
+	fs.BoolVar(&o.ConfigureCloudRoutes, "configure-cloud-routes", o.ConfigureCloudRoutes,
+		"Should CIDRs allocated by allocate-node-cidrs be configured on the cloud provider.")
+	fs.DurationVar(&o.RouteReconciliationPeriod, "route-reconciliation-period",
+		o.RouteReconciliationPeriod,
+		"The period for reconciling routes created for Nodes by cloud provider.")
 	sharedflag.Duration(fs, &o.NodeMonitorPeriod, "node-monitor-period",
 		"The period for syncing NodeStatus in CloudNodeLifecycleController.")
-	fs.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency", o.NodeStatusUpdateFrequency, "Specifies how often the controller updates nodes' status.")
-	fs.Int32Var(&o.ConcurrentNodeSyncs, "concurrent-node-syncs", o.ConcurrentNodeSyncs, "Number of workers concurrently synchronizing nodes.")
-	fs.Int32Var(&o.ConcurrentNodeStatusUpdates, "concurrent-node-status-updates", o.ConcurrentNodeStatusUpdates, "Number of workers concurrently updating node statuses. If unspecified or 0, --concurrent-node-syncs is used instead")
-	fs.Int32Var(&o.ConcurrentNodeLifecycleSyncs, "concurrent-node-lifecycle-syncs", o.ConcurrentNodeLifecycleSyncs, "The number of workers for syncing NodeStatus in cloud-node-lifecycle-controller.")
-	fs.Int32Var(&o.ConcurrentServiceSyncs, "concurrent-service-syncs", o.ConcurrentServiceSyncs, "The number of services that are allowed to sync concurrently. Larger number = more responsive service management, but more CPU (and network) load")
-	fs.BoolVar(&o.AllowUntaggedCloud, "allow-untagged-cloud", o.AllowUntaggedCloud, "Allow the cluster to run without the cluster-id on cloud instances.")
-	_ = fs.MarkDeprecated("allow-untagged-cloud", "This flag is deprecated and will be removed in a future release. A cluster-id will be required on cloud instances.")
+	fs.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency",
+		o.NodeStatusUpdateFrequency, "Specifies how often the controller updates nodes' status.")
+	fs.Int32Var(&o.ConcurrentNodeSyncs, "concurrent-node-syncs", o.ConcurrentNodeSyncs,
+		"Number of workers concurrently synchronizing nodes.")
+	fs.Int32Var(&o.ConcurrentNodeStatusUpdates, "concurrent-node-status-updates",
+		o.ConcurrentNodeStatusUpdates, "Number of workers concurrently updating node statuses. If "+
+			"unspecified or 0, --concurrent-node-syncs is used instead")
+	fs.Int32Var(&o.ConcurrentNodeLifecycleSyncs, "concurrent-node-lifecycle-syncs",
+		o.ConcurrentNodeLifecycleSyncs,
+		"The number of workers for syncing NodeStatus in cloud-node-lifecycle-controller.")
+	fs.Int32Var(&o.ConcurrentServiceSyncs, "concurrent-service-syncs", o.ConcurrentServiceSyncs,
+		"The number of services that are allowed to sync concurrently. Larger number = more responsive "+
+			"service management, but more CPU (and network) load")
+	fs.BoolVar(&o.AllowUntaggedCloud, "allow-untagged-cloud", o.AllowUntaggedCloud,
+		"Allow the cluster to run without the cluster-id on cloud instances.")
+	_ = fs.MarkDeprecated("allow-untagged-cloud", "This flag is deprecated and will be removed in a "+
+		"future release. A cluster-id will be required on cloud instances.")
 }
 
 // Validate reports every invalid setting at once, naming its flag:

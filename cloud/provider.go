@@ -18,11 +18,15 @@ import (
 func NewProvider(name, configPath string, allowUntagged bool) (cloudprovider.Interface, error) {
 	switch {
 	case name == "":
-		return nil, errors.New("--cloud-provider: required; name the provider this cloud-controller-manager runs")
+		return nil, errors.New("--cloud-provider: required; name the provider this " +
+			"cloud-controller-manager runs")
 	case cloudprovider.IsExternal(name):
-		return nil, fmt.Errorf("--cloud-provider=%s: names no provider; \"external\" is for kube-controller-manager, a cloud-controller-manager names the provider it runs", name)
+		return nil, fmt.Errorf("--cloud-provider=%s: names no provider; \"external\" is for "+
+			"kube-controller-manager, a cloud-controller-manager names the provider it runs", name)
 	case !cloudprovider.IsCloudProvider(name):
-		return nil, fmt.Errorf("--cloud-provider=%s: no cloud provider is registered under that name; a provider registers itself with cloudprovider.RegisterCloudProvider, usually when its package is imported", name)
+		return nil, fmt.Errorf("--cloud-provider=%s: no cloud provider is registered under that "+
+			"name; a provider registers itself with cloudprovider.RegisterCloudProvider, usually "+
+			"when its package is imported", name)
 	}
 	var (
 		c   cloudprovider.Interface
@@ -44,7 +48,8 @@ func NewProvider(name, configPath string, allowUntagged bool) (cloudprovider.Int
 	case c == nil:
 		return nil, fmt.Errorf("--cloud-provider=%s: the provider's factory returned no provider", name)
 	case !c.HasClusterID() && !allowUntagged:
-		return nil, fmt.Errorf("--cloud-provider=%s: no ClusterID found; a ClusterID is required for the cloud provider to function properly (--allow-untagged-cloud bypasses this check)", name)
+		return nil, fmt.Errorf("--cloud-provider=%s: no ClusterID found; a ClusterID is required for "+
+			"the cloud provider to function properly (--allow-untagged-cloud bypasses this check)", name)
 	}
 	return c, nil
 }

@@ -58,7 +58,8 @@ func NewSet(ds ...Descriptor) (*Set, error) {
 				errs = append(
 					errs,
 					fmt.Errorf(
-						"%s: Sharded and WithoutLeaderElection exclude each other: a sharded controller runs under its slots' Leases; drop one",
+						"%s: Sharded and WithoutLeaderElection exclude each other: a sharded controller runs under "+
+							"its slots' Leases; drop one",
 						label,
 					),
 				)
@@ -66,7 +67,8 @@ func NewSet(ds ...Descriptor) (*Set, error) {
 				errs = append(
 					errs,
 					fmt.Errorf(
-						"%s: Sharded and StartFirst exclude each other: a sharded controller starts in its slots' terms, not before the main term's controllers; drop one",
+						"%s: Sharded and StartFirst exclude each other: a sharded controller starts in its slots' "+
+							"terms, not before the main term's controllers; drop one",
 						label,
 					),
 				)
@@ -157,7 +159,8 @@ func validName(n string) error {
 	}
 	if msgs := validation.IsDNS1123Subdomain(n); len(msgs) > 0 {
 		return fmt.Errorf(
-			"must be a lowercase DNS-1123 name, as it names health checks, URL paths and service accounts: %s",
+			"must be a lowercase DNS-1123 name, as it names health checks, URL "+
+				"paths and service accounts: %s",
 			strings.Join(msgs, "; "),
 		)
 	}

@@ -165,7 +165,8 @@ func validate(ep Endpoint, checks []Check) []error {
 			errs = append(
 				errs,
 				fmt.Errorf(
-					"healthz: %s on /%s has an invalid name: it must not contain \"/\", whitespace or control characters",
+					"healthz: %s on /%s has an invalid name: it must not contain \"/\", "+
+						"whitespace or control characters",
 					id,
 					ep,
 				),

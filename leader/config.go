@@ -153,12 +153,14 @@ func (c Config) Validate() error {
 	if c.Namespace == "" {
 		add("Namespace (%s) must not be empty", flagResourceNamespace)
 	} else if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
-		add("Namespace (%s) %q is not a valid namespace: %s", flagResourceNamespace, c.Namespace, strings.Join(msgs, "; "))
+		add("Namespace (%s) %q is not a valid namespace: %s", flagResourceNamespace, c.Namespace,
+			strings.Join(msgs, "; "))
 	}
 	if c.Name == "" {
 		add("Name (%s) must not be empty", flagResourceName)
 	} else if msgs := validation.IsDNS1123Subdomain(c.Name); len(msgs) > 0 {
-		add("Name (%s) %q is not a valid Lease name: %s", flagResourceName, c.Name, strings.Join(msgs, "; "))
+		add("Name (%s) %q is not a valid Lease name: %s", flagResourceName, c.Name,
+			strings.Join(msgs, "; "))
 	}
 	if c.Identity == "" {
 		add("Identity (no KCM flag; default <hostname>_<uuid>) must not be empty")
@@ -204,9 +206,11 @@ func (c Config) Validate() error {
 			add("LeaseDuration (%s) must be greater than RenewDeadline (%s): %s <= %s%s",
 				flagLeaseDuration, flagRenewDeadline, c.LeaseDuration, c.RenewDeadline, note)
 		}
-		if minRenew := time.Duration(leaderelection.JitterFactor * float64(c.RetryPeriod)); c.RenewDeadline <= minRenew {
+		if minRenew := time.Duration(leaderelection.JitterFactor *
+			float64(c.RetryPeriod)); c.RenewDeadline <= minRenew {
 			add(
-				"RenewDeadline (%s) must be greater than RetryPeriod (%s) × %g (client-go's JitterFactor): %s <= %s",
+				"RenewDeadline (%s) must be greater than RetryPeriod (%s) × %g "+
+					"(client-go's JitterFactor): %s <= %s",
 				flagRenewDeadline,
 				flagRetryPeriod,
 				leaderelection.JitterFactor,

@@ -357,7 +357,8 @@ func (c *MigrationConfig) Warnings(known func(name string) bool) []string {
 		out = append(
 			out,
 			fmt.Sprintf(
-				"leaderName %q is not a valid Lease name (the API server refuses upper case); the migration lock is the Lease %q",
+				"leaderName %q is not a valid Lease name (the API server refuses upper case); the "+
+					"migration lock is the Lease %q",
 				c.LeaderName,
 				lease,
 			),
@@ -387,7 +388,8 @@ func (c *MigrationConfig) Warnings(known func(name string) bool) []string {
 		out = append(
 			out,
 			fmt.Sprintf(
-				"no controller of this component is named %s; those entries only matter to the other components taking part (check the spelling if one should be this component's)",
+				"no controller of this component is named %s; those entries only matter to the other "+
+					"components taking part (check the spelling if one should be this component's)",
 				strings.Join(unknown, ", "),
 			),
 		)

@@ -290,7 +290,8 @@ func (e *Elector) watch(base context.Context) (stop func()) {
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 			e.watchForbidden.Store(true)
 			e.log.Info(
-				"Cannot watch the lease; handoff falls back to polling every RetryPeriod. Grant list and watch on this Lease for fast handoff",
+				"Cannot watch the lease; handoff falls back to polling every RetryPeriod. Grant list and "+
+					"watch on this Lease for fast handoff",
 				"err",
 				err.Error(),
 			)
@@ -327,7 +328,8 @@ func (e *Elector) watch(base context.Context) (stop func()) {
 			}
 			return list, err
 		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(ctx context.Context,
+			opts metav1.ListOptions) (watch.Interface, error) {
 			if !enter() {
 				return nil, context.Canceled
 			}

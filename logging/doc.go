@@ -28,9 +28,9 @@
 // the logger name (the names given with logr's WithName, joined by "."),
 // the caller, the message and then the key/value pairs:
 //
-//	text: 2025-01-02T15:04:05.000Z	INFO	deployment	sync/sync.go:42	Synced	{"key": "ns/name"} 	json:
-//
-// {"level":"info","ts":1735830245000.123,"logger":"deployment","caller":"sync/sync.go:42","msg":"Synced","v":0,"key":"ns/name"}
+//	text: 2025-01-02T15:04:05.000Z	INFO	deployment	sync/sync.go:42	Synced	{"key": "ns/name"}
+//	json: {"level":"info","ts":1735830245000.123,"logger":"deployment",
+//	      "caller":"sync/sync.go:42","msg":"Synced","v":0,"key":"ns/name"}
 //
 // JSON follows kube-controller-manager's JSON format ("ts" in milliseconds
 // since the epoch, "v" for the verbosity of info entries, "err" for the

@@ -169,7 +169,8 @@ func (b *Builder) WithInProcessCloudProvider() *Builder {
 
 // WithHealthCheck adds a check of the caller's own to the given endpoints
 // (all three when none are given).
-func (b *Builder) WithHealthCheck(name string, c healthz.Checker, eps ...healthz.Endpoint) *Builder {
+func (b *Builder) WithHealthCheck(name string, c healthz.Checker,
+	eps ...healthz.Endpoint) *Builder {
 	if len(eps) == 0 {
 		eps = []healthz.Endpoint{healthz.EndpointHealthz, healthz.EndpointLivez, healthz.EndpointReadyz}
 	}
@@ -184,15 +185,18 @@ func (b *Builder) WithHealthCheck(name string, c healthz.Checker, eps ...healthz
 func (b *Builder) Build() (*Manager, error) {
 	var errs []error
 	if b.component == "" {
-		errs = append(errs, errors.New("component: must not be empty; pass a name such as \"my-controller-manager\" to NewBuilder"))
+		errs = append(errs, errors.New("component: must not be empty; pass a name such as "+
+			"\"my-controller-manager\" to NewBuilder"))
 	} else if msgs := validation.IsDNS1123Subdomain(b.component); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("component %q: must be a lowercase DNS-1123 name (it names the lease): %s", b.component, strings.Join(msgs, "; ")))
+		errs = append(errs, fmt.Errorf("component %q: must be a lowercase DNS-1123 "+
+			"name (it names the lease): %s", b.component, strings.Join(msgs, "; ")))
 	}
 	opts := b.opts.WithDefaults()
 	errs = append(errs, opts.validate()...)
 	if !b.cloud && includesCloudLoops(opts.CloudProvider) {
-		errs = append(errs, fmt.Errorf("--cloud-provider %q: built-in cloud providers are disabled, as in kube-controller-manager since v1.31; "+
-			"set --cloud-provider=external and run a cloud-controller-manager for %q", opts.CloudProvider, opts.CloudProvider))
+		errs = append(errs, fmt.Errorf("--cloud-provider %q: built-in cloud providers are disabled, as "+
+			"in kube-controller-manager since v1.31; set --cloud-provider=external and run a "+
+			"cloud-controller-manager for %q", opts.CloudProvider, opts.CloudProvider))
 	}
 
 	set, err := descriptor.NewSet(b.descriptors...)
@@ -288,7 +292,8 @@ func (b *Builder) Build() (*Manager, error) {
 	}
 	// workloop's counters reach the registry with the loops that count on
 	// it (workloop.Options.Metrics: descriptor.Context.Metrics).
-	for _, reg := range []func(prometheus.Registerer) error{metrics.RegisterClientGo, m.metrics.Register} {
+	for _, reg := range []func(prometheus.Registerer) error{metrics.RegisterClientGo,
+		m.metrics.Register} {
 		if err := reg(m.registry); err != nil {
 			errs = append(errs, fmt.Errorf("metrics: %w", err))
 		}
@@ -307,10 +312,13 @@ func (b *Builder) Build() (*Manager, error) {
 	}
 	// The served handler is resolved per request: it is built below, once
 	// every check is known to be valid.
-	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.handler.ServeHTTP(w, r) })
+	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.handler.ServeHTTP(w, r)
+	})
 	// Invalid serving options are reported once, with the other options.
 	if m.client != nil && len(opts.Serving.Validate()) == 0 {
-		if m.server, err = serving.New(opts.Serving, served, m.client, m.log.WithName("serving")); err != nil {
+		if m.server, err = serving.New(opts.Serving, served, m.client,
+			m.log.WithName("serving")); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -362,7 +370,8 @@ func (b *Builder) clients(m *Manager, opts Options) error {
 		var err error
 		cfg, err = clientcmd.BuildConfigFromFlags(opts.Master, opts.Kubeconfig)
 		if err != nil {
-			return fmt.Errorf("--kubeconfig %q / --master %q: cannot load a client configuration: %w", opts.Kubeconfig, opts.Master, err)
+			return fmt.Errorf("--kubeconfig %q / --master %q: cannot load a client configuration: %w",
+				opts.Kubeconfig, opts.Master, err)
 		}
 	}
 	cfg = rest.CopyConfig(cfg)
@@ -383,13 +392,16 @@ func (b *Builder) clients(m *Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
-	if m.client, err = kubernetes.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"), root); err != nil {
+	if m.client, err = kubernetes.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"),
+		root); err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
-	if m.metaClient, err = metadata.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"), root); err != nil {
+	if m.metaClient, err = metadata.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"),
+		root); err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
-	if m.dynClient, err = dynamic.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"), root); err != nil {
+	if m.dynClient, err = dynamic.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"),
+		root); err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
 	m.tokenConfig = withUserAgent(cfg, "tokens")

@@ -73,7 +73,9 @@ func (c clientBuilder) Config(name string) (*rest.Config, error) {
 	cfg := c.m.controllerConfig(c.ctx, name, c.root, c.gate)
 	c.limiters.apply(name, c.root, cfg)
 	if c.gate != nil {
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fence.RoundTripper(c.gate, name, rt) })
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return fence.RoundTripper(c.gate, name, rt)
+		})
 	}
 	return cfg, nil
 }
@@ -93,7 +95,8 @@ func (c clientBuilder) Client(name string) (kubernetes.Interface, error) {
 func (c clientBuilder) DynamicClient(name string) (dynamic.Interface, error) {
 	if c.m.restConfig == nil {
 		if c.m.dynClient == nil {
-			return nil, fmt.Errorf("controller %q: no dynamic client: the manager was built WithClient without WithDynamicClient", name)
+			return nil, fmt.Errorf("controller %q: no dynamic client: the manager was built WithClient "+
+				"without WithDynamicClient", name)
 		}
 		return c.m.dynClient, nil
 	}

@@ -29,7 +29,8 @@ type ClientBudget struct {
 // term's controllers' context: minting stops when they are told to stop),
 // through a client fenced by gate under the controller's name: the
 // ServiceAccount and TokenRequest it may create are writes of the term.
-func (m *Manager) controllerConfig(ctx context.Context, name string, root bool, gate *fence.Gate) *rest.Config {
+func (m *Manager) controllerConfig(ctx context.Context, name string, root bool,
+	gate *fence.Gate) *rest.Config {
 	cfg := withUserAgent(m.restConfig, name)
 	if b, ok := m.opts.ClientBudgets[name]; ok {
 		if b.QPS != 0 {
@@ -48,7 +49,9 @@ func (m *Manager) controllerConfig(ctx context.Context, name string, root bool, 
 	tokens := m.tokenClient
 	if gate != nil && m.tokenConfig != nil {
 		tc := rest.CopyConfig(m.tokenConfig)
-		tc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return fence.RoundTripper(gate, name, rt) })
+		tc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return fence.RoundTripper(gate, name, rt)
+		})
 		if cs, err := kubernetes.NewForConfig(tc); err == nil {
 			tokens = cs
 		}

@@ -13,7 +13,8 @@
 //   - Within a term, each StartFirst controller is built and its Run called
 //     (on its own goroutine, without the start interval's jitter) before any
 //     other InitFunc is called; once the term is stopping no further InitFunc
-//     is called; the informers start only after every InitFunc returned; InformersStarted closes after they started; then every other
+//     is called; the informers start only after every InitFunc returned;
+//     InformersStarted closes after they started; then every other
 //     controller's Run starts in its own goroutine. Every Controller an
 //     InitFunc returned gets exactly one Run call.
 //   - InformersStarted is closed in every term: after the informers started,

@@ -47,7 +47,8 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 	if m.opts.LeaderElect {
 		cfg = m.opts.LeaderElection.WithDefaults(m.component)
 		p.main.lease = cfg.Name
-		e, err := leader.NewElector(cfg, m.client, m.opts.LostLeasePolicy, m.log.WithName("leader-election"))
+		e, err := leader.NewElector(cfg, m.client, m.opts.LostLeasePolicy,
+			m.log.WithName("leader-election"))
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -71,8 +72,9 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 		}
 		if isSharded && migration != nil {
 			if migration.Assign(m.component, d.Name(), d.Aliases()...) != leader.NonMigrated {
-				errs = append(errs, fmt.Errorf("controller %q: sharded (--enable-sharding) and named in the leader migration configuration; "+
-					"its slots cannot move under the migration lock: remove it from the file or run without --enable-sharding", d.Name()))
+				errs = append(errs, fmt.Errorf("controller %q: sharded (--enable-sharding) and named in the "+
+					"leader migration configuration; its slots cannot move under the migration lock: remove it "+
+					"from the file or run without --enable-sharding", d.Name()))
 				continue
 			}
 		}
@@ -125,11 +127,13 @@ func (m *Manager) planElection(set *descriptor.Set) []error {
 				"none of its migrated controllers was selected when the Manager was built"
 		}
 		p.migration.states = nil
-		m.log.Info("Leader migration: no controller of this component is migrated; not seeking the migration lock", "lease", migration.LeaseName())
+		m.log.Info("Leader migration: no controller of this component is migrated; not "+
+			"seeking the migration lock", "lease", migration.LeaseName())
 		return errs
 	}
 	p.migration.lease = migration.LeaseName()
-	me, err := leader.NewElector(migration.ElectorConfig(cfg), m.client, m.opts.LostLeasePolicy, m.log.WithName("leader-migration"))
+	me, err := leader.NewElector(migration.ElectorConfig(cfg), m.client, m.opts.LostLeasePolicy,
+		m.log.WithName("leader-migration"))
 	if err != nil {
 		return append(errs, err)
 	}
@@ -269,7 +273,9 @@ func (m *Manager) runElected(ctx context.Context, g lockGroup, spec termSpec) er
 // budget as well as its own, and the main term returns (releasing the main
 // lock) only after it ended.
 func (m *Manager) migrationCampaign(ctx context.Context) error {
-	logr.FromContextOrDiscard(ctx).Info("Main lock held and StartFirst controllers running; seeking the migration lock")
-	return m.runElected(ctx, m.locks.migration, termSpec{name: "migration", states: m.locks.migration.states,
+	logr.FromContextOrDiscard(ctx).Info("Main lock held and StartFirst controllers running; " +
+		"seeking the migration lock")
+	return m.runElected(ctx, m.locks.migration, termSpec{name: "migration",
+		states: m.locks.migration.states,
 		parent: leader.TermFrom(ctx)})
 }

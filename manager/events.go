@@ -34,7 +34,8 @@ type termEvents struct {
 // ClientBuilder is cb: it writes with the controller's client (clientName,
 // Descriptor.ClientName), whose ServiceAccount's RBAC rules cover its
 // events; source is the events' component.
-func (e *termEvents) recorder(cb clientBuilder, name, clientName, source string) record.EventRecorder {
+func (e *termEvents) recorder(cb clientBuilder, name, clientName,
+	source string) record.EventRecorder {
 	e.once.Do(func() { e.ctx, e.cancel = context.WithCancel(context.Background()) })
 	// The recorder's client outlives the controllers' context until the
 	// term has flushed its events.

@@ -26,14 +26,16 @@ const (
 	CheckSharding = "sharding"
 )
 
-var allEndpoints = []healthz.Endpoint{healthz.EndpointHealthz, healthz.EndpointLivez, healthz.EndpointReadyz}
+var allEndpoints = []healthz.Endpoint{healthz.EndpointHealthz, healthz.EndpointLivez,
+	healthz.EndpointReadyz}
 
 // healthChecks registers the manager's checks. Every check is an adaptor
 // that is safe to call before, during and after any term.
 func (m *Manager) healthChecks() *healthz.Registry {
 	reg := &healthz.Registry{}
 	reg.Add(healthz.Check{Name: CheckPing, Checker: healthz.Ping}, allEndpoints...)
-	reg.Add(healthz.Check{Name: CheckInformerSync, Checker: m.informerSyncCheck}, healthz.EndpointReadyz)
+	reg.Add(healthz.Check{Name: CheckInformerSync, Checker: m.informerSyncCheck},
+		healthz.EndpointReadyz)
 	for _, lock := range []struct {
 		name string
 		e    *leader.Elector
@@ -41,7 +43,8 @@ func (m *Manager) healthChecks() *healthz.Registry {
 		if lock.e == nil {
 			continue
 		}
-		reg.Add(healthz.Check{Name: lock.name, Checker: lock.e.Watchdog}, healthz.EndpointHealthz, healthz.EndpointLivez)
+		reg.Add(healthz.Check{Name: lock.name, Checker: lock.e.Watchdog}, healthz.EndpointHealthz,
+			healthz.EndpointLivez)
 		reg.Add(healthz.Check{Name: lock.name, Checker: roleCheck(lock.e)}, healthz.EndpointReadyz)
 	}
 	if len(m.locks.shards) > 0 {
@@ -64,8 +67,10 @@ func (m *Manager) healthChecks() *healthz.Registry {
 				return healthz.Note("skipped: " + st.Reason)
 			}}, healthz.EndpointReadyz)
 		default:
-			reg.Add(healthz.Check{Name: st.Name, Checker: m.controllerCheck(s, false)}, healthz.EndpointHealthz, healthz.EndpointLivez)
-			reg.Add(healthz.Check{Name: st.Name, Checker: m.controllerCheck(s, true)}, healthz.EndpointReadyz)
+			reg.Add(healthz.Check{Name: st.Name, Checker: m.controllerCheck(s, false)},
+				healthz.EndpointHealthz, healthz.EndpointLivez)
+			reg.Add(healthz.Check{Name: st.Name, Checker: m.controllerCheck(s, true)},
+				healthz.EndpointReadyz)
 		}
 	}
 	return reg

@@ -228,7 +228,8 @@ func (m *Manager) serve(ctx context.Context, log logr.Logger) (*serving.Running,
 	m.addrMu.Lock()
 	m.addr = r.Addr()
 	m.addrMu.Unlock()
-	log.Info("Serving health, metrics and debug endpoints", "address", "https://"+r.Addr().String(), "auth", !m.opts.Serving.DisableAuth)
+	log.Info("Serving health, metrics and debug endpoints", "address", "https://"+r.Addr().String(),
+		"auth", !m.opts.Serving.DisableAuth)
 	return r, nil
 }
 

@@ -255,13 +255,16 @@ func (o Options) WithDefaults() Options {
 func (o Options) warnings() []string {
 	var out []string
 	if o.EnableLeaderMigration && !o.LeaderElect {
-		out = append(out, "--enable-leader-migration is ignored: leader migration only works with --leader-elect=true")
+		out = append(out,
+			"--enable-leader-migration is ignored: leader migration only works with --leader-elect=true")
 	}
 	if o.Sharding.Enabled && !o.LeaderElect {
-		out = append(out, "--enable-sharding is ignored: sharding needs --leader-elect=true; sharded controllers run like any other")
+		out = append(out, "--enable-sharding is ignored: sharding needs --leader-elect=true; sharded "+
+			"controllers run like any other")
 	}
 	if o.LeaderMigrationConfig != "" && !o.EnableLeaderMigration {
-		out = append(out, fmt.Sprintf("--leader-migration-config %q is ignored (not read): --enable-leader-migration is not set", o.LeaderMigrationConfig))
+		out = append(out, fmt.Sprintf("--leader-migration-config %q is ignored (not read): "+
+			"--enable-leader-migration is not set", o.LeaderMigrationConfig))
 	}
 	return out
 }
@@ -277,7 +280,8 @@ func (o Options) validate() []error {
 	neg("controller-shutdown-timeout", o.ControllerShutdownTimeout)
 	neg("min-resync-period", o.MinResyncPeriod)
 	if q := float64(o.KubeAPIQPS); q < 0 || math.IsNaN(q) || math.IsInf(q, 0) {
-		errs = append(errs, fmt.Errorf("--kube-api-qps: must be a finite number, zero or more, got %v", o.KubeAPIQPS))
+		errs = append(errs, fmt.Errorf("--kube-api-qps: must be a finite number, zero or more, got %v",
+			o.KubeAPIQPS))
 	}
 	if o.KubeAPIBurst < 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst: must not be negative, got %d", o.KubeAPIBurst))
@@ -287,19 +291,22 @@ func (o Options) validate() []error {
 		errs = append(errs, err)
 	}
 	if o.LostLeasePolicy != leader.Exit && o.LostLeasePolicy != leader.Recampaign {
-		errs = append(errs, fmt.Errorf("--leader-elect-lost-lease-policy: %q is not a policy; use %q or %q", o.LostLeasePolicy, leader.Exit, leader.Recampaign))
+		errs = append(errs, fmt.Errorf("--leader-elect-lost-lease-policy: %q is not a policy; use %q "+
+			"or %q", o.LostLeasePolicy, leader.Exit, leader.Recampaign))
 	}
 	if err := o.Logging.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	for name, b := range o.ClientBudgets {
 		if q := float64(b.QPS); q < 0 || b.Burst < 0 || math.IsNaN(q) || math.IsInf(q, 0) {
-			errs = append(errs, fmt.Errorf("ClientBudgets[%q]: QPS must be a finite number and QPS and Burst must not be negative, got %v/%d", name, b.QPS, b.Burst))
+			errs = append(errs, fmt.Errorf("ClientBudgets[%q]: QPS must be a finite number and QPS and "+
+				"Burst must not be negative, got %v/%d", name, b.QPS, b.Burst))
 		}
 	}
 	for i, c := range o.Controllers {
 		if strings.TrimSpace(c) == "" || c == "-" {
-			errs = append(errs, fmt.Errorf("--controllers: entry #%d is empty; use a controller name, -name or *", i+1))
+			errs = append(errs, fmt.Errorf("--controllers: entry #%d is empty; use a "+
+				"controller name, -name or *", i+1))
 		}
 	}
 	return errs
@@ -314,10 +321,12 @@ func (o Options) validate() []error {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	*o = o.WithDefaults()
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, ""+
-		"A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller "+
-		"named 'foo', '-foo' disables the controller named 'foo'. The first entry that names a controller wins.")
+		"A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables "+
+		"the controller named 'foo', '-foo' disables the controller named 'foo'. The first entry "+
+		"that names a controller wins.")
 	fs.DurationVar(&o.ControllerStartInterval, "controller-start-interval", o.ControllerStartInterval,
-		"Interval between starting controller managers; each controller waits a random time in [interval, 2*interval) before it runs.")
+		"Interval between starting controller managers; each controller waits a random time in "+
+			"[interval, 2*interval) before it runs.")
 	fs.Var(positiveDuration{&o.ControllerShutdownTimeout}, "controller-shutdown-timeout",
 		"Time to wait for the controllers to shut down before terminating the executable.")
 	fs.Var(positiveDuration{&o.MinResyncPeriod}, "min-resync-period",
@@ -326,9 +335,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Path to kubeconfig file with authorization and master location information.")
 	fs.StringVar(&o.Master, "master", o.Master,
 		"The address of the Kubernetes API server (overrides any value in kubeconfig).")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "QPS to use while talking with kubernetes apiserver.")
-	fs.Int32Var(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst to use while talking with kubernetes apiserver.")
-	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", o.KubeAPIContentType, "Content type of requests sent to apiserver.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
+		"QPS to use while talking with kubernetes apiserver.")
+	fs.Int32Var(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
+		"Burst to use while talking with kubernetes apiserver.")
+	fs.StringVar(&o.KubeAPIContentType, "kube-api-content-type", o.KubeAPIContentType,
+		"Content type of requests sent to apiserver.")
 	fs.StringVar(&o.CloudProvider, "cloud-provider", o.CloudProvider,
 		"The provider for cloud services. Empty string for no provider.")
 	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig,
@@ -339,7 +351,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"An unknown gate is an error listing the gates this program knows.")
 
 	o.Logging.AddFlags(fs)
-	fs.BoolVar(&o.UseServiceAccountCredentials, "use-service-account-credentials", o.UseServiceAccountCredentials,
+	fs.BoolVar(&o.UseServiceAccountCredentials, "use-service-account-credentials",
+		o.UseServiceAccountCredentials,
 		"If true, use individual service account credentials for each controller.")
 
 	le := &o.LeaderElection
@@ -347,33 +360,39 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Start a leader election client and gain leadership before executing the main loop. "+
 		"Enable this when running replicated components for high availability.")
 	fs.Var(positiveDuration{&le.LeaseDuration}, "leader-elect-lease-duration", ""+
-		"The duration that non-leader candidates will wait after observing a leadership renewal until attempting to "+
-		"acquire leadership of a led but unrenewed leader slot. This is effectively the maximum duration that a leader "+
-		"can be stopped before it is replaced by another candidate. This is only applicable if leader election is enabled.")
-	fs.Var(positiveDuration{&le.RenewDeadline}, "leader-elect-renew-deadline", ""+
-		"The interval between attempts by the acting master to renew a leadership slot before it stops leading. "+
-		"This must be less than the lease duration. This is only applicable if leader election is enabled.")
-	fs.Var(positiveDuration{&le.RetryPeriod}, "leader-elect-retry-period", ""+
-		"The duration the clients should wait between attempting acquisition and renewal of a leadership. "+
+		"The duration that non-leader candidates will wait after observing a leadership renewal until "+
+		"attempting to acquire leadership of a led but unrenewed leader slot. This is effectively the "+
+		"maximum duration that a leader can be stopped before it is replaced by another candidate. "+
 		"This is only applicable if leader election is enabled.")
+	fs.Var(positiveDuration{&le.RenewDeadline}, "leader-elect-renew-deadline", ""+
+		"The interval between attempts by the acting master to renew a leadership slot before it "+
+		"stops leading. This must be less than the lease duration. This is only applicable if "+
+		"leader election is enabled.")
+	fs.Var(positiveDuration{&le.RetryPeriod}, "leader-elect-retry-period", ""+
+		"The duration the clients should wait between attempting acquisition and renewal of a "+
+		"leadership. This is only applicable if leader election is enabled.")
 	fs.StringVar(&le.ResourceLock, "leader-elect-resource-lock", le.ResourceLock, ""+
-		"The type of resource object that is used for locking during leader election. Supported options is 'leases'.")
+		"The type of resource object that is used for locking during leader election. "+
+		"Supported options is 'leases'.")
 	fs.StringVar(&le.Name, "leader-elect-resource-name", le.Name, ""+
-		"The name of resource object that is used for locking during leader election (default: the component name).")
+		"The name of resource object that is used for locking during leader election "+
+		"(default: the component name).")
 	fs.StringVar(&le.Namespace, "leader-elect-resource-namespace", le.Namespace, ""+
 		"The namespace of resource object that is used for locking during leader election.")
 	fs.BoolVar(&o.WarmStandby, "leader-elect-warm-standby", o.WarmStandby, ""+
-		"Followers keep the informers their controllers declare synced, so that a new leader starts on warm caches. "+
-		"Costs each follower the leader's cache memory and its watches. Not a kube-controller-manager flag.")
+		"Followers keep the informers their controllers declare synced, so that a new leader starts on "+
+		"warm caches. Costs each follower the leader's cache memory and its watches. Not a "+
+		"kube-controller-manager flag.")
 	fs.Var(policyValue{&o.LostLeasePolicy}, "leader-elect-lost-lease-policy", ""+
-		"What to do when the lease is lost: 'exit' (stop the controllers and return an error, as KCM exits) or "+
-		"'recampaign' (stop the controllers, then stand for election again).")
+		"What to do when the lease is lost: 'exit' (stop the controllers and return an error, as KCM "+
+		"exits) or 'recampaign' (stop the controllers, then stand for election again).")
 	fs.BoolVar(&o.EnableLeaderMigration, "enable-leader-migration", o.EnableLeaderMigration, ""+
 		"Whether to enable controller leader migration.")
 	fs.StringVar(&o.LeaderMigrationConfig, "leader-migration-config", o.LeaderMigrationConfig, ""+
-		"Path to the config file for controller leader migration, or empty to use the value that reflects default "+
-		"configuration of the controller manager. The config file should be of type LeaderMigrationConfiguration, group "+
-		"controllermanager.config.k8s.io, version v1alpha1, v1beta1 or v1.")
+		"Path to the config file for controller leader migration, or empty to use the value "+
+		"that reflects default configuration of the controller manager. The config file should "+
+		"be of type LeaderMigrationConfiguration, group controllermanager.config.k8s.io, "+
+		"version v1alpha1, v1beta1 or v1.")
 	o.Sharding.AddFlags(fs)
 }
 

@@ -105,7 +105,8 @@ func (r *runner) launch(s *state, c descriptor.Controller, jitter bool) <-chan s
 			s.set(PhaseFinished, nil)
 		default:
 			if err != nil && !errors.Is(err, context.Canceled) {
-				r.log.Info("Controller returned an error while stopping", "controller", name, "err", err.Error())
+				r.log.Info("Controller returned an error while stopping", "controller", name,
+					"err", err.Error())
 			}
 			s.set(PhaseStopped, nil)
 		}
@@ -141,7 +142,8 @@ func (r *runner) wait(stop *supervisor.Deadline) []string {
 // runs under is found lost, to that lease's Term.StopBy (another replica
 // cannot take it before then), whatever made the term stop. A migration
 // term runs under two leases: its own and the main term's.
-func stopDeadline(clk clock.Clock, timeout time.Duration, log logr.Logger, leases ...*leader.Term) *supervisor.Deadline {
+func stopDeadline(clk clock.Clock, timeout time.Duration, log logr.Logger,
+	leases ...*leader.Term) *supervisor.Deadline {
 	d := supervisor.NewDeadlineOn(clk, timeout, "--controller-shutdown-timeout")
 	for _, lease := range leases {
 		if lease == nil {

@@ -18,7 +18,8 @@ var ErrUnknownController = selection.ErrUnknownController
 // skipReason says why an enabled controller must not run here, or "" if it
 // may. An error means the feature gate could not answer (an unregistered
 // feature makes component-base's gate panic).
-func skipReason(d descriptor.Descriptor, fg featuregate.FeatureGate, cloud cloudLoops) (reason string, err error) {
+func skipReason(d descriptor.Descriptor, fg featuregate.FeatureGate,
+	cloud cloudLoops) (reason string, err error) {
 	if d.IsCloudProvider() {
 		if reason := cloud.skip(); reason != "" {
 			return reason, nil
@@ -27,7 +28,8 @@ func skipReason(d descriptor.Descriptor, fg featuregate.FeatureGate, cloud cloud
 	for _, g := range d.FeatureGates() {
 		on, err := gateEnabled(fg, g)
 		if err != nil {
-			return "", fmt.Errorf("controller %q: feature gate %q: %w; register it in the gate passed to WithFeatureGate", d.Name(), g, err)
+			return "", fmt.Errorf("controller %q: feature gate %q: %w; register it in the gate "+
+				"passed to WithFeatureGate", d.Name(), g, err)
 		}
 		if !on {
 			return fmt.Sprintf("feature gate %s is disabled", g), nil
@@ -55,7 +57,8 @@ type cloudLoops struct {
 func (c cloudLoops) skip() string {
 	switch {
 	case !c.inProcess:
-		return "cloud-provider loop; this program runs no in-process cloud provider (built-in providers are disabled since v1.31; a cloud-controller-manager runs it)"
+		return "cloud-provider loop; this program runs no in-process cloud provider (built-in " +
+			"providers are disabled since v1.31; a cloud-controller-manager runs it)"
 	case !includesCloudLoops(c.provider):
 		return "cloud-provider loop, and --cloud-provider is empty or \"external\""
 	}

@@ -53,7 +53,8 @@ func (m *Manager) planShards(cfg leader.Config, byKeying map[shard.Keying][]*sta
 			errs = append(errs, err)
 			continue
 		}
-		g, err := shardgroup.NewGroup(shardgroup.GroupConfig{Name: name, Space: shard.Space{Slots: m.opts.Sharding.Slots, Keying: k}, Lease: cfg},
+		g, err := shardgroup.NewGroup(shardgroup.GroupConfig{Name: name,
+			Space: shard.Space{Slots: m.opts.Sharding.Slots, Keying: k}, Lease: cfg},
 			client, m.log.WithName("shard").WithValues("group", name))
 		if err != nil {
 			errs = append(errs, err)
@@ -147,7 +148,8 @@ func (m *Manager) shardingCheck(*http.Request) error {
 			errs = append(errs, err)
 			continue
 		}
-		notes = append(notes, fmt.Sprintf("group %s: slots %v of %d", p.group.Name(), p.group.Held(), p.group.Space().Slots))
+		notes = append(notes, fmt.Sprintf("group %s: slots %v of %d", p.group.Name(), p.group.Held(),
+			p.group.Space().Slots))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -213,9 +215,13 @@ func (m *Manager) shardedCheck(s *state, readiness bool, req *http.Request) erro
 
 // slotTerm is what makes a term a slot term of a shard group.
 type slotTerm struct {
-	client   kubernetes.Interface // the term's informers list and watch through it: a shardgroup.Clientset of the slot
-	dynamic  dynamic.Interface    // the same for dynamic and custom informers: a shardgroup.Dynamic; nil without one
-	limiters *limiterSet          // rate limiters shared with the group's other slot terms
+	// the term's informers list and watch through it: a shardgroup.Clientset
+	// of the slot
+	client kubernetes.Interface
+	// the same for dynamic and custom informers: a shardgroup.Dynamic; nil
+	// without one
+	dynamic  dynamic.Interface
+	limiters *limiterSet // rate limiters shared with the group's other slot terms
 	space    shard.Space
 	slot     int
 }

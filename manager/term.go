@@ -150,8 +150,9 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	ctrlCtx, cancelCtrl := context.WithCancel(context.WithoutCancel(termCtx))
 	defer cancelCtrl()
 	env := termEnv{
-		ctx:     ctrlCtx,
-		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.client.Discovery())),
+		ctx: ctrlCtx,
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(
+			memory.NewMemCacheClient(m.client.Discovery())),
 		started: make(chan struct{}),
 		slot:    spec.slot,
 	}
@@ -198,7 +199,8 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { wait.Until(env.mapper.Reset, restMapperResetPeriod, termCtx.Done()) })
 
-	stop := stopDeadline(m.opts.LeaderElection.Clock, m.opts.ControllerShutdownTimeout, log, lease, spec.parent)
+	stop := stopDeadline(m.opts.LeaderElection.Clock, m.opts.ControllerShutdownTimeout, log, lease,
+		spec.parent)
 	log.Info("Starting controllers", "count", len(spec.states), "warmCaches", spec.warm != nil)
 
 	var later []built
@@ -269,7 +271,8 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	if len(stuck) > 0 {
 		// Wrapping leader.ErrTermStillRunning keeps the lease from being
 		// released while they may still act.
-		stuckErr = fmt.Errorf("%w: still running after %s: %v (%w)", ErrShutdownTimeout, stop.Limit(), stuck, leader.ErrTermStillRunning)
+		stuckErr = fmt.Errorf("%w: still running after %s: %v (%w)", ErrShutdownTimeout, stop.Limit(),
+			stuck, leader.ErrTermStillRunning)
 		log.Error(stuckErr, "Abandoning controllers")
 		for _, st := range spec.states {
 			suffixes := []string{"", " (InitFunc)", " (unit)", " (stopping)"}
@@ -310,8 +313,8 @@ func (a *alongsideRun) returned() <-chan struct{} {
 // (or, on warm caches, started at once). It stops at the first failure,
 // and returns errStopping without calling further InitFuncs once ctx is
 // done.
-func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, env termEnv, r *runner,
-	later *[]built) (*alongsideRun, error) {
+func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, env termEnv,
+	r *runner, later *[]built) (*alongsideRun, error) {
 	var al *alongsideRun
 	// What a warm set holds for a controller that chose not to start is
 	// released once every InitFunc of the build returned: a controller
@@ -369,7 +372,8 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 			al = &alongsideRun{done: make(chan struct{})}
 			go func() {
 				defer close(al.done)
-				if err := spec.alongside(ctx); err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)) {
+				if err := spec.alongside(ctx); err != nil &&
+					!(ctx.Err() != nil && errors.Is(err, context.Canceled)) {
 					al.err = err
 				}
 			}()
@@ -418,7 +422,8 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 		FeatureGate:                     m.featureGate,
 		RESTMapper:                      env.mapper,
 		Shard:                           env.slot.scope(),
-		EventRecorder:                   env.events.recorder(cb, name, s.desc.ClientName(), s.desc.EventSource()),
+		EventRecorder: env.events.recorder(cb, name, s.desc.ClientName(),
+			s.desc.EventSource()),
 	}
 	call := &initCall{returned: make(chan struct{})}
 	r.Go(name+" (InitFunc)", func() {
@@ -436,7 +441,8 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 		if !call.deliver(c, err) {
 			// Abandoned: the term stopped while it ran.
 			if err != nil {
-				log.Info("InitFunc of a stopping term returned an error", "controller", name, "err", err.Error())
+				log.Info("InitFunc of a stopping term returned an error", "controller", name,
+					"err", err.Error())
 			}
 			if c != nil {
 				// Let it release what it holds.

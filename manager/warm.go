@@ -40,7 +40,8 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 		for _, gvr := range s.desc.Informers() {
 			i := slices.IndexFunc(declared, func(d informers.Declared) bool { return d.Resource == gvr })
 			if i < 0 {
-				declared = append(declared, informers.Declared{Resource: gvr, Indexers: map[string]cache.IndexFunc{}})
+				declared = append(declared, informers.Declared{Resource: gvr,
+					Indexers: map[string]cache.IndexFunc{}})
 				i = len(declared) - 1
 			}
 			declared[i].Users = append(declared[i].Users, s.desc.Name())

@@ -87,7 +87,8 @@ const (
 func (c AuthConfig) withDefaults() AuthConfig {
 	c.AlwaysAllowPaths = copyOr(c.AlwaysAllowPaths, DefaultAlwaysAllowPaths)
 	c.AlwaysAllowGroups = copyOr(c.AlwaysAllowGroups, DefaultAlwaysAllowGroups)
-	for _, ttl := range []*time.Duration{&c.TokenCacheTTL, &c.AuthorizedCacheTTL, &c.UnauthorizedCacheTTL} {
+	for _, ttl := range []*time.Duration{&c.TokenCacheTTL, &c.AuthorizedCacheTTL,
+		&c.UnauthorizedCacheTTL} {
 		if *ttl == 0 {
 			*ttl = DefaultCacheTTL
 		}

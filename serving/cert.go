@@ -136,7 +136,8 @@ func selfSignedInDir(dir, name, bindAddress string, now time.Time) (servingCert,
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return servingCert{}, fmt.Errorf("--cert-dir %s: %w", dir, err)
 	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+		0o600); err != nil {
 		return servingCert{}, fmt.Errorf("--cert-dir %s: %w", dir, err)
 	}
 	if err := os.WriteFile(certFile, c.pem, 0o644); err != nil {

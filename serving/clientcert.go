@@ -232,9 +232,10 @@ func lookUp(ctx context.Context, client kubernetes.Interface) (lookedUp, error) 
 		return lookedUp{}, nil
 	case err != nil:
 		return lookedUp{}, fmt.Errorf(
-			"looking up configmap/%s in %s for the client CA and front-proxy settings: %w; "+
-				"grant the host's user the role %s/extension-apiserver-authentication-reader, "+
-				"or pass --client-ca-file and --requestheader-client-ca-file, or --authentication-skip-lookup, or --authentication-tolerate-lookup-failure",
+			"looking up configmap/%s in %s for the client CA and front-proxy settings: %w; grant the "+
+				"host's user the role %s/extension-apiserver-authentication-reader, or pass --client-ca-file "+
+				"and --requestheader-client-ca-file, or --authentication-skip-lookup, or "+
+				"--authentication-tolerate-lookup-failure",
 			authConfigMapName,
 			authConfigMapNamespace,
 			err,
@@ -244,13 +245,15 @@ func lookUp(ctx context.Context, client kubernetes.Interface) (lookedUp, error) 
 	var out lookedUp
 	var errs []error
 	if data := cm.Data["client-ca-file"]; data != "" {
-		if out.clientCAs, err = parseCAs("configmap "+authConfigMapName+" client-ca-file", []byte(data)); err != nil {
+		if out.clientCAs, err = parseCAs("configmap "+authConfigMapName+" client-ca-file",
+			[]byte(data)); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if data := cm.Data["requestheader-client-ca-file"]; data != "" {
 		rh := &RequestHeaderConfig{}
-		if rh.CAs, err = parseCAs("configmap "+authConfigMapName+" requestheader-client-ca-file", []byte(data)); err != nil {
+		if rh.CAs, err = parseCAs("configmap "+authConfigMapName+" requestheader-client-ca-file",
+			[]byte(data)); err != nil {
 			errs = append(errs, err)
 		}
 		for key, into := range map[string]*[]string{
@@ -274,7 +277,8 @@ func lookUp(ctx context.Context, client kubernetes.Interface) (lookedUp, error) 
 				}
 			}
 		}
-		for _, hs := range []*[]string{&rh.UsernameHeaders, &rh.UIDHeaders, &rh.GroupHeaders, &rh.ExtraHeaderPrefixes} {
+		for _, hs := range []*[]string{&rh.UsernameHeaders, &rh.UIDHeaders, &rh.GroupHeaders,
+			&rh.ExtraHeaderPrefixes} {
 			for i, h := range *hs {
 				(*hs)[i] = textproto.CanonicalMIMEHeaderKey(h)
 			}

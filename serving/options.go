@@ -250,7 +250,8 @@ func (o Options) Validate() []error {
 			),
 		)
 	} else if v < tls.VersionTLS12 {
-		errs = append(errs, fmt.Errorf("--tls-min-version: %s is below TLS 1.2, which ctrlhost always requires; use VersionTLS12 or VersionTLS13", o.TLSMinVersion))
+		errs = append(errs, fmt.Errorf("--tls-min-version: %s is below TLS 1.2, which ctrlhost always "+
+			"requires; use VersionTLS12 or VersionTLS13", o.TLSMinVersion))
 	}
 	if _, err := cipherSuites(o.TLSCipherSuites); err != nil {
 		errs = append(
@@ -285,46 +286,56 @@ func (o Options) Validate() []error {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	*o = o.WithDefaults()
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, ""+
-		"The IP address on which to listen for the --secure-port port. 0.0.0.0 or :: listen on every interface.")
+		"The IP address on which to listen for the --secure-port port. 0.0.0.0 or :: "+
+		"listen on every interface.")
 	fs.Var(
 		portValue{&o.SecurePort},
 		"secure-port",
-		"The port on which to serve HTTPS with authentication and authorization. If 0, don't serve HTTPS at all.",
+		"The port on which to serve HTTPS with authentication and authorization. If 0, "+
+			"don't serve HTTPS at all.",
 	)
 	fs.StringVar(&o.CertFile, "tls-cert-file", o.CertFile, ""+
-		"File containing the default x509 Certificate for HTTPS (CA cert, if any, concatenated after server cert). "+
-		"If --tls-cert-file and --tls-private-key-file are not provided, a self-signed certificate and key are "+
-		"generated in memory for localhost and the bind address.")
+		"File containing the default x509 Certificate for HTTPS (CA cert, if any, concatenated after "+
+		"server cert). If --tls-cert-file and --tls-private-key-file are not provided, a self-signed "+
+		"certificate and key are generated in memory for localhost and the bind address.")
 	fs.StringVar(&o.KeyFile, "tls-private-key-file", o.KeyFile,
 		"File containing the default x509 private key matching --tls-cert-file.")
 	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, ""+
-		"The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored.")
+		"The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file "+
+		"are provided, this flag will be ignored.")
 	fs.StringVar(&o.TLSMinVersion, "tls-min-version", o.TLSMinVersion, ""+
-		"Minimum TLS version supported. Possible values: VersionTLS12, VersionTLS13 (ctrlhost refuses lower versions).")
+		"Minimum TLS version supported. Possible values: VersionTLS12, VersionTLS13 "+
+		"(ctrlhost refuses lower versions).")
 	fs.StringSliceVar(&o.TLSCipherSuites, "tls-cipher-suites", o.TLSCipherSuites, ""+
-		"Comma-separated list of cipher suites for the server. If omitted, the default Go cipher suites will be used.\n"+
+		"Comma-separated list of cipher suites for the server. If omitted, the default Go "+
+		"cipher suites will be used.\n"+
 		"Preferred values: "+strings.Join(preferredCipherNames(), ", ")+".\n"+
 		"Insecure values: "+strings.Join(insecureCipherNames(), ", ")+".")
 	fs.BoolVar(&o.PermitAddressSharing, "permit-address-sharing", o.PermitAddressSharing, ""+
-		"If true, SO_REUSEADDR will be used when binding the port. This allows binding to wildcard IPs like 0.0.0.0 and specific IPs in parallel, and it avoids waiting for the kernel to release sockets in TIME_WAIT state.")
+		"If true, SO_REUSEADDR will be used when binding the port. This allows binding to wildcard IPs "+
+		"like 0.0.0.0 and specific IPs in parallel, and it avoids waiting for the kernel to release "+
+		"sockets in TIME_WAIT state.")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, ""+
-		"If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file "+
-		"is authenticated with an identity corresponding to the CommonName of the client certificate.")
+		"If set, any request presenting a client certificate signed by one of the authorities "+
+		"in the client-ca-file is authenticated with an identity corresponding to the "+
+		"CommonName of the client certificate.")
 	fs.StringVar(
 		&o.RequestHeader.ClientCAFile,
 		"requestheader-client-ca-file",
 		o.RequestHeader.ClientCAFile,
 		""+
-			"Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers "+
-			"specified by --requestheader-username-headers. WARNING: generally do not depend on authorization being already done for incoming requests.",
+			"Root certificate bundle to use to verify client certificates on incoming requests before "+
+			"trusting usernames in headers specified by --requestheader-username-headers. WARNING: "+
+			"generally do not depend on authorization being already done for incoming requests.",
 	)
 	fs.StringSliceVar(
 		&o.RequestHeader.AllowedNames,
 		"requestheader-allowed-names",
 		o.RequestHeader.AllowedNames,
 		""+
-			"List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. "+
-			"If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed.",
+			"List of client certificate common names to allow to provide usernames in headers specified "+
+			"by --requestheader-username-headers. If empty, any client certificate validated by the "+
+			"authorities in --requestheader-client-ca-file is allowed.",
 	)
 	fs.StringSliceVar(
 		&o.RequestHeader.UsernameHeaders,
@@ -355,17 +366,20 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"List of request header prefixes to inspect. X-Remote-Extra- is suggested.",
 	)
 	fs.BoolVar(&o.SkipLookup, "authentication-skip-lookup", o.SkipLookup, ""+
-		"If false, the authentication-kubeconfig will be used to lookup missing authentication configuration from the cluster.")
+		"If false, the authentication-kubeconfig will be used to lookup missing authentication "+
+		"configuration from the cluster.")
 	fs.BoolVar(
 		&o.TolerateLookupFailure,
 		"authentication-tolerate-lookup-failure",
 		o.TolerateLookupFailure,
 		""+
-			"If true, failures to look up missing authentication configuration from the cluster are not considered fatal. "+
-			"Note that this can result in authentication that treats all requests as anonymous.",
+			"If true, failures to look up missing authentication configuration from the cluster "+
+			"are not considered fatal. Note that this can result in authentication that treats "+
+			"all requests as anonymous.",
 	)
 	fs.BoolVar(&o.DisableAuth, "disable-serving-auth", o.DisableAuth, ""+
-		"If true, serve every endpoint without authentication or authorization (still over TLS). For development only.")
+		"If true, serve every endpoint without authentication or authorization (still over "+
+		"TLS). For development only.")
 	fs.StringVar(
 		&o.AuthenticationKubeconfig,
 		"authentication-kubeconfig",
@@ -387,7 +401,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"authorization-always-allow-paths",
 		o.AlwaysAllowPaths,
 		""+
-			"A list of HTTP paths served without authentication or authorization. An entry ending in '*' is a prefix.",
+			"A list of HTTP paths served without authentication or authorization. An entry "+
+			"ending in '*' is a prefix.",
 	)
 	fs.Var(
 		ttlValue{&o.TokenCacheTTL},
@@ -402,7 +417,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(
 		ttlValue{&o.UnauthorizedCacheTTL},
 		"authorization-webhook-cache-unauthorized-ttl",
-		"The duration to cache 'unauthorized' responses from the webhook authorizer. 0 disables the cache.",
+		"The duration to cache 'unauthorized' responses from the webhook "+
+			"authorizer. 0 disables the cache.",
 	)
 	fs.BoolVar(
 		&o.Profiling,

@@ -26,10 +26,11 @@ type Server struct {
 	opts    Options
 	log     logr.Logger
 	handler http.Handler
-	cert    servingCert          // zero when serving is disabled, or until a self-signed one is generated
-	tls     *tls.Config          // without certificates
-	filter  *AuthFilter          // nil without auth
-	lookup  kubernetes.Interface // reads the cluster's authentication ConfigMap at Listen; nil: no lookup
+	cert    servingCert // zero when serving is disabled, or until a self-signed one is generated
+	tls     *tls.Config // without certificates
+	filter  *AuthFilter // nil without auth
+	// reads the cluster's authentication ConfigMap at Listen; nil: no lookup
+	lookup kubernetes.Interface
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -88,7 +89,8 @@ func New(
 	s.handler = inner
 	if opts.DisableAuth {
 		log.Info(
-			"Serving WITHOUT authentication or authorization: every endpoint is open to anyone who can connect",
+			"Serving WITHOUT authentication or authorization: every endpoint is open "+
+				"to anyone who can connect",
 			"flag",
 			"--disable-serving-auth",
 		)
@@ -190,7 +192,8 @@ func reviewClient(
 	if kubeconfig == "" {
 		if client == nil {
 			return nil, fmt.Errorf(
-				"%s: not set and New was given no client; set it, pass a client, or disable auth with --disable-serving-auth",
+				"%s: not set and New was given no client; set it, pass a client, or disable auth "+
+					"with --disable-serving-auth",
 				flag,
 			)
 		}
@@ -273,7 +276,8 @@ func (s *Server) certLocked() error {
 	s.cert = cert
 	leaf := cert.tls.Leaf
 	s.log.Info(
-		"Generated a self-signed serving certificate in memory; it is not rotated, set --tls-cert-file and --tls-private-key-file for one that is",
+		"Generated a self-signed serving certificate in memory; it is not rotated, set --tls-cert-file "+
+			"and --tls-private-key-file for one that is",
 		"dnsNames",
 		leaf.DNSNames,
 		"ipAddresses",
@@ -426,7 +430,8 @@ func (s *Server) lookUpLocked(ctx context.Context) error {
 	switch {
 	case err != nil && s.opts.TolerateLookupFailure:
 		s.log.Info(
-			"WARNING: continuing without the cluster's client CA and front-proxy settings; only bearer tokens (and the CA files given) authenticate",
+			"WARNING: continuing without the cluster's client CA and front-proxy settings; only bearer "+
+				"tokens (and the CA files given) authenticate",
 			"err",
 			err.Error(),
 			"flag",

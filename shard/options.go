@@ -55,9 +55,10 @@ func (o Options) Validate() error {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	*o = o.WithDefaults()
 	fs.BoolVar(&o.Enabled, "enable-sharding", o.Enabled, ""+
-		"Share the work of shardable controllers among all replicas, each working the slots of the key space it holds "+
-		"a Lease for, instead of running them on the leader only. Needs --leader-elect. Not a kube-controller-manager flag.")
+		"Share the work of shardable controllers among all replicas, each working the slots of the key "+
+		"space it holds a Lease for, instead of running them on the leader only. Needs --leader-elect. "+
+		"Not a kube-controller-manager flag.")
 	fs.IntVar(&o.Slots, "shard-slots", o.Slots, fmt.Sprintf(""+
-		"Number of slots the key space of sharded controllers is cut into (1 to %d); every replica must use the same. "+
-		"Not a kube-controller-manager flag.", MaxSlots))
+		"Number of slots the key space of sharded controllers is cut into (1 to %d); every replica "+
+		"must use the same. Not a kube-controller-manager flag.", MaxSlots))
 }

@@ -56,7 +56,8 @@ func BinaryPaths(opts Options) (apiserver, etcd string, err error) {
 		} else if err != nil {
 			reason = err.Error()
 		}
-		return "", "", fmt.Errorf("testenv: binary directory %s (from %s) %s: %s", dir, source, reason, buildAdvice())
+		return "", "", fmt.Errorf("testenv: binary directory %s (from %s) %s: %s",
+			dir, source, reason, buildAdvice())
 	}
 	apiserver = filepath.Join(dir, apiserverBinary)
 	etcd = filepath.Join(dir, etcdBinary)
@@ -118,7 +119,8 @@ func defaultDir() (dir, source string, err error) {
 		candidates = append(candidates, candidate{cache, sourceCache})
 	}
 	if len(candidates) == 0 {
-		return "", "", fmt.Errorf("testenv: cannot find the binaries: %s; set %s (or %s) to a directory holding %s and %s",
+		return "", "", fmt.Errorf("testenv: cannot find the binaries: %s; set %s (or %s) to a "+
+			"directory holding %s and %s",
 			strings.Join(problems, "; "), EnvTestBin, EnvKubebuilderAssets, etcdBinary, apiserverBinary)
 	}
 	for _, c := range candidates {
@@ -169,8 +171,8 @@ func moduleName(gomod []byte) string {
 
 // buildAdvice ends every error about a missing or wrong binary.
 func buildAdvice() string {
-	return fmt.Sprintf("run %q in the ctrlhost module, or %q from any other module, to build %s and %s; "+
-		"or set %s or %s to a directory holding them",
+	return fmt.Sprintf("run %q in the ctrlhost module, or %q from any other module, to build %s and "+
+		"%s; or set %s or %s to a directory holding them",
 		BuildHint, DownstreamBuildHint, etcdBinary, apiserverBinary, EnvTestBin, EnvKubebuilderAssets)
 }
 

@@ -52,10 +52,11 @@ func newCA(cn string, now time.Time) (*x509.Certificate, []byte, crypto.Signer, 
 		return nil, nil, nil, fmt.Errorf("generating %s key: %w", cn, err)
 	}
 	tmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(certValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+		Subject:   pkix.Name{CommonName: cn},
+		NotBefore: now.Add(-time.Hour),
+		NotAfter:  now.Add(certValidity),
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature |
+			x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
@@ -68,7 +69,8 @@ func newCA(cn string, now time.Time) (*x509.Certificate, []byte, crypto.Signer, 
 
 // clientCert signs a client certificate for user and groups with the CA;
 // it returns the certificate and key as PEM.
-func clientCert(ca *x509.Certificate, caKey crypto.Signer, user string, groups []string, now time.Time) (certPEM, keyPEM []byte, err error) {
+func clientCert(ca *x509.Certificate, caKey crypto.Signer, user string, groups []string,
+	now time.Time) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generating a client key: %w", err)
@@ -95,7 +97,8 @@ func clientCert(ca *x509.Certificate, caKey crypto.Signer, user string, groups [
 // service IP that in-cluster clients would use.
 var (
 	servingIPs = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(10, 0, 0, 1)}
-	servingDNS = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
+	servingDNS = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+		"kubernetes.default.svc.cluster.local"}
 )
 
 // newPKI generates a CA, a serving certificate signed by it, and a service
@@ -106,10 +109,11 @@ func newPKI(now time.Time) (*pki, error) {
 		return nil, fmt.Errorf("generating CA key: %w", err)
 	}
 	caTmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "ctrlhost-testenv-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(certValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+		Subject:   pkix.Name{CommonName: "ctrlhost-testenv-ca"},
+		NotBefore: now.Add(-time.Hour),
+		NotAfter:  now.Add(certValidity),
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature |
+			x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
@@ -183,7 +187,8 @@ func newPKI(now time.Time) (*pki, error) {
 
 // signCert gives tmpl a random serial number and signs it with the parent's
 // key.
-func signCert(tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Signer) (*x509.Certificate, []byte, error) {
+func signCert(tmpl, parent *x509.Certificate, pub crypto.PublicKey,
+	signer crypto.Signer) (*x509.Certificate, []byte, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
 		return nil, nil, err

@@ -307,7 +307,8 @@ func (e *Env) startWithRetry(ctx context.Context, name string, nports int,
 		}
 		if !errors.Is(err, errPortInUse) || attempt == maxPortAttempts {
 			if errors.Is(err, errPortInUse) {
-				err = fmt.Errorf("testenv: %s lost a port to another process %d times in a row: %w", name, attempt, err)
+				err = fmt.Errorf("testenv: %s lost a port to another process %d times in a row: %w",
+					name, attempt, err)
 			}
 			return err
 		}
@@ -351,10 +352,12 @@ func (e *Env) waitReady(ctx context.Context, p *process, ready func(context.Cont
 
 func (e *Env) notReadyError(ctx context.Context, p *process, lastErr error) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "testenv: %s (pid %d) not ready: %v; last check: %v", p.name, p.pid(), context.Cause(ctx), lastErr)
+	fmt.Fprintf(&b, "testenv: %s (pid %d) not ready: %v; last check: %v", p.name, p.pid(),
+		context.Cause(ctx), lastErr)
 	fmt.Fprintf(&b, "\nlast lines of %s:\n%s", p.logPath, tailFile(p.logPath, errorTailBytes))
 	if e.etcd != nil && e.etcd != p {
-		fmt.Fprintf(&b, "\nlast lines of %s:\n%s", e.etcd.logPath, tailFile(e.etcd.logPath, errorTailBytes/2))
+		fmt.Fprintf(&b, "\nlast lines of %s:\n%s", e.etcd.logPath,
+			tailFile(e.etcd.logPath, errorTailBytes/2))
 	}
 	return errors.New(b.String())
 }
@@ -403,7 +406,8 @@ func (e *Env) stop() error {
 		case !wasRunning:
 			e.opts.Logf("testenv: %s (pid %d) had already exited: %v", p.name, p.pid(), p.exitErr)
 		case killed:
-			e.opts.Logf("testenv: %s (pid %d) ignored SIGTERM for %v and was killed", p.name, p.pid(), stopGrace)
+			e.opts.Logf("testenv: %s (pid %d) ignored SIGTERM for %v and was killed",
+				p.name, p.pid(), stopGrace)
 		}
 	}
 	e.mu.Lock()
@@ -468,7 +472,8 @@ func (e *Env) WriteKubeconfig(path string) error {
 		CertificateAuthorityData: slices.Clone(e.caPEM),
 	}
 	cfg.AuthInfos[AdminUser] = &clientcmdapi.AuthInfo{Token: e.tokens[AdminUser]}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: AdminUser, Namespace: "default"}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: AdminUser,
+		Namespace: "default"}
 	cfg.CurrentContext = name
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		return fmt.Errorf("testenv: writing kubeconfig: %w", err)
@@ -509,7 +514,8 @@ func (e *Env) PKI() PKIFiles {
 // WriteClientCert writes a client certificate for user and groups, signed
 // by the cluster CA, to prefix+".crt" and its key to prefix+".key" (0600),
 // and returns both paths. The API server authenticates it as user.
-func (e *Env) WriteClientCert(prefix, user string, groups ...string) (certFile, keyFile string, err error) {
+func (e *Env) WriteClientCert(prefix, user string,
+	groups ...string) (certFile, keyFile string, err error) {
 	certPEM, keyPEM, err := clientCert(e.pki.caCert, e.pki.caKey, user, groups, time.Now())
 	if err != nil {
 		return "", "", fmt.Errorf("testenv: %w", err)
@@ -537,7 +543,8 @@ func (e *Env) WriteClientCertKubeconfig(path, user string, groups ...string) err
 	}
 	const name = "testenv"
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: e.apiserverURL, CertificateAuthorityData: slices.Clone(e.caPEM)}
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: e.apiserverURL,
+		CertificateAuthorityData: slices.Clone(e.caPEM)}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: user}
 	cfg.CurrentContext = name

@@ -169,7 +169,8 @@ func (o Options) validate() error {
 			AuthorizationRBAC, AuthorizationAlwaysAllow, o.Authorization))
 	}
 	if o.StartTimeout < 0 {
-		errs = append(errs, fmt.Errorf("testenv: StartTimeout must not be negative, got %v", o.StartTimeout))
+		errs = append(errs, fmt.Errorf("testenv: StartTimeout must not be negative, got %v",
+			o.StartTimeout))
 	}
 	seen := map[string]bool{}
 	for i, u := range o.Users {
@@ -177,14 +178,16 @@ func (o Options) validate() error {
 		case u.Name == "":
 			errs = append(errs, fmt.Errorf("testenv: Users[%d].Name must not be empty", i))
 		case u.Name == AdminUser:
-			errs = append(errs, fmt.Errorf("testenv: Users[%d].Name %q is reserved for the administrator", i, u.Name))
+			errs = append(errs, fmt.Errorf("testenv: Users[%d].Name %q is reserved for the administrator",
+				i, u.Name))
 		case seen[u.Name]:
 			errs = append(errs, fmt.Errorf("testenv: Users[%d].Name %q is a duplicate", i, u.Name))
 		}
 		seen[u.Name] = true
 		for j, g := range u.Groups {
 			if g == "" || strings.ContainsAny(g, ",\r\n") {
-				errs = append(errs, fmt.Errorf("testenv: Users[%d].Groups[%d] %q must be non-empty and contain no comma or newline", i, j, g))
+				errs = append(errs, fmt.Errorf("testenv: Users[%d].Groups[%d] %q must be non-empty and "+
+					"contain no comma or newline", i, j, g))
 			}
 		}
 		if strings.ContainsAny(u.Name, "\r\n") || strings.ContainsAny(u.UID, "\r\n") {

@@ -122,7 +122,8 @@ func (p *process) stop() (killed bool, err error) {
 	case <-p.done:
 		return true, nil
 	case <-reap.C:
-		return true, fmt.Errorf("testenv: %s (pid %d) still running %v after SIGKILL", p.name, p.pid(), killWait)
+		return true, fmt.Errorf("testenv: %s (pid %d) still running %v after SIGKILL",
+			p.name, p.pid(), killWait)
 	}
 }
 

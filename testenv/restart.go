@@ -47,6 +47,7 @@ func (e *Env) RestartAPIServer(ctx context.Context) error {
 	if err := e.startAPIServer(ctx, path); err != nil {
 		return fmt.Errorf("testenv: RestartAPIServer on port %d: %w", port, err)
 	}
-	e.opts.Logf("testenv: kube-apiserver restarted at %s after %v", e.apiserverURL, time.Since(begin).Round(time.Millisecond))
+	e.opts.Logf("testenv: kube-apiserver restarted at %s after %v", e.apiserverURL,
+		time.Since(begin).Round(time.Millisecond))
 	return nil
 }

@@ -71,7 +71,9 @@ var registerOnce sync.Once
 // cloudprovider.RegisterCloudProvider; further calls do nothing.
 func Register() {
 	registerOnce.Do(func() {
-		cloudprovider.RegisterCloudProvider(ProviderName, func(config io.Reader) (cloudprovider.Interface, error) {
+		cloudprovider.RegisterCloudProvider(ProviderName, func(
+			config io.Reader,
+		) (cloudprovider.Interface, error) {
 			if config == nil {
 				return nil, errors.New("cloudtest: --cloud-config is required (a file with stateFile: <path>)")
 			}
@@ -112,7 +114,8 @@ func New(c Config) (*Cloud, error) {
 		return nil, fmt.Errorf("cloudtest: loadBalancerIP %q is not an IP", ip)
 	}
 	return &Cloud{
-		Cloud: &fake.Cloud{ExternalIP: parsed, Balancers: map[string]fake.Balancer{}, Provider: ProviderName},
+		Cloud: &fake.Cloud{ExternalIP: parsed, Balancers: map[string]fake.Balancer{},
+			Provider: ProviderName},
 		state: c.StateFile,
 	}, nil
 }
@@ -169,7 +172,8 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return seria
 
 type serialLB struct{ c *Cloud }
 
-func (l serialLB) GetLoadBalancer(ctx context.Context, cluster string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+func (l serialLB) GetLoadBalancer(ctx context.Context, cluster string,
+	svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	l.c.lbMu.Lock()
 	defer l.c.lbMu.Unlock()
 	return l.c.Cloud.GetLoadBalancer(ctx, cluster, svc)
@@ -179,19 +183,22 @@ func (l serialLB) GetLoadBalancerName(ctx context.Context, cluster string, svc *
 	return l.c.Cloud.GetLoadBalancerName(ctx, cluster, svc)
 }
 
-func (l serialLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (l serialLB) EnsureLoadBalancer(ctx context.Context, cluster string, svc *v1.Service,
+	nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	l.c.lbMu.Lock()
 	defer l.c.lbMu.Unlock()
 	return l.c.Cloud.EnsureLoadBalancer(ctx, cluster, svc, nodes)
 }
 
-func (l serialLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service, nodes []*v1.Node) error {
+func (l serialLB) UpdateLoadBalancer(ctx context.Context, cluster string, svc *v1.Service,
+	nodes []*v1.Node) error {
 	l.c.lbMu.Lock()
 	defer l.c.lbMu.Unlock()
 	return l.c.Cloud.UpdateLoadBalancer(ctx, cluster, svc, nodes)
 }
 
-func (l serialLB) EnsureLoadBalancerDeleted(ctx context.Context, cluster string, svc *v1.Service) error {
+func (l serialLB) EnsureLoadBalancerDeleted(ctx context.Context, cluster string,
+	svc *v1.Service) error {
 	l.c.lbMu.Lock()
 	defer l.c.lbMu.Unlock()
 	return l.c.Cloud.EnsureLoadBalancerDeleted(ctx, cluster, svc)

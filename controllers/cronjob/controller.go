@@ -153,7 +153,8 @@ func (c *controller) updateCronJob(old, cur any) {
 	sched, err := parseSchedule(scheduleSpec(cj, nil))
 	if err != nil {
 		c.log.V(2).
-			Info("Unparseable schedule for CronJob", "cronjob", key, "schedule", cj.Spec.Schedule, "err", err.Error())
+			Info("Unparseable schedule for CronJob", "cronjob", key, "schedule", cj.Spec.Schedule,
+				"err", err.Error())
 		c.recorder.Eventf(
 			cj,
 			corev1.EventTypeWarning,

@@ -17,7 +17,8 @@ import (
 // and its Jobs share one): under --enable-sharding every replica works its
 // slots, each slot with that many workers.
 func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newFromContext(ctx, cc, o.withDefaults())
 		if err != nil {
 			return nil, err // the host names the controller

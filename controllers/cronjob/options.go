@@ -39,7 +39,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		&o.ConcurrentCronJobSyncs,
 		"concurrent-cron-job-syncs",
 		o.ConcurrentCronJobSyncs,
-		"The number of cron job objects that are allowed to sync concurrently. Larger number = more responsive jobs, but more CPU (and network) load",
+		"The number of cron job objects that are allowed to sync concurrently. Larger number = more "+
+			"responsive jobs, but more CPU (and network) load",
 	)
 }
 

@@ -30,7 +30,8 @@ func scheduleSpec(cj *batchv1.CronJob, rec record.EventRecorder) string {
 				cj,
 				corev1.EventTypeWarning,
 				"UnsupportedSchedule",
-				"CRON_TZ or TZ used in schedule %q is not officially supported, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details",
+				"CRON_TZ or TZ used in schedule %q is not officially supported, see "+
+					"https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details",
 				cj.Spec.Schedule,
 			)
 		}
@@ -89,9 +90,8 @@ func lastDue(
 		from = cj.Status.LastScheduleTime.Time
 	}
 	if withDeadline && cj.Spec.StartingDeadlineSeconds != nil {
-		if earliest := now.Add(-time.Duration(*cj.Spec.StartingDeadlineSeconds) * time.Second); earliest.After(
-			from,
-		) {
+		if earliest := now.Add(-time.Duration(*cj.Spec.StartingDeadlineSeconds) *
+			time.Second); earliest.After(from) {
 			from = earliest
 		}
 	}

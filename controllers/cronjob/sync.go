@@ -45,7 +45,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		c.log.V(2).Info("Error reconciling CronJob", "cronjob", key, "err", syncErr.Error())
 	}
 	if changed || synced {
-		if _, err := c.client.BatchV1().CronJobs(ns).UpdateStatus(ctx, cj, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.client.BatchV1().CronJobs(ns).UpdateStatus(ctx, cj,
+			metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("cronjob %s: updating status: %w", key, err)
 		}
 	}
@@ -452,7 +453,8 @@ func byStartTime(a, b *batchv1.Job) int {
 // status.active, recording the outcome on cj.
 func (c *controller) deleteJob(ctx context.Context, cj *batchv1.CronJob, j *batchv1.Job) bool {
 	background := metav1.DeletePropagationBackground
-	if err := c.client.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+	if err := c.client.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name,
+		metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
 		c.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedDelete", "Deleted job: %v", err)
 		c.log.Error(
 			err,

@@ -176,7 +176,8 @@ func newController(cfg config) (*controller, error) {
 			UpdateFunc: c.updateDaemonSet, DeleteFunc: c.deleteDaemonSet}},
 		{revInf, cache.ResourceEventHandlerFuncs{AddFunc: c.addRevision,
 			UpdateFunc: c.updateRevision, DeleteFunc: c.deleteRevision}},
-		{podInf, cache.ResourceEventHandlerDetailedFuncs{AddFunc: c.addPodUnlessListed, UpdateFunc: c.updatePod, DeleteFunc: c.deletePod}},
+		{podInf, cache.ResourceEventHandlerDetailedFuncs{AddFunc: c.addPodUnlessListed,
+			UpdateFunc: c.updatePod, DeleteFunc: c.deletePod}},
 		{nodeInf, cache.ResourceEventHandlerDetailedFuncs{AddFunc: c.addNode, UpdateFunc: c.updateNode}},
 	} {
 		if _, err := reg.inf.AddEventHandler(reg.h); err != nil {

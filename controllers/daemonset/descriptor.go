@@ -33,7 +33,8 @@ const (
 	FeatureStaleControllerConsistency featuregate.Feature = "StaleControllerConsistencyDaemonSet"
 	// FeatureTaintTolerationComparisonOperators: tolerations with the Lt
 	// and Gt operators compare numerically (alpha, off by default).
-	FeatureTaintTolerationComparisonOperators featuregate.Feature = "TaintTolerationComparisonOperators"
+	FeatureTaintTolerationComparisonOperators featuregate.Feature = "TaintToleration" +
+		"ComparisonOperators"
 )
 
 // FeatureSpecs returns the gates above with their Kubernetes 1.37
@@ -50,7 +51,8 @@ func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
 // daemonset) with o.ConcurrentDaemonSetSyncs workers. Invalid options are
 // reported by manager.Builder.Build.
 func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		o := o.withDefaults()
 		client, err := cc.ClientBuilder.Client(ClientName)
 		if err != nil {

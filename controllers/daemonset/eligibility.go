@@ -53,7 +53,8 @@ var defaultTolerations = []corev1.Toleration{
 }
 
 var hostNetworkToleration = corev1.Toleration{
-	Key: corev1.TaintNodeNetworkUnavailable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
+	Key: corev1.TaintNodeNetworkUnavailable, Operator: corev1.TolerationOpExists,
+	Effect: corev1.TaintEffectNoSchedule,
 }
 
 // addDaemonTolerations adds the default tolerations to spec in place. A
@@ -305,7 +306,8 @@ func targetAffinity(a *corev1.Affinity, nodeName string) *corev1.Affinity {
 	case a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil:
 		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = sel
 	default:
-		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = sel.NodeSelectorTerms
+		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms =
+			sel.NodeSelectorTerms
 	}
 	return a
 }

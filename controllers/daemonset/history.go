@@ -51,7 +51,8 @@ func (c *controller) history(
 				fixed.Labels = map[string]string{}
 			}
 			fixed.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = fixed.Name
-			if cr, err = c.client.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, fixed, metav1.UpdateOptions{}); err != nil {
+			if cr, err = c.client.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, fixed,
+				metav1.UpdateOptions{}); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -80,7 +81,8 @@ func (c *controller) history(
 	if cur.Revision < next {
 		bumped := cur.DeepCopy()
 		bumped.Revision = next
-		if _, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, bumped, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Update(ctx, bumped,
+			metav1.UpdateOptions{}); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -214,7 +216,8 @@ func (c *controller) snapshot(
 	}
 	n := derefOr(fresh.Status.CollisionCount) + 1
 	fresh.Status.CollisionCount = &n
-	if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, fresh, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, fresh,
+		metav1.UpdateOptions{}); err != nil {
 		return nil, err
 	}
 	c.log.V(2).
@@ -266,7 +269,8 @@ func (c *controller) dedupCurrent(
 		if p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
 			continue
 		}
-		if _, err := c.client.CoreV1().Pods(ds.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if _, err := c.client.CoreV1().Pods(ds.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch,
+			metav1.PatchOptions{}); err != nil {
 			return nil, err
 		}
 	}
@@ -274,7 +278,8 @@ func (c *controller) dedupCurrent(
 		if cr.Name == keep.Name {
 			continue
 		}
-		if err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Delete(ctx, cr.Name, metav1.DeleteOptions{}); err != nil {
+		if err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Delete(ctx, cr.Name,
+			metav1.DeleteOptions{}); err != nil {
 			return nil, err
 		}
 	}
@@ -318,7 +323,8 @@ func (c *controller) cleanupHistory(
 		if live[cr.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] {
 			continue
 		}
-		if err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Delete(ctx, cr.Name, metav1.DeleteOptions{}); err != nil {
+		if err := c.client.AppsV1().ControllerRevisions(ds.Namespace).Delete(ctx, cr.Name,
+			metav1.DeleteOptions{}); err != nil {
 			return err
 		}
 		excess--

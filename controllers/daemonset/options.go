@@ -40,7 +40,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		&o.ConcurrentDaemonSetSyncs,
 		"concurrent-daemonset-syncs",
 		o.ConcurrentDaemonSetSyncs,
-		"The number of daemonset objects that are allowed to sync concurrently. Larger number = more responsive daemonsets, but more CPU (and network) load",
+		"The number of daemonset objects that are allowed to sync concurrently. Larger number = more "+
+			"responsive daemonsets, but more CPU (and network) load",
 	)
 }
 

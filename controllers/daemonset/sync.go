@@ -249,13 +249,15 @@ func (c *controller) podsForNode(
 				if c.backoff.IsInBackOffSinceUpdate(bk, now) {
 					delay := c.backoff.Get(bk)
 					log.V(4).
-						Info("Deleting failed pod on node has been limited by backoff", "pod", podKey(p), "node", node.Name, "currentDelay", delay)
+						Info("Deleting failed pod on node has been limited by backoff", "pod", podKey(p),
+							"node", node.Name, "currentDelay", delay)
 					c.enqueueAfter(keyOf(ds), delay)
 					continue
 				}
 				c.backoff.Next(bk, now)
 				log.V(2).
-					Info("Found failed daemon pod on node, will try to kill it", "pod", podKey(p), "node", node.Name)
+					Info("Found failed daemon pod on node, will try to kill it",
+						"pod", podKey(p), "node", node.Name)
 				c.recorder.Eventf(
 					ds,
 					corev1.EventTypeWarning,
@@ -268,7 +270,8 @@ func (c *controller) podsForNode(
 				del = append(del, p.Name)
 			case corev1.PodSucceeded:
 				log.V(2).
-					Info("Found succeeded daemon pod on node, will try to delete it", "pod", podKey(p), "node", node.Name)
+					Info("Found succeeded daemon pod on node, will try to delete it",
+						"pod", podKey(p), "node", node.Name)
 				c.recorder.Eventf(
 					ds,
 					corev1.EventTypeNormal,
@@ -317,7 +320,8 @@ func (c *controller) podsForNode(
 			del = append(del, p.Name)
 		}
 		if oldestNew != nil && oldestOld != nil &&
-			(!podstate.IsReady(oldestOld) || podstate.IsAvailable(oldestNew, ds.Spec.MinReadySeconds, c.clock.Now())) {
+			(!podstate.IsReady(oldestOld) ||
+				podstate.IsAvailable(oldestNew, ds.Spec.MinReadySeconds, c.clock.Now())) {
 			del = append(del, oldestOld.Name)
 		}
 		return create, del
@@ -413,7 +417,8 @@ func (c *controller) syncNodes(
 			// Those never attempted are never observed either.
 			if skipped := nCreate - attempted; skipped > 0 {
 				log.V(2).
-					Info("Slow-start failure. Skipping creation of pods, decrementing expectations for daemon set", "skippedPods", skipped)
+					Info("Slow-start failure. Skipping creation of pods, decrementing expectations for daemon set",
+						"skippedPods", skipped)
 				c.exp.LowerCreations(createKey(key), skipped)
 			}
 		}

@@ -36,7 +36,9 @@ func (c *controller) rollingUpdate(
 	}
 	now := c.clock.Now()
 	gen := templateGeneration(ds)
-	available := func(p *corev1.Pod) bool { return podstate.IsAvailable(p, ds.Spec.MinReadySeconds, now) }
+	available := func(p *corev1.Pod) bool {
+		return podstate.IsAvailable(p, ds.Spec.MinReadySeconds, now)
+	}
 
 	if maxSurge == 0 {
 		unavailable := 0
@@ -47,7 +49,8 @@ func (c *controller) rollingUpdate(
 				// manage prunes the excess first; meanwhile it counts as
 				// unavailable.
 				log.V(3).
-					Info("DaemonSet has excess pods on node, skipping to allow the core loop to process", "node", node)
+					Info("DaemonSet has excess pods on node, skipping to allow the core loop to process",
+						"node", node)
 				unavailable++
 				continue
 			}
@@ -71,7 +74,8 @@ func (c *controller) rollingUpdate(
 		}
 		room := min(max(maxUnavailable-unavailable, 0), len(candidates))
 		log.V(5).
-			Info("DaemonSet allowing replacements", "replacements", len(replace), "maxUnavailable", maxUnavailable, "numUnavailable", unavailable, "candidates", len(candidates))
+			Info("DaemonSet allowing replacements", "replacements", len(replace),
+				"maxUnavailable", maxUnavailable, "numUnavailable", unavailable, "candidates", len(candidates))
 		return c.syncNodes(ctx, ds, append(replace, candidates[:room]...), nil, hash)
 	}
 
@@ -90,7 +94,8 @@ func (c *controller) rollingUpdate(
 		newPod, oldPod, ok := podsOnNodeByRevision(pods, hash, gen)
 		if !ok {
 			log.V(3).
-				Info("DaemonSet has excess pods on node, skipping to allow the core loop to process", "node", node)
+				Info("DaemonSet has excess pods on node, skipping to allow the core loop to process",
+					"node", node)
 			surging++
 			continue
 		}
@@ -151,7 +156,8 @@ func (c *controller) rollingUpdate(
 	}
 	room := min(max(maxSurge-surging, 0), len(candidateNodes))
 	log.V(5).
-		Info("DaemonSet allowing replacements", "replacements", len(allowedNodes), "maxSurge", maxSurge, "numSurge", surging, "candidates", len(candidateNodes))
+		Info("DaemonSet allowing replacements", "replacements", len(allowedNodes), "maxSurge", maxSurge,
+			"numSurge", surging, "candidates", len(candidateNodes))
 	return c.syncNodes(ctx, ds, del, append(allowedNodes, candidateNodes[:room]...), hash)
 }
 
@@ -210,7 +216,8 @@ func (c *controller) updateBudget(
 	}
 	if desired > 0 && maxUnavailable == 0 && maxSurge == 0 {
 		logr.FromContextOrDiscard(ctx).
-			Info("DaemonSet is not configured for surge or unavailability, defaulting to accepting unavailability")
+			Info("DaemonSet is not configured for surge or unavailability, defaulting " +
+				"to accepting unavailability")
 		maxUnavailable = 1
 	}
 	return maxSurge, maxUnavailable, desired, nil

@@ -181,7 +181,8 @@ func (c *controller) selecting(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
 		func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }, rs.Labels)
 	if len(out) > 1 {
 		c.log.V(4).
-			Info("More than one Deployment selects a ReplicaSet; only one can adopt it", "replicaSet", rs.Namespace+"/"+rs.Name, "labels", rs.Labels)
+			Info("More than one Deployment selects a ReplicaSet; only one can adopt it",
+				"replicaSet", rs.Namespace+"/"+rs.Name, "labels", rs.Labels)
 	}
 	return out
 }

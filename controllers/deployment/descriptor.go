@@ -42,7 +42,8 @@ func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
 // --enable-sharding every replica works its slots, each slot with that many
 // workers.
 func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		client, err := cc.ClientBuilder.Client(cc.Name)
 		if err != nil {
 			return nil, err
@@ -67,7 +68,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 	}).
 		WithAliases(Alias).
 		WithValidator(o.Validate).
-		WithInformers(appsv1.SchemeGroupVersion.WithResource("deployments"), appsv1.SchemeGroupVersion.WithResource("replicasets")).
+		WithInformers(appsv1.SchemeGroupVersion.WithResource("deployments"),
+			appsv1.SchemeGroupVersion.WithResource("replicasets")).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
 		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...).
 		Sharded(shard.ByNamespace)

@@ -35,7 +35,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		&o.ConcurrentDeploymentSyncs,
 		"concurrent-deployment-syncs",
 		o.ConcurrentDeploymentSyncs,
-		"The number of deployment objects that are allowed to sync concurrently. Larger number = more responsive deployments, but more CPU (and network) load",
+		"The number of deployment objects that are allowed to sync concurrently. Larger number = more "+
+			"responsive deployments, but more CPU (and network) load",
 	)
 }
 

@@ -395,7 +395,8 @@ func (c *controller) newReplicaSet(
 		d.Status.CollisionCount = new(before + 1)
 		if werr := c.writeStatus(ctx, d); werr == nil {
 			log.V(2).
-				Info("Found a hash collision; bumping collisionCount", "replicaSet", rs.Name, "oldCollisionCount", before, "newCollisionCount", before+1)
+				Info("Found a hash collision; bumping collisionCount", "replicaSet", rs.Name,
+					"oldCollisionCount", before, "newCollisionCount", before+1)
 		}
 		return nil, err
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
@@ -710,7 +711,8 @@ func (c *controller) calculateStatus(
 			),
 		)
 	} else {
-		setCondition(&st, newCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse, ReasonMinimumUnavailable, "Deployment does not have minimum availability.", now))
+		setCondition(&st, newCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse,
+			ReasonMinimumUnavailable, "Deployment does not have minimum availability.", now))
 	}
 	return st
 }

@@ -55,7 +55,9 @@ type Options struct {
 }
 
 // NewOptions returns KCM's defaults.
-func NewOptions() Options { return Options{ConcurrentEndpointSyncs: DefaultConcurrentEndpointSyncs} }
+func NewOptions() Options {
+	return Options{ConcurrentEndpointSyncs: DefaultConcurrentEndpointSyncs}
+}
 
 // AddFlags binds KCM's flags for this controller to o, o's current values
 // being the defaults.
@@ -64,13 +66,17 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		&o.ConcurrentEndpointSyncs,
 		"concurrent-endpoint-syncs",
 		o.ConcurrentEndpointSyncs,
-		"The number of endpoint syncing operations that will be done concurrently. Larger number = faster endpoint updating, but more CPU (and network) load",
+		"The number of endpoint syncing operations that will be done concurrently. Larger number = "+
+			"faster endpoint updating, but more CPU (and network) load",
 	)
 	fs.DurationVar(
 		&o.EndpointUpdatesBatchPeriod,
 		"endpoint-updates-batch-period",
 		o.EndpointUpdatesBatchPeriod,
-		"The length of endpoint updates batching period. Processing of pod changes will be delayed by this duration to join them with potential upcoming updates and reduce the overall number of endpoints updates. Larger number = higher endpoint programming latency, but lower number of endpoints revision generated",
+		"The length of endpoint updates batching period. Processing of pod changes will be delayed by "+
+			"this duration to join them with potential upcoming updates and reduce the overall number of "+
+			"endpoints updates. Larger number = higher endpoint programming latency, but lower number of "+
+			"endpoints revision generated",
 	)
 }
 
@@ -108,7 +114,8 @@ func (o Options) Validate() error {
 // Descriptor returns the controller's descriptor. Invalid options are
 // reported by manager.Builder.Build.
 func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newController(ctx, cc, o.withDefaults())
 		if err != nil {
 			return nil, err // the host names the controller

@@ -71,7 +71,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		return err
 	case c.stale.stale(current):
 		return fmt.Errorf(
-			"endpoints informer cache is out of date, resource version %s already processed for endpoints %s",
+			"endpoints informer cache is out of date, resource version %s already "+
+				"processed for endpoints %s",
 			current.ResourceVersion,
 			key,
 		)
@@ -161,7 +162,8 @@ func desiredSubsets(
 			)
 			ready++
 		} else {
-			subsets = append(subsets, corev1.EndpointSubset{NotReadyAddresses: []corev1.EndpointAddress{addr}, Ports: ports})
+			subsets = append(subsets,
+				corev1.EndpointSubset{NotReadyAddresses: []corev1.EndpointAddress{addr}, Ports: ports})
 			notReady++
 		}
 	}
@@ -172,7 +174,8 @@ func desiredSubsets(
 		addr, err := podAddress(svc, pod)
 		if err != nil {
 			log.V(2).
-				Info("Pod has no address of the Service's IP family", "service", svc.Namespace+"/"+svc.Name, "pod", pod.Name, "err", err)
+				Info("Pod has no address of the Service's IP family", "service", svc.Namespace+"/"+svc.Name,
+					"pod", pod.Name, "err", err)
 			continue
 		}
 		if esutil.ShouldSetHostname(pod, svc) {
@@ -191,7 +194,8 @@ func desiredSubsets(
 			num, err := endpointslicerec.FindPort(pod, sp)
 			if err != nil {
 				log.V(4).
-					Info("Pod lacks the Service's port", "service", svc.Namespace+"/"+svc.Name, "pod", pod.Name, "err", err)
+					Info("Pod lacks the Service's port", "service", svc.Namespace+"/"+svc.Name, "pod", pod.Name,
+						"err", err)
 				continue
 			}
 			add(

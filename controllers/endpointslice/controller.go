@@ -221,7 +221,8 @@ func (c *controller) sliceUpdated(log logr.Logger, oldObj, obj any) {
 	}
 	// Relabelling a slice to another Service does not bump its
 	// generation: both Services are synced.
-	if before, now := old.Labels[discoveryv1.LabelServiceName], s.Labels[discoveryv1.LabelServiceName]; before != now {
+	if before, now := old.Labels[discoveryv1.LabelServiceName],
+		s.Labels[discoveryv1.LabelServiceName]; before != now {
 		log.Info(
 			"EndpointSlice moved to another Service",
 			"endpointslice",

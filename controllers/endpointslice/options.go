@@ -86,19 +86,24 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		&o.ConcurrentServiceEndpointSyncs,
 		"concurrent-service-endpoint-syncs",
 		o.ConcurrentServiceEndpointSyncs,
-		"The number of service endpoint syncing operations that will be done concurrently. Larger number = faster endpoint slice updating, but more CPU (and network) load. Defaults to 5.",
+		"The number of service endpoint syncing operations that will be done concurrently. Larger "+
+			"number = faster endpoint slice updating, but more CPU (and network) load. Defaults to 5.",
 	)
 	fs.Int32Var(
 		&o.MaxEndpointsPerSlice,
 		"max-endpoints-per-slice",
 		o.MaxEndpointsPerSlice,
-		"The maximum number of endpoints that will be added to an EndpointSlice. More endpoints per slice will result in less endpoint slices, but larger resources. Defaults to 100.",
+		"The maximum number of endpoints that will be added to an EndpointSlice. More endpoints per "+
+			"slice will result in less endpoint slices, but larger resources. Defaults to 100.",
 	)
 	fs.DurationVar(
 		&o.EndpointUpdatesBatchPeriod,
 		"endpointslice-updates-batch-period",
 		o.EndpointUpdatesBatchPeriod,
-		"The length of endpoint slice updates batching period. Processing of pod changes will be delayed by this duration to join them with potential upcoming updates and reduce the overall number of endpoints updates. Larger number = higher endpoint programming latency, but lower number of endpoints revision generated",
+		"The length of endpoint slice updates batching period. Processing of pod changes will be "+
+			"delayed by this duration to join them with potential upcoming updates and reduce the overall "+
+			"number of endpoints updates. Larger number = higher endpoint programming latency, but lower "+
+			"number of endpoints revision generated",
 	)
 }
 
@@ -150,7 +155,8 @@ func (o Options) Validate() error {
 // Descriptor returns the controller's descriptor. Invalid options are
 // reported by manager.Builder.Build.
 func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newController(ctx, cc, o.withDefaults())
 		if err != nil {
 			return nil, err // the host names the controller

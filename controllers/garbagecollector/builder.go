@@ -253,13 +253,15 @@ func (gc *collector) processChange(log logr.Logger, c *change) {
 			for _, dep := range mismatched {
 				if seen.Namespace != "" && dep.identity().Namespace != seen.Namespace {
 					log.V(2).
-						Info("Item references an owner but does not match namespaces", "item", dep.identity(), "owner", seen)
+						Info("Item references an owner but does not match namespaces",
+							"item", dep.identity(), "owner", seen)
 					gc.reportInvalidNamespace(dep, seen.UID)
 				}
 				gc.enqueueDelete(dep)
 			}
 			log.V(2).
-				Info("Replacing virtual item with observed item", "virtual", existing.identity(), "observed", seen)
+				Info("Replacing virtual item with observed item",
+					"virtual", existing.identity(), "observed", seen)
 			existing = existing.clone()
 			existing.setIdentity(seen)
 			gc.graph.put(existing)
@@ -415,7 +417,8 @@ func (gc *collector) reportInvalidNamespace(n *node, owner types.UID) {
 		bad := refFromOwner(o, id.Namespace)
 		gc.recorder.Eventf(&corev1.ObjectReference{
 			Kind: id.Kind, APIVersion: id.APIVersion, Namespace: id.Namespace, Name: id.Name, UID: id.UID,
-		}, corev1.EventTypeWarning, "OwnerRefInvalidNamespace", "ownerRef %s does not exist in namespace %q", bad, id.Namespace)
+		}, corev1.EventTypeWarning, "OwnerRefInvalidNamespace",
+			"ownerRef %s does not exist in namespace %q", bad, id.Namespace)
 		return
 	}
 }
@@ -451,7 +454,8 @@ func (gc *collector) transitions(log logr.Logger, old, obj metav1.Object, n *nod
 	}
 	if startsDeletingWith(old, obj, metav1.FinalizerDeleteDependents) {
 		log.V(2).
-			Info("Add item to attemptToDelete, because it's waiting for its dependents to be deleted", "item", n.identity())
+			Info("Add item to attemptToDelete, because it's waiting for its dependents to be deleted",
+				"item", n.identity())
 		n.markDeletingDependents()
 		for _, d := range n.dependentList() {
 			gc.enqueueDelete(d)

@@ -191,7 +191,8 @@ func (gc *collector) safeRefresh(
 	defer func() {
 		if v := recover(); v != nil {
 			logr.FromContextOrDiscard(ctx).
-				Error(fmt.Errorf("%v", v), "Recovered from a panic while syncing the garbage collector with discovery",
+				Error(fmt.Errorf("%v", v),
+					"Recovered from a panic while syncing the garbage collector with discovery",
 					"stack", string(debug.Stack()))
 			res = old
 		}
@@ -229,7 +230,8 @@ func (gc *collector) refresh(
 		return old
 	}
 	log.V(2).
-		Info("Syncing garbage collector with updated resources from discovery", "before", len(old), "after", len(found))
+		Info("Syncing garbage collector with updated resources from discovery", "before", len(old),
+			"after", len(found))
 	gc.mapper.Reset()
 	if err := gc.syncMonitors(log, found); err != nil {
 		log.Error(err, "Failed to sync all resource monitors")
@@ -315,7 +317,8 @@ func (gc *collector) attemptToDeleteItem(ctx context.Context, n *node) error {
 			return nil
 		}
 		log.V(2).
-			Info("Remove dangling references and waiting references for item", "item", id, "dangling", len(dangling), "waiting", len(waiting))
+			Info("Remove dangling references and waiting references for item", "item", id,
+				"dangling", len(dangling), "waiting", len(waiting))
 		uids := append(uidsOf(dangling), uidsOf(waiting)...)
 		return gc.removeOwnerRefs(ctx, n, uids)
 	case len(waiting) != 0 && n.dependentCount() != 0:
@@ -325,7 +328,8 @@ func (gc *collector) attemptToDeleteItem(ctx context.Context, n *node) error {
 				// dependents: unblock this item's references to avoid a
 				// cycle, then delete it in the foreground.
 				log.V(2).
-					Info("Unblocking owner references of item to prevent a deletion cycle", "item", id, "dependent", d.identity())
+					Info("Unblocking owner references of item to prevent a deletion cycle", "item", id,
+						"dependent", d.identity())
 				if err := gc.unblockOwnerRefs(ctx, n); err != nil {
 					return err
 				}
@@ -333,7 +337,8 @@ func (gc *collector) attemptToDeleteItem(ctx context.Context, n *node) error {
 			}
 		}
 		log.V(2).
-			Info("At least one owner of item is deleting its dependents and the item has dependents: deleting it in the foreground", "item", id)
+			Info("At least one owner of item is deleting its dependents and the item has dependents: "+
+				"deleting it in the foreground", "item", id)
 		return gc.deleteItem(ctx, id, latest, metav1.DeletePropagationForeground)
 	default:
 		policy := metav1.DeletePropagationBackground

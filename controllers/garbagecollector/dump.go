@@ -31,7 +31,8 @@ func vertexOf(n *node) *vertex {
 	gv, _ := schema.ParseGroupVersion(id.APIVersion)
 	return &vertex{
 		uid: id.UID, gvk: gv.WithKind(id.Kind), namespace: id.Namespace, name: id.Name,
-		beingDeleted: n.isBeingDeleted(), deletingDependents: n.isDeletingDependents(), virtual: !n.observed(),
+		beingDeleted: n.isBeingDeleted(), deletingDependents: n.isDeletingDependents(),
+		virtual: !n.observed(),
 	}
 }
 
@@ -52,7 +53,8 @@ func (v *vertex) writeDOT(w io.Writer) {
 	for _, c := range []struct {
 		on   bool
 		name string
-	}{{v.beingDeleted, "beingDeleted"}, {v.deletingDependents, "deletingDependents"}, {v.virtual, "virtual"}, {v.missing, "missingFromGraph"}} {
+	}{{v.beingDeleted, "beingDeleted"}, {v.deletingDependents, "deletingDependents"},
+		{v.virtual, "virtual"}, {v.missing, "missingFromGraph"}} {
 		if c.on {
 			conds = append(conds, c.name)
 		}

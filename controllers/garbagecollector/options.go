@@ -74,7 +74,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		&o.EnableGarbageCollector,
 		"enable-garbage-collector",
 		o.EnableGarbageCollector,
-		"Enables the generic garbage collector. MUST be synced with the corresponding flag of the kube-apiserver.",
+		"Enables the generic garbage collector. MUST be synced with the corresponding "+
+			"flag of the kube-apiserver.",
 	)
 }
 
@@ -105,7 +106,8 @@ func (o Options) Validate() error {
 // Descriptor returns the garbage collector's descriptor. Invalid options
 // are reported by manager.Builder.Build.
 func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		if !o.EnableGarbageCollector {
 			return nil, nil
 		}

@@ -145,7 +145,8 @@ func finishTime(p *corev1.Pod) time.Time {
 // counts; nil too if a sidecar has not finished. (KCM's rule, edge cases
 // included.)
 func containersFinished(p *corev1.Pod) *time.Time {
-	latest := func(prev *time.Time, statuses []corev1.ContainerStatus, include func(string) bool) *time.Time {
+	latest := func(prev *time.Time, statuses []corev1.ContainerStatus,
+		include func(string) bool) *time.Time {
 		out := prev
 		for _, s := range statuses {
 			if include != nil && !include(s.Name) {

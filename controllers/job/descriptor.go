@@ -22,7 +22,8 @@ const (
 	FeatureJobManagedBy featuregate.Feature = "JobManagedBy"
 	// FeatureMutableSchedulingDirectivesForSuspendedJobs: suspending a Job
 	// clears status.startTime (beta, on by default since 1.36).
-	FeatureMutableSchedulingDirectivesForSuspendedJobs featuregate.Feature = "MutableSchedulingDirectivesForSuspendedJobs"
+	FeatureMutableSchedulingDirectivesForSuspendedJobs featuregate.Feature = "MutableScheduling" +
+		"DirectivesForSuspendedJobs"
 	// FeatureStaleControllerConsistencyJob: after writing a Job's status or
 	// one of its pods, skip syncs of that Job until the informers have
 	// delivered the write (beta, on by default since 1.36).
@@ -52,7 +53,8 @@ func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
 // share one): under --enable-sharding every replica works its slots, each
 // slot with that many workers.
 func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newFromContext(ctx, cc, o.withDefaults())
 		if err != nil {
 			return nil, err // the host names the controller

@@ -153,7 +153,8 @@ func (c *controller) manageJob(ctx context.Context, key string, jc *syncContext)
 		wg.Wait()
 		if skipped := diff - batch; failures > 0 && skipped > 0 {
 			log.V(2).
-				Info("Slow-start failure. Skipping creating pods, decrementing expectations", "skippedCount", skipped)
+				Info("Slow-start failure. Skipping creating pods, decrementing expectations",
+					"skippedCount", skipped)
 			active -= skipped
 			c.exp.LowerCreations(key, int(skipped))
 			break

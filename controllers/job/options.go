@@ -40,7 +40,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		&o.ConcurrentJobSyncs,
 		"concurrent-job-syncs",
 		o.ConcurrentJobSyncs,
-		"The number of job objects that are allowed to sync concurrently. Larger number = more responsive jobs, but more CPU (and network) load",
+		"The number of job objects that are allowed to sync concurrently. Larger number = more "+
+			"responsive jobs, but more CPU (and network) load",
 	)
 }
 

@@ -144,7 +144,8 @@ func (c *controller) trackStatus(
 	}
 
 	var err error
-	if needsFlush, err = c.flushAndRelease(ctx, key, jc, toRelease, withFinalizer, needsFlush); err != nil {
+	if needsFlush, err = c.flushAndRelease(ctx, key, jc, toRelease, withFinalizer,
+		needsFlush); err != nil {
 		return err
 	}
 	finished := !full && c.enactFinished(log, jc)
@@ -175,7 +176,8 @@ func canRemoveFinalizer(log logr.Logger, jc *syncContext, p *corev1.Pod, failed 
 		if ix := completionIndex(p); ix != noIndex {
 			if kept, ok := jc.delayedPerIndex[ix]; ok && kept.UID == p.UID {
 				log.V(3).
-					Info("Delaying pod finalizer removal to await for pod recreation within the index", "pod", podKey(p))
+					Info("Delaying pod finalizer removal to await for pod recreation within the index",
+						"pod", podKey(p))
 				return false
 			}
 		}
@@ -303,12 +305,14 @@ func (c *controller) enactFinished(log logr.Logger, jc *syncContext) bool {
 	job := jc.job
 	if u := job.Status.UncountedTerminatedPods; u != nil && len(u.Succeeded)+len(u.Failed) > 0 {
 		log.V(4).
-			Info("Delaying marking the Job as finished, because there are still uncounted pod(s)", "condition", jc.finished.Type, "count", len(u.Succeeded)+len(u.Failed))
+			Info("Delaying marking the Job as finished, because there are still uncounted pod(s)",
+				"condition", jc.finished.Type, "count", len(u.Succeeded)+len(u.Failed))
 		return false
 	}
 	if jc.terminating > 0 {
 		log.V(4).
-			Info("Delaying marking the Job as finished, because there are still terminating pod(s)", "condition", jc.finished.Type, "count", jc.terminating)
+			Info("Delaying marking the Job as finished, because there are still terminating pod(s)",
+				"condition", jc.finished.Type, "count", jc.terminating)
 		return false
 	}
 	f := jc.finished

@@ -211,7 +211,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	// a Job created anew with managedBy set.
 	if c.managedElsewhere(shared) {
 		log.V(2).
-			Info("Skip syncing the job as it is managed by an external controller", "uid", shared.UID, "controllerName", *shared.Spec.ManagedBy)
+			Info("Skip syncing the job as it is managed by an external controller", "uid", shared.UID,
+				"controllerName", *shared.Spec.ManagedBy)
 		return nil
 	}
 	job := shared.DeepCopy()
@@ -222,7 +223,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	}
 	if _, ok := c.finishedJobs.Load(job.UID); ok {
 		log.V(2).
-			Info("Skip syncing the job as it is marked finished but the update is not yet observed", "uid", job.UID)
+			Info("Skip syncing the job as it is marked finished but the update is not yet observed",
+				"uid", job.UID)
 		return nil
 	}
 	if m := job.Spec.CompletionMode; m != nil && *m != batchv1.NonIndexedCompletion &&
@@ -330,7 +332,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 				job.Status.StartTime.Time,
 			)
 			log.V(2).
-				Info("Job has activeDeadlineSeconds configuration. Will sync this job again", "nextSyncIn", left)
+				Info("Job has activeDeadlineSeconds configuration. Will sync this job again",
+					"nextSyncIn", left)
 			c.enqueueAfter(key, left)
 		}
 	}
@@ -357,7 +360,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 			jc.delayedPerIndex = delayedDeletions(log, jc)
 		}
 		if jc.finished == nil {
-			if msg, ok := matchSuccessPolicy(log, job.Spec.SuccessPolicy, *job.Spec.Completions, jc.succeededIndexes); ok {
+			if msg, ok := matchSuccessPolicy(log, job.Spec.SuccessPolicy, *job.Spec.Completions,
+				jc.succeededIndexes); ok {
 				jc.finished = newCondition(
 					batchv1.JobSuccessCriteriaMet,
 					corev1.ConditionTrue,
@@ -398,12 +402,13 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		}
 		switch {
 		case complete:
-			jc.finished = newCondition(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue, batchv1.JobReasonCompletionsReached,
-				"Reached expected number of succeeded pods", c.clock.Now())
+			jc.finished = newCondition(batchv1.JobSuccessCriteriaMet, corev1.ConditionTrue,
+				batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods", c.clock.Now())
 		case managed && isSuspended(job):
 			// Conditions and events change only in a sync that managed pods.
 			var changed bool
-			job.Status.Conditions, changed = ensureCondition(job.Status.Conditions, batchv1.JobSuspended, corev1.ConditionTrue, conditionReasonSuspended, "Job suspended", c.clock.Now())
+			job.Status.Conditions, changed = ensureCondition(job.Status.Conditions, batchv1.JobSuspended,
+				corev1.ConditionTrue, conditionReasonSuspended, "Job suspended", c.clock.Now())
 			if changed {
 				suspendChanged = true
 				c.recorder.Event(job, corev1.EventTypeNormal, ReasonSuspended, "Job suspended")
@@ -413,7 +418,8 @@ func (c *controller) sync(ctx context.Context, key string) error {
 			}
 		case managed:
 			var changed bool
-			job.Status.Conditions, changed = ensureCondition(job.Status.Conditions, batchv1.JobSuspended, corev1.ConditionFalse, conditionReasonResumed, "Job resumed", c.clock.Now())
+			job.Status.Conditions, changed = ensureCondition(job.Status.Conditions, batchv1.JobSuspended,
+				corev1.ConditionFalse, conditionReasonResumed, "Job resumed", c.clock.Now())
 			if changed {
 				suspendChanged = true
 				c.recorder.Event(job, corev1.EventTypeNormal, ReasonResumed, "Job resumed")

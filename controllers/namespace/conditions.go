@@ -57,7 +57,8 @@ type conditionUpdater struct {
 
 func (u *conditionUpdater) fail(t corev1.NamespaceConditionType, reason, message string) {
 	u.failing = append(u.failing, corev1.NamespaceCondition{
-		Type: t, Status: corev1.ConditionTrue, LastTransitionTime: u.now, Reason: reason, Message: message,
+		Type: t, Status: corev1.ConditionTrue, LastTransitionTime: u.now, Reason: reason,
+		Message: message,
 	})
 }
 
@@ -149,8 +150,8 @@ func (u *conditionUpdater) apply(status *corev1.NamespaceStatus) bool {
 		}
 		slices.Sort(msgs)
 		failing = append(failing, corev1.NamespaceCondition{
-			Type: corev1.NamespaceDeletionContentFailure, Status: corev1.ConditionTrue, LastTransitionTime: u.now,
-			Reason: "ContentDeletionFailed",
+			Type: corev1.NamespaceDeletionContentFailure, Status: corev1.ConditionTrue,
+			LastTransitionTime: u.now, Reason: "ContentDeletionFailed",
 			Message: fmt.Sprintf(
 				"Failed to delete all resource types, %d remaining: %v",
 				len(u.contentErrs),

@@ -143,7 +143,9 @@ func raiseLimits(cfg *rest.Config) {
 func serverNamespacedResources(
 	d discovery.DiscoveryInterface,
 ) func() ([]*metav1.APIResourceList, error) {
-	return func() ([]*metav1.APIResourceList, error) { return discovery.ServerPreferredNamespacedResources(d) }
+	return func() ([]*metav1.APIResourceList, error) {
+		return discovery.ServerPreferredNamespacedResources(d)
+	}
 }
 
 // rateLimiter retries a failing namespace with back-off from 5ms, at

@@ -60,7 +60,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		&o.ConcurrentNamespaceSyncs,
 		"concurrent-namespace-syncs",
 		o.ConcurrentNamespaceSyncs,
-		"The number of namespace objects that are allowed to sync concurrently. Larger number = more responsive namespace termination, but more CPU (and network) load",
+		"The number of namespace objects that are allowed to sync concurrently. Larger number = more "+
+			"responsive namespace termination, but more CPU (and network) load",
 	)
 }
 
@@ -98,7 +99,8 @@ func (o Options) withDefaults() Options {
 // Descriptor returns the namespace controller (namespace-controller, alias
 // namespace). Invalid options are reported by manager.Builder.Build.
 func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newController(ctx, cc, o.withDefaults())
 		if err != nil {
 			return nil, err

@@ -69,8 +69,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		&o.TerminatedPodGCThreshold,
 		"terminated-pod-gc-threshold",
 		o.TerminatedPodGCThreshold,
-		"Number of terminated pods that can exist before the terminated pod garbage collector starts deleting terminated pods. "+
-			"If <= 0, the terminated pod garbage collector is disabled.",
+		"Number of terminated pods that can exist before the terminated pod garbage collector starts "+
+			"deleting terminated pods. If <= 0, the terminated pod garbage collector is disabled.",
 	)
 }
 
@@ -110,7 +110,8 @@ func (o Options) Validate() error {
 // Descriptor returns the pod garbage collector's descriptor. Invalid options
 // are reported by manager.Builder.Build.
 func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newController(cc, o.withDefaults())
 		if err != nil {
 			return nil, err
@@ -119,7 +120,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 	}).
 		WithAliases(Alias).
 		WithValidator(o.Validate).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithResource("nodes")).
+		WithInformers(corev1.SchemeGroupVersion.WithResource("pods"),
+			corev1.SchemeGroupVersion.WithResource("nodes")).
 		WithClientName(clientName).
 		// What it reads of a pod besides its metadata: its node, and the
 		// status it patches to Failed.

@@ -61,14 +61,17 @@ func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
 // workers and the controller's one client budget per replica.
 func Descriptor(o Options) descriptor.Descriptor {
 	workers := o.ConcurrentReplicaSetSyncs
-	return descriptor.New(ReplicaSetControllerName, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
-		return build(ctx, cc, ReplicaSetControllerName, int(workers), func(client kubernetes.Interface) kind {
-			return rsKind{client: client, inf: cc.InformerFactory.Apps().V1().ReplicaSets()}
-		})
+	return descriptor.New(ReplicaSetControllerName, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
+		return build(ctx, cc, ReplicaSetControllerName, int(workers),
+			func(client kubernetes.Interface) kind {
+				return rsKind{client: client, inf: cc.InformerFactory.Apps().V1().ReplicaSets()}
+			})
 	}).
 		WithAliases(ReplicaSetControllerAlias).
 		WithValidator(func() error { return validateWorkers("concurrent-replicaset-syncs", workers) }).
-		WithIndexers(appsv1.SchemeGroupVersion.WithResource("replicasets"), index.ByControllerUIDIndexers()).
+		WithIndexers(appsv1.SchemeGroupVersion.WithResource("replicasets"),
+			index.ByControllerUIDIndexers()).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
 		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...).
 		Sharded(shard.ByNamespace)
@@ -95,7 +98,8 @@ var podReads = []string{
 // ReplicationControllers, and is sharded by namespace as Descriptor is.
 func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 	workers := o.ConcurrentRCSyncs
-	return descriptor.New(ReplicationControllerControllerName, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(ReplicationControllerControllerName, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		return build(ctx, cc, replicationControllerClientName, int(workers),
 			func(client kubernetes.Interface) kind {
 				return rcKind{
@@ -108,7 +112,8 @@ func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 		WithEventSource(ReplicationControllerEventSource).
 		WithClientName(replicationControllerClientName).
 		WithValidator(func() error { return validateWorkers("concurrent-rc-syncs", workers) }).
-		WithIndexers(corev1.SchemeGroupVersion.WithResource("replicationcontrollers"), index.ByControllerUIDIndexers()).
+		WithIndexers(corev1.SchemeGroupVersion.WithResource("replicationcontrollers"),
+			index.ByControllerUIDIndexers()).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
 		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...).
 		Sharded(shard.ByNamespace)

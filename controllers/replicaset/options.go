@@ -45,13 +45,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		&o.ConcurrentReplicaSetSyncs,
 		"concurrent-replicaset-syncs",
 		o.ConcurrentReplicaSetSyncs,
-		"The number of replica sets that are allowed to sync concurrently. Larger number = more responsive replica management, but more CPU (and network) load",
+		"The number of replica sets that are allowed to sync concurrently. Larger number = more "+
+			"responsive replica management, but more CPU (and network) load",
 	)
 	fs.Int32Var(
 		&o.ConcurrentRCSyncs,
 		"concurrent-rc-syncs",
 		o.ConcurrentRCSyncs,
-		"The number of replication controllers that are allowed to sync concurrently. Larger number = more responsive replica management, but more CPU (and network) load",
+		"The number of replication controllers that are allowed to sync concurrently. Larger number = "+
+			"more responsive replica management, but more CPU (and network) load",
 	)
 }
 

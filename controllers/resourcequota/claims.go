@@ -76,7 +76,8 @@ func claimUsage(claim *resourcev1.ResourceClaim) corev1.ResourceList {
 			addInto(
 				out,
 				corev1.ResourceList{
-					classDevices(req.Exactly.DeviceClassName): *deviceCount(req.Exactly.AllocationMode, req.Exactly.Count),
+					classDevices(req.Exactly.DeviceClassName): *deviceCount(req.Exactly.AllocationMode,
+						req.Exactly.Count),
 				},
 			)
 		}

@@ -89,7 +89,9 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 		syncPeriod:       o.ResourceQuotaSyncPeriod,
 		discoveryPeriod:  DiscoveryPeriod,
 		informersStarted: cc.InformersStarted,
-		discover:         func() (map[schema.GroupVersionResource]struct{}, error) { return quotable(discoveryOf(client)) },
+		discover: func() (map[schema.GroupVersionResource]struct{}, error) {
+			return quotable(discoveryOf(client))
+		},
 	}
 	c.monitors = &monitors{factory: factory, resync: resync, replenish: c.replenish}
 	c.registry = newRegistry(builtinEvaluators(c.monitors.lister, o.Clock, podLevel)...)
@@ -158,7 +160,9 @@ func builtinEvaluators(
 	clk clock.PassiveClock,
 	podLevel bool,
 ) []*evaluator {
-	core := func(r string) schema.GroupVersionResource { return corev1.SchemeGroupVersion.WithResource(r) }
+	core := func(r string) schema.GroupVersionResource {
+		return corev1.SchemeGroupVersion.WithResource(r)
+	}
 	count := func(r string, alias corev1.ResourceName) *evaluator {
 		return newCountEvaluator(schema.GroupResource{Resource: r}, lister(core(r)), alias)
 	}

@@ -72,7 +72,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		&o.ConcurrentResourceQuotaSyncs,
 		"concurrent-resource-quota-syncs",
 		o.ConcurrentResourceQuotaSyncs,
-		"The number of resource quotas that are allowed to sync concurrently. Larger number = more responsive quota management, but more CPU (and network) load",
+		"The number of resource quotas that are allowed to sync concurrently. Larger number = more "+
+			"responsive quota management, but more CPU (and network) load",
 	)
 	fs.DurationVar(
 		&o.ResourceQuotaSyncPeriod,
@@ -122,7 +123,8 @@ func (o Options) Validate() error {
 // Descriptor returns the resource-quota controller (resourcequota-controller,
 // alias resourcequota). Invalid options are reported by manager.Builder.Build.
 func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newController(ctx, cc, o.withDefaults())
 		if err != nil {
 			return nil, err

@@ -125,8 +125,10 @@ func computeUsage(requests, limits corev1.ResourceList) corev1.ResourceList {
 	out := corev1.ResourceList{corev1.ResourcePods: one()}
 	for _, m := range []struct{ res, plain, req, lim corev1.ResourceName }{
 		{corev1.ResourceCPU, corev1.ResourceCPU, corev1.ResourceRequestsCPU, corev1.ResourceLimitsCPU},
-		{corev1.ResourceMemory, corev1.ResourceMemory, corev1.ResourceRequestsMemory, corev1.ResourceLimitsMemory},
-		{corev1.ResourceEphemeralStorage, corev1.ResourceEphemeralStorage, corev1.ResourceRequestsEphemeralStorage, corev1.ResourceLimitsEphemeralStorage},
+		{corev1.ResourceMemory, corev1.ResourceMemory, corev1.ResourceRequestsMemory,
+			corev1.ResourceLimitsMemory},
+		{corev1.ResourceEphemeralStorage, corev1.ResourceEphemeralStorage,
+			corev1.ResourceRequestsEphemeralStorage, corev1.ResourceLimitsEphemeralStorage},
 	} {
 		if q, ok := requests[m.res]; ok {
 			out[m.plain] = q.DeepCopy()
@@ -164,7 +166,8 @@ func podLevelSet(l corev1.ResourceList) bool {
 }
 
 func statusOf(pod *corev1.Pod, name string) *corev1.ContainerStatus {
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses,
+		pod.Status.InitContainerStatuses} {
 		for i := range list {
 			if list[i].Name == name {
 				return &list[i]
@@ -186,7 +189,8 @@ func resizeInfeasible(pod *corev1.Pod) bool {
 
 // containerResources picks one container's resources, given its status
 // (nil when unknown) and whether a resize is infeasible.
-type containerResources func(c *corev1.Container, st *corev1.ContainerStatus, infeasible bool) corev1.ResourceList
+type containerResources func(c *corev1.Container, st *corev1.ContainerStatus,
+	infeasible bool) corev1.ResourceList
 
 // aggregate sums the containers' resources and raises the sum to the
 // largest init-time need: a regular init container runs alone beside the
@@ -276,7 +280,8 @@ func podRequests(pod *corev1.Pod, podLevel bool) corev1.ResourceList {
 	if resizeInfeasible(pod) {
 		reqs = maxLists(aggregate(pod, actuatedRequests), aggregate(pod, allocatedRequests))
 	} else {
-		reqs = maxLists(aggregate(pod, specRequests), aggregate(pod, actuatedRequests), aggregate(pod, allocatedRequests))
+		reqs = maxLists(aggregate(pod, specRequests), aggregate(pod, actuatedRequests),
+			aggregate(pod, allocatedRequests))
 	}
 	if podLevel && pod.Spec.Resources != nil && podLevelSet(pod.Spec.Resources.Requests) {
 		for name, q := range pod.Spec.Resources.Requests {

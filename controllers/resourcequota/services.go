@@ -28,7 +28,9 @@ func serviceEvaluator(list listFunc) *evaluator {
 	return &evaluator{
 		resource: servicesResource,
 		list:     list,
-		matching: func(in []corev1.ResourceName) []corev1.ResourceName { return intersect(in, serviceNames) },
+		matching: func(in []corev1.ResourceName) []corev1.ResourceName {
+			return intersect(in, serviceNames)
+		},
 		usage: func(obj runtime.Object) (corev1.ResourceList, error) {
 			svc, ok := obj.(*corev1.Service)
 			if !ok {
@@ -140,12 +142,14 @@ func pvcUsage(pvc *corev1.PersistentVolumeClaim) corev1.ResourceList {
 	}
 	class := pvcClass(pvc)
 	if class != "" {
-		out[corev1.ResourceName(class+storageClassSuffix+string(corev1.ResourcePersistentVolumeClaims))] = one()
+		out[corev1.ResourceName(class+storageClassSuffix+
+			string(corev1.ResourcePersistentVolumeClaims))] = one()
 	}
 	if storage := pvcStorage(pvc); storage != nil {
 		out[corev1.ResourceRequestsStorage] = *storage
 		if class != "" {
-			out[corev1.ResourceName(class+storageClassSuffix+string(corev1.ResourceRequestsStorage))] = *storage
+			out[corev1.ResourceName(class+storageClassSuffix+
+				string(corev1.ResourceRequestsStorage))] = *storage
 		}
 	}
 	return out

@@ -22,8 +22,9 @@ const (
 	ConfigMapName         = "kube-root-ca.crt"
 	DataKey               = "ca.crt"
 	DescriptionAnnotation = "kubernetes.io/description"
-	Description           = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints " +
-		"such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."
+	Description           = "Contains a CA bundle that can be used to verify the kube-apiserver " +
+		"when using internal endpoints such as the internal service IP or kubernetes.default.svc. No " +
+		"other usage is guaranteed across distributions of Kubernetes clusters."
 )
 
 // controller publishes the bundle; its keys are namespace names.
@@ -148,7 +149,8 @@ func (c *controller) sync(ctx context.Context, namespace string) error {
 		cm.Annotations = map[string]string{}
 	}
 	cm.Annotations[DescriptionAnnotation] = Description
-	if _, err := c.client.CoreV1().ConfigMaps(namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.client.CoreV1().ConfigMaps(namespace).Update(ctx, cm,
+		metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // deleted meanwhile; the delete event requeues it
 		}

@@ -132,14 +132,16 @@ func Descriptor(o Options) descriptor.Descriptor {
 	if o.Workers == 0 {
 		o.Workers = 1
 	}
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		ca, source, err := o.rootCA(cc)
 		if err != nil {
 			return nil, err
 		}
 		if len(ca) == 0 {
 			logr.FromContextOrDiscard(ctx).
-				Info("Not starting: no root CA configured (Options.RootCA, --root-ca-file or the client configuration's CA)")
+				Info("Not starting: no root CA configured (Options.RootCA, --root-ca-file or the " +
+					"client configuration's CA)")
 			return nil, nil
 		}
 		c, err := newController(cc, ca, o.Workers)
@@ -151,7 +153,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 	}).
 		WithAliases(Alias).
 		WithValidator(o.Validate).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"), corev1.SchemeGroupVersion.WithResource("configmaps")).
+		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"),
+			corev1.SchemeGroupVersion.WithResource("configmaps")).
 		Sharded(shard.ByNamespace).
 		WithClientName(clientName)
 }

@@ -94,7 +94,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 	o.ServiceAccounts = slices.Clone(
 		o.ServiceAccounts,
 	) // later changes by the caller do not reach it
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newController(cc, o.withDefaults())
 		if err != nil {
 			return nil, err
@@ -103,7 +104,8 @@ func Descriptor(o Options) descriptor.Descriptor {
 	}).
 		WithAliases(Alias).
 		WithValidator(o.Validate).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"), corev1.SchemeGroupVersion.WithResource("serviceaccounts")).
+		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"),
+			corev1.SchemeGroupVersion.WithResource("serviceaccounts")).
 		Sharded(shard.ByNamespace).
 		WithClientName(clientName)
 }

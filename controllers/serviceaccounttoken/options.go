@@ -74,19 +74,22 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		&o.ServiceAccountKeyFile,
 		"service-account-private-key-file",
 		o.ServiceAccountKeyFile,
-		"Enables legacy secret-based tokens when set. Filename containing a PEM-encoded private RSA or ECDSA key used to sign service account tokens.",
+		"Enables legacy secret-based tokens when set. Filename containing a PEM-encoded private RSA or "+
+			"ECDSA key used to sign service account tokens.",
 	)
 	fs.Int32Var(
 		&o.ConcurrentSATokenSyncs,
 		"concurrent-serviceaccount-token-syncs",
 		o.ConcurrentSATokenSyncs,
-		"The number of service account token objects that are allowed to sync concurrently. Larger number = more responsive token generation, but more CPU (and network) load",
+		"The number of service account token objects that are allowed to sync concurrently. Larger "+
+			"number = more responsive token generation, but more CPU (and network) load",
 	)
 	sharedflag.String(
 		fs,
 		&o.RootCAFile,
 		"root-ca-file",
-		"If set, this root certificate authority will be included in service account's token secret. This must be a valid PEM-encoded CA bundle.",
+		"If set, this root certificate authority will be included in service account's token secret. "+
+			"This must be a valid PEM-encoded CA bundle.",
 	)
 }
 
@@ -179,7 +182,8 @@ func (o Options) rootCA(b descriptor.ClientBuilder) ([]byte, error) {
 // options are reported by manager.Builder.Build; without
 // --service-account-private-key-file the InitFunc returns (nil, nil).
 func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		o := o.withDefaults()
 		if o.ServiceAccountKeyFile == "" {
 			logr.FromContextOrDiscard(ctx).
@@ -207,6 +211,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithAliases(Alias).
 		WithValidator(o.Validate).
 		StartFirst().
-		WithInformers(corev1.SchemeGroupVersion.WithResource("serviceaccounts"), corev1.SchemeGroupVersion.WithResource("secrets")).
+		WithInformers(corev1.SchemeGroupVersion.WithResource("serviceaccounts"),
+			corev1.SchemeGroupVersion.WithResource("secrets")).
 		WithClientName(clientName)
 }

@@ -47,7 +47,8 @@ func (c *controller) syncServiceAccount(ctx context.Context, key string) error {
 	}
 	logr.FromContextOrDiscard(ctx).
 		V(4).
-		Info("Service account deleted, removing tokens", "namespace", ref.namespace, "serviceaccount", ref.name)
+		Info("Service account deleted, removing tokens", "namespace", ref.namespace,
+			"serviceaccount", ref.name)
 	return outcome(c.deleteTokens(ctx, ref))
 }
 
@@ -182,7 +183,8 @@ func (c *controller) fillToken(
 	if live.ResourceVersion != cached.ResourceVersion {
 		logr.FromContextOrDiscard(ctx).
 			V(2).
-			Info("Secret is not up to date, skipping token population", "secret", live.Namespace+"/"+live.Name)
+			Info("Secret is not up to date, skipping token population",
+				"secret", live.Namespace+"/"+live.Name)
 		return false, nil
 	}
 	ca, ns, tok := c.updates(live)

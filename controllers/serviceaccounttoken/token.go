@@ -52,7 +52,8 @@ func newSigner(key any) (*signer, error) {
 		case elliptic.P521():
 			alg = jose.ES512
 		default:
-			return nil, fmt.Errorf("ECDSA key on curve %s: only P-256, P-384 and P-521 can sign tokens", k.Curve.Params().Name)
+			return nil, fmt.Errorf("ECDSA key on curve %s: only P-256, P-384 and P-521 can sign tokens",
+				k.Curve.Params().Name)
 		}
 		pub = &k.PublicKey
 	default:

@@ -75,7 +75,8 @@ func (o Options) Validate() error {
 // Descriptor returns the token cleaner's descriptor, disabled by default as
 // in KCM. Invalid options are reported by manager.Builder.Build.
 func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		c, err := newController(cc, o.withDefaults())
 		if err != nil {
 			return nil, err

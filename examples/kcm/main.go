@@ -85,8 +85,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		if errors.Is(err, manager.ErrUnknownController) {
 			fmt.Fprintln(
 				stderr,
-				"This program hosts ctrlhost's native built-ins only. Every kube-controller-manager controller "+
-					"is in the upstream module's drop-in binary, github.com/ctrlhost/ctrlhost/upstream/cmd/kube-controller-manager.",
+				"This program hosts ctrlhost's native built-ins only. Every kube-controller-manager "+
+					"controller is in the upstream module's drop-in binary, "+
+					"github.com/ctrlhost/ctrlhost/upstream/cmd/kube-controller-manager.",
 			)
 		}
 		return 1

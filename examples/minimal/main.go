@@ -23,7 +23,8 @@ import (
 
 // configMapLogger logs ConfigMaps as its informer sees them.
 func configMapLogger() descriptor.Descriptor {
-	return descriptor.New("configmap-logger", func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	return descriptor.New("configmap-logger", func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		log := logr.FromContextOrDiscard(ctx)
 		informer := cc.InformerFactory.Core().V1().ConfigMaps().Informer()
 		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{

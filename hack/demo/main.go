@@ -126,10 +126,14 @@ func run(ctx context.Context, hold bool) (err error) {
 	}
 
 	step(
-		"Waiting for both replicas to be ready (the leader runs the controllers; the follower knows its leader)",
+		"Waiting for both replicas to be ready (the leader runs the controllers; the " +
+			"follower knows its leader)",
 	)
 	for _, r := range replicas {
-		if err := poll(ctx, 60*time.Second, func() bool { code, _ := get(r.url("/readyz"), ""); return code == 200 }); err != nil {
+		if err := poll(ctx, 60*time.Second, func() bool {
+			code, _ := get(r.url("/readyz"), "")
+			return code == 200
+		}); err != nil {
 			return fmt.Errorf("%s never became ready: %w", r.name, err)
 		}
 	}
@@ -163,7 +167,9 @@ func run(ctx context.Context, hold bool) (err error) {
 	step(
 		"Creating namespace demo: the serviceaccount and root-ca-cert-publisher controllers fill it",
 	)
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := client.CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}},
+		metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	if err := poll(ctx, 30*time.Second, func() bool {
@@ -196,7 +202,8 @@ func run(ctx context.Context, hold bool) (err error) {
 			},
 		},
 	}
-	if _, err := client.AppsV1().ReplicaSets("demo").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+	if _, err := client.AppsV1().ReplicaSets("demo").Create(ctx, rs,
+		metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	if err := waitPods(ctx, client, 3); err != nil {

@@ -35,7 +35,8 @@ func Apply(fg featuregate.FeatureGate, gates map[string]bool) error {
 	mfg, ok := fg.(featuregate.MutableFeatureGate)
 	if !ok {
 		return fmt.Errorf(
-			"--feature-gates: the gate passed to WithFeatureGate (%T) cannot be set; pass a featuregate.MutableFeatureGate",
+			"--feature-gates: the gate passed to WithFeatureGate (%T) cannot be set; pass a "+
+				"featuregate.MutableFeatureGate",
 			fg,
 		)
 	}

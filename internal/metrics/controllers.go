@@ -71,7 +71,8 @@ func NewControllers(component string) *Controllers {
 		),
 		running: gauge(
 			"controller_running",
-			"Number of a controller's Run calls that have not returned: 1 while it runs, 0 when not; a sharded controller runs once per slot held.",
+			"Number of a controller's Run calls that have not returned: 1 while it runs, 0 when not; a "+
+				"sharded controller runs once per slot held.",
 			"controller",
 		),
 		panics: counter(
@@ -89,7 +90,8 @@ func NewControllers(component string) *Controllers {
 		synced: gauge("informers_synced",
 			"Whether the informers of a term have synced: 1 synced, 0 not (yet).", "term"),
 		slots: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "shard_slot_held",
-			Help: "Whether this replica works a slot of a sharded group: 1 while its term runs, else 0."}, []string{"group", "slot"}),
+			Help: "Whether this replica works a slot of a sharded group: 1 while its term runs, else 0."},
+			[]string{"group", "slot"}),
 	}
 }
 

@@ -127,7 +127,9 @@ func filter[L runtime.Object](c *Clientset, resource string, lw typedLW[L], byNa
 		sel = c.byName
 	}
 	f := sel.over(&cache.ListWatch{
-		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return lw.List(ctx, o) },
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return lw.List(ctx, o)
+		},
 		WatchFuncWithContext: lw.Watch,
 	})
 	f.shared = c.status(resource)

@@ -276,8 +276,8 @@ func (g *Group) otherSpaces(ms *leases) string {
 		return ""
 	}
 	return fmt.Sprintf(
-		"shard group %q: members %v cut the key space into another number of slots than this replica's %d; "+
-			"working no slot until every member runs with the same --shard-slots",
+		"shard group %q: members %v cut the key space into another number of slots than this replica's "+
+			"%d; working no slot until every member runs with the same --shard-slots",
 		g.cfg.Name,
 		others,
 		g.cfg.Space.Slots,
@@ -307,9 +307,11 @@ func (g *Group) clearExpired(ctx context.Context, ms *leases, slot int) {
 	}
 	freed := le.DeepCopy()
 	freed.Spec.HolderIdentity = nil
-	if _, err := g.client.CoordinationV1().Leases(le.Namespace).Update(ctx, freed, metav1.UpdateOptions{}); err != nil {
+	if _, err := g.client.CoordinationV1().Leases(le.Namespace).Update(ctx, freed,
+		metav1.UpdateOptions{}); err != nil {
 		g.log.V(1).
-			Info("Could not release an expired slot Lease; its elector will take it when it expires by its own reckoning",
+			Info("Could not release an expired slot Lease; its elector will take it when it "+
+				"expires by its own reckoning",
 				"slot", slot, "err", err.Error())
 		return
 	}

@@ -106,7 +106,8 @@ type target struct {
 func targets(v Versions, apiserverLDFlags string) []target {
 	return []target{
 		{name: EtcdBinary, pkg: EtcdPackage, want: "etcd Version: " + strings.TrimPrefix(v.Etcd, "v")},
-		{name: APIServerBinary, pkg: APIServerPackage, want: "Kubernetes " + v.Kubernetes, ldflags: apiserverLDFlags},
+		{name: APIServerBinary, pkg: APIServerPackage, want: "Kubernetes " + v.Kubernetes,
+			ldflags: apiserverLDFlags},
 	}
 }
 
@@ -138,10 +139,12 @@ func (b builder) build(ctx context.Context, t target) error {
 	cmd.Env = append(os.Environ(), "GOWORK=off") // the tools module belongs to no workspace
 	cmd.Stdout, cmd.Stderr = b.stderr, b.stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("testbin: %s: go build of %s failed (see its output above): %w", t.name, t.pkg, err)
+		return fmt.Errorf("testbin: %s: go build of %s failed (see its output above): %w",
+			t.name, t.pkg, err)
 	}
 	if err := reportsVersion(ctx, tmp, t.want); err != nil {
-		return fmt.Errorf("testbin: %s: the freshly built binary does not report %q: %w", t.name, t.want, err)
+		return fmt.Errorf("testbin: %s: the freshly built binary does not report %q: %w",
+			t.name, t.want, err)
 	}
 	if err := os.Rename(tmp, dest); err != nil {
 		return fmt.Errorf("testbin: %s: %w", t.name, err)

@@ -164,7 +164,8 @@ var kubeVersionRE = regexp.MustCompile(`^v([0-9]+)\.([0-9]+)\.[0-9]+`)
 func kubeMajorMinor(v string) (major, minor string, err error) {
 	m := kubeVersionRE.FindStringSubmatch(v)
 	if m == nil {
-		return "", "", fmt.Errorf("testbin: %s version %q is not of the form vMAJOR.MINOR.PATCH", KubernetesModule, v)
+		return "", "", fmt.Errorf("testbin: %s version %q is not of the form vMAJOR.MINOR.PATCH",
+			KubernetesModule, v)
 	}
 	return m[1], m[2], nil
 }
@@ -194,7 +195,8 @@ func APIServerLDFlags(version string) (string, error) {
 func CacheDir(kubeVersion string) (string, error) {
 	base, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("testbin: no per-user cache directory (%w); pass a directory explicitly", err)
+		return "", fmt.Errorf("testbin: no per-user cache directory (%w); pass a directory explicitly",
+			err)
 	}
 	return filepath.Join(base, "ctrlhost", "testbin", kubeVersion), nil
 }

@@ -52,7 +52,8 @@ func (p *Program) dir() (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%v", wd, p.pkg, p.race))
-	dir := filepath.Join(os.TempDir(), "ctrlhost-gobuild", filepath.Base(p.pkg)+"-"+hex.EncodeToString(sum[:6]))
+	dir := filepath.Join(os.TempDir(), "ctrlhost-gobuild", filepath.Base(p.pkg)+"-"+
+		hex.EncodeToString(sum[:6]))
 	return dir, os.MkdirAll(dir, 0o755)
 }
 

@@ -178,7 +178,8 @@ func (p *Process) races() (known, unknown []raceReport) {
 func isAccess(l string) bool {
 	l = strings.TrimPrefix(l, "Previous ")
 	l = strings.TrimPrefix(strings.ToLower(l), "atomic ")
-	return (strings.HasPrefix(l, "read at ") || strings.HasPrefix(l, "write at ")) && strings.HasSuffix(l, ":")
+	return (strings.HasPrefix(l, "read at ") || strings.HasPrefix(l, "write at ")) &&
+		strings.HasSuffix(l, ":")
 }
 
 func allIn(xs, set []string) bool {
@@ -208,7 +209,8 @@ func (p *Process) read(r io.Reader) {
 		p.mu.Lock()
 		p.lines = append(p.lines, Line{At: time.Now(), Text: string(line)})
 		if json.Unmarshal(line, &raw) == nil && raw.TS > 0 {
-			p.entries = append(p.entries, Entry{At: time.UnixMilli(int64(raw.TS)), Msg: raw.Msg, Term: raw.Term, Controller: raw.Controller, Logger: raw.Logger})
+			p.entries = append(p.entries, Entry{At: time.UnixMilli(int64(raw.TS)), Msg: raw.Msg,
+				Term: raw.Term, Controller: raw.Controller, Logger: raw.Logger})
 		}
 		p.mu.Unlock()
 	}
@@ -249,11 +251,13 @@ func (p *Process) WaitLine(text string, since time.Time, timeout time.Duration) 
 		}
 		select {
 		case <-p.exited:
-			p.t.Fatalf("%s exited (%v) before printing %q; its last lines:\n%s", p.name, p.err, text, p.LastLines())
+			p.t.Fatalf("%s exited (%v) before printing %q; its last lines:\n%s",
+				p.name, p.err, text, p.LastLines())
 		case <-tick.C:
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("%s did not print %q within %v; its last lines:\n%s", p.name, text, timeout, p.LastLines())
+			p.t.Fatalf("%s did not print %q within %v; its last lines:\n%s",
+				p.name, text, timeout, p.LastLines())
 		}
 	}
 }
@@ -332,11 +336,13 @@ func (p *Process) WaitLog(msg, term string, since time.Time, timeout time.Durati
 		}
 		select {
 		case <-p.exited:
-			p.t.Fatalf("%s exited (%v) before logging %q; its last log lines:\n%s", p.name, p.err, msg, p.LastLines())
+			p.t.Fatalf("%s exited (%v) before logging %q; its last log lines:\n%s",
+				p.name, p.err, msg, p.LastLines())
 		case <-tick.C:
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("%s did not log %q within %v; its last log lines:\n%s", p.name, msg, timeout, p.LastLines())
+			p.t.Fatalf("%s did not log %q within %v; its last log lines:\n%s",
+				p.name, msg, timeout, p.LastLines())
 		}
 	}
 }
@@ -390,7 +396,8 @@ func (p *Process) Stop(timeout time.Duration) time.Time {
 			p.t.Errorf("%s: exit after SIGTERM: %v; last log lines:\n%s", p.name, p.err, p.LastLines())
 		}
 	case <-time.After(timeout):
-		p.t.Fatalf("%s did not exit within %v of SIGTERM; last log lines:\n%s", p.name, timeout, p.LastLines())
+		p.t.Fatalf("%s did not exit within %v of SIGTERM; last log lines:\n%s",
+			p.name, timeout, p.LastLines())
 	}
 	return sent
 }

@@ -19,7 +19,9 @@ var _ leader.ScaledClock = scaledClock{}
 
 func (c scaledClock) Scale() float64 { return c.scale }
 
-func (c scaledClock) real(d time.Duration) time.Duration { return time.Duration(float64(d) * c.scale) }
+func (c scaledClock) real(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * c.scale)
+}
 
 func (c scaledClock) Now() time.Time {
 	return c.origin.Add(time.Duration(float64(time.Since(c.origin)) / c.scale))

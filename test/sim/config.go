@@ -138,7 +138,8 @@ const (
 )
 
 func (k FaultKind) String() string {
-	return [...]string{"partition-hang", "partition-fail", "slow-leases", "terminate", "crash", "api-restart"}[k]
+	return [...]string{"partition-hang", "partition-fail", "slow-leases", "terminate", "crash",
+		"api-restart"}[k]
 }
 
 // Fault is one scheduled fault.
@@ -427,8 +428,10 @@ func (c *Config) drawFaults(rng *rand.Rand) {
 func (c Config) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed %d: %d replicas, lease %v/%v/%v (budget %v), scales %.4f, policy %s",
-		c.Seed, c.Replicas, c.LeaseDuration, c.RenewDeadline, c.RetryPeriod, c.StopBudget(), c.Scale, c.Policy)
-	fmt.Fprintf(&b, "\n  migration %v, sharding %v (%d slots), warm %v, credentials %v, start interval %v, shutdown %v",
+		c.Seed, c.Replicas, c.LeaseDuration, c.RenewDeadline, c.RetryPeriod, c.StopBudget(), c.Scale,
+		c.Policy)
+	fmt.Fprintf(&b, "\n  migration %v, sharding %v (%d slots), warm %v, credentials %v, "+
+		"start interval %v, shutdown %v",
 		c.Migration, c.Sharding, c.Slots, c.Warm, c.Credentials, c.StartInterval, c.ShutdownTimeout)
 	for _, s := range c.Controllers {
 		fmt.Fprintf(&b, "\n  %s: stop %d (%v), init %d (%v), migrated %v, sharded %v, served %v, "+
@@ -453,7 +456,8 @@ func (c Config) String() string {
 			c.GadgetsAtStart, c.GadgetFlips)
 	}
 	for _, f := range c.Faults {
-		fmt.Fprintf(&b, "\n  at %v: %s replica %d for %v (delay %v)", f.At, f.Kind, f.Replica, f.For, f.Delay)
+		fmt.Fprintf(&b, "\n  at %v: %s replica %d for %v (delay %v)",
+			f.At, f.Kind, f.Replica, f.For, f.Delay)
 	}
 	return b.String()
 }

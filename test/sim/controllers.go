@@ -33,7 +33,8 @@ var gadgetsGVR = schema.GroupVersionResource{
 // descriptor is the replica's copy of a simulated controller.
 func (r *replica) descriptor(s ControllerSpec) descriptor.Descriptor {
 	rng := rand.New(rand.NewPCG(r.w.cfg.Seed, uint64(r.slot)<<32|uint64(len(r.identity))))
-	d := descriptor.New(s.Name, func(ctx context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+	d := descriptor.New(s.Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
 		if err := r.init(ctx, s, rng); err != nil {
 			return nil, err
 		}
@@ -246,7 +247,8 @@ func (c *controller) write(ctx context.Context) {
 	}
 	for _, ns := range c.namespaces {
 		if c.n%3 == 0 {
-			ref := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: c.spec.Name, Namespace: ns, UID: "sim"}}
+			ref := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: c.spec.Name, Namespace: ns,
+				UID: "sim"}}
 			c.events.Eventf(ref, corev1.EventTypeNormal, "Writing", "write %d by %s", c.n, c.r.identity)
 		}
 		cms := c.client.CoreV1().ConfigMaps(ns)

@@ -25,7 +25,8 @@ import (
 	"github.com/ctrlhost/ctrlhost/shard"
 )
 
-var leaseGVR = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+var leaseGVR = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1",
+	Resource: "leases"}
 
 // replica is one process of the simulated host.
 type replica struct {
@@ -112,8 +113,8 @@ func writeMigrationFile(dir string, cfg Config) (string, error) {
 	var b strings.Builder
 	// KCM's three versions; v1 has no resourceLock field.
 	version := []string{"v1alpha1", "v1beta1", "v1"}[cfg.Seed%3]
-	fmt.Fprintf(&b, "apiVersion: controllermanager.config.k8s.io/%s\nkind: LeaderMigrationConfiguration\n"+
-		"leaderName: %s\n", version, migrationLease)
+	fmt.Fprintf(&b, "apiVersion: controllermanager.config.k8s.io/%s\n"+
+		"kind: LeaderMigrationConfiguration\nleaderName: %s\n", version, migrationLease)
 	if version != "v1" {
 		b.WriteString("resourceLock: leases\n")
 	}
@@ -176,7 +177,8 @@ func (r *replica) gate(req *http.Request) error {
 		case crashed || (faulty && kind == PartitionHang):
 		case faulty && kind == PartitionFail:
 			return errPartitioned
-		case faulty && kind == SlowLeases && strings.Contains(req.URL.Path, "/leases") && req.Method != http.MethodGet:
+		case faulty && kind == SlowLeases && strings.Contains(req.URL.Path, "/leases") &&
+			req.Method != http.MethodGet:
 			t := time.NewTimer(delay)
 			select {
 			case <-t.C:

@@ -47,7 +47,8 @@ func Run(cfg Config, dir string) Result {
 			return Result{Violations: []string{err.Error()}}
 		}
 	}
-	d := &driver{w: w, migration: migration, replicas: make([]*replica, cfg.Replicas), gens: make([]int, cfg.Replicas)}
+	d := &driver{w: w, migration: migration, replicas: make([]*replica, cfg.Replicas),
+		gens: make([]int, cfg.Replicas)}
 	for i := range cfg.Replicas {
 		if err := d.start(i); err != nil {
 			return d.rejected(err)
@@ -59,7 +60,8 @@ func Run(cfg Config, dir string) Result {
 		w.violate("progress: %s ran for ten seconds or more, yet none of its writes went through", name)
 	}
 	for _, u := range w.unnamed() {
-		w.violate("overlap: %s ran, fenced, beside another replica's instance, but its replica never named it", u)
+		w.violate("overlap: %s ran, fenced, beside another replica's instance, but "+
+			"its replica never named it", u)
 	}
 	if w.keys != nil {
 		for _, k := range w.keys.lost() {
@@ -100,14 +102,16 @@ func (d *driver) start(i int) error {
 func (d *driver) rejected(err error) Result {
 	res := Result{Rejected: err}
 	if d.w.cfg.StopBudget() > 0 {
-		res.Violations = append(res.Violations, fmt.Sprintf("Build rejected a valid configuration: %v", err))
+		res.Violations = append(res.Violations,
+			fmt.Sprintf("Build rejected a valid configuration: %v", err))
 		return d.cleanup(res)
 	}
 	// (Where RenewDeadline is not even below LeaseDuration, that rule is
 	// the one reported, naming two of the flags.)
 	for _, flag := range []string{"--leader-elect-lease-duration", "--leader-elect-renew-deadline"} {
 		if !strings.Contains(err.Error(), flag) {
-			res.Violations = append(res.Violations, fmt.Sprintf("Build's error for settings without a stop budget does not name %s: %v", flag, err))
+			res.Violations = append(res.Violations, fmt.Sprintf("Build's error for settings without a "+
+				"stop budget does not name %s: %v", flag, err))
 		}
 	}
 	return d.cleanup(res)
@@ -304,7 +308,8 @@ func (d *driver) check(r *replica) {
 				continue
 			}
 			if s, ok := d.w.specs[name]; ok && s.cooperative() {
-				d.w.violate("%s: Run names %s as a straggler, but it stops within its bound: %v", r.identity, name, err)
+				d.w.violate("%s: Run names %s as a straggler, but it stops within its bound: %v",
+					r.identity, name, err)
 			}
 		}
 	}
@@ -319,7 +324,8 @@ func (d *driver) check(r *replica) {
 		cooperative = cooperative && s.cooperative()
 	}
 	if cooperative && errors.Is(err, manager.ErrShutdownTimeout) && d.w.cfg.StopBudget() > 0 {
-		d.w.violate("%s: every controller stops in time, yet Run reports ErrShutdownTimeout: %v", r.identity, err)
+		d.w.violate("%s: every controller stops in time, yet Run reports ErrShutdownTimeout: %v",
+			r.identity, err)
 	}
 }
 

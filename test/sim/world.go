@@ -242,7 +242,8 @@ func (w *World) violate(format string, args ...any) {
 func (w *World) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	w.checkList(req)
 	if !strings.Contains(req.URL.Path, "/leases") || req.Method == http.MethodGet {
-		if debugLease != "" && req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/"+debugLease) {
+		if debugLease != "" && req.Method == http.MethodGet &&
+			strings.HasSuffix(req.URL.Path, "/"+debugLease) {
 			w.tracef("lease %s: read by %s", debugLease, req.Header.Get(headerReplica))
 		}
 		w.server.ServeHTTP(rw, req)
@@ -252,8 +253,8 @@ func (w *World) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	w.server.ServeHTTP(rec, req)
 	if rec.code < 200 || rec.code >= 300 {
 		if debugLease != "" && strings.HasSuffix(req.URL.Path, "/"+debugLease) {
-			w.tracef("lease %s: %s by %s failed: %d %s", debugLease, req.Method, req.Header.Get(headerReplica),
-				rec.code, rec.body)
+			w.tracef("lease %s: %s by %s failed: %d %s", debugLease, req.Method,
+				req.Header.Get(headerReplica), rec.code, rec.body)
 		}
 		return
 	}
@@ -301,8 +302,8 @@ func (w *World) recordLease(name, by string) {
 	defer w.mu.Unlock()
 	h := w.leases[name]
 	if len(h) == 0 || h[len(h)-1].holder != st.holder || (debugLease != "" && name == debugLease) {
-		w.trace = append(w.trace, fmt.Sprintf("%9v lease %s: holder %q (renewed %v, for %v)", w.since(), name,
-			st.holder, st.renew.Sub(w.origin).Round(time.Millisecond), st.duration))
+		w.trace = append(w.trace, fmt.Sprintf("%9v lease %s: holder %q (renewed %v, for %v)",
+			w.since(), name, st.holder, st.renew.Sub(w.origin).Round(time.Millisecond), st.duration))
 	}
 	w.leases[name] = append(h, st)
 }
@@ -392,7 +393,8 @@ func (w *World) hook(rw http.ResponseWriter, r *fakeapi.Request) error {
 	w.mu.Unlock()
 	if returned && sent.After(returnedAt) {
 		w.violate("%s wrote (%s %s %s/%s, user agent %q) after its Run returned at %v",
-			identity, r.Verb, r.Resource.GVR.Resource, r.Namespace, r.Name, r.UserAgent, returnedAt.Sub(w.origin))
+			identity, r.Verb, r.Resource.GVR.Resource, r.Namespace, r.Name, r.UserAgent,
+			returnedAt.Sub(w.origin))
 	}
 	switch r.Resource.GVR.Resource {
 	case "serviceaccounts":

@@ -148,8 +148,10 @@ func render(state []map[string]any) string {
 
 // Run runs sc on the native side, then on the upstream side.
 func (r Runner) Run(ctx context.Context, sc Scenario) (Result, error) {
-	if r.Config == nil || r.Descriptors == nil || sc.Setup == nil || sc.Observe == nil || sc.Controller == "" {
-		return Result{}, errors.New("differential: Runner.Config, Runner.Descriptors, Scenario.Controller, Setup and Observe are required")
+	if r.Config == nil || r.Descriptors == nil || sc.Setup == nil || sc.Observe == nil ||
+		sc.Controller == "" {
+		return Result{}, errors.New("differential: Runner.Config, Runner.Descriptors, " +
+			"Scenario.Controller, Setup and Observe are required")
 	}
 	var res Result
 	for _, side := range []Side{Native, Upstream} {
@@ -182,7 +184,8 @@ func (r Runner) withDefaults() Runner {
 	return r
 }
 
-func (r Runner) side(ctx context.Context, sc Scenario, side Side) (state []map[string]any, err error) {
+func (r Runner) side(ctx context.Context, sc Scenario,
+	side Side) (state []map[string]any, err error) {
 	r = r.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
@@ -265,7 +268,8 @@ func (r Runner) side(ctx context.Context, sc Scenario, side Side) (state []map[s
 		}
 		select {
 		case <-ctx.Done():
-			return state, fmt.Errorf("did not settle within %v (last error: %v); last state:\n%s", r.Timeout, lastErr, last)
+			return state, fmt.Errorf("did not settle within %v (last error: %v); last state:\n%s",
+				r.Timeout, lastErr, last)
 		case <-done:
 			done <- nil // for the deferred stop
 			return state, errors.New("the manager stopped before the state settled")
@@ -288,8 +292,10 @@ var removed = []string{
 // and names the API server generates for its own additions (the projected
 // service-account token volume) lose their random suffix.
 var (
-	timestamp     = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`)
-	uuid          = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	timestamp = regexp.MustCompile(
+		`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`)
+	uuid = regexp.MustCompile(
+		`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	apiserverName = regexp.MustCompile(`^(kube-api-access-)[a-z0-9]{5}$`)
 )
 
@@ -458,7 +464,8 @@ func fromAPIServer(e corev1.Event) bool {
 // repair-loop events and those skip (when set) selects: events no
 // controller caused, say. How many events a run records and when differ
 // between two runs; which reasons occur does not.
-func EventReasons(ctx context.Context, cs kubernetes.Interface, ns string, skip func(corev1.Event) bool) ([]string, error) {
+func EventReasons(ctx context.Context, cs kubernetes.Interface, ns string,
+	skip func(corev1.Event) bool) ([]string, error) {
 	evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -476,7 +483,8 @@ func EventReasons(ctx context.Context, cs kubernetes.Interface, ns string, skip 
 // EventSummary is EventReasons as an object for Observe to return: kind
 // EventSummary, name "events", data.reasons the pairs one per line
 // (EventsOf reads them back from a normalised state).
-func EventSummary(ctx context.Context, cs kubernetes.Interface, ns string, skip func(corev1.Event) bool) (runtime.Object, error) {
+func EventSummary(ctx context.Context, cs kubernetes.Interface, ns string,
+	skip func(corev1.Event) bool) (runtime.Object, error) {
 	reasons, err := EventReasons(ctx, cs, ns, skip)
 	if err != nil {
 		return nil, err

@@ -40,7 +40,8 @@ type termContext struct {
 // context: its queues run until the garbage collector's Run shuts them,
 // and the host calls Run on every controller it built, so made this late
 // they are always shut.
-func (t *termContext) get(ctx context.Context, cc descriptor.Context, cfg Config, withGraph bool) (app.ControllerContext, error) {
+func (t *termContext) get(ctx context.Context, cc descriptor.Context, cfg Config,
+	withGraph bool) (app.ControllerContext, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.done {
@@ -66,24 +67,27 @@ var usesGraph = map[string]bool{
 // ones, the controllers' client builder (service-account credentials when
 // the host uses them) and, for the garbage collector, a graph builder over
 // the host's own metadata client.
-func newControllerContext(ctx context.Context, cc descriptor.Context, cfg Config) (app.ControllerContext, error) {
+func newControllerContext(ctx context.Context, cc descriptor.Context,
+	cfg Config) (app.ControllerContext, error) {
 	mapper, ok := cc.RESTMapper.(*restmapper.DeferredDiscoveryRESTMapper)
 	if !ok {
-		dc, err := clientBuilder{ordie.Builder{ClientBuilder: cc.RootClientBuilder}}.DiscoveryClient("controller-discovery")
+		dc, err := clientBuilder{ordie.Builder{ClientBuilder: cc.RootClientBuilder}}.DiscoveryClient(
+			"controller-discovery")
 		if err != nil {
 			return app.ControllerContext{}, err
 		}
 		mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	}
 	uc := app.ControllerContext{
-		ClientBuilder:                   clientBuilder{ordie.Builder{ClientBuilder: cc.ClientBuilder}},
-		InformerFactory:                 cc.InformerFactory,
-		ObjectOrMetadataInformerFactory: informerfactory.NewInformerFactory(cc.InformerFactory, cc.MetadataInformerFactory),
-		ComponentConfig:                 *cfg.Component,
-		RESTMapper:                      mapper,
-		InformersStarted:                relay(ctx, cc.InformersStarted),
-		ResyncPeriod:                    cc.ResyncPeriod,
-		ControllerManagerMetrics:        controllersmetrics.NewControllerManagerMetrics(componentName),
+		ClientBuilder:   clientBuilder{ordie.Builder{ClientBuilder: cc.ClientBuilder}},
+		InformerFactory: cc.InformerFactory,
+		ObjectOrMetadataInformerFactory: informerfactory.NewInformerFactory(cc.InformerFactory,
+			cc.MetadataInformerFactory),
+		ComponentConfig:          *cfg.Component,
+		RESTMapper:               mapper,
+		InformersStarted:         relay(ctx, cc.InformersStarted),
+		ResyncPeriod:             cc.ResyncPeriod,
+		ControllerManagerMetrics: controllersmetrics.NewControllerManagerMetrics(componentName),
 	}
 	controllersmetrics.Register()
 	return uc, nil
@@ -92,9 +96,11 @@ func newControllerContext(ctx context.Context, cc descriptor.Context, cfg Config
 // newGraphBuilder builds the garbage collector's dependency graph as
 // upstream does: only when the garbage collector is enabled and selected
 // (nil otherwise), over the host's own metadata client.
-func newGraphBuilder(ctx context.Context, cc descriptor.Context, cfg Config, uc app.ControllerContext) (*garbagecollector.GraphBuilder, error) {
+func newGraphBuilder(ctx context.Context, cc descriptor.Context, cfg Config,
+	uc app.ControllerContext) (*garbagecollector.GraphBuilder, error) {
 	gc := cfg.Component.GarbageCollectorController
-	if !gc.EnableGarbageCollector || !uc.IsControllerEnabled(app.NewControllerDescriptors()[names.GarbageCollectorController]) {
+	if !gc.EnableGarbageCollector ||
+		!uc.IsControllerEnabled(app.NewControllerDescriptors()[names.GarbageCollectorController]) {
 		return nil, nil
 	}
 	meta, err := cc.RootClientBuilder.MetadataClient("metadata-informers")

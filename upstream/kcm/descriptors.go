@@ -37,7 +37,8 @@ type Config struct {
 // outlives the term.
 func Descriptors(cfg Config) ([]descriptor.Descriptor, error) {
 	if cfg.Component == nil {
-		return nil, fmt.Errorf("kcm.Config.Component is required: build it with kcm.NewOptions and Options.Config")
+		return nil, fmt.Errorf("kcm.Config.Component is required: build it with " +
+			"kcm.NewOptions and Options.Config")
 	}
 	up := app.NewControllerDescriptors()
 	h := &host{cfg: cfg, terms: map[<-chan struct{}]*termContext{}}
@@ -84,7 +85,8 @@ func (h *host) initFunc(u *app.ControllerDescriptor) descriptor.InitFunc {
 		}
 		if err != nil || c == nil {
 			if c == nil && err == nil {
-				logr.FromContextOrDiscard(ctx).Info("Upstream controller chose not to start with this configuration")
+				logr.FromContextOrDiscard(ctx).Info("Upstream controller chose not to " +
+					"start with this configuration")
 			}
 			return nil, err
 		}
@@ -147,7 +149,8 @@ func UpstreamSelection(controllers []string) ([]string, error) {
 	s.Generic.Controllers = controllers
 	s.SecureServing.BindPort = 0
 	var c kcmconfig.Config
-	if err := s.ApplyTo(&c, app.KnownControllers(), app.ControllersDisabledByDefault(), app.ControllerAliases()); err != nil {
+	if err := s.ApplyTo(&c, app.KnownControllers(), app.ControllersDisabledByDefault(),
+		app.ControllerAliases()); err != nil {
 		return nil, err
 	}
 	uc := app.ControllerContext{ComponentConfig: c.ComponentConfig}

@@ -60,7 +60,8 @@ const HostSection = "ctrlhost"
 //     and silently ignoring a flag would hide a difference;
 //   - host flags KCM does not have, in HostSection.
 func (o *Options) AddFlags(fss *cliflag.NamedFlagSets, host *pflag.FlagSet) {
-	up := o.s.Flags(app.KnownControllers(), app.ControllersDisabledByDefault(), app.ControllerAliases())
+	up := o.s.Flags(app.KnownControllers(), app.ControllersDisabledByDefault(),
+		app.ControllerAliases())
 	passThrough := o.controllerFlags()
 	controllers := app.NewControllerDescriptors()
 	taken := map[string]bool{}
@@ -77,7 +78,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets, host *pflag.FlagSet) {
 					hf.Usage = f.Usage
 				}
 				into.AddFlag(hf)
-			case passThrough[f.Name] || controllers[section] != nil || slices.Contains(controllerSections, section):
+			case passThrough[f.Name] || controllers[section] != nil ||
+				slices.Contains(controllerSections, section):
 				into.AddFlag(f)
 			default:
 				into.AddFlag(notImplemented(f))
@@ -118,14 +120,16 @@ func notImplemented(f *pflag.Flag) *pflag.Flag {
 
 // ErrFlagNotImplemented is returned (wrapped) for a kube-controller-manager
 // flag that this host does not implement.
-var ErrFlagNotImplemented = errors.New("is a kube-controller-manager flag that ctrlhost does not implement")
+var ErrFlagNotImplemented = errors.New("is a kube-controller-manager flag that " +
+	"ctrlhost does not implement")
 
 type refused struct{ name, typ, def string }
 
 func (r refused) String() string { return r.def }
 func (r refused) Type() string   { return r.typ }
 func (r refused) Set(string) error {
-	return fmt.Errorf("--%s %w; remove it (ctrlhost --help lists what is implemented)", r.name, ErrFlagNotImplemented)
+	return fmt.Errorf("--%s %w; remove it (ctrlhost --help lists what is implemented)", r.name,
+		ErrFlagNotImplemented)
 }
 
 // Validate reports every invalid controller setting, with upstream's checks,
@@ -147,7 +151,8 @@ func (o *Options) Validate(host manager.Options) []error {
 			strings.Join(unknown, ", "), knownNames())}
 	}
 	o.fromHost(host)
-	err := o.s.Validate(app.KnownControllers(), app.ControllersDisabledByDefault(), app.ControllerAliases())
+	err := o.s.Validate(app.KnownControllers(), app.ControllersDisabledByDefault(),
+		app.ControllerAliases())
 	if err == nil {
 		return nil
 	}
@@ -193,14 +198,18 @@ func (o *Options) fromHost(host manager.Options) {
 
 // Config returns the KubeControllerManagerConfiguration upstream's
 // controllers read, from o and the host's settings. Call Validate first.
-func (o *Options) Config(host manager.Options) (*ctrlconfig.KubeControllerManagerConfiguration, error) {
+func (o *Options) Config(
+	host manager.Options,
+) (*ctrlconfig.KubeControllerManagerConfiguration, error) {
 	o.fromHost(host)
 	var c kcmconfig.Config
-	if err := o.s.ApplyTo(&c, app.KnownControllers(), app.ControllersDisabledByDefault(), app.ControllerAliases()); err != nil {
+	if err := o.s.ApplyTo(&c, app.KnownControllers(), app.ControllersDisabledByDefault(),
+		app.ControllerAliases()); err != nil {
 		return nil, fmt.Errorf("kube-controller-manager configuration: %w", err)
 	}
 	if c.SecureServing != nil {
-		return nil, errors.New("kube-controller-manager configuration: upstream serving was configured; the host serves")
+		return nil, errors.New("kube-controller-manager configuration: upstream serving was " +
+			"configured; the host serves")
 	}
 	cfg := c.ComponentConfig
 	return &cfg, nil

@@ -19,7 +19,8 @@ import (
 // with the host's own credentials (it mints what the others' credentials
 // need), as KCM builds it with its root client builder. Without
 // --service-account-private-key-file it does not start, as in KCM.
-func newTokensController(ctx context.Context, uc app.ControllerContext, cc descriptor.Context) (app.Controller, error) {
+func newTokensController(ctx context.Context, uc app.ControllerContext,
+	cc descriptor.Context) (app.Controller, error) {
 	sa := uc.ComponentConfig.SAController
 	if sa.ServiceAccountKeyFile == "" {
 		logr.FromContextOrDiscard(ctx).Info("Not starting: no --service-account-private-key-file")
@@ -50,11 +51,12 @@ func newTokensController(ctx context.Context, uc app.ControllerContext, cc descr
 	}
 	gen, err := serviceaccount.JWTTokenGenerator(serviceaccount.LegacyIssuer, key)
 	if err != nil {
-		return nil, fmt.Errorf("--service-account-private-key-file %s: token generator: %w", sa.ServiceAccountKeyFile, err)
+		return nil, fmt.Errorf("--service-account-private-key-file %s: token generator: %w",
+			sa.ServiceAccountKeyFile, err)
 	}
 	tc, err := sacontroller.NewTokensController(logr.FromContextOrDiscard(ctx),
-		uc.InformerFactory.Core().V1().ServiceAccounts(), uc.InformerFactory.Core().V1().Secrets(), client,
-		sacontroller.TokensControllerOptions{TokenGenerator: gen, RootCA: rootCA})
+		uc.InformerFactory.Core().V1().ServiceAccounts(), uc.InformerFactory.Core().V1().Secrets(),
+		client, sacontroller.TokensControllerOptions{TokenGenerator: gen, RootCA: rootCA})
 	if err != nil {
 		return nil, fmt.Errorf("service-account token controller: %w", err)
 	}

@@ -76,7 +76,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer done()
 
-	provider, err := cloud.NewProvider(host.CloudProvider, host.CloudConfig, controllers.AllowUntaggedCloud)
+	provider, err := cloud.NewProvider(host.CloudProvider, host.CloudConfig,
+		controllers.AllowUntaggedCloud)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
@@ -90,7 +91,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		WithFeatureGate(utilfeature.DefaultMutableFeatureGate).
 		// Upstream's controllers register their metrics there.
 		WithMetricsGatherer(legacyregistry.DefaultGatherer).
-		Register(cloud.Descriptors(cloud.Config{Cloud: provider, Options: controllers, Component: component})...).
+		Register(cloud.Descriptors(cloud.Config{Cloud: provider, Options: controllers,
+			Component: component})...).
 		Build()
 	if err != nil {
 		fmt.Fprintln(stderr, err)

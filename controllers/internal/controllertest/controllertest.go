@@ -215,7 +215,8 @@ func initRecording(t testing.TB, d descriptor.Descriptor, cfg *rest.Config,
 	set := ctrlinformers.New(cs, b.md, ctrlinformers.Options{})
 	return d.Init()(t.Context(), descriptor.Context{
 		Name: d.Name(), ClientBuilder: b, RootClientBuilder: b,
-		InformerFactory: set.Typed(), MetadataInformerFactory: set.Metadata(), ObjectOrMetadataInformerFactory: set,
+		InformerFactory: set.Typed(), MetadataInformerFactory: set.Metadata(),
+		ObjectOrMetadataInformerFactory: set,
 		RESTMapper: resettable{
 			meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion}),
 		},

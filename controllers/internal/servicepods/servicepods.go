@@ -92,7 +92,8 @@ func (q *Queue) ProcessNext(log logr.Logger) bool {
 		}
 	case q.queue.NumRequeues(key) < MaxRetries:
 		log.V(2).
-			Info("Listing the Services of a pod failed, retrying", "namespace", key.Namespace, "err", err.Error())
+			Info("Listing the Services of a pod failed, retrying", "namespace", key.Namespace,
+				"err", err.Error())
 		q.queue.AddRateLimited(key)
 	default:
 		log.Error(err, "Dropping a pod change after too many retries", "namespace", key.Namespace)

@@ -71,11 +71,14 @@ func run() error {
 	opts.AddFlags(fs)
 	activity := fs.String("activity-file", "", "file to append start/stop/write lines to")
 	identity := fs.String("identity", "", "leader election identity")
-	controlDir := fs.String("control-dir", "", "directory the driver drops <identity>.panic / <identity>.ignore-context into")
+	controlDir := fs.String("control-dir", "",
+		"directory the driver drops <identity>.panic / <identity>.ignore-context into")
 	namespace := fs.String("namespace", "chaos", "namespace the controller writes ConfigMaps into")
 	interval := fs.Duration("write-interval", defaultInterval, "time between writes while active")
-	ignoreFor := fs.Duration("ignore-for", 3*time.Second, "how long a controller told to ignore its context keeps writing after it ends")
-	sharded := fs.Bool("sharded", false, "also run a sharded controller that records the slots it works")
+	ignoreFor := fs.Duration("ignore-for", 3*time.Second,
+		"how long a controller told to ignore its context keeps writing after it ends")
+	sharded := fs.Bool("sharded", false,
+		"also run a sharded controller that records the slots it works")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
 	}
@@ -149,9 +152,11 @@ func run() error {
 		WithOptions(opts).
 		Register(descriptor.New(controllerName, init))
 	if *sharded {
-		b.Register(descriptor.New("chaos-sharded", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		b.Register(descriptor.New("chaos-sharded", func(_ context.Context,
+			cc descriptor.Context) (descriptor.Controller, error) {
 			if cc.Shard == nil || len(cc.Shard.Slots) != 1 {
-				return nil, fmt.Errorf("chaos-sharded: scope %+v, want one slot (run with --enable-sharding)", cc.Shard)
+				return nil, fmt.Errorf("chaos-sharded: scope %+v, want one slot (run with --enable-sharding)",
+					cc.Shard)
 			}
 			slot := cc.Shard.Slots[0]
 			return descriptor.ControllerFunc(func(ctx context.Context) error {

@@ -58,7 +58,8 @@ func main() {
 	defer stop()
 	b := manager.NewBuilder("replica-manager").
 		WithOptions(opts).
-		Register(descriptor.New("elected-controller", func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+		Register(descriptor.New("elected-controller", func(context.Context,
+			descriptor.Context) (descriptor.Controller, error) {
 			return descriptor.ControllerFunc(func(ctx context.Context) error {
 				record("start")
 				<-ctx.Done()
@@ -67,8 +68,10 @@ func main() {
 			}), nil
 		}))
 	if opts.Sharding.Enabled {
-		b.Register(replicaset.Descriptor(replicaset.NewOptions()), serviceaccount.Descriptor(serviceaccount.NewOptions()),
-			descriptor.New("slot-recorder", func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		b.Register(replicaset.Descriptor(replicaset.NewOptions()),
+			serviceaccount.Descriptor(serviceaccount.NewOptions()),
+			descriptor.New("slot-recorder", func(_ context.Context,
+				cc descriptor.Context) (descriptor.Controller, error) {
 				if cc.Shard == nil || len(cc.Shard.Slots) != 1 {
 					return nil, fmt.Errorf("slot-recorder: scope %+v, want one slot", cc.Shard)
 				}

@@ -154,7 +154,8 @@ func flags(host *manager.Options, ctl *kcm.Options, stdout io.Writer) (*pflag.Fl
 		fs.AddFlagSet(fss.FlagSets[name])
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(stdout, "The Kubernetes controller manager, hosted by ctrlhost.\n\nUsage:\n  %s [flags]\n", component)
+		fmt.Fprintf(stdout,
+			"The Kubernetes controller manager, hosted by ctrlhost.\n\nUsage:\n  %s [flags]\n", component)
 		cliflag.PrintSections(stdout, fss, 0)
 	}
 	return fs, showVersion

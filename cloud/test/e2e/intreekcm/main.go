@@ -63,7 +63,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	// knows their names; they run only while a provider is named.
 	cfg := cloud.Config{Options: controllers, Component: component}
 	if host.CloudProvider != "" && host.CloudProvider != "external" {
-		if cfg.Cloud, err = cloud.NewProvider(host.CloudProvider, host.CloudConfig, controllers.AllowUntaggedCloud); err != nil {
+		if cfg.Cloud, err = cloud.NewProvider(host.CloudProvider, host.CloudConfig,
+			controllers.AllowUntaggedCloud); err != nil {
 			fmt.Fprintln(stderr, "error:", err)
 			return 1
 		}
