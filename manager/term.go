@@ -384,8 +384,8 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 
 // build calls one InitFunc on a goroutine the runner tracks, recovering a
 // panic. It waits for the InitFunc while the term runs; once the term is
-// stopping, it gives the InitFunc up (errStopping) and the term goes on
-// stopping, while the runner still waits for the InitFunc's goroutine
+// stopping, it gives the InitFunc up (errStopping: an error it returns then
+// is no failure of the controller) and the term goes on stopping, while the runner still waits for the InitFunc's goroutine
 // within the term's stop bound (naming it if it runs past it). A
 // controller that an abandoned InitFunc returns later still gets its Run
 // call, with a done context.
@@ -466,6 +466,15 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 		}
 	}
 	res := call.res
+	if res.err != nil && ctx.Err() != nil {
+		// It returned as the term began stopping, likely for that reason
+		// (its informers stop with the term): given up, as one still
+		// running would be.
+		log.Info("InitFunc of a stopping term returned an error", "controller", name,
+			"err", res.err.Error())
+		s.set(PhaseStopped, nil)
+		return nil, errStopping
+	}
 	if res.err != nil {
 		m.metrics.Failed(name)
 		err := res.err
