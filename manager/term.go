@@ -385,10 +385,11 @@ func (m *Manager) initAll(ctx context.Context, log logr.Logger, spec termSpec, e
 // build calls one InitFunc on a goroutine the runner tracks, recovering a
 // panic. It waits for the InitFunc while the term runs; once the term is
 // stopping, it gives the InitFunc up (errStopping: an error it returns then
-// is no failure of the controller) and the term goes on stopping, while the runner still waits for the InitFunc's goroutine
-// within the term's stop bound (naming it if it runs past it). A
-// controller that an abandoned InitFunc returns later still gets its Run
-// call, with a done context.
+// is no failure of the controller) and the term goes on stopping, while
+// the runner still waits for the InitFunc's goroutine within the term's
+// stop bound (naming it if it runs past it). A controller that an
+// abandoned InitFunc returns later still gets its Run call, with a done
+// context.
 //
 // The controller holds the term's informers through view (a holder of
 // env.set its own), whose release on its stop removes its handlers and
