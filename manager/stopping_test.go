@@ -3,12 +3,16 @@ package manager_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/poll"
 	"github.com/ctrlhost/ctrlhost/manager"
+	"github.com/ctrlhost/ctrlhost/managertest"
 	"github.com/ctrlhost/ctrlhost/serving"
 )
 
@@ -38,5 +42,37 @@ func TestAnInitFuncFailingAsItsTermStopsIsNoFailure(t *testing.T) {
 				"was stopping", round, err)
 		}
 		cancel()
+	}
+}
+
+// A term's informers outlive its controllers on a warm set too: the set a
+// term adopted stops when the term has stopped its controllers, as a
+// term's own set does, not the moment Run's context ends (an InitFunc still
+// building then found its informer stopped, and its "indexer was not
+// added" error was taken for the controller's failure: simulation seed
+// 947). The controller looks for 2 s after it was told to stop: the
+// informer must still run.
+func TestAWarmSetOutlivesItsTermsControllers(t *testing.T) {
+	var stoppedUnderIt atomic.Bool
+	d := descriptor.New("pods-controller",
+		func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+			inf := cc.InformerFactory.Core().V1().Pods().Informer()
+			return descriptor.ControllerFunc(func(ctx context.Context) error {
+				<-ctx.Done()
+				stoppedUnderIt.Store(poll.For(2*time.Second, inf.IsStopped))
+				return nil
+			}), nil
+		}).WithInformers(podsGVR)
+	h := managertest.New(t, "warm-manager", []descriptor.Descriptor{d}, somePods(2)...)
+	h.Options = fastElection("a")
+	h.Options.WarmStandby = true
+	h.Start()
+	h.WaitRunning("pods-controller")
+	h.WaitHealthy("/readyz")
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if stoppedUnderIt.Load() {
+		t.Error("the warm informer stopped while its controller was still running")
 	}
 }

@@ -56,7 +56,11 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 		}
 	}
 	ctx = logr.NewContext(ctx, logr.FromContextOrDiscard(ctx).WithValues("lock", lease))
-	return informers.StartWarm(ctx, m.client, m.metaClient,
+	// The set lives until Stop, not until the campaign's context ends: the
+	// term that adopts it stops it once its controllers have stopped (as a
+	// term stops a set of its own), and the campaign stops one no term
+	// adopted (warmSlot's stop and replace).
+	return informers.StartWarm(context.WithoutCancel(ctx), m.client, m.metaClient,
 		m.informerOptions(m.dynClient, running), declared)
 }
 
