@@ -194,11 +194,27 @@ func TestWarmTakeoverWithAnUndeclaredReaderListsOnce(t *testing.T) {
 		return []descriptor.Descriptor{p.descriptor("declared-controller", "spec.nodeName"),
 			p.descriptor("undeclared-controller")}
 	}
+	b := warmTakeover(t, ds, "declared-controller", "undeclared-controller")
+	if !sameCache(p.got("declared-controller", 1), p.got("undeclared-controller", 1)) {
+		t.Error("after the takeover the two controllers read two pod caches")
+	}
+	if err := b.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// warmTakeover runs replica a of ds under warm standby over five pods
+// until running (the controllers named), starts replica b on its API, stops
+// a, and checks that b took over with the one LIST of pods its warm set
+// made while it followed; it returns b, running.
+func warmTakeover(t *testing.T, ds func() []descriptor.Descriptor,
+	running ...string) *managertest.Harness {
+	t.Helper()
 	a := managertest.New(t, "warm-manager", ds(), somePods(5)...)
 	a.Options = fastElection("a")
 	a.Options.WarmStandby = true
 	a.Start()
-	a.WaitRunning("declared-controller", "undeclared-controller")
+	a.WaitRunning(running...)
 	b := managertest.New(t, "warm-manager", ds()).SameAPI(a)
 	lists := countLists(b, "pods")
 	b.Options = fastElection("b")
@@ -208,17 +224,12 @@ func TestWarmTakeoverWithAnUndeclaredReaderListsOnce(t *testing.T) {
 	if err := a.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	b.WaitRunning("declared-controller", "undeclared-controller")
+	b.WaitRunning(running...)
 	b.WaitHealthy("/readyz")
 	if n := lists.Load(); n != 1 {
 		t.Errorf("b listed pods %d times; the warm list must serve the takeover", n)
 	}
-	if !sameCache(p.got("declared-controller", 1), p.got("undeclared-controller", 1)) {
-		t.Error("after the takeover the two controllers read two pod caches")
-	}
-	if err := b.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	return b
 }
 
 // Under warm standby, a controller that declares the informer the warm
@@ -235,25 +246,7 @@ func TestWarmTakeoverAfterADecliningDeclarerListsOnce(t *testing.T) {
 			}).WithInformers(podsGVR)
 		return []descriptor.Descriptor{declines, p.descriptor("undeclared-controller")}
 	}
-	a := managertest.New(t, "warm-manager", ds(), somePods(5)...)
-	a.Options = fastElection("a")
-	a.Options.WarmStandby = true
-	a.Start()
-	a.WaitRunning("undeclared-controller")
-	b := managertest.New(t, "warm-manager", ds()).SameAPI(a)
-	lists := countLists(b, "pods")
-	b.Options = fastElection("b")
-	b.Options.WarmStandby = true
-	b.Start()
-	managertest.Eventually(t, "b's warm list", func() bool { return lists.Load() == 1 })
-	if err := a.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	b.WaitRunning("undeclared-controller")
-	b.WaitHealthy("/readyz")
-	if n := lists.Load(); n != 1 {
-		t.Errorf("b listed pods %d times; the warm list must serve the takeover", n)
-	}
+	b := warmTakeover(t, ds, "undeclared-controller")
 	if err := b.Stop(); err != nil {
 		t.Fatal(err)
 	}
