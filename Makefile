@@ -30,7 +30,7 @@ VAPSTATUS := $(GO) -C controllers/vapstatus
 FAILURES := bash hack/failures.sh
 
 .PHONY: all help deps build test verify unit integration testbin demo bench fuzz chaos clean api sim \
-	sim-mutants compare-operators
+	sim-mutants compare-operators clusterparts load
 
 all: build
 
@@ -117,13 +117,14 @@ demo: testbin
 ## kube-controller-manager v1.37.1 side by side (upstream/bench: about 40
 ## minutes at the default sizes; BENCH_ROUNDS, BENCH_QPS, BENCH_RS,
 ## BENCH_REPLICAS, BENCH_PODS, BENCH_KILL, BENCH_SCENARIOS scale it;
-## docs/benchmarks.md).
+## docs/benchmarks.md); then `make load`.
 bench: testbin
 	$(GO) test -run '^$$' -bench $(HOT_BENCH) $(HOT_BENCH_PKGS)
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/integration/
 	$(GO) test -run '^$$' -bench OperatorHandoff -benchtime 1x -timeout 30m -tags integration ./examples/widget-operator/
 	$(CLOUD) test -run '^$$' -bench . -benchtime 1x -timeout 30m -tags integration ./test/e2e/
 	$(UPSTREAM) test -run '^$$' -bench 'VersusUpstream|Sharding' -benchtime 1x -timeout 150m -tags integration ./bench/
+	$(MAKE) load
 
 ## fuzz: each fuzz target for FUZZTIME (go test -fuzz takes one target at a
 ## time). Seeds alone already run in `make unit`.
@@ -186,6 +187,25 @@ CONFORMANCE_DIR := $(CURDIR)/_output/conformance
 clusterbin: testbin
 	$(GO) run ./test/cluster/clusterbin -go "$(GO)" -dir "$(TESTBIN_DIR)"
 
+## clusterparts: clusterbin without e2e.test (kube-scheduler,
+## kube-controller-manager and kwok): what node-failure, rolling-upgrade
+## and load run on.
+clusterparts: testbin
+	$(GO) run ./test/cluster/clusterbin -go "$(GO)" -dir "$(TESTBIN_DIR)" -e2e=false
+
+## load: a clusterloader-style load (LOAD_PODS pods, 10,000 by default, as
+## Deployments and Jobs on LOAD_NODES kwok nodes, 500: create, scale up,
+## rolling update, scale down, delete) under upstream KCM and the native
+## examples/kcm; per phase the time until every pod is Ready and the
+## manager's CPU, its peak RSS, its requests by verb and its 409s, with
+## ratios (docs/benchmarks.md; about N minutes).
+LOAD_PODS ?= 10000
+LOAD_NODES ?= 500
+load: clusterparts
+	$(GO) test -count=1 -timeout 4h -tags conformance -run '^TestLoad$$' ./test/cluster/ -v \
+		-cluster.load-pods=$(LOAD_PODS) -cluster.load-nodes=$(LOAD_NODES) \
+		-cluster.report=$(CONFORMANCE_DIR)/load.md
+
 ## conformance: upstream's e2e tests of the controllers (CONFORMANCE_SET:
 ## full, conformance or smoke) on a kwok cluster, under upstream KCM, the
 ## native examples/kcm and the drop-in; prints the table
@@ -212,7 +232,7 @@ conformance-smoke: clusterbin
 ## zone, then a whole zone; time to the taint, to eviction and to every
 ## replacement Ready, and the zone's taints at --node-eviction-rate
 ## (docs/benchmarks.md; about 10 minutes).
-node-failure: clusterbin
+node-failure: clusterparts
 	$(GO) test -count=1 -timeout 30m -tags conformance -run '^TestNodeFailure$$' ./test/cluster/ \
 		-v -cluster.report=$(CONFORMANCE_DIR)/node-failure.md
 
@@ -220,6 +240,6 @@ node-failure: clusterbin
 ## upstream KCM to ctrlhost one at a time (2+1, 1+2, 0+3), the leader
 ## stopped with SIGTERM and SIGKILL at each step; fails on any overlap of
 ## two replicas' writes (docs/upstream.md; about 10 minutes).
-rolling-upgrade: clusterbin
+rolling-upgrade: clusterparts
 	$(GO) test -count=1 -timeout 30m -tags conformance -run '^TestRollingUpgrade$$' \
 		./test/cluster/ -v -cluster.report=$(CONFORMANCE_DIR)/rolling-upgrade.md

@@ -25,6 +25,9 @@ type BuildOptions struct {
 	Log io.Writer
 	// Stderr receives the go command's output. Default: os.Stderr.
 	Stderr io.Writer
+	// NoE2E has BuildCluster leave e2e.test out: only the conformance run
+	// needs it, and it takes most of BuildCluster's time.
+	NoE2E bool
 }
 
 // versionTimeout bounds each "<binary> --version".

@@ -169,8 +169,8 @@ func clusterTargets(v ClusterVersions, ldflags string) []clusterTarget {
 	}
 }
 
-// BuildCluster builds kube-scheduler, kube-controller-manager, e2e.test and
-// kwok into o.Dir (see BuildOptions; etcd and kube-apiserver are Build's),
+// BuildCluster builds kube-scheduler, kube-controller-manager, e2e.test
+// (unless o.NoE2E) and kwok into o.Dir (see BuildOptions; etcd and kube-apiserver are Build's),
 // each unless it is there and reports the version its module pins, and
 // returns the directory. Like Build, it links each binary under a temporary
 // name and renames it into place only after it ran, and its errors name the
@@ -203,6 +203,9 @@ func BuildCluster(ctx context.Context, o BuildOptions) (string, error) {
 		return "", err
 	}
 	for _, t := range clusterTargets(v, ldflags) {
+		if t.name == E2EBinary && o.NoE2E {
+			continue
+		}
 		b := builder{goCmd: goCmd, mod: filepath.Join(mods, t.module), out: dir,
 			log: o.Log, stderr: o.Stderr}
 		if err := b.buildCluster(ctx, t); err != nil {

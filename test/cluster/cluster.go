@@ -53,6 +53,9 @@ type Options struct {
 	// ExtraManagerArgs are appended to the controller manager's command
 	// line, after kubeadm's flags.
 	ExtraManagerArgs []string
+	// ExtraSchedulerArgs are appended to kube-scheduler's command line,
+	// such as --kube-api-qps for a load run.
+	ExtraSchedulerArgs []string
 
 	// Nodes is how many kwok nodes to create. Default: 3, or the sum of
 	// NodeGroups' when they are given (Nodes must then be 0 or that sum).
@@ -452,13 +455,14 @@ func (c *Cluster) startScheduler() error {
 	if err := c.env.WriteClientCertKubeconfig(conf, "system:kube-scheduler"); err != nil {
 		return err
 	}
-	return c.run("kube-scheduler", c.opts.bin(testbin.SchedulerBinary), []string{
+	args := append([]string{
 		"--kubeconfig=" + conf,
 		"--authentication-kubeconfig=" + conf,
 		"--authorization-kubeconfig=" + conf,
 		"--leader-elect=false",
 		"--secure-port=0",
-	}, nil)
+	}, c.opts.ExtraSchedulerArgs...)
+	return c.run("kube-scheduler", c.opts.bin(testbin.SchedulerBinary), args, nil)
 }
 
 func (c *Cluster) startManager(port int) error {

@@ -4,11 +4,14 @@ package cluster
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -162,5 +165,38 @@ func TestNodesOf(t *testing.T) {
 	}
 	if err := c.FailNodeGroup("c"); err == nil || !strings.Contains(err.Error(), `no node group "c"`) {
 		t.Errorf("failing group c: %v", err)
+	}
+}
+
+// The test process's own usage reads as a running process's: some CPU
+// time, and a peak resident set of at least a megabyte.
+func TestProcessUsage(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		if _, err := processUsage(os.Getpid()); err == nil {
+			t.Fatal("no error off Linux")
+		}
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for u, err := processUsage(os.Getpid()); u.CPU == 0; u, err = processUsage(os.Getpid()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no CPU time after 10 s of spinning")
+		}
+		for i := 0; i < 1e6; i++ {
+			_ = fmt.Sprint(i)
+		}
+	}
+	u, err := processUsage(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.PeakRSS < 1<<20 {
+		t.Errorf("peak RSS %d bytes", u.PeakRSS)
+	}
+	if _, err := processUsage(1 << 30); err == nil {
+		t.Error("no error for a pid that does not exist")
 	}
 }

@@ -146,6 +146,27 @@ func (r *Replica) Exited() <-chan struct{} { return r.proc.done }
 // closed.
 func (r *Replica) ExitErr() error { return r.proc.err }
 
+// Requests counts what the replica has asked of the API server so far
+// (each restart of a replica is a replica of its own).
+func (r *Replica) Requests() Requests { return r.witness.requests() }
+
+// Usage is what a process has used so far.
+type Usage struct {
+	// CPU is its user and system time, every thread's.
+	CPU time.Duration
+	// PeakRSS is the high-water mark of its resident set, in bytes.
+	PeakRSS int64
+}
+
+// Usage reads what the replica's process has used so far (Linux only: it
+// reads /proc). The process must still run.
+func (r *Replica) Usage() (Usage, error) {
+	if r.proc.exited() {
+		return Usage{}, fmt.Errorf("cluster: replica %s has exited", r.name)
+	}
+	return processUsage(r.proc.cmd.Process.Pid)
+}
+
 // LogPath is the replica's log file.
 func (r *Replica) LogPath() string { return r.proc.logPath }
 

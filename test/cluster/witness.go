@@ -12,11 +12,13 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -70,6 +72,31 @@ type witness struct {
 
 	record *[]Write // the cluster's log of every witness's writes
 	logMu  *sync.Mutex
+
+	countMu sync.Mutex
+	counts  Requests // every request, not only writes
+}
+
+// Requests counts what a replica asked of the API server, as its witness
+// saw it.
+type Requests struct {
+	// ByVerb counts requests by the verb the API server authorizes them
+	// as: get, list, watch, create, update, patch, delete and
+	// deletecollection; discovery and other paths outside the resource
+	// API count as "nonresource".
+	ByVerb map[string]int
+	// Conflicts counts the answers 409 Conflict; Throttled the answers
+	// 429 Too Many Requests.
+	Conflicts, Throttled int
+}
+
+// Total is the number of requests counted.
+func (r Requests) Total() int {
+	n := 0
+	for _, c := range r.ByVerb {
+		n += c
+	}
+	return n
 }
 
 // newWitness starts a witness for replica in front of the API server of
@@ -129,15 +156,16 @@ func newWitness(replica string, cfg *rest.Config, log *[]Write, logMu *sync.Mute
 	}
 	w.srv = &http.Server{
 		Handler: http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
-			if !isWrite(req.Method) {
-				proxy.ServeHTTP(rw, req)
-				return
-			}
+			// A watch is counted when it starts: it may last the whole run.
+			w.countVerb(requestVerb(req.Method, req.URL))
 			rec := &statusRecorder{ResponseWriter: rw}
 			at := time.Now()
 			proxy.ServeHTTP(rec, req)
-			w.add(Write{Replica: replica, At: at, Method: req.Method, Path: req.URL.Path,
-				Code: rec.code, UserAgent: req.UserAgent()})
+			w.countCode(rec.code)
+			if isWrite(req.Method) {
+				w.add(Write{Replica: replica, At: at, Method: req.Method, Path: req.URL.Path,
+					Code: rec.code, UserAgent: req.UserAgent()})
+			}
 		}),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert},
 			ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2", "http/1.1"}},
@@ -162,6 +190,98 @@ func (w *witness) add(wr Write) {
 	w.logMu.Lock()
 	defer w.logMu.Unlock()
 	*w.record = append(*w.record, wr)
+}
+
+// countVerb counts one request by its verb.
+func (w *witness) countVerb(verb string) {
+	w.countMu.Lock()
+	defer w.countMu.Unlock()
+	if w.counts.ByVerb == nil {
+		w.counts.ByVerb = map[string]int{}
+	}
+	w.counts.ByVerb[verb]++
+}
+
+// countCode counts the API server's answer to a request.
+func (w *witness) countCode(code int) {
+	w.countMu.Lock()
+	defer w.countMu.Unlock()
+	switch code {
+	case http.StatusConflict:
+		w.counts.Conflicts++
+	case http.StatusTooManyRequests:
+		w.counts.Throttled++
+	}
+}
+
+// requests returns a copy of the counts so far.
+func (w *witness) requests() Requests {
+	w.countMu.Lock()
+	defer w.countMu.Unlock()
+	out := w.counts
+	out.ByVerb = maps.Clone(w.counts.ByVerb)
+	if out.ByVerb == nil {
+		out.ByVerb = map[string]int{}
+	}
+	return out
+}
+
+// namespaceSubresources are what follows a Namespace's name in the path
+// of a Namespace's own subresource, where a namespaced resource's name
+// would otherwise be.
+var namespaceSubresources = []string{"status", "finalize"}
+
+// requestVerb returns the verb the API server authorizes a request as,
+// from its method and URL, as its request-info parsing does: the resource
+// API is /api/v1/... and /apis/<group>/<version>/...; a name after the
+// resource makes a GET a get and a DELETE a delete, its absence a list
+// and a deletecollection; watch=true (or the old /watch/ prefix) makes a
+// GET a watch. Anything else is "nonresource".
+func requestVerb(method string, u *url.URL) string {
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	var rest []string
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		rest = parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		rest = parts[3:]
+	default:
+		return "nonresource"
+	}
+	watch := u.Query().Get("watch") == "true" || u.Query().Get("watch") == "1"
+	if rest[0] == "watch" {
+		watch, rest = true, rest[1:]
+	}
+	if len(rest) >= 3 && rest[0] == "namespaces" &&
+		!slices.Contains(namespaceSubresources, rest[2]) {
+		rest = rest[2:] // a namespaced resource
+	}
+	if len(rest) == 0 || rest[0] == "" {
+		return "nonresource"
+	}
+	named := len(rest) >= 2
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		switch {
+		case watch:
+			return "watch"
+		case named:
+			return "get"
+		}
+		return "list"
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		if named {
+			return "delete"
+		}
+		return "deletecollection"
+	}
+	return strings.ToLower(method)
 }
 
 // url is the address the replica's kubeconfig names.

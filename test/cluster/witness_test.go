@@ -3,6 +3,8 @@
 package cluster
 
 import (
+	"maps"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -79,5 +81,68 @@ func TestNotHolding(t *testing.T) {
 	}
 	if got := NotHolding(writesOf("a", pods), LeaseName); len(got) != 1 {
 		t.Errorf("a write before any Lease write: %+v", got)
+	}
+}
+
+// Verbs are the API server's: a name makes a get or a delete, its absence
+// a list or a deletecollection, watch=true a watch; a Namespace's own
+// subresources are not taken for a namespaced resource.
+func TestRequestVerb(t *testing.T) {
+	for _, c := range []struct {
+		method, url, want string
+	}{
+		{"GET", "/api/v1/namespaces/x/pods", "list"},
+		{"GET", "/api/v1/pods?limit=500&resourceVersion=0", "list"},
+		{"GET", "/api/v1/namespaces/x/pods?watch=true&resourceVersion=7", "watch"},
+		{"GET", "/api/v1/watch/namespaces/x/pods", "watch"},
+		{"GET", "/api/v1/namespaces/x/pods/p", "get"},
+		{"GET", "/api/v1/namespaces/x", "get"},
+		{"GET", "/api/v1/namespaces", "list"},
+		{"PUT", "/api/v1/namespaces/x/finalize", "update"},
+		{"PUT", "/api/v1/namespaces/x/status", "update"},
+		{"PUT", "/apis/apps/v1/namespaces/x/deployments/d/status", "update"},
+		{"PATCH", "/api/v1/nodes/n", "patch"},
+		{"POST", "/apis/apps/v1/namespaces/x/replicasets", "create"},
+		{"POST", "/api/v1/namespaces/x/pods/p/eviction", "create"},
+		{"DELETE", "/api/v1/namespaces/x/pods/p", "delete"},
+		{"DELETE", "/apis/batch/v1/namespaces/x/jobs", "deletecollection"},
+		{"GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l", "get"},
+		{"GET", "/api", "nonresource"},
+		{"GET", "/api/v1", "nonresource"},
+		{"GET", "/apis/apps/v1", "nonresource"},
+		{"GET", "/apis/apps", "nonresource"},
+		{"GET", "/version", "nonresource"},
+		{"GET", "/openapi/v3", "nonresource"},
+	} {
+		u, err := url.Parse(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := requestVerb(c.method, u); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.method, c.url, got, c.want)
+		}
+	}
+}
+
+// A witness counts every request by verb, and its conflicts.
+func TestWitnessCounts(t *testing.T) {
+	var w witness
+	for _, c := range []struct {
+		verb string
+		code int
+	}{{"list", 200}, {"update", 409}, {"update", 200}, {"create", 429}} {
+		w.countVerb(c.verb)
+		w.countCode(c.code)
+	}
+	got := w.requests()
+	want := map[string]int{"list": 1, "update": 2, "create": 1}
+	if !maps.Equal(got.ByVerb, want) || got.Conflicts != 1 || got.Throttled != 1 ||
+		got.Total() != 4 {
+		t.Errorf("counts %+v (total %d), want %v with one conflict and one 429", got,
+			got.Total(), want)
+	}
+	got.ByVerb["list"] = 9
+	if w.requests().ByVerb["list"] != 1 {
+		t.Error("requests returned the witness's own map")
 	}
 }
