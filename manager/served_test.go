@@ -3,19 +3,33 @@ package manager_test
 import (
 	"context"
 	"fmt"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/served"
 	"github.com/ctrlhost/ctrlhost/manager"
 	"github.com/ctrlhost/ctrlhost/managertest"
+	"github.com/ctrlhost/ctrlhost/serving"
 )
 
 var widgetsGVR = schema.GroupVersionResource{
@@ -223,10 +237,10 @@ func BenchmarkServedUnitFreesItsCache(b *testing.B) {
 	}
 	d := descriptor.New("widget-cache", init).WhenServed(widgetsGVR, flags)
 	heap := func() float64 {
-		runtime.GC()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
+		goruntime.GC()
+		goruntime.GC()
+		var ms goruntime.MemStats
+		goruntime.ReadMemStats(&ms)
 		return float64(ms.HeapAlloc) / (1 << 20)
 	}
 	for range b.N {
@@ -263,4 +277,122 @@ func BenchmarkServedUnitFreesItsCache(b *testing.B) {
 		b.ReportMetric(running-before, "cache-MiB")
 		b.ReportMetric(running-stopped, "freed-MiB")
 	}
+}
+
+// countingDiscovery counts the discovery requests for group versions and
+// serves widgetsGVR once told to.
+type countingDiscovery struct {
+	*fakediscovery.FakeDiscovery
+	mu    sync.Mutex
+	asked int
+	serve bool
+}
+
+func (d *countingDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList,
+	error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.asked++
+	if d.serve && gv == widgetsGVR.GroupVersion().String() {
+		return &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{
+			{Name: widgetsGVR.Resource, Namespaced: true, Kind: "Widget"}}}, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{}, gv)
+}
+
+func (d *countingDiscovery) ServerResourcesForGroupVersionWithContext(_ context.Context,
+	gv string) (*metav1.APIResourceList, error) {
+	return d.ServerResourcesForGroupVersion(gv)
+}
+
+func (d *countingDiscovery) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.asked
+}
+
+// discoveryClientset is a fake clientset with another discovery client.
+type discoveryClientset struct {
+	*fake.Clientset
+	disc discovery.DiscoveryInterfaces
+}
+
+func (c discoveryClientset) Discovery() discovery.DiscoveryInterfaces { return c.disc }
+
+// While the host watches CRDs and APIServices, an idle term asks discovery
+// about a resource that is not served once a minute
+// (served.WatchedPollPeriod), not once a second: a resource comes with a
+// change to its definition, which has it ask at once and then every second
+// for served.SettlePeriod, so that a resource discovery lists a few
+// seconds after its CRD changed still starts its controller within a
+// second or so. (Before, a term asked every second for as long as it ran:
+// two unserved group versions of KCM's built-ins made two requests a
+// second on an idle cluster, found by TestLoad.)
+func TestWhenServedAsksDiscoverySeldomWhileItWatchesDefinitions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := fake.NewClientset()
+		disc := &countingDiscovery{FakeDiscovery: cs.Discovery().(*fakediscovery.FakeDiscovery)}
+		meta := metadatafake.NewSimpleMetadataClient(runtime.NewScheme())
+		crds := watch.NewFake()
+		for _, r := range []string{"customresourcedefinitions", "apiservices"} {
+			w := watch.Interface(watch.NewFake())
+			if r == "customresourcedefinitions" {
+				w = crds
+			}
+			meta.PrependReactor("list", r, func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, &metav1.List{}, nil
+			})
+			meta.PrependWatchReactor(r, func(k8stesting.Action) (bool, watch.Interface, error) {
+				return true, w, nil
+			})
+		}
+		idle := descriptor.New("widget-controller",
+			func(context.Context, descriptor.Context) (descriptor.Controller, error) {
+				return descriptor.ControllerFunc(func(ctx context.Context) error {
+					<-ctx.Done()
+					return nil
+				}), nil
+			}).WhenServed(widgetsGVR)
+		m, err := manager.NewBuilder("test").WithClient(discoveryClientset{cs, disc}, meta).
+			WithOptions(manager.Options{Serving: serving.Options{SecurePort: -1}}).
+			WithLogger(logr.Discard()).Register(idle).Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- m.Run(ctx) }()
+
+		const idleFor = 5 * time.Minute
+		time.Sleep(idleFor) // the bubble's clock
+		// One request at the start, one a minute, and at most the settle
+		// period's when the definitions' first lists are taken for changes.
+		most := 1 + int(idleFor/served.WatchedPollPeriod) +
+			int(served.SettlePeriod/served.PollPeriod)
+		if n := disc.count(); n > most {
+			t.Errorf("%d discovery requests in %v of an idle term, want at most %d", n, idleFor,
+				most)
+		}
+		if st, _ := m.Status("widget-controller"); st.Phase != manager.PhaseUnserved {
+			t.Fatalf("phase %s, want %s", st.Phase, manager.PhaseUnserved)
+		}
+
+		crds.Add(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{
+			APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"}})
+		time.Sleep(3 * time.Second) // discovery lags the CRD
+		disc.mu.Lock()
+		disc.serve = true
+		disc.mu.Unlock()
+		time.Sleep(served.PollPeriod + time.Millisecond)
+		synctest.Wait()
+		if st, _ := m.Status("widget-controller"); st.Phase != manager.PhaseRunning {
+			t.Errorf("phase %s a poll period after discovery listed the resource, want %s",
+				st.Phase, manager.PhaseRunning)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }

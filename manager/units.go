@@ -101,20 +101,24 @@ func (u *termUnits) reselect() {
 }
 
 // watch starts and stops controllers until ctx ends: at once, whenever the
-// selection changes, and, with WhenServed controllers, every
-// served.PollPeriod and whenever a CRD or APIService changes.
+// selection changes, and, with WhenServed controllers, at each tick of a
+// served.Poller and whenever a CRD or APIService changes.
 func (u *termUnits) watch(ctx context.Context) {
 	var watches sync.WaitGroup
 	defer watches.Wait()
 	var poll <-chan time.Time
+	var poller *served.Poller
 	if !u.served.Empty() {
 		u.served.WatchDefinitions(ctx, &watches, u.kick)
-		t := time.NewTicker(served.PollPeriod)
-		defer t.Stop()
-		poll = t.C
+		poller = u.served.NewPoller()
+		defer poller.Stop()
+		poll = poller.C()
 	}
 	for {
 		u.served.Refresh(ctx)
+		if poller != nil {
+			poller.Adjust()
+		}
 		u.reconcile(ctx)
 		select {
 		case <-ctx.Done():

@@ -143,25 +143,29 @@ func (s *warmSlot) stop() {
 
 // follow prepares the set anew whenever SetControllers changes the
 // selection while this replica follows, and, with WhenServed controllers,
-// whenever discovery shows one's resources come or go (asked every
-// served.PollPeriod, and at once when a CRD or APIService changes), so
+// whenever discovery shows one's resources come or go (asked at each tick
+// of a served.Poller, and at once when a CRD or APIService changes), so
 // that the controllers it would start as leader are the ones kept warm,
 // until ctx ends.
 func (s *warmSlot) follow(ctx context.Context) {
 	changed := s.m.selectionChanged()
 	var poll <-chan time.Time
+	var poller *served.Poller
 	kick := make(chan struct{}, 1)
 	var last []string
 	if s.served != nil {
 		var watches sync.WaitGroup
 		defer watches.Wait()
 		s.served.WatchDefinitions(ctx, &watches, kick)
-		t := time.NewTicker(served.PollPeriod)
-		defer t.Stop()
-		poll = t.C
+		poller = s.served.NewPoller()
+		defer poller.Stop()
+		poll = poller.C()
 		last = s.servedNow()
 	}
 	for {
+		if poller != nil {
+			poller.Adjust()
+		}
 		select {
 		case <-ctx.Done():
 			return

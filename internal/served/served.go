@@ -10,9 +10,15 @@
 // best effort: without RBAC to list CRDs or APIServices it watches
 // nothing and says so at V(1).
 //
+// Discovery is asked every PollPeriod, or, while the View watches every
+// definition and none changed for SettlePeriod, every WatchedPollPeriod
+// (a Poller keeps the period).
+//
 // Non-guarantees: a resource served but missing from discovery (a
-// misbehaving aggregated API) is missing; a View holds no goroutine of its
-// own (its owner polls it, every PollPeriod by convention).
+// misbehaving aggregated API) is missing; one that discovery lists more
+// than SettlePeriod after its definition's last change may wait up to
+// WatchedPollPeriod; a View holds no goroutine of its own (its owner
+// polls it).
 package served
 
 import (
@@ -37,10 +43,26 @@ import (
 	"github.com/ctrlhost/ctrlhost/informers"
 )
 
-// PollPeriod is how often a host asks discovery whether its WhenServed
-// controllers' resources are served: one small request per group version
-// they name, whatever the number of controllers.
-const PollPeriod = time.Second
+// How often a host asks discovery whether its WhenServed controllers'
+// resources are served (one small request per group version they name,
+// whatever the number of controllers): a Poller's periods.
+const (
+	// PollPeriod is the period while the View does not watch every
+	// definition (WatchDefinitions), and for SettlePeriod after one
+	// changed.
+	PollPeriod = time.Second
+	// WatchedPollPeriod is the period while the View watches every
+	// definition and none changed for SettlePeriod. A resource comes and
+	// goes with a change to its CustomResourceDefinition or APIService
+	// (the API server keeps an APIService for each group version it
+	// serves itself too), which is asked about at once; this poll only
+	// catches what a watch might miss.
+	WatchedPollPeriod = time.Minute
+	// SettlePeriod is how long discovery is asked every PollPeriod after a
+	// definition changed: the API server's discovery follows the change
+	// (a CRD established, an aggregated API available) with a delay.
+	SettlePeriod = 10 * time.Second
+)
 
 // View is what one owner (a term, a warm follower) knows of the resources
 // its WhenServed controllers wait for: the last answer of discovery per
@@ -57,6 +79,10 @@ type View struct {
 	// last request failed otherwise, keeps its previous answer: a flaky
 	// discovery request stops nothing.
 	served map[schema.GroupVersion]map[string]bool
+	// watched is set once WatchDefinitions watches every definition
+	// resource; changed is when one of them last changed.
+	watched bool
+	changed time.Time
 }
 
 // New returns a View of the group versions of resources, which has asked
@@ -113,11 +139,20 @@ var definitionResources = []schema.GroupVersionResource{
 // watches' goroutines are added to wg.
 func (v *View) WatchDefinitions(ctx context.Context, wg *sync.WaitGroup, kick chan struct{}) {
 	poke := func(any) {
+		v.mu.Lock()
+		v.changed = time.Now()
+		v.mu.Unlock()
 		select {
 		case kick <- struct{}{}:
 		default:
 		}
 	}
+	watched := 0
+	defer func() {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.watched = watched == len(definitionResources)
+	}()
 	for _, gvr := range definitionResources {
 		if _, err := v.meta.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 			v.log.V(1).Info("Not watching; WhenServed controllers rely on polling discovery",
@@ -135,8 +170,56 @@ func (v *View) WatchDefinitions(ctx context.Context, wg *sync.WaitGroup, kick ch
 			continue
 		}
 		wg.Go(func() { inf.RunWithContext(ctx) })
+		watched++
 	}
 }
+
+// pollEvery is the period discovery should be asked at now: PollPeriod
+// unless the View watches every definition and none changed in the last
+// SettlePeriod, WatchedPollPeriod then.
+func (v *View) pollEvery() time.Duration {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.watched || time.Since(v.changed) < SettlePeriod {
+		return PollPeriod
+	}
+	return WatchedPollPeriod
+}
+
+// Poller ticks when the owner of a View should ask discovery again. Its
+// period follows the View (PollPeriod, WatchedPollPeriod): the owner calls
+// Adjust after each Refresh.
+type Poller struct {
+	v      *View
+	t      *time.Ticker
+	period time.Duration
+}
+
+// NewPoller returns a running Poller for v; Stop stops it. Call it after
+// WatchDefinitions.
+func (v *View) NewPoller() *Poller {
+	p := &Poller{v: v, period: v.pollEvery()}
+	p.t = time.NewTicker(p.period)
+	return p
+}
+
+// C delivers the ticks.
+func (p *Poller) C() <-chan time.Time { return p.t.C }
+
+// Period is the period the Poller ticks at.
+func (p *Poller) Period() time.Duration { return p.period }
+
+// Adjust sets the period to what the View calls for now, restarting the
+// ticker only when it changes.
+func (p *Poller) Adjust() {
+	if d := p.v.pollEvery(); d != p.period {
+		p.period = d
+		p.t.Reset(d)
+	}
+}
+
+// Stop stops the ticker.
+func (p *Poller) Stop() { p.t.Stop() }
 
 // poll asks discovery for gv's resources.
 func (v *View) poll(ctx context.Context, gv schema.GroupVersion) {
