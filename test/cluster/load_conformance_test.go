@@ -3,9 +3,12 @@
 package cluster_test
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -183,10 +186,39 @@ func runLoad(t *testing.T, m cluster.Manager, binary string) loadRun {
 		t.Fatal(err)
 	}
 	run.requests = r.Requests()
+	t.Logf("%s: 409 Conflict answers by client: %s", m, conflictsByClient(c.Writes()))
 	if err := c.Alive(); err != nil {
 		t.Fatal(err)
 	}
 	return run
+}
+
+// conflictsByClient counts the writes answered 409 by the client that
+// sent them (the last part of the User-Agent: KCM's controllers send their
+// client's name or ServiceAccount there), most first.
+func conflictsByClient(writes []cluster.Write) string {
+	counts := map[string]int{}
+	for _, w := range writes {
+		if w.Code == http.StatusConflict {
+			ua := w.UserAgent
+			if i := strings.LastIndexByte(ua, '/'); i >= 0 {
+				ua = ua[i+1:]
+			}
+			counts[strings.TrimPrefix(ua, "system:serviceaccount:kube-system:")]++
+		}
+	}
+	clients := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(clients, func(a, b string) int {
+		return cmp.Or(counts[b]-counts[a], strings.Compare(a, b))
+	})
+	var parts []string
+	for _, c := range clients {
+		parts = append(parts, fmt.Sprintf("%s %d", c, counts[c]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // loader drives TestLoad's workload on one cluster.
