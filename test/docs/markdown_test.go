@@ -10,14 +10,16 @@ import (
 // root is the repository's root, relative to this package.
 const root = "../.."
 
-// pages are the Markdown files the tests keep true: README.md and docs/.
+// pages are the Markdown files the tests keep true: README.md, docs/ and
+// controllers/README.md (how a built-in is made).
 func pages(t *testing.T) []string {
 	t.Helper()
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{filepath.Join(root, "README.md")}, docs...)
+	return append([]string{filepath.Join(root, "README.md"),
+		filepath.Join(root, "controllers", "README.md")}, docs...)
 }
 
 // read returns a file's text, failing t if it cannot be read.
