@@ -9,6 +9,8 @@
 // its context is done, the lease is lost (under the exit policy), or a
 // controller fails, and returns why.
 //
+// # Lifecycle
+//
 // Guarantees:
 //   - Within a term, each StartFirst controller is built and its Run called
 //     (on its own goroutine, without the start interval's jitter) before any
@@ -33,6 +35,34 @@
 //     not returned by then is abandoned too. The stragglers are named
 //     (ErrShutdownTimeout); such a term ends Run instead of campaigning
 //     again. The term's informers are shut down after it.
+//   - Run owns every goroutine it starts and returns after they ended, except
+//     controllers and InitFuncs that ignored cancellation past the bound,
+//     which it names; nothing else is left behind for them.
+//   - A serving failure after Run started ends Run with that error.
+//   - A term's typed informers keep, of each object, only the fields the
+//     controllers that share the informer declared they read
+//     (descriptor.WithReads, ReadsMetadataOnly), and whole objects where one
+//     of them did not declare the resource; repeated strings are shared
+//     (package informers: Options.Reads, InternStrings). A controller
+//     started while the term runs (SetControllers, WhenServed) that reads
+//     more than a running informer keeps gets an informer of its own. An
+//     InitFunc that calls SetTransform on an informer replaces the host's
+//     transform for every holder of it: objects are then cached whole.
+//   - Controllers come and go within a term (docs/dynamic.md): a
+//     WhenServed controller starts when discovery serves its resources and
+//     stops when one goes; SetControllers starts and stops controllers with
+//     --controllers' rules. Every such start runs over informers of its own,
+//     shut down when it stops; a stop is bounded as a term's is, and one
+//     that overruns fails the term. One controller never runs twice at once
+//     on a replica; a term that starts later starts from the current
+//     selection.
+//   - --cloud-provider follows kube-controller-manager since v1.31 (empty or
+//     "external"; cloud loops never run) unless the program runs a provider
+//     in-process (Builder.WithInProcessCloudProvider).
+//
+// # Leadership
+//
+// Guarantees under leader election, leader migration and warm standby:
 //   - With leader election the lease is released only after the term's
 //     controllers returned; a term that abandoned stragglers keeps it until
 //     it expires (leader.ErrTermStillRunning); losing it is an error from Run
@@ -59,27 +89,6 @@
 //     still closes only after every InitFunc returned. An InitFunc that calls
 //     SetTransform or SetWatchErrorHandler on a declared informer gets
 //     client-go's "already started" error under warm standby.
-//   - A term's typed informers keep, of each object, only the fields the
-//     controllers that share the informer declared they read
-//     (descriptor.WithReads, ReadsMetadataOnly), and whole objects where one
-//     of them did not declare the resource; repeated strings are shared
-//     (package informers: Options.Reads, InternStrings). A controller
-//     started while the term runs (SetControllers, WhenServed) that reads
-//     more than a running informer keeps gets an informer of its own. An
-//     InitFunc that calls SetTransform on an informer replaces the host's
-//     transform for every holder of it: objects are then cached whole.
-//   - Under sharding (Options.Sharding) a Sharded descriptor runs on every
-//     replica, in one term per slot of the key space the replica holds a
-//     slot Lease for (package shard); each such term has the guarantees
-//     above with the slot Lease as its lease (bounded stop, release after
-//     stop, fenced writes), its own informer set holding only the slot's
-//     objects, and its own instance of each sharded controller. A slot term
-//     that fails ends Run, as the main term does. Unsharded controllers keep
-//     the main lock in the same Manager. Without LeaderElect, or with
-//     sharding off, a Sharded descriptor is an ordinary leader-elected one.
-//   - --cloud-provider follows kube-controller-manager since v1.31 (empty or
-//     "external"; cloud loops never run) unless the program runs a provider
-//     in-process (Builder.WithInProcessCloudProvider).
 //   - Writes are fenced: the clients and configs a term's ClientBuilder hands
 //     out (and the ServiceAccount tokens minted for them, on the term's
 //     context), and its event recorder, refuse mutating requests (ErrFenced
@@ -90,20 +99,21 @@
 //     gate checked as each leaves, and the term waits for the writes in
 //     flight (a second at most, then cancels them) before it ends.
 //     Controllers WithoutLeaderElection are not fenced.
-//   - A serving failure after Run started ends Run with that error.
-//   - Run owns every goroutine it starts and returns after they ended, except
-//     controllers and InitFuncs that ignored cancellation past the bound,
-//     which it names; nothing else is left behind for them.
-//   - Controllers come and go within a term (docs/dynamic.md): a
-//     WhenServed controller starts when discovery serves its resources and
-//     stops when one goes; SetControllers starts and stops controllers with
-//     --controllers' rules. Every such start runs over informers of its own,
-//     shut down when it stops; a stop is bounded as a term's is, and one
-//     that overruns fails the term. One controller never runs twice at once
-//     on a replica; a term that starts later starts from the current
-//     selection.
 //
-// Non-guarantees:
+// # Sharding
+//
+//   - Under sharding (Options.Sharding) a Sharded descriptor runs on every
+//     replica, in one term per slot of the key space the replica holds a
+//     slot Lease for (package shard); each such term has the guarantees
+//     above with the slot Lease as its lease (bounded stop, release after
+//     stop, fenced writes), its own informer set holding only the slot's
+//     objects, and its own instance of each sharded controller. A slot term
+//     that fails ends Run, as the main term does. Unsharded controllers keep
+//     the main lock in the same Manager. Without LeaderElect, or with
+//     sharding off, a Sharded descriptor is an ordinary leader-elected one.
+//
+// # Non-guarantees
+//
 //   - A controller the term built at its start and SetControllers disabled
 //     has the handlers it added through its Context's factories removed,
 //     but the informers stay until the term ends, even one no other
