@@ -1,19 +1,15 @@
 package bootstrapsigner
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/utils/clock"
-
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -98,16 +94,4 @@ func (o Options) Validate() error {
 	check("TokenSecretNamespace", o.TokenSecretNamespace, "namespace name",
 		validation.IsDNS1123Label)
 	return errors.Join(errs...)
-}
-
-// Descriptor returns the signer's descriptor, disabled by default as in
-// KCM. Invalid options are reported by manager.Builder.Build.
-func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		return newController(cc, o.withDefaults())
-	}).WithAliases(Alias).DisabledByDefault().WithValidator(o.Validate).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("secrets"),
-			corev1.SchemeGroupVersion.WithResource("configmaps")).
-		WithClientName(clientName)
 }

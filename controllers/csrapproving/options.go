@@ -1,12 +1,7 @@
 package csrapproving
 
 import (
-	"context"
-
 	"github.com/spf13/pflag"
-	certv1 "k8s.io/api/certificates/v1"
-
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -36,13 +31,3 @@ func NewOptions() Options { return Options{} }
 // AddFlags registers nothing: KCM has no flag for this controller. It
 // exists so that every built-in controller package has the same shape.
 func (o *Options) AddFlags(*pflag.FlagSet) {}
-
-// Descriptor returns the controller's descriptor.
-func Descriptor(Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		return newController(cc)
-	}).WithAliases(Alias).
-		WithInformers(certv1.SchemeGroupVersion.WithResource("certificatesigningrequests")).
-		WithClientName(clientName)
-}

@@ -1,7 +1,6 @@
 package disruption
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -9,8 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -80,25 +77,3 @@ var (
 	deployResource = appsv1.SchemeGroupVersion.WithResource("deployments")
 	stsResource    = appsv1.SchemeGroupVersion.WithResource("statefulsets")
 )
-
-// Descriptor returns the controller's descriptor. Invalid options are
-// reported by manager.Builder.Build.
-func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		if err := o.Validate(); err != nil {
-			return nil, err
-		}
-		return newFromContext(ctx, cc, int(o.ConcurrentDisruptionSyncs))
-	}).WithAliases(Alias).WithEventSource(EventSource).WithValidator(o.Validate).
-		WithInformers(podsResource, pdbsResource, rcsResource, rsResource,
-			deployResource, stsResource).
-		// Of a pod, besides its metadata (labels, owners, deletion, generation):
-		// its conditions (Ready, DisruptionTarget) and whether it is terminal.
-		WithReads(podsResource, "status.conditions", "status.phase").
-		// Of the pods' controllers, their size.
-		WithReads(rcsResource, "spec.replicas").
-		WithReads(rsResource, "spec.replicas").
-		WithReads(deployResource, "spec.replicas").
-		WithReads(stsResource, "spec.replicas")
-}

@@ -1,16 +1,11 @@
 package endpoints
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/ctrlhost/ctrlhost/controllers/internal/servicepods"
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -109,27 +104,4 @@ func (o Options) Validate() error {
 		)
 	}
 	return errors.Join(errs...)
-}
-
-// Descriptor returns the controller's descriptor. Invalid options are
-// reported by manager.Builder.Build.
-func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		c, err := newController(ctx, cc, o.withDefaults())
-		if err != nil {
-			return nil, err // the host names the controller
-		}
-		return c, nil
-	}).
-		WithAliases(Alias).
-		WithEventSource(EventSource).
-		WithValidator(o.Validate).
-		WithInformers(
-			corev1.SchemeGroupVersion.WithResource("pods"),
-			corev1.SchemeGroupVersion.WithResource("services"),
-			corev1.SchemeGroupVersion.WithResource("endpoints"),
-		).
-		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), servicepods.PodReads...).
-		WithClientName(ClientName)
 }

@@ -1,15 +1,10 @@
 package ephemeral
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
-	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -65,22 +60,3 @@ var (
 	pvcs = corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")
 	pods = corev1.SchemeGroupVersion.WithResource("pods")
 )
-
-// Descriptor returns the controller with o.ConcurrentEphemeralVolumeSyncs
-// workers. Invalid options are reported by manager.Builder.Build. It is
-// sharded by namespace (a pod and its claims share one): under
-// --enable-sharding every replica works the pods of its slots.
-func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		return newController(cc, int(o.ConcurrentEphemeralVolumeSyncs))
-	}).WithAliases(Alias).
-		WithValidator(o.Validate).
-		WithEventSource(EventSource).
-		WithInformers(pvcs).
-		WithIndexers(pods, index.PodsByClaimIndexers()).
-		// What the index reads is all it reads of a pod besides its
-		// metadata: the volumes' names and their ephemeral sources.
-		WithReads(pods, index.PodsByClaimReads...).
-		Sharded(shard.ByNamespace)
-}

@@ -1,12 +1,12 @@
 package garbagecollector
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"time"
+
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -101,28 +101,6 @@ func (o Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Descriptor returns the garbage collector's descriptor. Invalid options
-// are reported by manager.Builder.Build.
-func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		if !o.EnableGarbageCollector {
-			return nil, nil
-		}
-		d, err := depsFrom(cc, o)
-		if err != nil {
-			return nil, err
-		}
-		return newCollector(cc.Name, d), nil
-	}).
-		WithAliases(Alias).
-		WithValidator(o.Validate).
-		WithClientName(clientName).
-		// It reads owner references and the rest of the metadata of
-		// whatever it watches, through meta.Accessor, and nothing else.
-		ReadsMetadataOnly()
 }
 
 // depsFrom gathers the collector's clients from the host as KCM does: its

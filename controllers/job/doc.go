@@ -58,7 +58,7 @@
 // of its slots, with caches of those slots only (KCM has no sharding;
 // without the flag it runs on the leader as in KCM).
 //
-// Differences from KCM, and what is not guaranteed:
+// Differences from KCM, and Non-guarantees:
 //   - No Workload/PodGroup management (WorkloadWithJob, alpha and off in
 //     1.37) and no job_controller metrics.
 //   - Deletions are expected by pod name rather than counted, so a pod seen

@@ -1,16 +1,12 @@
 package namespace
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
-
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -94,20 +90,4 @@ func (o Options) withDefaults() Options {
 		o.Clock = clock.RealClock{}
 	}
 	return o
-}
-
-// Descriptor returns the namespace controller (namespace-controller, alias
-// namespace). Invalid options are reported by manager.Builder.Build.
-func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		c, err := newController(ctx, cc, o.withDefaults())
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	}).
-		WithAliases(Alias).
-		WithValidator(o.Validate).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("namespaces"))
 }

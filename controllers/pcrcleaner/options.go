@@ -1,16 +1,10 @@
 package pcrcleaner
 
 import (
-	"context"
-
-	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	certv1 "k8s.io/api/certificates/v1"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
-
-	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // Name is the controller's name in --controllers, as in KCM (which gives
@@ -51,22 +45,3 @@ func NewOptions() Options { return Options{} }
 func (o *Options) AddFlags(*pflag.FlagSet) {}
 
 var requests = certv1.SchemeGroupVersion.WithResource("podcertificaterequests")
-
-// Descriptor returns the controller's descriptor. The controller does not
-// start when FeaturePodCertificateRequest is off.
-func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		if !gate.Enabled(cc.FeatureGate, FeaturePodCertificateRequest, true) {
-			logr.FromContextOrDiscard(ctx).Info("Not starting: feature gate is disabled",
-				"featureGate", FeaturePodCertificateRequest)
-			return nil, nil
-		}
-		clk := o.Clock
-		if clk == nil {
-			clk = clock.RealClock{}
-		}
-		return newController(cc, clk)
-	}).WithInformers(requests).
-		WithClientName(clientName)
-}

@@ -1,16 +1,12 @@
 package podgc
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
-
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // clientName is KCM's name for the collector's client and ServiceAccount.
@@ -105,26 +101,4 @@ func (o Options) Validate() error {
 		)
 	}
 	return errors.Join(errs...)
-}
-
-// Descriptor returns the pod garbage collector's descriptor. Invalid options
-// are reported by manager.Builder.Build.
-func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		c, err := newController(cc, o.withDefaults())
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	}).
-		WithAliases(Alias).
-		WithValidator(o.Validate).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("pods"),
-			corev1.SchemeGroupVersion.WithResource("nodes")).
-		WithClientName(clientName).
-		// What it reads of a pod besides its metadata: its node, and the
-		// status it patches to Failed.
-		WithReads(corev1.SchemeGroupVersion.WithResource("pods"),
-			"spec.nodeName", "status.phase", "status.reason", "status.conditions")
 }

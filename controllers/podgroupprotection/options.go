@@ -1,16 +1,10 @@
 package podgroupprotection
 
 import (
-	"context"
-
-	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/component-base/featuregate"
-
-	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // Name is the controller's name in --controllers, as in KCM, which gives
@@ -59,24 +53,3 @@ var (
 // podReads are the fields of a pod the controller reads besides its
 // metadata: the PodGroup it names, and whether it has terminated.
 var podReads = []string{"spec.schedulingGroup", "status.phase"}
-
-// Descriptor returns the controller's descriptor. It starts only with
-// GenericWorkload on (read through the host's gate), and runs only while
-// the API server serves scheduling.k8s.io/v1beta1 PodGroups (a beta API,
-// off unless the API server enables it). PodGroups are cached whole: the
-// controller writes back the cached object.
-func Descriptor(Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		if !gate.Enabled(cc.FeatureGate, FeatureGenericWorkload,
-			FeatureSpecs()[FeatureGenericWorkload].Default) {
-			logr.FromContextOrDiscard(ctx).Info("Not starting: a feature gate it needs is off",
-				"featureGate", FeatureGenericWorkload)
-			return nil, nil
-		}
-		return newController(cc)
-	}).WithInformers(podGroups).
-		WithIndexers(pods, Indexers()).
-		WithReads(pods, podReads...).
-		WhenServed(podGroups)
-}

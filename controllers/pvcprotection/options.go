@@ -1,15 +1,11 @@
 package pvcprotection
 
 import (
-	"context"
-
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
-	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/shard"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -68,18 +64,3 @@ var podReads = append([]string{
 	"status.containerStatuses.state",
 	"status.ephemeralContainerStatuses.state",
 }, index.PodsByClaimReads...)
-
-// Descriptor returns the controller's descriptor. It is sharded by
-// namespace (a claim and the pods that use it share one): under
-// --enable-sharding every replica works the claims of its slots.
-func Descriptor(Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		return newController(cc)
-	}).WithAliases(Alias).
-		WithInformers(pvcs).
-		WithIndexers(pods, index.PodsByClaimIndexers()).
-		WithReads(pods, podReads...).
-		Sharded(shard.ByNamespace).
-		WithClientName(clientName)
-}

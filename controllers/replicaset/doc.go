@@ -35,7 +35,7 @@
 // are read from the host's gate if it registers them; otherwise their 1.37
 // defaults (both on) apply.
 //
-// Differences from upstream, and what is not guaranteed:
+// Differences from upstream, and Non-guarantees:
 //   - Stale-controller consistency (upstream's
 //     StaleControllerConsistencyReplicaSet gate, beta in 1.37) is always on
 //     and covers, as upstream does, the owner's own status write and every
@@ -50,8 +50,7 @@
 //     pod (the API server rejects such objects anyway).
 //   - Pod co-location ranking also works for ReplicationControllers that
 //     have a controller (upstream's index only understands ReplicaSets).
-//   - Events come from the host's recorder, so their source is the
-//     controller's name (replicationcontroller-controller, not
-//     replication-controller), and the workqueue is named after the
-//     controller, not "replicaset"/"replicationmanager".
+//   - The workqueue is named after the controller, not
+//     "replicaset"/"replicationmanager". (Events carry KCM's sources:
+//     replicaset-controller and replication-controller.)
 package replicaset

@@ -1,17 +1,13 @@
 package resourcequota
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
-
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -118,23 +114,6 @@ func (o Options) Validate() error {
 		)
 	}
 	return errors.Join(errs...)
-}
-
-// Descriptor returns the resource-quota controller (resourcequota-controller,
-// alias resourcequota). Invalid options are reported by manager.Builder.Build.
-func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		c, err := newController(ctx, cc, o.withDefaults())
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	}).
-		WithAliases(Alias).
-		WithValidator(o.Validate).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("resourcequotas")).
-		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...)
 }
 
 // podReads are the fields of a pod the pod evaluator (pods.go) and the

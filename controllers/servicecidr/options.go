@@ -1,15 +1,9 @@
 package servicecidr
 
 import (
-	"context"
-
-	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/component-base/featuregate"
-
-	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // Name is the controller's name in --controllers, as in KCM (which gives
@@ -52,18 +46,3 @@ var (
 	serviceCIDRs = networkingv1.SchemeGroupVersion.WithResource("servicecidrs")
 	ipAddresses  = networkingv1.SchemeGroupVersion.WithResource("ipaddresses")
 )
-
-// Descriptor returns the controller's descriptor. It is not sharded: see
-// the package documentation.
-func Descriptor(Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		if !gate.Enabled(cc.FeatureGate, FeatureMultiCIDRServiceAllocator, true) {
-			logr.FromContextOrDiscard(ctx).Info("Not starting: its feature gate is off",
-				"featureGate", FeatureMultiCIDRServiceAllocator)
-			return nil, nil
-		}
-		return newController(cc)
-	}).WithInformers(serviceCIDRs, ipAddresses).
-		WithClientName(clientName)
-}

@@ -1,17 +1,10 @@
 package tainteviction
 
 import (
-	"context"
-
-	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
-
-	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
-	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // Name is the controller's name in --controllers, as in KCM (which gives
@@ -74,25 +67,3 @@ var (
 	pods  = corev1.SchemeGroupVersion.WithResource("pods")
 	nodes = corev1.SchemeGroupVersion.WithResource("nodes")
 )
-
-// Descriptor returns the controller's descriptor. It is not sharded: see
-// the package documentation.
-func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		if !gate.Enabled(cc.FeatureGate, FeatureSeparateTaintEvictionController, true) {
-			logr.FromContextOrDiscard(ctx).Info("Not starting: its feature gate is off",
-				"featureGate", FeatureSeparateTaintEvictionController)
-			return nil, nil
-		}
-		return newController(cc, o)
-	}).
-		WithInformers(pods, nodes).
-		WithIndexers(pods, index.PodsByNodeIndexers()).
-		WithClientName(clientName).
-		// Of a pod it reads where it runs and what it tolerates; the
-		// deletion reads the pod afresh from the API server. Of a node,
-		// its taints.
-		WithReads(pods, "spec.nodeName", "spec.tolerations").
-		WithReads(nodes, "spec.taints")
-}

@@ -1,18 +1,15 @@
 package tokencleaner
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/bootstraptoken"
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // clientName is KCM's name for the cleaner's client and ServiceAccount.
@@ -70,22 +67,4 @@ func (o Options) Validate() error {
 		)
 	}
 	return nil
-}
-
-// Descriptor returns the token cleaner's descriptor, disabled by default as
-// in KCM. Invalid options are reported by manager.Builder.Build.
-func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		c, err := newController(cc, o.withDefaults())
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	}).
-		WithAliases(Alias).
-		DisabledByDefault().
-		WithValidator(o.Validate).
-		WithInformers(corev1.SchemeGroupVersion.WithResource("secrets")).
-		WithClientName(clientName)
 }

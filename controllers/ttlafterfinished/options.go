@@ -1,14 +1,10 @@
 package ttlafterfinished
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/pflag"
-	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/utils/clock"
-
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // Name and Alias are the controller's names in --controllers, as in KCM.
@@ -61,20 +57,4 @@ func (o Options) Validate() error {
 		)
 	}
 	return nil
-}
-
-// Descriptor returns the controller's descriptor. Invalid options are
-// reported by manager.Builder.Build.
-func Descriptor(o Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		c, err := newController(cc, o.withDefaults())
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	}).
-		WithAliases(Alias).
-		WithValidator(o.Validate).
-		WithInformers(batchv1.SchemeGroupVersion.WithResource("jobs"))
 }

@@ -1,17 +1,10 @@
 package vacprotection
 
 import (
-	"context"
-
-	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/featuregate"
-
-	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // Name is the controller's name in --controllers, as in KCM (which gives
@@ -54,19 +47,3 @@ var (
 	pvcs = corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")
 	vacs = storagev1.SchemeGroupVersion.WithResource("volumeattributesclasses")
 )
-
-// Descriptor returns the controller's descriptor. It is not sharded: see
-// the package documentation.
-func Descriptor(Options) descriptor.Descriptor {
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		if !gate.Enabled(cc.FeatureGate, FeatureVolumeAttributesClass, true) {
-			logr.FromContextOrDiscard(ctx).Info("Not starting: its feature gate is off",
-				"featureGate", FeatureVolumeAttributesClass)
-			return nil, nil
-		}
-		return newController(cc)
-	}).WithInformers(vacs).
-		WithIndexers(pvs, cache.Indexers{pvsByClass: pvClassNames}).
-		WithIndexers(pvcs, cache.Indexers{pvcsByClass: pvcClassNames})
-}

@@ -1,13 +1,10 @@
 package vapstatus
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/pflag"
 	arv1 "k8s.io/api/admissionregistration/v1"
-
-	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
 // Name is the controller's name in --controllers, as in KCM (which gives
@@ -64,13 +61,3 @@ func (o Options) Validate() error {
 
 var policies = arv1.SchemeGroupVersion.WithResource(
 	"validatingadmissionpolicies")
-
-// Descriptor returns the controller's descriptor. Invalid options are
-// reported by manager.Builder.Build.
-func Descriptor(o Options) descriptor.Descriptor {
-	o = o.withDefaults()
-	return descriptor.New(Name, func(ctx context.Context,
-		cc descriptor.Context) (descriptor.Controller, error) {
-		return newController(cc, int(o.ConcurrentPolicySyncs))
-	}).WithValidator(o.Validate).WithInformers(policies)
-}

@@ -1,0 +1,19 @@
+package csrapproving
+
+import (
+	"context"
+
+	certv1 "k8s.io/api/certificates/v1"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// Descriptor returns the controller's descriptor.
+func Descriptor(Options) descriptor.Descriptor {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
+		return newController(cc)
+	}).WithAliases(Alias).
+		WithInformers(certv1.SchemeGroupVersion.WithResource("certificatesigningrequests")).
+		WithClientName(clientName)
+}

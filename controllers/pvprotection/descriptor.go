@@ -1,0 +1,19 @@
+package pvprotection
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// Descriptor returns the controller's descriptor.
+func Descriptor(Options) descriptor.Descriptor {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
+		return newController(cc)
+	}).WithAliases(Alias).
+		WithInformers(corev1.SchemeGroupVersion.WithResource("persistentvolumes")).
+		WithClientName(clientName)
+}

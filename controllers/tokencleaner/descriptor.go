@@ -1,0 +1,27 @@
+package tokencleaner
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ctrlhost/ctrlhost/descriptor"
+)
+
+// Descriptor returns the token cleaner's descriptor, disabled by default as
+// in KCM. Invalid options are reported by manager.Builder.Build.
+func Descriptor(o Options) descriptor.Descriptor {
+	return descriptor.New(Name, func(ctx context.Context,
+		cc descriptor.Context) (descriptor.Controller, error) {
+		c, err := newController(cc, o.withDefaults())
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}).
+		WithAliases(Alias).
+		DisabledByDefault().
+		WithValidator(o.Validate).
+		WithInformers(corev1.SchemeGroupVersion.WithResource("secrets")).
+		WithClientName(clientName)
+}
