@@ -280,6 +280,60 @@ func TestEventFlushGivesUpAMintThatHangs(t *testing.T) {
 	}
 }
 
+// A controller the term built, stopped alone by SetControllers while a
+// request of its Run waits for its ServiceAccount token (the API server
+// never answers the TokenRequest), stops within its bound. The mint ran on
+// the term's context: it held the request, and so the controller's Run,
+// until the term ended; the stop overran its bound and the term failed,
+// naming a controller that had returned as soon as it could (simulation
+// seed 832). Now stopping a controller alone ends its clients' mint.
+func TestAControllerStoppedAloneIsNotHeldByItsTokenMint(t *testing.T) {
+	const name = "lazy-controller"
+	minting := make(chan struct{}, 1)
+	d := descriptor.New(name, func(_ context.Context, cc descriptor.Context) (descriptor.Controller, error) {
+		return descriptor.ControllerFunc(func(ctx context.Context) error {
+			for ctx.Err() == nil {
+				cs, err := cc.ClientBuilder.Client(name) // built anew each time
+				if err != nil {
+					return err
+				}
+				_, _ = cs.CoreV1().ConfigMaps("default").Get(ctx, "x", metav1.GetOptions{})
+			}
+			return nil
+		}), nil
+	})
+	opts := fastElection("only")
+	opts.UseServiceAccountCredentials = true
+	opts.ControllerShutdownTimeout = 2 * time.Second
+	f := newAPIFixture(t, opts, d)
+	f.hooks = append(f.hooks, func(_ http.ResponseWriter, r *fakeapi.Request) error {
+		if r.Resource.GVR.Resource != "serviceaccounts" || r.Subresource != "token" {
+			return nil
+		}
+		select {
+		case minting <- struct{}{}:
+		default:
+		}
+		<-r.Context.Done() // the API server never answers; only the client can end it
+		return r.Context.Err()
+	})
+	f.start(t)
+	recv(t, "the controller's token request", minting)
+	if err := f.m.SetControllers([]string{"*", "-" + name}); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, f.m, name, manager.PhaseDisabled)
+	select {
+	case err := <-f.done:
+		t.Fatalf("Run returned while the controller was stopped alone: %v", err)
+	default:
+	}
+	f.cancel()
+	if err := f.wait(t); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+}
+
 // waitPhase waits until the named controller reaches phase.
 func waitPhase(t *testing.T, m *manager.Manager, name string, phase manager.Phase) {
 	t.Helper()

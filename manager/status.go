@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"sync"
@@ -89,6 +90,9 @@ type state struct {
 	ctrl   descriptor.Controller // set while built in the current term
 	view   *informers.Set        // its build's view of the current term's informers
 	slots  map[int]*state        // sharded: the running slot terms' instances
+	// stopClients ends what its build's clients do on the host's behalf
+	// (minting its ServiceAccount token) in the current term.
+	stopClients context.CancelFunc
 }
 
 func newState(d descriptor.Descriptor, p Phase, reason string) *state {
@@ -124,6 +128,31 @@ func (s *state) setInformers(view *informers.Set) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.view = view
+}
+
+// setClientsStop records what ends its build's clients' work on the
+// host's behalf, and ends the previous build's.
+func (s *state) setClientsStop(stop context.CancelFunc) {
+	s.mu.Lock()
+	prev := s.stopClients
+	s.stopClients = stop
+	s.mu.Unlock()
+	if prev != nil {
+		prev()
+	}
+}
+
+// endClients ends its build's clients' work on the host's behalf: a
+// request then waiting for a token fails at once rather than when the
+// term ends.
+func (s *state) endClients() {
+	s.mu.Lock()
+	stop := s.stopClients
+	s.stopClients = nil
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 }
 
 // takeInformers returns its build's view of the term's informers (whose

@@ -399,7 +399,11 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 	view *informers.Set) (descriptor.Controller, error) {
 	name := s.desc.Name()
 	s.set(PhaseInitializing, nil)
-	cb := clientBuilder{m: m, gate: env.gate, limiters: env.slot.rateLimiters(), ctx: env.ctx}
+	// The clients' work on the host's behalf ends with the term, or when
+	// the controller is stopped alone (SetControllers), whichever is first.
+	cctx, stopClients := context.WithCancel(env.ctx)
+	s.setClientsStop(stopClients)
+	cb := clientBuilder{m: m, gate: env.gate, limiters: env.slot.rateLimiters(), ctx: cctx}
 	root := cb
 	root.root = true
 	// The handlers it adds through its factories are recorded, so that

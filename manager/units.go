@@ -242,6 +242,9 @@ func (u *termUnits) stopStatic(s *state) {
 	delete(u.static, s)
 	u.env.queues.Forget(s.desc.Name())
 	stopped, ok := u.r.stopOne(s)
+	// A request of its Run waiting for a token minted on the term's
+	// context would hold it past its stop bound (simulation seed 832).
+	s.endClients()
 	if !ok {
 		// Its InitFunc chose not to start it: nothing runs, and what it
 		// held was released when it chose so (releaseUnstarted); this
