@@ -72,6 +72,12 @@ type Options struct {
 	// allocatable). Defaults: 32 CPUs, 256Gi, 110 pods.
 	NodeCPU, NodeMemory string
 	NodePods            int
+	// NodeCIDRMaskSize is the size of the pod range node-ipam gives each
+	// node out of ClusterCIDR (the controller manager's
+	// --node-cidr-mask-size, added to its command line unless it is
+	// kubeadm's 24). It bounds Nodes (at most 250 for 24, 500 for 25, …)
+	// and NodePods (at most the range's addresses). Default: 24.
+	NodeCIDRMaskSize int
 
 	// BinDir holds etcd, kube-apiserver (testenv's) and the cluster
 	// binaries of testbin.BuildCluster. Default: testenv's directory.
@@ -170,9 +176,19 @@ func (o Options) withDefaults() (Options, error) {
 	if len(o.NodeGroups) == 0 {
 		o.NodeGroups = []NodeGroup{{Name: defaultGroup, Nodes: o.Nodes}}
 	}
-	if o.Nodes < 0 || o.Nodes > 250 {
-		return o, fmt.Errorf("cluster: Options.Nodes %d is not within 1-250 (a /24 each of %s)",
-			o.Nodes, ClusterCIDR)
+	if o.NodeCIDRMaskSize == 0 {
+		o.NodeCIDRMaskSize = 24
+	}
+	if o.NodeCIDRMaskSize < 17 || o.NodeCIDRMaskSize > 28 {
+		return o, fmt.Errorf("cluster: Options.NodeCIDRMaskSize %d is not within 17-28 "+
+			"(a node's range out of %s)", o.NodeCIDRMaskSize, ClusterCIDR)
+	}
+	// As many nodes as ranges, less a fortieth kept free as kubeadm's
+	// 250 of 256 /24s do.
+	if most := (1 << (o.NodeCIDRMaskSize - 16)) * 250 / 256; o.Nodes < 0 || o.Nodes > most {
+		return o, fmt.Errorf("cluster: Options.Nodes %d is not within 1-%d (a /%d each of %s; "+
+			"a larger NodeCIDRMaskSize makes room for more)", o.Nodes, most,
+			o.NodeCIDRMaskSize, ClusterCIDR)
 	}
 	if o.NodeCPU == "" {
 		o.NodeCPU = "32"
@@ -182,6 +198,10 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.NodePods == 0 {
 		o.NodePods = 110
+	}
+	if most := 1<<(32-o.NodeCIDRMaskSize) - 2; o.NodePods > most {
+		return o, fmt.Errorf("cluster: Options.NodePods %d is more than a /%d holds (%d); "+
+			"lower NodeCIDRMaskSize", o.NodePods, o.NodeCIDRMaskSize, most)
 	}
 	for _, q := range []string{o.NodeCPU, o.NodeMemory} {
 		if _, err := resource.ParseQuantity(q); err != nil {
@@ -470,9 +490,19 @@ func (c *Cluster) startManager(port int) error {
 	if err := c.env.WriteClientCertKubeconfig(conf, "system:kube-controller-manager"); err != nil {
 		return err
 	}
-	args := append(KubeadmArgs(c.env.PKI(), conf), "--secure-port="+strconv.Itoa(port))
+	args := append(c.managerArgs(conf), "--secure-port="+strconv.Itoa(port))
 	args = append(args, c.opts.ExtraManagerArgs...)
 	return c.run("controller-manager-"+string(c.opts.Manager), c.opts.ManagerBinary, args, nil)
+}
+
+// managerArgs is kubeadm's command line for a controller manager of this
+// cluster, authenticating with kubeconfig.
+func (c *Cluster) managerArgs(kubeconfig string) []string {
+	args := KubeadmArgs(c.env.PKI(), kubeconfig)
+	if c.opts.NodeCIDRMaskSize != 24 {
+		args = append(args, "--node-cidr-mask-size="+strconv.Itoa(c.opts.NodeCIDRMaskSize))
+	}
+	return args
 }
 
 // waitNodesReady waits until kwok reports every node Ready.

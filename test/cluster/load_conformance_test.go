@@ -45,10 +45,8 @@ const (
 // loadManagerArgs are added to kubeadm's command line on both sides of
 // TestLoad. The client rate limits are lifted as kwok's own clusters
 // lift them (kwokctl --disable-qps-limits), so that a phase measures the
-// controllers and not KCM's default 20 requests a second; node-ipam's
-// mask leaves room for more than 256 nodes in the cluster's /16.
-var loadManagerArgs = []string{"--kube-api-qps=5000", "--kube-api-burst=10000",
-	"--node-cidr-mask-size=26"}
+// controllers and not KCM's default 20 requests a second.
+var loadManagerArgs = []string{"--kube-api-qps=5000", "--kube-api-burst=10000"}
 
 // loadPhases are TestLoad's phases, in order.
 var loadPhases = []string{"create", "scale up", "rolling update", "scale down", "delete"}
@@ -136,6 +134,9 @@ func runLoad(t *testing.T, m cluster.Manager, binary string) loadRun {
 	}
 	c, err := cluster.Start(t.Context(), cluster.Options{Manager: cluster.None,
 		Nodes: *loadNodes, Dir: dir, Logf: t.Logf, StartTimeout: 10 * time.Minute,
+		// A /25 a node: room for 500 nodes in the cluster's /16, and 126
+		// addresses for a node's 110 pods.
+		NodeCIDRMaskSize:   25,
 		ExtraSchedulerArgs: []string{"--kube-api-qps=5000", "--kube-api-burst=10000"}})
 	if err != nil {
 		t.Fatal(err)

@@ -80,7 +80,7 @@ func (c *Cluster) StartReplica(ctx context.Context, o ReplicaOptions) (*Replica,
 		_ = w.close()
 		return nil, fmt.Errorf("cluster: a port for replica %s: %w", o.Name, err)
 	}
-	args := append(KubeadmArgs(c.env.PKI(), conf), "--secure-port="+strconv.Itoa(port))
+	args := append(c.managerArgs(conf), "--secure-port="+strconv.Itoa(port))
 	args = append(args, o.ExtraArgs...)
 	name := "controller-manager-" + o.Name
 	p, err := startProcess(name, o.Binary, args, nil, c.path(name+".log"))
