@@ -198,7 +198,7 @@ clusterparts: testbin
 ## rolling update, scale down, delete) under upstream KCM and the native
 ## examples/kcm; per phase the time until every pod is Ready and the
 ## manager's CPU, its peak RSS, its requests by verb and its 409s, with
-## ratios (docs/benchmarks.md; about N minutes).
+## ratios (docs/benchmarks.md; about 45 minutes on 2 cores).
 LOAD_PODS ?= 10000
 LOAD_NODES ?= 500
 load: clusterparts
