@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -88,20 +87,7 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("-cluster.load-pods must be 10 or more and -cluster.load-nodes 1 or more, "+
 			"got %d and %d", *loadPods, *loadNodes)
 	}
-	var managers []cluster.Manager
-	for m := range strings.SplitSeq(*managersFlag, ",") {
-		managers = append(managers, cluster.Manager(m))
-	}
-	bins, err := cluster.BuildManagers(t.Context(), t.TempDir(), os.Stderr, managers...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runs []loadRun
-	for _, m := range managers {
-		t.Run(string(m), func(t *testing.T) {
-			runs = append(runs, runLoad(t, m, bins[m]))
-		})
-	}
+	runs := eachManager(t, runLoad)
 	if t.Failed() {
 		return
 	}

@@ -84,6 +84,20 @@ type nodeFailure struct {
 // ratio to the reference's (docs/benchmarks.md); the test asserts what
 // happens and the order, the figures are measurements.
 func TestNodeFailure(t *testing.T) {
+	results := eachManager(t, runNodeFailure)
+	if t.Failed() {
+		return
+	}
+	table := nodeFailureTable(results)
+	t.Logf("node failure, time from the kill:\n%s", table)
+	writeReport(t, table)
+}
+
+// eachManager builds the controller managers of -cluster.managers and
+// runs run for each, in order, in a subtest named after it, returning the
+// results of those that did not fail the test.
+func eachManager[R any](t *testing.T, run func(*testing.T, cluster.Manager, string) R) []R {
+	t.Helper()
 	var managers []cluster.Manager
 	for m := range strings.SplitSeq(*managersFlag, ",") {
 		managers = append(managers, cluster.Manager(m))
@@ -92,18 +106,13 @@ func TestNodeFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []nodeFailure
+	var results []R
 	for _, m := range managers {
 		t.Run(string(m), func(t *testing.T) {
-			results = append(results, runNodeFailure(t, m, bins[m]))
+			results = append(results, run(t, m, bins[m]))
 		})
 	}
-	if t.Failed() {
-		return
-	}
-	table := nodeFailureTable(results)
-	t.Logf("node failure, time from the kill:\n%s", table)
-	writeReport(t, table)
+	return results
 }
 
 func runNodeFailure(t *testing.T, m cluster.Manager, binary string) nodeFailure {
