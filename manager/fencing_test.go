@@ -255,17 +255,7 @@ func TestEventFlushGivesUpAMintThatHangs(t *testing.T) {
 	opts := fastElection("only")
 	opts.UseServiceAccountCredentials = true
 	f := newAPIFixture(t, opts, d)
-	f.hooks = append(f.hooks, func(_ http.ResponseWriter, r *fakeapi.Request) error {
-		if r.Resource.GVR.Resource != "serviceaccounts" || r.Subresource != "token" {
-			return nil
-		}
-		select {
-		case minting <- struct{}{}:
-		default:
-		}
-		<-r.Context.Done() // the API server never answers; only the client can end it
-		return r.Context.Err()
-	})
+	f.hooks = append(f.hooks, hangTokenRequests(minting))
 	f.start(t)
 	recv(t, "the event client's token request", minting)
 	stopped := time.Now()
@@ -306,17 +296,7 @@ func TestAControllerStoppedAloneIsNotHeldByItsTokenMint(t *testing.T) {
 	opts.UseServiceAccountCredentials = true
 	opts.ControllerShutdownTimeout = 2 * time.Second
 	f := newAPIFixture(t, opts, d)
-	f.hooks = append(f.hooks, func(_ http.ResponseWriter, r *fakeapi.Request) error {
-		if r.Resource.GVR.Resource != "serviceaccounts" || r.Subresource != "token" {
-			return nil
-		}
-		select {
-		case minting <- struct{}{}:
-		default:
-		}
-		<-r.Context.Done() // the API server never answers; only the client can end it
-		return r.Context.Err()
-	})
+	f.hooks = append(f.hooks, hangTokenRequests(minting))
 	f.start(t)
 	recv(t, "the controller's token request", minting)
 	if err := f.m.SetControllers([]string{"*", "-" + name}); err != nil {
@@ -331,6 +311,23 @@ func TestAControllerStoppedAloneIsNotHeldByItsTokenMint(t *testing.T) {
 	f.cancel()
 	if err := f.wait(t); err != nil {
 		t.Errorf("Run = %v", err)
+	}
+}
+
+// hangTokenRequests is a hook under which the API server never answers a
+// TokenRequest (only the client can end it), and which tells minting, if it
+// can without waiting, that one arrived.
+func hangTokenRequests(minting chan<- struct{}) fakeapi.Hook {
+	return func(_ http.ResponseWriter, r *fakeapi.Request) error {
+		if r.Resource.GVR.Resource != "serviceaccounts" || r.Subresource != "token" {
+			return nil
+		}
+		select {
+		case minting <- struct{}{}:
+		default:
+		}
+		<-r.Context.Done()
+		return r.Context.Err()
 	}
 }
 
