@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
+	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 )
 
 func nopInit(context.Context, descriptor.Context) (descriptor.Controller, error) { return nil, nil }
@@ -127,7 +128,7 @@ func TestSlotTermsShareAControllersRateLimiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limiters := newLimiterSet()
+	limiters := shardgroup.NewLimiters()
 	config := func(b clientBuilder, name string) *rest.Config {
 		t.Helper()
 		cfg, err := b.Config(name)

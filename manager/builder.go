@@ -24,6 +24,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/internal/featuregates"
 	"github.com/ctrlhost/ctrlhost/internal/metrics"
 	"github.com/ctrlhost/ctrlhost/internal/nometadata"
+	"github.com/ctrlhost/ctrlhost/internal/satoken"
 	"github.com/ctrlhost/ctrlhost/internal/selection"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/serving"
@@ -404,10 +405,13 @@ func (b *Builder) clients(m *Manager, opts Options) error {
 		root); err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
-	m.tokenConfig = withUserAgent(cfg, "tokens")
-	if m.tokenClient, err = kubernetes.NewForConfigAndClient(m.tokenConfig, root); err != nil {
+	tokenConfig := withUserAgent(cfg, "tokens")
+	tokens, err := kubernetes.NewForConfigAndClient(tokenConfig, root)
+	if err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
+	m.credentials = &satoken.Credentials{Namespace: opts.ServiceAccountNamespace, Client: tokens,
+		Config: tokenConfig}
 	return nil
 }
 

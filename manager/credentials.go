@@ -2,14 +2,10 @@ package manager
 
 import (
 	"context"
-	"net/http"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/transport"
 
 	"github.com/ctrlhost/ctrlhost/fence"
-	"github.com/ctrlhost/ctrlhost/internal/satoken"
 )
 
 // ClientBudget is a per-controller client-side rate limit.
@@ -40,28 +36,8 @@ func (m *Manager) controllerConfig(ctx context.Context, name string, root bool,
 			cfg.Burst = int(b.Burst)
 		}
 	}
-	if root || !m.opts.UseServiceAccountCredentials {
+	if root || !m.opts.UseServiceAccountCredentials || m.credentials == nil {
 		return cfg
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	tokens := m.tokenClient
-	if gate != nil && m.tokenConfig != nil {
-		tc := rest.CopyConfig(m.tokenConfig)
-		tc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-			return fence.RoundTripper(gate, name, rt)
-		})
-		if cs, err := kubernetes.NewForConfig(tc); err == nil {
-			tokens = cs
-		}
-	}
-	anon := rest.AnonymousClientConfig(cfg)
-	// AnonymousClientConfig drops a custom Transport with the credentials;
-	// it is how this config reaches the API server (the rest of the host's
-	// clients use it), so the controller's keeps it.
-	anon.Transport = cfg.Transport
-	anon.WrapTransport = transport.TokenSourceWrapTransport(transport.NewCachedTokenSource(
-		satoken.Source(ctx, tokens, m.opts.ServiceAccountNamespace, name)))
-	return anon
+	return m.credentials.For(ctx, cfg, name, gate)
 }

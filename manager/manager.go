@@ -20,6 +20,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/internal/featuregates"
 	"github.com/ctrlhost/ctrlhost/internal/metrics"
+	"github.com/ctrlhost/ctrlhost/internal/satoken"
 	"github.com/ctrlhost/ctrlhost/internal/supervisor"
 	"github.com/ctrlhost/ctrlhost/serving"
 )
@@ -33,10 +34,11 @@ type Manager struct {
 	featureGate featuregate.FeatureGate
 	log         logr.Logger
 
-	restConfig  *rest.Config // nil when built WithClient
-	client      kubernetes.Interface
-	tokenClient kubernetes.Interface // mints controllers' ServiceAccount tokens outside terms
-	tokenConfig *rest.Config         // its config, fenced per term for a term's controllers
+	restConfig *rest.Config // nil when built WithClient
+	client     kubernetes.Interface
+	// credentials mint the controllers' ServiceAccount tokens
+	// (--use-service-account-credentials); nil when built WithClient.
+	credentials *satoken.Credentials
 	metaClient  metadata.Interface
 	dynClient   dynamic.Interface // nil: no dynamic informers (built WithClient alone)
 

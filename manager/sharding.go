@@ -10,13 +10,11 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
-	"github.com/ctrlhost/ctrlhost/internal/served"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/shard"
@@ -68,21 +66,14 @@ func (m *Manager) planShards(cfg leader.Config, byKeying map[shard.Keying][]*sta
 	return errs
 }
 
-// shardClient is the client of a shard group's Leases: one of its own, as
-// KCM gives leader election, with a budget for the group's Lease traffic
-// (a Get and an Update per Lease per RetryPeriod, twice over for
-// campaigns and releases), so that the slot Leases neither wait behind
-// nor starve the host's other requests: at --kube-api-qps 20 sixteen slot
-// Leases renewed every 2s would take most of the budget, and releasing a
-// leaving member's slots would queue behind each other.
+// shardClient is the client of a shard group's Leases: one of its own, with
+// a budget for the group's Lease traffic (shardgroup.LeaseClientConfig).
 func (m *Manager) shardClient(cfg leader.Config) (kubernetes.Interface, error) {
 	if m.restConfig == nil {
 		return m.client, nil
 	}
-	c := withUserAgent(m.restConfig, "shard")
-	leases := float64(m.opts.Sharding.Slots + 1)
-	c.QPS = max(c.QPS, float32(4*leases/cfg.RetryPeriod.Seconds()))
-	c.Burst = max(c.Burst, int(4*leases))
+	c := shardgroup.LeaseClientConfig(withUserAgent(m.restConfig, "shard"), m.opts.Sharding.Slots,
+		cfg.RetryPeriod)
 	cs, err := kubernetes.NewForConfig(c)
 	if err != nil {
 		return nil, fmt.Errorf("sharding: client: %w", err)
@@ -100,8 +91,8 @@ func (m *Manager) runShards(ctx context.Context, p shardPlan) error {
 	var mu sync.Mutex
 	var failed []error
 	name, space := p.group.Name(), p.group.Space()
-	limiters := newLimiterSet()
-	scope := m.scopeFunc()
+	limiters := shardgroup.NewLimiters()
+	scope := shardgroup.DiscoveryScope(m.client.Discovery())
 	err := p.group.Run(ctx, func(sctx context.Context, slot int) error {
 		client, err := shardgroup.NewClientset(m.client, space, []int{slot})
 		if err != nil {
@@ -221,41 +212,13 @@ type slotTerm struct {
 	// the same for dynamic and custom informers: a shardgroup.Dynamic; nil
 	// without one
 	dynamic  dynamic.Interface
-	limiters *limiterSet // rate limiters shared with the group's other slot terms
+	limiters *shardgroup.Limiters // rate limiters shared with the group's other slot terms
 	space    shard.Space
 	slot     int
 }
 
-// scopeFunc tells, from discovery (remembered once answered), whether a
-// resource is namespaced: the slot terms' dynamic informers filter
-// namespaced resources by namespace.
-func (m *Manager) scopeFunc() shardgroup.ScopeFunc {
-	disc := m.client.Discovery()
-	var known sync.Map // schema.GroupVersionResource → namespaced
-	return func(ctx context.Context, gvr schema.GroupVersionResource) (bool, error) {
-		if v, ok := known.Load(gvr); ok {
-			return v.(bool), nil
-		}
-		// No lock is held while discovery answers: an informer's list that
-		// asks during a partition waits only for its own request, bounded
-		// by its own context (a REST mapper's lock would hold every other
-		// informer too).
-		list, err := served.ResourcesOf(ctx, disc, gvr.GroupVersion())
-		if err != nil {
-			return false, err
-		}
-		for _, r := range list.APIResources {
-			if r.Name == gvr.Resource {
-				known.Store(gvr, r.Namespaced)
-				return r.Namespaced, nil
-			}
-		}
-		return false, fmt.Errorf("discovery does not list %v", gvr)
-	}
-}
-
 // rateLimiters returns the shared rate limiters; nil outside slot terms.
-func (t *slotTerm) rateLimiters() *limiterSet {
+func (t *slotTerm) rateLimiters() *shardgroup.Limiters {
 	if t == nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 // Package satoken mints bearer tokens for one ServiceAccount through the
 // TokenRequest API, for clients that act as a controller's own
-// ServiceAccount (KCM's --use-service-account-credentials).
+// ServiceAccount (KCM's --use-service-account-credentials), and the REST
+// configs of such clients (Credentials.For), fenced by a term's gate.
 //
 // Guarantees: a token is requested with KCM's lifetime (an hour) and handed
 // out with an expiry at 80% of it, so a caching wrapper (client-go's
