@@ -2,6 +2,7 @@ package informers
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,6 +26,34 @@ type Declared struct {
 	// each, until Warm.Release of the last of them. None: it is the Set's
 	// own, for its whole life.
 	Users []string
+}
+
+// Declare adds user's declaration of the informer of resource (of Go type
+// object when it is not nil, with indexers) to declared and returns it.
+// A resource keeps one entry however many declare it: each user is added
+// to its Users, the first object type declared is kept, and of indexers
+// of the same name the first declared.
+func Declare(declared []Declared, user string, resource schema.GroupVersionResource,
+	object runtime.Object, indexers cache.Indexers) []Declared {
+	i := slices.IndexFunc(declared, func(d Declared) bool { return d.Resource == resource })
+	if i < 0 {
+		declared = append(declared, Declared{Resource: resource, Indexers: cache.Indexers{}})
+		i = len(declared) - 1
+	}
+	d := &declared[i]
+	d.Users = append(d.Users, user)
+	if d.Object == nil {
+		d.Object = object
+	}
+	if d.Indexers == nil {
+		d.Indexers = cache.Indexers{}
+	}
+	for name, f := range indexers {
+		if _, ok := d.Indexers[name]; !ok {
+			d.Indexers[name] = f
+		}
+	}
+	return declared
 }
 
 // Warm is a Set kept started and synced ahead of the term that will adopt

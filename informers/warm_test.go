@@ -77,3 +77,41 @@ func TestStartWarm(t *testing.T) {
 		t.Error("a declared informer runs after its last user was released")
 	}
 }
+
+// TestDeclareMerges: one entry per resource, every user in it, the first
+// object type and the first indexer of each name kept, and the caller's
+// indexer map never changed.
+func TestDeclareMerges(t *testing.T) {
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	nodes := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	first := func(any) ([]string, error) { return []string{"first"}, nil }
+	second := func(any) ([]string, error) { return []string{"second"}, nil }
+	mine := cache.Indexers{"byNode": first}
+
+	var d []informers.Declared
+	d = informers.Declare(d, "a", pods, nil, mine)
+	d = informers.Declare(d, "b", nodes, &corev1.Node{}, nil)
+	d = informers.Declare(d, "c", pods, &corev1.Pod{}, cache.Indexers{"byNode": second,
+		"byIP": second})
+	d = informers.Declare(d, "d", pods, &corev1.Node{}, nil)
+
+	if len(d) != 2 || d[0].Resource != pods || d[1].Resource != nodes {
+		t.Fatalf("declared %v, want pods then nodes, once each", d)
+	}
+	p := d[0]
+	if got := p.Users; len(got) != 3 || got[0] != "a" || got[1] != "c" || got[2] != "d" {
+		t.Errorf("pods' users %v, want [a c d]", got)
+	}
+	if _, ok := p.Object.(*corev1.Pod); !ok {
+		t.Errorf("pods' object type %T, want the first declared, *v1.Pod", p.Object)
+	}
+	if len(p.Indexers) != 2 {
+		t.Errorf("pods' indexers %v, want byNode and byIP", p.Indexers)
+	}
+	if got, _ := p.Indexers["byNode"](nil); got[0] != "first" {
+		t.Errorf("byNode is the %s declared, want the first", got[0])
+	}
+	if len(mine) != 1 {
+		t.Error("Declare changed the caller's indexers")
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/internal/served"
@@ -38,21 +37,8 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 		}
 		running = append(running, s)
 		for _, gvr := range s.desc.Informers() {
-			i := slices.IndexFunc(declared, func(d informers.Declared) bool { return d.Resource == gvr })
-			if i < 0 {
-				declared = append(declared, informers.Declared{Resource: gvr,
-					Indexers: map[string]cache.IndexFunc{}})
-				i = len(declared) - 1
-			}
-			declared[i].Users = append(declared[i].Users, s.desc.Name())
-			if obj := s.desc.ObjectType(gvr); obj != nil && declared[i].Object == nil {
-				declared[i].Object = obj
-			}
-			for name, f := range s.desc.Indexers(gvr) {
-				if _, ok := declared[i].Indexers[name]; !ok {
-					declared[i].Indexers[name] = f
-				}
-			}
+			declared = informers.Declare(declared, s.desc.Name(), gvr, s.desc.ObjectType(gvr),
+				s.desc.Indexers(gvr))
 		}
 	}
 	ctx = logr.NewContext(ctx, logr.FromContextOrDiscard(ctx).WithValues("lock", lease))
