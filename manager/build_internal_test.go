@@ -168,7 +168,7 @@ func TestShardClientBudgetsTheGroupsLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := m.opts.LeaderElection.WithDefaults("my-manager")
-	cs, err := m.shardClient(cfg)
+	cs, err := shardClient(planInput{opts: m.opts, client: m.client, restConfig: m.restConfig}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -231,7 +231,6 @@ func (b *Builder) Build() (*Manager, error) {
 		component:   b.component,
 		opts:        opts,
 		featureGate: fg,
-		states:      map[string]*state{},
 		terms:       map[*term]struct{}{},
 		started:     make(chan struct{}),
 		reselected:  make(chan struct{}),
@@ -239,32 +238,6 @@ func (b *Builder) Build() (*Manager, error) {
 	controllers, err := selection.Resolve(b.descriptors, opts.Controllers)
 	if err != nil {
 		errs = append(errs, err)
-	}
-	if set != nil {
-		cloud := cloudLoops{inProcess: b.cloud, provider: opts.CloudProvider}
-		for _, d := range set.All() {
-			st := newState(d, PhaseWaiting, "")
-			reason, err := skipReason(d, fg, cloud)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			switch {
-			case !controllers.Enabled(d):
-				st = newState(d, PhaseDisabled, "not selected by "+opts.flagName("controllers"))
-				if reason != "" {
-					// It could not run even if selected at runtime.
-					st.fixed = reason
-				} else {
-					m.selected = append(m.selected, st)
-				}
-			case reason != "":
-				st = newState(d, PhaseSkipped, reason)
-			default:
-				m.selected = append(m.selected, st)
-			}
-			m.states[d.Name()] = st
-			m.order = append(m.order, st)
-		}
 	}
 
 	if err := b.clients(m, opts); err != nil {
@@ -299,8 +272,14 @@ func (b *Builder) Build() (*Manager, error) {
 			errs = append(errs, fmt.Errorf("metrics: %w", err))
 		}
 	}
-	if set != nil && m.client != nil {
-		errs = append(errs, m.planElection(set)...)
+	p, perrs := newPlan(planInput{component: b.component, opts: opts, set: set,
+		controllers: controllers, featureGate: fg,
+		cloud:  cloudLoops{inProcess: b.cloud, provider: opts.CloudProvider},
+		client: m.client, restConfig: m.restConfig, log: m.log})
+	errs = append(errs, perrs...)
+	m.order, m.states, m.selected, m.locks = p.order, p.states, p.selected, p.locks
+	for _, l := range p.notes {
+		m.log.Info(l.msg, l.kv...)
 	}
 
 	reg := m.healthChecks()

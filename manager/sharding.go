@@ -16,7 +16,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
-	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
 
@@ -34,51 +33,6 @@ func shardGroupName(lease string, k shard.Keying) string {
 		return lease + "-shard-uid"
 	}
 	return lease + "-shard"
-}
-
-// planShards makes one shard group per keying of the sharded controllers
-// in bySpace (keyed by keying), each with the main lock's Lease settings.
-func (m *Manager) planShards(cfg leader.Config, byKeying map[shard.Keying][]*state) []error {
-	var errs []error
-	for _, k := range []shard.Keying{shard.ByNamespace, shard.ByUID} {
-		states := byKeying[k]
-		if len(states) == 0 {
-			continue
-		}
-		name := shardGroupName(cfg.Name, k)
-		client, err := m.shardClient(cfg)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		g, err := shardgroup.NewGroup(shardgroup.GroupConfig{Name: name,
-			Space: shard.Space{Slots: m.opts.Sharding.Slots, Keying: k}, Lease: cfg},
-			client, m.log.WithName("shard").WithValues("group", name))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, s := range states {
-			s.group = g
-		}
-		m.locks.shards = append(m.locks.shards, shardPlan{group: g, states: states})
-	}
-	return errs
-}
-
-// shardClient is the client of a shard group's Leases: one of its own, with
-// a budget for the group's Lease traffic (shardgroup.LeaseClientConfig).
-func (m *Manager) shardClient(cfg leader.Config) (kubernetes.Interface, error) {
-	if m.restConfig == nil {
-		return m.client, nil
-	}
-	c := shardgroup.LeaseClientConfig(withUserAgent(m.restConfig, "shard"), m.opts.Sharding.Slots,
-		cfg.RetryPeriod)
-	cs, err := kubernetes.NewForConfig(c)
-	if err != nil {
-		return nil, fmt.Errorf("sharding: client: %w", err)
-	}
-	return cs, nil
 }
 
 // runShards is this replica's membership in p's group: every slot it
