@@ -147,9 +147,9 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("configMap", key)
-	kubeconfig, ok := cm.Data[KubeConfigKey]
+	kubeconfig, ok := cm.Data[kubeConfigKey]
 	if !ok {
-		log.V(3).Info("Nothing to sign: the ConfigMap has no kubeconfig", "key", KubeConfigKey)
+		log.V(3).Info("Nothing to sign: the ConfigMap has no kubeconfig", "key", kubeConfigKey)
 		return nil
 	}
 	want, next, err := c.signatures(ctx, kubeconfig)

@@ -22,7 +22,7 @@ const (
 // kubeconfig signed, and the prefix of each signature's key, followed by
 // the token's ID.
 const (
-	KubeConfigKey      = bootstrapapi.KubeConfigKey
+	kubeConfigKey      = bootstrapapi.KubeConfigKey
 	SignatureKeyPrefix = bootstrapapi.JWSSignatureKeyPrefix
 )
 

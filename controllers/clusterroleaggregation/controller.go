@@ -97,7 +97,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 			WithVerbs(r.Verbs...))
 	}
 	_, err = c.client.RbacV1().ClusterRoles().Apply(ctx, apply,
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 	if err != nil {
 		return fmt.Errorf("applying the rules of ClusterRole %s: %w", role.Name, err)
 	}

@@ -10,8 +10,8 @@ const (
 	Alias = "clusterrole-aggregation"
 )
 
-// FieldManager is the field manager of the controller's applies, KCM's.
-const FieldManager = "clusterrole-aggregation-controller"
+// fieldManager is the field manager of the controller's applies, KCM's.
+const fieldManager = "clusterrole-aggregation-controller"
 
 // workers is KCM's: five.
 const workers = 5

@@ -13,8 +13,8 @@ const (
 	Alias = "cronjob"
 )
 
-// DefaultConcurrentCronJobSyncs is KCM's default worker count.
-const DefaultConcurrentCronJobSyncs = 5
+// defaultConcurrentCronJobSyncs is KCM's default worker count.
+const defaultConcurrentCronJobSyncs = 5
 
 // Options configures the controller. Start from NewOptions; a zero worker
 // count is invalid, not defaulted, so that "--concurrent-cron-job-syncs=0"
@@ -30,7 +30,7 @@ type Options struct {
 }
 
 // NewOptions returns KCM's defaults.
-func NewOptions() Options { return Options{ConcurrentCronJobSyncs: DefaultConcurrentCronJobSyncs} }
+func NewOptions() Options { return Options{ConcurrentCronJobSyncs: defaultConcurrentCronJobSyncs} }
 
 // AddFlags binds --concurrent-cron-job-syncs to o, with KCM's name and help
 // and o's current value as the default.

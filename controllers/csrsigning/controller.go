@@ -24,9 +24,9 @@ import (
 // workersPerSigner is KCM's: five for each signer it runs.
 const workersPerSigner = 5
 
-// FailureReason is the reason of the Failed condition of a request its
+// failureReason is the reason of the Failed condition of a request its
 // signer refuses, as KCM writes it.
-const FailureReason = "SignerValidationFailure"
+const failureReason = "SignerValidationFailure"
 
 // A signer signs for one kubernetes.io signer name.
 type signer struct {
@@ -41,7 +41,7 @@ var validators = map[string]func(*x509.CertificateRequest, []certv1.KeyUsage) er
 	certv1.KubeletServingSignerName:             csr.ValidateKubeletServing,
 	certv1.KubeAPIServerClientKubeletSignerName: csr.ValidateKubeletClient,
 	certv1.KubeAPIServerClientSignerName:        validateAPIServerClient,
-	LegacyUnknownSignerName:                     nil,
+	legacyUnknownSignerName:                     nil,
 }
 
 // controller signs approved requests of the kubernetes.io signers it has
@@ -145,7 +145,7 @@ func (c *controller) sync(ctx context.Context, name string) error {
 			next.Status.Conditions = append(next.Status.Conditions,
 				certv1.CertificateSigningRequestCondition{
 					Type: certv1.CertificateFailed, Status: corev1.ConditionTrue,
-					Reason: FailureReason, Message: err.Error(),
+					Reason: failureReason, Message: err.Error(),
 					LastUpdateTime: metav1.NewTime(c.clock.Now()),
 				})
 			if err := c.write(ctx, next); err != nil {

@@ -43,7 +43,7 @@ func newFixture(t *testing.T, r *certv1.CertificateSigningRequest, signers ...st
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.c = &controller{client: f.client, ttl: DefaultClusterSigningDuration,
+	f.c = &controller{client: f.client, ttl: defaultClusterSigningDuration,
 		clock: testingclock.NewFakePassiveClock(now), signers: map[string]signer{},
 		csrs: certlisters.NewCertificateSigningRequestLister(controllertest.ClusterIndexer(t, r))}
 	for _, s := range signers {
@@ -91,7 +91,7 @@ func TestSync(t *testing.T) {
 	issued.Status.Certificate = []byte("x")
 	short := approved(clientCSR(certv1.UsageClientAuth))
 	short.Spec.ExpirationSeconds = ptr.To[int32](3600)
-	legacy := approved(csrtest.CSR("r", LegacyUnknownSignerName, "u",
+	legacy := approved(csrtest.CSR("r", legacyUnknownSignerName, "u",
 		csrtest.Request(t, csrtest.Subject{CommonName: "anything"}), certv1.UsageServerAuth))
 	tests := []struct {
 		name       string
@@ -106,7 +106,7 @@ func TestSync(t *testing.T) {
 		{name: "kube-apiserver client, an hour asked", csr: short,
 			signers: []string{apiClient}, wantCN: "alice", wantLength: time.Hour + 5*time.Minute},
 		{name: "legacy unknown: anything goes", csr: legacy,
-			signers: []string{LegacyUnknownSignerName}, wantCN: "anything",
+			signers: []string{legacyUnknownSignerName}, wantCN: "anything",
 			wantLength: 8760 * time.Hour},
 		{name: "refused by its signer: Failed",
 			csr:        approved(clientCSR(certv1.UsageClientAuth, certv1.UsageServerAuth)),

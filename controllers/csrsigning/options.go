@@ -20,13 +20,13 @@ const (
 // three certificate controllers.
 const clientName = "certificate-controller"
 
-// DefaultClusterSigningDuration is KCM's --cluster-signing-duration: a
+// defaultClusterSigningDuration is KCM's --cluster-signing-duration: a
 // year.
-const DefaultClusterSigningDuration = 365 * 24 * time.Hour
+const defaultClusterSigningDuration = 365 * 24 * time.Hour
 
-// LegacyUnknownSignerName is the signer of requests made through the
+// legacyUnknownSignerName is the signer of requests made through the
 // removed certificates.k8s.io/v1beta1 API without a signer.
-const LegacyUnknownSignerName = "kubernetes.io/legacy-unknown"
+const legacyUnknownSignerName = "kubernetes.io/legacy-unknown"
 
 // Files are a signer's CA certificate and private key, PEM-encoded (the
 // key RSA or ECDSA, PKCS#1, SEC 1 or PKCS#8).
@@ -63,7 +63,7 @@ type Options struct {
 
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
-	return Options{ClusterSigningDuration: DefaultClusterSigningDuration}
+	return Options{ClusterSigningDuration: defaultClusterSigningDuration}
 }
 
 // flagOf is the flag-name part of each signer's files.
@@ -71,13 +71,13 @@ var flagOf = map[string]string{
 	certv1.KubeletServingSignerName:             "kubelet-serving",
 	certv1.KubeAPIServerClientKubeletSignerName: "kubelet-client",
 	certv1.KubeAPIServerClientSignerName:        "kube-apiserver-client",
-	LegacyUnknownSignerName:                     "legacy-unknown",
+	legacyUnknownSignerName:                     "legacy-unknown",
 }
 
 // signerNames are the four kubernetes.io signers, in KCM's start order.
 var signerNames = []string{
 	certv1.KubeletServingSignerName, certv1.KubeAPIServerClientKubeletSignerName,
-	certv1.KubeAPIServerClientSignerName, LegacyUnknownSignerName,
+	certv1.KubeAPIServerClientSignerName, legacyUnknownSignerName,
 }
 
 // perSigner returns the Files field of a signer.

@@ -56,7 +56,7 @@ type config struct {
 	// recorder: nil drops events.
 	recorder record.EventRecorder
 	workers  int
-	// burst caps creates and deletes per sync. Default: BurstReplicas.
+	// burst caps creates and deletes per sync. Default: burstReplicas.
 	burst int
 	// clock: nil means the real clock.
 	clock clock.WithTicker
@@ -109,7 +109,7 @@ func newController(cfg config) (*controller, error) {
 		cfg.clock = clock.RealClock{}
 	}
 	if cfg.burst < 1 {
-		cfg.burst = BurstReplicas
+		cfg.burst = burstReplicas
 	}
 	c := &controller{
 		client:   cfg.client,

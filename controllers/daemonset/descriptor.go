@@ -17,11 +17,11 @@ import (
 const (
 	Name  = "daemonset-controller"
 	Alias = "daemonset"
-	// ClientName is the name KCM asks its client builder for: the user
+	// clientName is the name KCM asks its client builder for: the user
 	// agent's suffix and, with --use-service-account-credentials, the
 	// ServiceAccount (kube-system/daemon-set-controller) whose bootstrap
 	// RBAC role grants what this controller does.
-	ClientName = "daemon-set-controller"
+	clientName = "daemon-set-controller"
 )
 
 // Feature gates consulted through descriptor.Context.FeatureGate when the
@@ -54,7 +54,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 	return descriptor.New(Name, func(ctx context.Context,
 		cc descriptor.Context) (descriptor.Controller, error) {
 		o := o.withDefaults()
-		client, err := cc.ClientBuilder.Client(ClientName)
+		client, err := cc.ClientBuilder.Client(clientName)
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +90,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByControllerIndexers()).
 		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), podReads...).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("pods"), index.PodsByNodeIndexers()).
-		WithClientName(ClientName)
+		WithClientName(clientName)
 }
 
 // podReads are the fields of a pod the controller reads besides its

@@ -7,14 +7,14 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// DefaultConcurrentDaemonSetSyncs is kube-controller-manager's default
+// defaultConcurrentDaemonSetSyncs is kube-controller-manager's default
 // worker count (--concurrent-daemonset-syncs).
-const DefaultConcurrentDaemonSetSyncs = 2
+const defaultConcurrentDaemonSetSyncs = 2
 
-// BurstReplicas is the most pods one sync creates, and the most it deletes
+// burstReplicas is the most pods one sync creates, and the most it deletes
 // (kube-controller-manager's value); the rest wait until those have been
 // observed.
-const BurstReplicas = 250
+const burstReplicas = 250
 
 // Options configures the controller. Start from NewOptions.
 type Options struct {
@@ -30,7 +30,7 @@ type Options struct {
 
 // NewOptions returns kube-controller-manager's defaults.
 func NewOptions() Options {
-	return Options{ConcurrentDaemonSetSyncs: DefaultConcurrentDaemonSetSyncs}
+	return Options{ConcurrentDaemonSetSyncs: defaultConcurrentDaemonSetSyncs}
 }
 
 // AddFlags binds --concurrent-daemonset-syncs to o, with KCM's name and

@@ -25,15 +25,15 @@ import (
 
 // Event reasons this package records besides podcontrol's, as KCM has them.
 const (
-	// ReasonSelectingAll: the DaemonSet's selector is empty; it is not
+	// reasonSelectingAll: the DaemonSet's selector is empty; it is not
 	// synced until that changes.
-	ReasonSelectingAll = "SelectingAll"
-	// ReasonFailedDaemonPod: a daemon pod failed and is deleted, to be
+	reasonSelectingAll = "SelectingAll"
+	// reasonFailedDaemonPod: a daemon pod failed and is deleted, to be
 	// recreated (after back-off).
-	ReasonFailedDaemonPod = "FailedDaemonPod"
-	// ReasonSucceededDaemonPod: a daemon pod exited successfully and is
+	reasonFailedDaemonPod = "FailedDaemonPod"
+	// reasonSucceededDaemonPod: a daemon pod exited successfully and is
 	// deleted, to be recreated.
-	ReasonSucceededDaemonPod = "SucceededDaemonPod"
+	reasonSucceededDaemonPod = "SucceededDaemonPod"
 )
 
 // slowStartInitialBatch is the size of the first batch of creates.
@@ -68,7 +68,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		c.recorder.Eventf(
 			ds,
 			corev1.EventTypeWarning,
-			ReasonSelectingAll,
+			reasonSelectingAll,
 			"This daemon set is selecting all pods. A non-empty selector is required.",
 		)
 		return nil
@@ -261,7 +261,7 @@ func (c *controller) podsForNode(
 				c.recorder.Eventf(
 					ds,
 					corev1.EventTypeWarning,
-					ReasonFailedDaemonPod,
+					reasonFailedDaemonPod,
 					"Found failed daemon pod %s/%s on node %s, will try to kill it",
 					p.Namespace,
 					p.Name,
@@ -275,7 +275,7 @@ func (c *controller) podsForNode(
 				c.recorder.Eventf(
 					ds,
 					corev1.EventTypeNormal,
-					ReasonSucceededDaemonPod,
+					reasonSucceededDaemonPod,
 					"Found succeeded daemon pod %s/%s on node %s, will try to delete it",
 					p.Namespace,
 					p.Name,

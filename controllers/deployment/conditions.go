@@ -11,29 +11,29 @@ import (
 // Condition reasons, as KCM sets them.
 const (
 	// Progressing.
-	ReasonReplicaSetUpdated   = "ReplicaSetUpdated"
-	ReasonReplicaSetCreateErr = "ReplicaSetCreateError"
-	ReasonNewReplicaSet       = "NewReplicaSetCreated"
-	ReasonFoundNewReplicaSet  = "FoundNewReplicaSet"
-	ReasonNewRSAvailable      = "NewReplicaSetAvailable"
-	ReasonTimedOut            = "ProgressDeadlineExceeded"
-	ReasonPaused              = "DeploymentPaused"
-	ReasonResumed             = "DeploymentResumed"
+	reasonReplicaSetUpdated   = "ReplicaSetUpdated"
+	reasonReplicaSetCreateErr = "ReplicaSetCreateError"
+	reasonNewReplicaSet       = "NewReplicaSetCreated"
+	reasonFoundNewReplicaSet  = "FoundNewReplicaSet"
+	reasonNewRSAvailable      = "NewReplicaSetAvailable"
+	reasonTimedOut            = "ProgressDeadlineExceeded"
+	reasonPaused              = "DeploymentPaused"
+	reasonResumed             = "DeploymentResumed"
 	// Available.
-	ReasonMinimumAvailable   = "MinimumReplicasAvailable"
-	ReasonMinimumUnavailable = "MinimumReplicasUnavailable"
+	reasonMinimumAvailable   = "MinimumReplicasAvailable"
+	reasonMinimumUnavailable = "MinimumReplicasUnavailable"
 )
 
 // Event reasons, as KCM records them.
 const (
-	EventScalingReplicaSet = "ScalingReplicaSet"
-	EventSelectingAll      = "SelectingAll"
-	// EventReplicaSetCreateError shares its text with the condition reason.
-	EventReplicaSetCreateError = ReasonReplicaSetCreateErr
+	eventScalingReplicaSet = "ScalingReplicaSet"
+	eventSelectingAll      = "SelectingAll"
+	// eventReplicaSetCreateError shares its text with the condition reason.
+	eventReplicaSetCreateError = reasonReplicaSetCreateErr
 	// Rollbacks requested through the deprecated rollback annotation.
-	EventRollbackDone              = "DeploymentRollback"
-	EventRollbackRevisionNotFound  = "DeploymentRollbackRevisionNotFound"
-	EventRollbackTemplateUnchanged = "DeploymentRollbackTemplateUnchanged"
+	eventRollbackDone              = "DeploymentRollback"
+	eventRollbackRevisionNotFound  = "DeploymentRollbackRevisionNotFound"
+	eventRollbackTemplateUnchanged = "DeploymentRollbackTemplateUnchanged"
 )
 
 func newCondition(
@@ -138,9 +138,9 @@ func timedOut(d *appsv1.Deployment, st *appsv1.DeploymentStatus, now time.Time) 
 	}
 	c := getCondition(*st, appsv1.DeploymentProgressing)
 	switch {
-	case c == nil || c.Reason == ReasonNewRSAvailable:
+	case c == nil || c.Reason == reasonNewRSAvailable:
 		return false
-	case c.Reason == ReasonTimedOut:
+	case c.Reason == reasonTimedOut:
 		return true
 	}
 	deadline := c.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second)

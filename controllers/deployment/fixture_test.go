@@ -283,9 +283,9 @@ func ownedRS(
 			Labels:            tmpl.Labels,
 			OwnerReferences:   []metav1.OwnerReference{*metav1.NewControllerRef(d, deploymentKind)},
 			Annotations: map[string]string{
-				AnnotationRevision:        fmt.Sprint(rev),
-				AnnotationDesiredReplicas: fmt.Sprint(desiredOf(d)),
-				AnnotationMaxReplicas:     fmt.Sprint(desiredOf(d) + maxSurge(d)),
+				annotationRevision:        fmt.Sprint(rev),
+				annotationDesiredReplicas: fmt.Sprint(desiredOf(d)),
+				annotationMaxReplicas:     fmt.Sprint(desiredOf(d) + maxSurge(d)),
 			},
 		},
 		Spec: appsv1.ReplicaSetSpec{

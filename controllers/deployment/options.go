@@ -7,8 +7,8 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// DefaultConcurrentDeploymentSyncs is KCM's default worker count.
-const DefaultConcurrentDeploymentSyncs = 5
+// defaultConcurrentDeploymentSyncs is KCM's default worker count.
+const defaultConcurrentDeploymentSyncs = 5
 
 // Options configures the controller. Start from NewOptions; a zero worker
 // count is invalid, not defaulted, so that
@@ -25,7 +25,7 @@ type Options struct {
 
 // NewOptions returns Options with kube-controller-manager's defaults.
 func NewOptions() Options {
-	return Options{ConcurrentDeploymentSyncs: DefaultConcurrentDeploymentSyncs}
+	return Options{ConcurrentDeploymentSyncs: defaultConcurrentDeploymentSyncs}
 }
 
 // AddFlags binds o to kube-controller-manager's flag, with its help text and

@@ -28,7 +28,7 @@ func (c *controller) syncRolloutStatus(
 	now := c.clock.Now()
 	cur := getCondition(d.Status, appsv1.DeploymentProgressing)
 	finished := st.Replicas == st.UpdatedReplicas && cur != nil &&
-		cur.Reason == ReasonNewRSAvailable
+		cur.Reason == reasonNewRSAvailable
 	if hasProgressDeadline(d) && !finished {
 		subject := fmt.Sprintf("Deployment %q", d.Name)
 		if newRS != nil {
@@ -41,7 +41,7 @@ func (c *controller) syncRolloutStatus(
 				newCondition(
 					appsv1.DeploymentProgressing,
 					corev1.ConditionTrue,
-					ReasonNewRSAvailable,
+					reasonNewRSAvailable,
 					subject+" has successfully progressed.",
 					now,
 				),
@@ -50,7 +50,7 @@ func (c *controller) syncRolloutStatus(
 			cond := newCondition(
 				appsv1.DeploymentProgressing,
 				corev1.ConditionTrue,
-				ReasonReplicaSetUpdated,
+				reasonReplicaSetUpdated,
 				subject+" is progressing.",
 				now,
 			)
@@ -66,7 +66,7 @@ func (c *controller) syncRolloutStatus(
 		case timedOut(d, &st, now):
 			setCondition(
 				&st,
-				newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, ReasonTimedOut,
+				newCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, reasonTimedOut,
 					subject+" has timed out progressing.", now),
 			)
 		}
@@ -120,7 +120,7 @@ func (c *controller) requeueStuck(
 	st appsv1.DeploymentStatus,
 ) time.Duration {
 	cur := getCondition(d.Status, appsv1.DeploymentProgressing)
-	if !hasProgressDeadline(d) || cur == nil || complete(d, &st) || cur.Reason == ReasonTimedOut {
+	if !hasProgressDeadline(d) || cur == nil || complete(d, &st) || cur.Reason == reasonTimedOut {
 		return -1
 	}
 	after := cur.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second).

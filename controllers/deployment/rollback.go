@@ -42,7 +42,7 @@ func (c *controller) rollback(
 			c.recorder.Eventf(
 				d,
 				corev1.EventTypeWarning,
-				EventRollbackRevisionNotFound,
+				eventRollbackRevisionNotFound,
 				"Unable to find last revision.",
 			)
 			return c.clearRollback(ctx, d)
@@ -59,7 +59,7 @@ func (c *controller) rollback(
 			c.recorder.Eventf(
 				d,
 				corev1.EventTypeWarning,
-				EventRollbackTemplateUnchanged,
+				eventRollbackTemplateUnchanged,
 				"The rollback revision contains the same template as current deployment %q",
 				d.Name,
 			)
@@ -86,7 +86,7 @@ func (c *controller) rollback(
 		c.recorder.Eventf(
 			d,
 			corev1.EventTypeNormal,
-			EventRollbackDone,
+			eventRollbackDone,
 			"Rolled back deployment %q to revision %d",
 			d.Name,
 			target,
@@ -96,7 +96,7 @@ func (c *controller) rollback(
 	c.recorder.Eventf(
 		d,
 		corev1.EventTypeWarning,
-		EventRollbackRevisionNotFound,
+		eventRollbackRevisionNotFound,
 		"Unable to find the revision to rollback to.",
 	)
 	return c.clearRollback(ctx, d)

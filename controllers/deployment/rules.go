@@ -16,17 +16,17 @@ import (
 
 // Annotations the controller writes, as KCM names them.
 const (
-	// AnnotationRevision is a ReplicaSet's place in its Deployment's rollout
+	// annotationRevision is a ReplicaSet's place in its Deployment's rollout
 	// history; the Deployment carries its newest ReplicaSet's.
-	AnnotationRevision = "deployment.kubernetes.io/revision"
-	// AnnotationRevisionHistory lists the earlier revisions a ReplicaSet
+	annotationRevision = "deployment.kubernetes.io/revision"
+	// annotationRevisionHistory lists the earlier revisions a ReplicaSet
 	// served (when a rollout went back to its template).
-	AnnotationRevisionHistory = "deployment.kubernetes.io/revision-history"
-	// AnnotationDesiredReplicas is the Deployment's spec.replicas when the
+	annotationRevisionHistory = "deployment.kubernetes.io/revision-history"
+	// annotationDesiredReplicas is the Deployment's spec.replicas when the
 	// ReplicaSet was last sized.
-	AnnotationDesiredReplicas = "deployment.kubernetes.io/desired-replicas"
-	// AnnotationMaxReplicas is spec.replicas plus maxSurge at that time.
-	AnnotationMaxReplicas = "deployment.kubernetes.io/max-replicas"
+	annotationDesiredReplicas = "deployment.kubernetes.io/desired-replicas"
+	// annotationMaxReplicas is spec.replicas plus maxSurge at that time.
+	annotationMaxReplicas = "deployment.kubernetes.io/max-replicas"
 )
 
 // revisionHistoryMaxChars bounds the revision-history annotation.
@@ -35,10 +35,10 @@ const revisionHistoryMaxChars = 2000
 // notCopied are the Deployment annotations never copied to its ReplicaSets.
 var notCopied = map[string]bool{
 	corev1.LastAppliedConfigAnnotation: true,
-	AnnotationRevision:                 true,
-	AnnotationRevisionHistory:          true,
-	AnnotationDesiredReplicas:          true,
-	AnnotationMaxReplicas:              true,
+	annotationRevision:                 true,
+	annotationRevisionHistory:          true,
+	annotationDesiredReplicas:          true,
+	annotationMaxReplicas:              true,
 	appsv1.DeprecatedRollbackTo:        true,
 }
 
@@ -145,7 +145,7 @@ func saturated(d *appsv1.Deployment, rs *appsv1.ReplicaSet) bool {
 	if rs == nil {
 		return false
 	}
-	want, err := strconv.Atoi(rs.Annotations[AnnotationDesiredReplicas])
+	want, err := strconv.Atoi(rs.Annotations[annotationDesiredReplicas])
 	if err != nil {
 		return false
 	}
@@ -187,7 +187,7 @@ func fraction(rs *appsv1.ReplicaSet, d *appsv1.Deployment) int32 {
 		return -replicasOf(rs)
 	}
 	after := desiredOf(d) + maxSurge(d)
-	before, ok := annotationCount(rs, AnnotationMaxReplicas)
+	before, ok := annotationCount(rs, annotationMaxReplicas)
 	if !ok || before == 0 {
 		before = d.Status.Replicas
 		if before == 0 {
@@ -338,7 +338,7 @@ func findOld(d *appsv1.Deployment, rss []*appsv1.ReplicaSet) []*appsv1.ReplicaSe
 
 // revision is rs's revision annotation; 0 when absent.
 func revision(rs *appsv1.ReplicaSet) (int64, error) {
-	v, ok := rs.Annotations[AnnotationRevision]
+	v, ok := rs.Annotations[annotationRevision]
 	if !ok {
 		return 0, nil
 	}
@@ -380,8 +380,8 @@ func setReplicasAnnotations(rs *appsv1.ReplicaSet, desired, maxReplicas int32) b
 	}
 	changed := false
 	for k, v := range map[string]string{
-		AnnotationDesiredReplicas: strconv.Itoa(int(desired)),
-		AnnotationMaxReplicas:     strconv.Itoa(int(maxReplicas)),
+		annotationDesiredReplicas: strconv.Itoa(int(desired)),
+		annotationMaxReplicas:     strconv.Itoa(int(maxReplicas)),
 	} {
 		if rs.Annotations[k] != v {
 			rs.Annotations[k] = v
@@ -393,8 +393,8 @@ func setReplicasAnnotations(rs *appsv1.ReplicaSet, desired, maxReplicas int32) b
 
 func replicasAnnotationsStale(rs *appsv1.ReplicaSet, desired, maxReplicas int32) bool {
 	return rs.Annotations == nil ||
-		rs.Annotations[AnnotationDesiredReplicas] != strconv.Itoa(int(desired)) ||
-		rs.Annotations[AnnotationMaxReplicas] != strconv.Itoa(int(maxReplicas))
+		rs.Annotations[annotationDesiredReplicas] != strconv.Itoa(int(desired)) ||
+		rs.Annotations[annotationMaxReplicas] != strconv.Itoa(int(maxReplicas))
 }
 
 // setNewRSAnnotations brings the new ReplicaSet's annotations up to date:
@@ -409,7 +409,7 @@ func setNewRSAnnotations(
 	exists bool,
 ) bool {
 	changed := copyAnnotations(d, rs)
-	old, had := rs.Annotations[AnnotationRevision]
+	old, had := rs.Annotations[annotationRevision]
 	oldRev := int64(0)
 	if old != "" {
 		v, err := strconv.ParseInt(old, 10, 64)
@@ -419,7 +419,7 @@ func setNewRSAnnotations(
 		oldRev = v
 	}
 	if oldRev < newRevision {
-		rs.Annotations[AnnotationRevision] = strconv.FormatInt(newRevision, 10)
+		rs.Annotations[annotationRevision] = strconv.FormatInt(newRevision, 10)
 		changed = true
 		if had {
 			appendRevisionHistory(rs, old)
@@ -434,9 +434,9 @@ func setNewRSAnnotations(
 // appendRevisionHistory appends old to the revision-history annotation,
 // dropping its oldest entries to stay within revisionHistoryMaxChars.
 func appendRevisionHistory(rs *appsv1.ReplicaSet, old string) {
-	cur := rs.Annotations[AnnotationRevisionHistory]
+	cur := rs.Annotations[annotationRevisionHistory]
 	if cur == "" {
-		rs.Annotations[AnnotationRevisionHistory] = old
+		rs.Annotations[annotationRevisionHistory] = old
 		return
 	}
 	entries := strings.Split(cur, ",")
@@ -447,7 +447,7 @@ func appendRevisionHistory(rs *appsv1.ReplicaSet, old string) {
 		start++
 	}
 	if total <= revisionHistoryMaxChars {
-		rs.Annotations[AnnotationRevisionHistory] = strings.Join(append(entries[start:], old), ",")
+		rs.Annotations[annotationRevisionHistory] = strings.Join(append(entries[start:], old), ",")
 	}
 }
 
@@ -457,10 +457,10 @@ func setDeploymentRevision(d *appsv1.Deployment, rev string) bool {
 	if d.Annotations == nil {
 		d.Annotations = map[string]string{}
 	}
-	if d.Annotations[AnnotationRevision] == rev {
+	if d.Annotations[annotationRevision] == rev {
 		return false
 	}
-	d.Annotations[AnnotationRevision] = rev
+	d.Annotations[annotationRevision] = rev
 	return true
 }
 

@@ -152,7 +152,7 @@ func TestProportionalScaling(t *testing.T) {
 			Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(size)},
 		}
 		if maxAnnotation != "" {
-			r.Annotations = map[string]string{AnnotationMaxReplicas: maxAnnotation}
+			r.Annotations = map[string]string{annotationMaxReplicas: maxAnnotation}
 		}
 		return r
 	}
@@ -235,10 +235,10 @@ func TestAnnotationsCopiedAsKCMFilters(t *testing.T) {
 	d.Annotations = map[string]string{
 		"team":                             "a",
 		corev1.LastAppliedConfigAnnotation: "{}",
-		AnnotationRevision:                 "9",
-		AnnotationRevisionHistory:          "1,2",
-		AnnotationDesiredReplicas:          "9",
-		AnnotationMaxReplicas:              "9",
+		annotationRevision:                 "9",
+		annotationRevisionHistory:          "1,2",
+		annotationDesiredReplicas:          "9",
+		annotationMaxReplicas:              "9",
 		appsv1.DeprecatedRollbackTo:        "1",
 	}
 	rs := &appsv1.ReplicaSet{}
@@ -247,9 +247,9 @@ func TestAnnotationsCopiedAsKCMFilters(t *testing.T) {
 	}
 	want := map[string]string{
 		"team":                    "a",
-		AnnotationRevision:        "4",
-		AnnotationDesiredReplicas: "3",
-		AnnotationMaxReplicas:     "4",
+		annotationRevision:        "4",
+		annotationDesiredReplicas: "3",
+		annotationMaxReplicas:     "4",
 	}
 	if fmt.Sprint(rs.Annotations) != fmt.Sprint(want) {
 		t.Errorf("annotations %v, want %v", rs.Annotations, want)
@@ -257,21 +257,21 @@ func TestAnnotationsCopiedAsKCMFilters(t *testing.T) {
 	// An existing ReplicaSet that becomes the new one again keeps its old
 	// revision in the history, and its replica annotations are left to
 	// scaling.
-	rs.Annotations[AnnotationDesiredReplicas] = "1"
+	rs.Annotations[annotationDesiredReplicas] = "1"
 	if !setNewRSAnnotations(d, rs, 7, true) {
 		t.Fatal("a raised revision reported unchanged")
 	}
-	if rs.Annotations[AnnotationRevision] != "7" ||
-		rs.Annotations[AnnotationRevisionHistory] != "4" ||
-		rs.Annotations[AnnotationDesiredReplicas] != "1" {
+	if rs.Annotations[annotationRevision] != "7" ||
+		rs.Annotations[annotationRevisionHistory] != "4" ||
+		rs.Annotations[annotationDesiredReplicas] != "1" {
 		t.Errorf("annotations %v", rs.Annotations)
 	}
 	setNewRSAnnotations(d, rs, 9, true)
-	if rs.Annotations[AnnotationRevisionHistory] != "4,7" {
-		t.Errorf("history %q, want 4,7", rs.Annotations[AnnotationRevisionHistory])
+	if rs.Annotations[annotationRevisionHistory] != "4,7" {
+		t.Errorf("history %q, want 4,7", rs.Annotations[annotationRevisionHistory])
 	}
 	// Never lowered.
-	if setNewRSAnnotations(d, rs, 2, true) || rs.Annotations[AnnotationRevision] != "9" {
+	if setNewRSAnnotations(d, rs, 2, true) || rs.Annotations[annotationRevision] != "9" {
 		t.Errorf("revision lowered: %v", rs.Annotations)
 	}
 }

@@ -59,7 +59,7 @@ func (c *controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 		c.recorder.Eventf(
 			d,
 			corev1.EventTypeWarning,
-			EventSelectingAll,
+			eventSelectingAll,
 			"This deployment is selecting all pods. A non-empty selector is required.",
 		)
 		if d.Status.ObservedGeneration < d.Generation {
@@ -238,10 +238,10 @@ func (c *controller) checkPausedConditions(ctx context.Context, d *appsv1.Deploy
 		return nil
 	}
 	cond := getCondition(d.Status, appsv1.DeploymentProgressing)
-	if cond != nil && cond.Reason == ReasonTimedOut {
+	if cond != nil && cond.Reason == reasonTimedOut {
 		return nil
 	}
-	pausedCond := cond != nil && cond.Reason == ReasonPaused
+	pausedCond := cond != nil && cond.Reason == reasonPaused
 	switch {
 	case d.Spec.Paused && !pausedCond:
 		setCondition(
@@ -249,7 +249,7 @@ func (c *controller) checkPausedConditions(ctx context.Context, d *appsv1.Deploy
 			newCondition(
 				appsv1.DeploymentProgressing,
 				corev1.ConditionUnknown,
-				ReasonPaused,
+				reasonPaused,
 				"Deployment is paused",
 				c.clock.Now(),
 			),
@@ -260,7 +260,7 @@ func (c *controller) checkPausedConditions(ctx context.Context, d *appsv1.Deploy
 			newCondition(
 				appsv1.DeploymentProgressing,
 				corev1.ConditionUnknown,
-				ReasonResumed,
+				reasonResumed,
 				"Deployment is resumed",
 				c.clock.Now(),
 			),
@@ -312,14 +312,14 @@ func (c *controller) newReplicaSet(
 			rs.Spec.MinReadySeconds = d.Spec.MinReadySeconds
 			return c.writeReplicaSet(ctx, d, rs)
 		}
-		changed := setDeploymentRevision(d, rs.Annotations[AnnotationRevision])
+		changed := setDeploymentRevision(d, rs.Annotations[annotationRevision])
 		if hasProgressDeadline(d) && getCondition(d.Status, appsv1.DeploymentProgressing) == nil {
 			setCondition(
 				&d.Status,
 				newCondition(
 					appsv1.DeploymentProgressing,
 					corev1.ConditionTrue,
-					ReasonFoundNewReplicaSet,
+					reasonFoundNewReplicaSet,
 					fmt.Sprintf("Found new replica set %q", rs.Name),
 					now,
 				),
@@ -409,14 +409,14 @@ func (c *controller) newReplicaSet(
 				newCondition(
 					appsv1.DeploymentProgressing,
 					corev1.ConditionFalse,
-					ReasonReplicaSetCreateErr,
+					reasonReplicaSetCreateErr,
 					msg,
 					now,
 				),
 			)
 			_ = c.writeStatus(ctx, d) // the create's failure is what matters
 		}
-		c.recorder.Eventf(d, corev1.EventTypeWarning, EventReplicaSetCreateError, "%s", msg)
+		c.recorder.Eventf(d, corev1.EventTypeWarning, eventReplicaSetCreateError, "%s", msg)
 		return nil, err
 	default:
 		c.loop.Wrote(keyOf(d), created)
@@ -425,7 +425,7 @@ func (c *controller) newReplicaSet(
 		c.recorder.Eventf(
 			d,
 			corev1.EventTypeNormal,
-			EventScalingReplicaSet,
+			eventScalingReplicaSet,
 			"Scaled up replica set %s from 0 to %d",
 			created.Name,
 			size,
@@ -435,7 +435,7 @@ func (c *controller) newReplicaSet(
 	if !alreadyExists && hasProgressDeadline(d) {
 		setCondition(
 			&d.Status,
-			newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, ReasonNewReplicaSet,
+			newCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, reasonNewReplicaSet,
 				fmt.Sprintf("Created new replica set %q", created.Name), now),
 		)
 		changed = true
@@ -468,7 +468,7 @@ func (c *controller) isScalingEvent(
 		return false, err
 	}
 	for _, rs := range active(append(oldRSs, newRS)) {
-		if want, ok := annotationCount(rs, AnnotationDesiredReplicas); ok && want != desiredOf(d) {
+		if want, ok := annotationCount(rs, annotationDesiredReplicas); ok && want != desiredOf(d) {
 			return true, nil
 		}
 	}
@@ -608,7 +608,7 @@ func (c *controller) scaleReplicaSet(
 		c.recorder.Eventf(
 			d,
 			corev1.EventTypeNormal,
-			EventScalingReplicaSet,
+			eventScalingReplicaSet,
 			"Scaled %s replica set %s from %d to %d",
 			dir,
 			updated.Name,
@@ -705,14 +705,14 @@ func (c *controller) calculateStatus(
 			newCondition(
 				appsv1.DeploymentAvailable,
 				corev1.ConditionTrue,
-				ReasonMinimumAvailable,
+				reasonMinimumAvailable,
 				"Deployment has minimum availability.",
 				now,
 			),
 		)
 	} else {
 		setCondition(&st, newCondition(appsv1.DeploymentAvailable, corev1.ConditionFalse,
-			ReasonMinimumUnavailable, "Deployment does not have minimum availability.", now))
+			reasonMinimumUnavailable, "Deployment does not have minimum availability.", now))
 	}
 	return st
 }

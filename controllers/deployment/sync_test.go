@@ -65,7 +65,7 @@ func TestRollingUpdateSteps(t *testing.T) {
 			v1 := rolling(tt.replicas, tt.surge, tt.unavail)
 			old := ownedRS(v1, "v1", tt.replicas, 1, 0)
 			d := updated(v1, "v2")
-			d.Annotations = map[string]string{AnnotationRevision: "1"}
+			d.Annotations = map[string]string{annotationRevision: "1"}
 			f := newFixture(t, d, old)
 			avail := func(rs *appsv1.ReplicaSet) bool { return tt.newAvailable || rs.Name == old.Name }
 			var got []string
@@ -93,7 +93,7 @@ func TestRolloutEndState(t *testing.T) {
 	v1 := rolling(3, intstr.FromInt32(1), intstr.FromInt32(0))
 	old := ownedRS(v1, "v1", 3, 1, 0)
 	d := updated(v1, "v2")
-	d.Annotations = map[string]string{AnnotationRevision: "1", "team": "blue"}
+	d.Annotations = map[string]string{annotationRevision: "1", "team": "blue"}
 	f := newFixture(t, d, old)
 	for range 8 {
 		f.mustSync("web")
@@ -107,7 +107,7 @@ func TestRolloutEndState(t *testing.T) {
 		t.Fatalf("replica sets %v, want the old one and %s", f.sizes(), newName)
 	}
 	n := rss[1]
-	if n.Annotations[AnnotationRevision] != "2" || rss[0].Annotations[AnnotationRevision] != "1" ||
+	if n.Annotations[annotationRevision] != "2" || rss[0].Annotations[annotationRevision] != "1" ||
 		n.Annotations["team"] != "blue" {
 		t.Errorf("annotations: new %v, old %v", n.Annotations, rss[0].Annotations)
 	}
@@ -124,12 +124,12 @@ func TestRolloutEndState(t *testing.T) {
 	}
 	got := f.deployment("web")
 	st := got.Status
-	if got.Annotations[AnnotationRevision] != "2" || st.Replicas != 3 || st.UpdatedReplicas != 3 || st.AvailableReplicas != 3 ||
+	if got.Annotations[annotationRevision] != "2" || st.Replicas != 3 || st.UpdatedReplicas != 3 || st.AvailableReplicas != 3 ||
 		st.ReadyReplicas != 3 ||
 		st.UnavailableReplicas != 0 ||
 		ptr.Deref(st.TerminatingReplicas, -1) != 0 ||
 		st.ObservedGeneration != 2 {
-		t.Errorf("deployment revision %q status %+v", got.Annotations[AnnotationRevision], st)
+		t.Errorf("deployment revision %q status %+v", got.Annotations[annotationRevision], st)
 	}
 	if c := condition(got, appsv1.DeploymentProgressing); c != "True NewReplicaSetAvailable" {
 		t.Errorf("Progressing %s", c)
@@ -165,9 +165,9 @@ func TestNewDeployment(t *testing.T) {
 	}
 	wantAnn := map[string]string{
 		"team":                    "blue",
-		AnnotationRevision:        "1",
-		AnnotationDesiredReplicas: "3",
-		AnnotationMaxReplicas:     "4",
+		annotationRevision:        "1",
+		annotationDesiredReplicas: "3",
+		annotationMaxReplicas:     "4",
 	}
 	if fmt.Sprint(rss[0].Annotations) != fmt.Sprint(wantAnn) {
 		t.Errorf("annotations %v, want %v", rss[0].Annotations, wantAnn)
@@ -183,8 +183,8 @@ func TestNewDeployment(t *testing.T) {
 	if c := condition(got, appsv1.DeploymentAvailable); c != "False MinimumReplicasUnavailable" {
 		t.Errorf("Available %s", c)
 	}
-	if got.Annotations[AnnotationRevision] != "1" {
-		t.Errorf("deployment revision %q", got.Annotations[AnnotationRevision])
+	if got.Annotations[annotationRevision] != "1" {
+		t.Errorf("deployment revision %q", got.Annotations[annotationRevision])
 	}
 	if ev := f.events(); !slices.Equal(
 		ev,
@@ -276,8 +276,8 @@ func TestScaleDuringRollout(t *testing.T) {
 		t.Fatalf("sizes %s, want 11/7", got)
 	}
 	for _, rs := range f.replicaSets() {
-		if rs.Annotations[AnnotationDesiredReplicas] != "15" ||
-			rs.Annotations[AnnotationMaxReplicas] != "18" {
+		if rs.Annotations[annotationDesiredReplicas] != "15" ||
+			rs.Annotations[annotationMaxReplicas] != "18" {
 			t.Errorf("%s annotations %v", rs.Name, rs.Annotations)
 		}
 	}
@@ -314,7 +314,7 @@ func TestPaused(t *testing.T) {
 	f.mustSync("web")
 	got := f.deployment("web")
 	if c := getCondition(got.Status, appsv1.DeploymentProgressing); c == nil ||
-		c.Reason == ReasonPaused {
+		c.Reason == reasonPaused {
 		t.Fatalf("Progressing %v after resume", c)
 	}
 	if f.sizes() != "5/1" {
@@ -350,7 +350,7 @@ func TestProgressDeadline(t *testing.T) {
 		"web",
 	) // nothing new: requeued for the deadline
 	c := getCondition(f.deployment("web").Status, appsv1.DeploymentProgressing)
-	if c == nil || c.Reason != ReasonReplicaSetUpdated {
+	if c == nil || c.Reason != reasonReplicaSetUpdated {
 		t.Fatalf("Progressing %v, want ReplicaSetUpdated", c)
 	}
 	want := c.LastUpdateTime.Add(31 * time.Second).Sub(f.clock.Now())
@@ -613,7 +613,7 @@ func TestAdoptedOrphanBecomesNewReplicaSet(t *testing.T) {
 	if len(rss) != 1 || rss[0].Name != "web-orphan" || replicasOf(rss[0]) != 3 {
 		t.Fatalf("replica sets %v sizes %s, want web-orphan of 3 alone", len(rss), f.sizes())
 	}
-	if rss[0].Annotations[AnnotationRevision] != "1" || metav1.GetControllerOf(rss[0]) == nil {
+	if rss[0].Annotations[annotationRevision] != "1" || metav1.GetControllerOf(rss[0]) == nil {
 		t.Errorf("adopted ReplicaSet %v", rss[0].ObjectMeta)
 	}
 	var progressing []string
@@ -750,7 +750,7 @@ func TestRollbackAnnotation(t *testing.T) {
 	old := ownedRS(v1, "v1", 0, 1, 0)
 	d := updated(v1, "v2")
 	cur := ownedRS(d, "v2", 2, 2, 10)
-	d.Annotations = map[string]string{appsv1.DeprecatedRollbackTo: "0", AnnotationRevision: "2"}
+	d.Annotations = map[string]string{appsv1.DeprecatedRollbackTo: "0", annotationRevision: "2"}
 	f := newFixture(t, d, old, cur)
 	f.mustSync("web")
 	got := f.deployment("web")

@@ -52,7 +52,7 @@ type controller struct {
 	// loop syncs budgets; stale resets pods' stale DisruptionTarget.
 	loop, stale *workloop.Loop
 	synced      []cache.InformerSynced
-	// staleTimeout is StalePodDisruptionTimeout; tests shorten it.
+	// staleTimeout is stalePodDisruptionTimeout; tests shorten it.
 	staleTimeout time.Duration
 	// recheck and staleLater are loop.AddAfter and stale.AddAfter; tests
 	// replace them to see the delays.
@@ -137,7 +137,7 @@ func newController(cfg config) (*controller, error) {
 		rss:          appslisters.NewReplicaSetLister(cfg.rss.GetIndexer()),
 		deployments:  appslisters.NewDeploymentLister(cfg.deployments.GetIndexer()),
 		statefulSets: appslisters.NewStatefulSetLister(cfg.statefulSets.GetIndexer()),
-		staleTimeout: StalePodDisruptionTimeout,
+		staleTimeout: stalePodDisruptionTimeout,
 	}
 	// KCM waits for all six caches before any worker starts.
 	for _, inf := range []cache.SharedIndexInformer{cfg.pods, cfg.pdbs, cfg.rcs, cfg.rss,

@@ -101,7 +101,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		rss:          appslisters.NewReplicaSetLister(idx["rs"]),
 		deployments:  appslisters.NewDeploymentLister(idx["deploy"]),
 		statefulSets: appslisters.NewStatefulSetLister(idx["sts"]),
-		staleTimeout: StalePodDisruptionTimeout,
+		staleTimeout: stalePodDisruptionTimeout,
 		recheck:      f.rechecks.AddAfter,
 		staleLater:   f.stales.AddAfter,
 	}

@@ -28,13 +28,13 @@ const EventSource = "controllermanager"
 // KCM's two minutes. Past it the entry is dropped and the pod counts again.
 const DeletionTimeout = 2 * time.Minute
 
-// StalePodDisruptionTimeout is how long a pod may carry a True
+// stalePodDisruptionTimeout is how long a pod may carry a True
 // DisruptionTarget condition without being deleted before the condition
 // is reset to False: KCM's two minutes.
-const StalePodDisruptionTimeout = 2 * time.Minute
+const stalePodDisruptionTimeout = 2 * time.Minute
 
-// DefaultConcurrentDisruptionSyncs is KCM's --concurrent-disruption-syncs.
-const DefaultConcurrentDisruptionSyncs = 1
+// defaultConcurrentDisruptionSyncs is KCM's --concurrent-disruption-syncs.
+const defaultConcurrentDisruptionSyncs = 1
 
 // Options configures the controller. Start from NewOptions: a zero field
 // is invalid, not defaulted, so that "--concurrent-disruption-syncs=0" is
@@ -48,7 +48,7 @@ type Options struct {
 
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
-	return Options{ConcurrentDisruptionSyncs: DefaultConcurrentDisruptionSyncs}
+	return Options{ConcurrentDisruptionSyncs: defaultConcurrentDisruptionSyncs}
 }
 
 // AddFlags binds o to KCM's flag.
@@ -64,7 +64,7 @@ func (o Options) Validate() error {
 	if o.ConcurrentDisruptionSyncs < 1 {
 		return fmt.Errorf("--concurrent-disruption-syncs (Options.ConcurrentDisruptionSyncs): "+
 			"must be at least 1, got %d; leave it unset for KCM's default of %d",
-			o.ConcurrentDisruptionSyncs, DefaultConcurrentDisruptionSyncs)
+			o.ConcurrentDisruptionSyncs, defaultConcurrentDisruptionSyncs)
 	}
 	return nil
 }

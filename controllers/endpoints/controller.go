@@ -74,7 +74,7 @@ func newSyncer(
 }
 
 func newController(ctx context.Context, cc descriptor.Context, o Options) (*controller, error) {
-	client, err := cc.ClientBuilder.Client(ClientName)
+	client, err := cc.ClientBuilder.Client(clientName)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 		return c, nil
 	}).
 		WithAliases(Alias).
-		WithEventSource(EventSource).
+		WithEventSource(eventSource).
 		WithValidator(o.Validate).
 		WithInformers(
 			corev1.SchemeGroupVersion.WithResource("pods"),
@@ -29,5 +29,5 @@ func Descriptor(o Options) descriptor.Descriptor {
 			corev1.SchemeGroupVersion.WithResource("endpoints"),
 		).
 		WithReads(corev1.SchemeGroupVersion.WithResource("pods"), servicepods.PodReads...).
-		WithClientName(ClientName)
+		WithClientName(clientName)
 }

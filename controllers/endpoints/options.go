@@ -14,27 +14,27 @@ const (
 	Alias = "endpoint"
 )
 
-// ClientName names the controller's API client (and, with
+// clientName names the controller's API client (and, with
 // --use-service-account-credentials, its ServiceAccount), as in KCM.
-const ClientName = "endpoint-controller"
+const clientName = "endpoint-controller"
 
-// EventSource is the source component of the controller's events, KCM's.
-const EventSource = "endpoint-controller"
+// eventSource is the source component of the controller's events, KCM's.
+const eventSource = "endpoint-controller"
 
-// ManagedByLabel and ManagedBy mark the Endpoints this controller writes,
+// managedByLabel and managedBy mark the Endpoints this controller writes,
 // with KCM's key and value.
 const (
-	ManagedByLabel = "endpoints.kubernetes.io/managed-by"
-	ManagedBy      = "endpoint-controller"
+	managedByLabel = "endpoints.kubernetes.io/managed-by"
+	managedBy      = "endpoint-controller"
 )
 
-// MaxCapacity is how many addresses an Endpoints object keeps; beyond it the
+// maxCapacity is how many addresses an Endpoints object keeps; beyond it the
 // object is truncated and annotated endpoints.kubernetes.io/over-capacity:
 // truncated, as in KCM.
-const MaxCapacity = 1000
+const maxCapacity = 1000
 
-// DefaultConcurrentEndpointSyncs is KCM's default worker count.
-const DefaultConcurrentEndpointSyncs = 5
+// defaultConcurrentEndpointSyncs is KCM's default worker count.
+const defaultConcurrentEndpointSyncs = 5
 
 // Options configures the controller. Use NewOptions for KCM's defaults.
 type Options struct {
@@ -51,7 +51,7 @@ type Options struct {
 
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
-	return Options{ConcurrentEndpointSyncs: DefaultConcurrentEndpointSyncs}
+	return Options{ConcurrentEndpointSyncs: defaultConcurrentEndpointSyncs}
 }
 
 // AddFlags binds KCM's flags for this controller to o, o's current values
@@ -77,7 +77,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 func (o Options) withDefaults() Options {
 	if o.ConcurrentEndpointSyncs == 0 {
-		o.ConcurrentEndpointSyncs = DefaultConcurrentEndpointSyncs
+		o.ConcurrentEndpointSyncs = defaultConcurrentEndpointSyncs
 	}
 	return o
 }

@@ -110,7 +110,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	} else {
 		want.Labels[corev1.IsHeadlessService] = ""
 	}
-	want.Labels[ManagedByLabel] = ManagedBy
+	want.Labels[managedByLabel] = managedBy
 
 	log.V(4).
 		Info("Updating Endpoints", "service", key, "readyEndpoints", ready, "notReadyEndpoints", notReady)
@@ -283,12 +283,12 @@ func withoutRefVersions(subsets []corev1.EndpointSubset) []corev1.EndpointSubset
 // labelsCorrect reports whether the Endpoints' labels are the Service's plus
 // the managed-by label (and possibly the headless one).
 func labelsCorrect(epLabels, svcLabels map[string]string) bool {
-	if epLabels[ManagedByLabel] != ManagedBy {
+	if epLabels[managedByLabel] != managedBy {
 		return false
 	}
 	ours := 0
 	for k, v := range epLabels {
-		if k == corev1.IsHeadlessService || k == ManagedByLabel {
+		if k == corev1.IsHeadlessService || k == managedByLabel {
 			ours++
 			continue
 		}
@@ -309,14 +309,14 @@ func capacityAnnotationCorrect(
 	for _, s := range subsets {
 		n += len(s.Addresses) + len(s.NotReadyAddresses)
 	}
-	if n > MaxCapacity {
+	if n > maxCapacity {
 		return false
 	}
 	_, ok := annotations[corev1.EndpointsOverCapacity]
 	return !ok
 }
 
-// truncate cuts ep down to MaxCapacity addresses, reporting whether it had
+// truncate cuts ep down to maxCapacity addresses, reporting whether it had
 // to. Not-ready addresses go first; if the ready ones alone are too many,
 // every not-ready one goes and the ready ones are cut. Each subset keeps a
 // share proportional to its size (rounded up, within what is left).
@@ -326,13 +326,13 @@ func truncate(ep *corev1.Endpoints) bool {
 		ready += len(s.Addresses)
 		notReady += len(s.NotReadyAddresses)
 	}
-	if ready+notReady <= MaxCapacity {
+	if ready+notReady <= maxCapacity {
 		return false
 	}
-	cutReady := ready > MaxCapacity
-	room, total := MaxCapacity-ready, notReady
+	cutReady := ready > maxCapacity
+	room, total := maxCapacity-ready, notReady
 	if cutReady {
-		room, total = MaxCapacity, ready
+		room, total = maxCapacity, ready
 	}
 	left := room
 	for i := range ep.Subsets {

@@ -156,7 +156,7 @@ func TestSyncWritesEndpoints(t *testing.T) {
 			} else if got != tt.want {
 				t.Errorf("subsets %q, want %q", got, tt.want)
 			}
-			if ep.Labels[ManagedByLabel] != ManagedBy || ep.Labels["team"] != "a" {
+			if ep.Labels[managedByLabel] != managedBy || ep.Labels["team"] != "a" {
 				t.Errorf("labels %v", ep.Labels)
 			}
 			_, headless := ep.Labels[corev1.IsHeadlessService]
@@ -355,7 +355,7 @@ func TestSyncFailureEvents(t *testing.T) {
 
 func TestSyncOverCapacity(t *testing.T) {
 	objs := []runtime.Object{newService("web")}
-	for i := range MaxCapacity + 5 {
+	for i := range maxCapacity + 5 {
 		objs = append(
 			objs,
 			newPod(
@@ -377,12 +377,12 @@ func TestSyncOverCapacity(t *testing.T) {
 		n += len(s.Addresses) + len(s.NotReadyAddresses)
 		ready += len(s.Addresses)
 	}
-	if n != MaxCapacity || ready != (MaxCapacity+5+1)/2 {
+	if n != maxCapacity || ready != (maxCapacity+5+1)/2 {
 		t.Errorf(
 			"%d addresses (%d ready), want %d with every ready one kept",
 			n,
 			ready,
-			MaxCapacity,
+			maxCapacity,
 		)
 	}
 	if ep.Annotations[corev1.EndpointsOverCapacity] != "truncated" {
@@ -413,7 +413,7 @@ func TestTruncateCutsReadyWhenTheyAloneOverflow(t *testing.T) {
 		t.Error("not-ready addresses kept")
 	}
 	if truncate(
-		&corev1.Endpoints{Subsets: []corev1.EndpointSubset{{Addresses: addrs(MaxCapacity)}}},
+		&corev1.Endpoints{Subsets: []corev1.EndpointSubset{{Addresses: addrs(maxCapacity)}}},
 	) {
 		t.Error("an Endpoints at capacity was truncated")
 	}
@@ -468,7 +468,7 @@ func TestSyncTriggerTimeFromPodReadiness(t *testing.T) {
 // drops the annotation, as KCM does.
 func TestSyncTriggerTimeOnlyForNewChanges(t *testing.T) {
 	objs := []runtime.Object{newService("web")}
-	for i := range MaxCapacity + 1 {
+	for i := range maxCapacity + 1 {
 		objs = append(
 			objs,
 			newPod(fmt.Sprintf("p%04d", i), fmt.Sprintf("10.0.%d.%d", i/256, i%256), true, 8080),

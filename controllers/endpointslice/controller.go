@@ -176,7 +176,7 @@ func newSyncer(
 		c.tracker,
 		c.topology,
 		recorder,
-		ManagedBy,
+		managedBy,
 		endpointslicerec.WithPreferSameTrafficDistributionEnabled(preferSame),
 	)
 	return c

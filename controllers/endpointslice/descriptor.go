@@ -22,7 +22,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 		return c, nil
 	}).
 		WithAliases(Alias).
-		WithEventSource(EventSource).
+		WithEventSource(eventSource).
 		WithValidator(o.Validate).
 		WithInformers(
 			corev1.SchemeGroupVersion.WithResource("pods"),

@@ -86,7 +86,7 @@ func managedSlice(gen int64) *discoveryv1.EndpointSlice {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-x", UID: "uid-x", Generation: gen,
 			Labels: map[string]string{
 				discoveryv1.LabelServiceName: "web",
-				discoveryv1.LabelManagedBy:   ManagedBy,
+				discoveryv1.LabelManagedBy:   managedBy,
 			}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 	}

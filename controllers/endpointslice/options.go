@@ -15,18 +15,18 @@ const (
 	Alias = "endpointslice"
 )
 
-// EventSource is the source component of the controller's events, KCM's.
-const EventSource = "endpoint-slice-controller"
+// eventSource is the source component of the controller's events, KCM's.
+const eventSource = "endpoint-slice-controller"
 
-// ManagedBy is the endpointslice.kubernetes.io/managed-by value on the
+// managedBy is the endpointslice.kubernetes.io/managed-by value on the
 // EndpointSlices this controller owns, KCM's, so that either may take
 // over from the other.
-const ManagedBy = "endpointslice-controller.k8s.io"
+const managedBy = "endpointslice-controller.k8s.io"
 
 // KCM's defaults and bounds.
 const (
-	DefaultConcurrentServiceEndpointSyncs = 5
-	DefaultMaxEndpointsPerSlice           = 100
+	defaultConcurrentServiceEndpointSyncs = 5
+	defaultMaxEndpointsPerSlice           = 100
 	maxConcurrentServiceEndpointSyncs     = 50
 	maxMaxEndpointsPerSlice               = 1000
 )
@@ -68,8 +68,8 @@ type Options struct {
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
 	return Options{
-		ConcurrentServiceEndpointSyncs: DefaultConcurrentServiceEndpointSyncs,
-		MaxEndpointsPerSlice:           DefaultMaxEndpointsPerSlice,
+		ConcurrentServiceEndpointSyncs: defaultConcurrentServiceEndpointSyncs,
+		MaxEndpointsPerSlice:           defaultMaxEndpointsPerSlice,
 	}
 }
 
@@ -103,10 +103,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 func (o Options) withDefaults() Options {
 	if o.ConcurrentServiceEndpointSyncs == 0 {
-		o.ConcurrentServiceEndpointSyncs = DefaultConcurrentServiceEndpointSyncs
+		o.ConcurrentServiceEndpointSyncs = defaultConcurrentServiceEndpointSyncs
 	}
 	if o.MaxEndpointsPerSlice == 0 {
-		o.MaxEndpointsPerSlice = DefaultMaxEndpointsPerSlice
+		o.MaxEndpointsPerSlice = defaultMaxEndpointsPerSlice
 	}
 	return o
 }

@@ -188,7 +188,7 @@ func TestSyncWritesSlices(t *testing.T) {
 				t.Errorf("slices %q, want %q", s, tt.want)
 			}
 			for _, s := range got {
-				if s.Labels[discoveryv1.LabelManagedBy] != ManagedBy ||
+				if s.Labels[discoveryv1.LabelManagedBy] != managedBy ||
 					s.Labels[discoveryv1.LabelServiceName] != "web" ||
 					s.Labels["team"] != "a" {
 					t.Errorf("slice %s labels %v", s.Name, s.Labels)
@@ -352,7 +352,7 @@ func TestSyncStaleCache(t *testing.T) {
 			UID:        "uid-slice",
 			Labels: map[string]string{
 				discoveryv1.LabelServiceName: "web",
-				discoveryv1.LabelManagedBy:   ManagedBy,
+				discoveryv1.LabelManagedBy:   managedBy,
 			},
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,
@@ -389,7 +389,7 @@ func TestSyncIgnoresSlicesBeingDeleted(t *testing.T) {
 			Finalizers:        []string{"x"},
 			Labels: map[string]string{
 				discoveryv1.LabelServiceName: "web",
-				discoveryv1.LabelManagedBy:   ManagedBy,
+				discoveryv1.LabelManagedBy:   managedBy,
 			},
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,

@@ -18,7 +18,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		return newController(cc, o)
-	}).WithAliases(Alias).WithEventSource(EventSource).WithValidator(o.Validate).
+	}).WithAliases(Alias).WithEventSource(eventSource).WithValidator(o.Validate).
 		WithInformers(
 			corev1.SchemeGroupVersion.WithResource("endpoints"),
 			discoveryv1.SchemeGroupVersion.WithResource("endpointslices"),

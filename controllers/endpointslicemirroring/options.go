@@ -14,8 +14,8 @@ const (
 	Alias = "endpointslicemirroring"
 )
 
-// EventSource is the source component of the controller's events, KCM's.
-const EventSource = "endpoint-slice-mirroring-controller"
+// eventSource is the source component of the controller's events, KCM's.
+const eventSource = "endpoint-slice-mirroring-controller"
 
 // ManagedBy is the endpointslice.kubernetes.io/managed-by value on the
 // EndpointSlices this controller mirrors, KCM's, so that either may take
@@ -27,8 +27,8 @@ const clientName = "endpointslicemirroring-controller"
 
 // KCM's defaults and bounds.
 const (
-	DefaultConcurrentServiceEndpointSyncs = 5
-	DefaultMaxEndpointsPerSubset          = 1000
+	defaultConcurrentServiceEndpointSyncs = 5
+	defaultMaxEndpointsPerSubset          = 1000
 	maxConcurrentServiceEndpointSyncs     = 50
 	maxMaxEndpointsPerSubset              = 1000
 )
@@ -55,8 +55,8 @@ type Options struct {
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
 	return Options{
-		ConcurrentServiceEndpointSyncs: DefaultConcurrentServiceEndpointSyncs,
-		MaxEndpointsPerSubset:          DefaultMaxEndpointsPerSubset,
+		ConcurrentServiceEndpointSyncs: defaultConcurrentServiceEndpointSyncs,
+		MaxEndpointsPerSubset:          defaultMaxEndpointsPerSubset,
 	}
 }
 

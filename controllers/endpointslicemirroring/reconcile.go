@@ -22,11 +22,11 @@ import (
 
 // Event reasons, KCM's, recorded on the Endpoints.
 const (
-	// ReasonInvalidIPAddress: some addresses were not IPs and were skipped.
-	ReasonInvalidIPAddress = "InvalidIPAddress"
-	// ReasonTooManyAddressesToMirror: a subset had more addresses than
+	// reasonInvalidIPAddress: some addresses were not IPs and were skipped.
+	reasonInvalidIPAddress = "InvalidIPAddress"
+	// reasonTooManyAddressesToMirror: a subset had more addresses than
 	// MaxEndpointsPerSubset; the rest were skipped.
-	ReasonTooManyAddressesToMirror = "TooManyAddressesToMirror"
+	reasonTooManyAddressesToMirror = "TooManyAddressesToMirror"
 )
 
 var endpointsKind = schema.GroupVersionKind{Version: "v1", Kind: "Endpoints"}
@@ -50,13 +50,13 @@ func (c *controller) reconcile(ctx context.Context, ep *corev1.Endpoints,
 	if d.invalid > 0 {
 		log.Info("Addresses of the Endpoints are not IPs: they are not mirrored",
 			"skipped", d.invalid)
-		c.recorder.Eventf(ep, corev1.EventTypeWarning, ReasonInvalidIPAddress,
+		c.recorder.Eventf(ep, corev1.EventTypeWarning, reasonInvalidIPAddress,
 			"Skipped %d invalid IP addresses when mirroring to EndpointSlices", d.invalid)
 	}
 	if d.skipped > d.invalid {
 		log.Info("Addresses of the Endpoints beyond the most mirrored per subset were skipped",
 			"skipped", d.skipped, "max", limit)
-		c.recorder.Eventf(ep, corev1.EventTypeWarning, ReasonTooManyAddressesToMirror,
+		c.recorder.Eventf(ep, corev1.EventTypeWarning, reasonTooManyAddressesToMirror,
 			"A max of %d addresses can be mirrored to EndpointSlices per Endpoints subset. "+
 				"%d addresses were skipped", limit, d.skipped)
 	}

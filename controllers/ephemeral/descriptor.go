@@ -18,7 +18,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 		return newController(cc, int(o.ConcurrentEphemeralVolumeSyncs))
 	}).WithAliases(Alias).
 		WithValidator(o.Validate).
-		WithEventSource(EventSource).
+		WithEventSource(eventSource).
 		WithInformers(pvcs).
 		WithIndexers(pods, index.PodsByClaimIndexers()).
 		// What the index reads is all it reads of a pod besides its

@@ -16,12 +16,12 @@ const (
 // clientName is KCM's name for the controller's client and ServiceAccount.
 const clientName = "ephemeral-volume-controller"
 
-// EventSource is the source component of the controller's events: KCM
+// eventSource is the source component of the controller's events: KCM
 // records them as "ephemeral_volume", not under the controller's name.
-const EventSource = "ephemeral_volume"
+const eventSource = "ephemeral_volume"
 
-// DefaultConcurrentEphemeralVolumeSyncs is KCM's default worker count.
-const DefaultConcurrentEphemeralVolumeSyncs = 5
+// defaultConcurrentEphemeralVolumeSyncs is KCM's default worker count.
+const defaultConcurrentEphemeralVolumeSyncs = 5
 
 // Options configures the controller. Start from NewOptions; a zero worker
 // count is invalid, not defaulted, so that
@@ -35,7 +35,7 @@ type Options struct {
 
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
-	return Options{ConcurrentEphemeralVolumeSyncs: DefaultConcurrentEphemeralVolumeSyncs}
+	return Options{ConcurrentEphemeralVolumeSyncs: defaultConcurrentEphemeralVolumeSyncs}
 }
 
 // AddFlags binds --concurrent-ephemeralvolume-syncs to o, with KCM's name

@@ -79,7 +79,7 @@ func newFixture(t *testing.T, live ...*metav1.PartialObjectMetadata) *fixture {
 	}
 	f.gc = newCollector("test", deps{
 		metadata: f.client, mapper: f.mapper, recorder: f.recorder,
-		ignored: DefaultIgnoredResources(), workers: 1, syncPeriod: time.Second,
+		ignored: defaultIgnoredResources(), workers: 1, syncPeriod: time.Second,
 	})
 	f.gc.toDelete.ShutDown()
 	f.gc.toOrphan.ShutDown()

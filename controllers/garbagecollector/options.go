@@ -21,8 +21,8 @@ const (
 	Alias = "garbagecollector"
 )
 
-// DefaultConcurrentGCSyncs is KCM's default worker count.
-const DefaultConcurrentGCSyncs = 20
+// defaultConcurrentGCSyncs is KCM's default worker count.
+const defaultConcurrentGCSyncs = 20
 
 // syncPeriod is how often discovery is refreshed and, at start, the
 // longest the workers wait for the graph to sync (KCM's 30 seconds).
@@ -31,9 +31,9 @@ const syncPeriod = 30 * time.Second
 // clientName is the user agent suffix of the collector's clients, KCM's.
 const clientName = "generic-garbage-collector"
 
-// DefaultIgnoredResources returns KCM's default GCIgnoredResources: the
+// defaultIgnoredResources returns KCM's default GCIgnoredResources: the
 // resources the collector never watches (events of both API groups).
-func DefaultIgnoredResources() []schema.GroupResource {
+func defaultIgnoredResources() []schema.GroupResource {
 	return []schema.GroupResource{
 		{Group: "", Resource: "events"},
 		{Group: "events.k8s.io", Resource: "events"},
@@ -52,7 +52,7 @@ type Options struct {
 	ConcurrentGCSyncs int32
 	// IgnoredResources are resources never watched nor collected; KCM's
 	// GCIgnoredResources, which has no flag. Default:
-	// DefaultIgnoredResources().
+	// defaultIgnoredResources().
 	IgnoredResources []schema.GroupResource
 }
 
@@ -60,8 +60,8 @@ type Options struct {
 func NewOptions() Options {
 	return Options{
 		EnableGarbageCollector: true,
-		ConcurrentGCSyncs:      DefaultConcurrentGCSyncs,
-		IgnoredResources:       DefaultIgnoredResources(),
+		ConcurrentGCSyncs:      defaultConcurrentGCSyncs,
+		IgnoredResources:       defaultIgnoredResources(),
 	}
 }
 

@@ -75,7 +75,7 @@ func TestRunCollectsGarbage(t *testing.T) {
 	gc := newCollector("test", deps{
 		metadata: h.Metadata, discovery: &stubDiscovery{lists: coreResources("configmaps", "events")}, mapper: mapper,
 		factory: set, informersStarted: started, recorder: record.NewFakeRecorder(10),
-		ignored: DefaultIgnoredResources(), workers: 2, syncPeriod: time.Second,
+		ignored: defaultIgnoredResources(), workers: 2, syncPeriod: time.Second,
 	})
 	ctx, cancel := context.WithCancel(controllertest.LogContext(t))
 	done := make(chan error, 1)

@@ -211,7 +211,7 @@ func TestDownscaleWindowPasses(t *testing.T) {
 	if _, err := f.sync(); err != nil || len(f.updates) != 0 {
 		t.Fatalf("first sync: %v, updates %v", err, f.updates)
 	}
-	f.clock.Step(DefaultDownscaleStabilization - time.Second)
+	f.clock.Step(defaultDownscaleStabilization - time.Second)
 	if _, err := f.sync(); err != nil || len(f.updates) != 0 {
 		t.Fatalf("within the window: %v, updates %v", err, f.updates)
 	}
@@ -221,7 +221,7 @@ func TestDownscaleWindowPasses(t *testing.T) {
 	}
 	// The recommendations of the window are 1 now, save the seed (2) now
 	// outside it, and the one made a second before the window's end.
-	f.clock.Step(DefaultDownscaleStabilization)
+	f.clock.Step(defaultDownscaleStabilization)
 	if _, err := f.sync(); err != nil || !slices.Equal(f.updates, []int32{1}) {
 		t.Fatalf("after the window: %v, updates %v, want [1]", err, f.updates)
 	}

@@ -28,12 +28,12 @@ const (
 
 // KCM's defaults.
 const (
-	DefaultConcurrentSyncs         = 5
-	DefaultSyncPeriod              = 15 * time.Second
-	DefaultDownscaleStabilization  = 5 * time.Minute
+	defaultConcurrentSyncs         = 5
+	defaultSyncPeriod              = 15 * time.Second
+	defaultDownscaleStabilization  = 5 * time.Minute
 	DefaultTolerance               = 0.1
-	DefaultCPUInitializationPeriod = 5 * time.Minute
-	DefaultInitialReadinessDelay   = 30 * time.Second
+	defaultCPUInitializationPeriod = 5 * time.Minute
+	defaultInitialReadinessDelay   = 30 * time.Second
 )
 
 // Feature gates consulted through descriptor.Context.FeatureGate when the
@@ -112,12 +112,12 @@ type Options struct {
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
 	return Options{
-		ConcurrentSyncs:         DefaultConcurrentSyncs,
-		SyncPeriod:              DefaultSyncPeriod,
-		DownscaleStabilization:  DefaultDownscaleStabilization,
+		ConcurrentSyncs:         defaultConcurrentSyncs,
+		SyncPeriod:              defaultSyncPeriod,
+		DownscaleStabilization:  defaultDownscaleStabilization,
 		Tolerance:               DefaultTolerance,
-		CPUInitializationPeriod: DefaultCPUInitializationPeriod,
-		InitialReadinessDelay:   DefaultInitialReadinessDelay,
+		CPUInitializationPeriod: defaultCPUInitializationPeriod,
+		InitialReadinessDelay:   defaultInitialReadinessDelay,
 	}
 }
 

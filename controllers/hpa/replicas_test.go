@@ -39,7 +39,7 @@ func newCalculator(t *testing.T, m *fakeMetrics, pods ...*corev1.Pod) *calculato
 	return &calculator{metrics: m,
 		pods:          corelisters.NewPodLister(controllertest.NamespacedIndexer(t, pods...)),
 		clock:         clocktesting.NewFakeClock(t0),
-		cpuInitPeriod: DefaultCPUInitializationPeriod, readinessDelay: DefaultInitialReadinessDelay,
+		cpuInitPeriod: defaultCPUInitializationPeriod, readinessDelay: defaultInitialReadinessDelay,
 		podLevelRequests: true}
 }
 

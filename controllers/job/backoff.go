@@ -90,18 +90,18 @@ func (r backoffRecord) remaining(clk clock.PassiveClock) time.Duration {
 }
 
 // backoffRemaining is how long after now a pod may be created after
-// failures consecutive failures, the last at last: PodFailureBackoffBase
+// failures consecutive failures, the last at last: podFailureBackoffBase
 // for the first, doubling with each further one, capped at
-// PodFailureBackoffMax, counted from last.
+// podFailureBackoffMax, counted from last.
 func backoffRemaining(clk clock.PassiveClock, failures int32, last *time.Time) time.Duration {
 	if failures == 0 || last == nil {
 		return 0
 	}
-	d := PodFailureBackoffBase
+	d := podFailureBackoffBase
 	for i := int32(1); i < failures; i++ {
 		d *= 2
-		if d >= PodFailureBackoffMax {
-			d = PodFailureBackoffMax
+		if d >= podFailureBackoffMax {
+			d = podFailureBackoffMax
 			break
 		}
 	}

@@ -39,11 +39,11 @@ const (
 	// after a failed sync.
 	apiBackoffBase = time.Second
 	apiBackoffMax  = time.Minute
-	// PodFailureBackoffBase is the delay before a pod replacing a failed
+	// podFailureBackoffBase is the delay before a pod replacing a failed
 	// one is created; it doubles with each further consecutive failure up
-	// to PodFailureBackoffMax.
-	PodFailureBackoffBase = 10 * time.Second
-	PodFailureBackoffMax  = 10 * time.Minute
+	// to podFailureBackoffMax.
+	podFailureBackoffBase = 10 * time.Second
+	podFailureBackoffMax  = 10 * time.Minute
 	// maxUncountedPods caps status.uncountedTerminatedPods (and so the
 	// finalizers removed per sync).
 	maxUncountedPods = 500

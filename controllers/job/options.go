@@ -13,8 +13,8 @@ const (
 	Alias = "job"
 )
 
-// DefaultConcurrentJobSyncs is KCM's default worker count.
-const DefaultConcurrentJobSyncs = 5
+// defaultConcurrentJobSyncs is KCM's default worker count.
+const defaultConcurrentJobSyncs = 5
 
 // Options configures the controller. Start from NewOptions; a zero worker
 // count is invalid, not defaulted, so that "--concurrent-job-syncs=0" is
@@ -31,7 +31,7 @@ type Options struct {
 }
 
 // NewOptions returns KCM's defaults.
-func NewOptions() Options { return Options{ConcurrentJobSyncs: DefaultConcurrentJobSyncs} }
+func NewOptions() Options { return Options{ConcurrentJobSyncs: defaultConcurrentJobSyncs} }
 
 // AddFlags binds --concurrent-job-syncs to o, with KCM's name and help and
 // o's current value as the default.

@@ -337,11 +337,11 @@ func (c *controller) recordFinished(job *batchv1.Job, f *batchv1.JobCondition) {
 			c.recorder.Event(
 				job,
 				corev1.EventTypeWarning,
-				ReasonTooManySucceededPods,
+				reasonTooManySucceededPods,
 				"Too many succeeded pods running after completion count reached",
 			)
 		}
-		c.recorder.Event(job, corev1.EventTypeNormal, ReasonCompleted, "Job completed")
+		c.recorder.Event(job, corev1.EventTypeNormal, reasonCompleted, "Job completed")
 		return
 	}
 	c.recorder.Event(job, corev1.EventTypeWarning, f.Reason, f.Message)

@@ -25,11 +25,11 @@ import (
 // Event reasons and condition reasons this package writes besides the
 // batch/v1 constants and podcontrol's.
 const (
-	ReasonCompleted             = "Completed"
-	ReasonSuspended             = "Suspended"
-	ReasonResumed               = "Resumed"
-	ReasonTooManySucceededPods  = "TooManySucceededPods"
-	ReasonUnknownCompletionMode = "UnknownCompletionMode"
+	reasonCompleted             = "Completed"
+	reasonSuspended             = "Suspended"
+	reasonResumed               = "Resumed"
+	reasonTooManySucceededPods  = "TooManySucceededPods"
+	reasonUnknownCompletionMode = "UnknownCompletionMode"
 	// Reasons of the Suspended condition.
 	conditionReasonSuspended = "JobSuspended"
 	conditionReasonResumed   = "JobResumed"
@@ -232,7 +232,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		c.recorder.Event(
 			job,
 			corev1.EventTypeWarning,
-			ReasonUnknownCompletionMode,
+			reasonUnknownCompletionMode,
 			"Skipped Job sync because completion mode is unknown",
 		)
 		return nil
@@ -411,7 +411,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 				corev1.ConditionTrue, conditionReasonSuspended, "Job suspended", c.clock.Now())
 			if changed {
 				suspendChanged = true
-				c.recorder.Event(job, corev1.EventTypeNormal, ReasonSuspended, "Job suspended")
+				c.recorder.Event(job, corev1.EventTypeNormal, reasonSuspended, "Job suspended")
 				if c.resetStartTimeOnSuspend {
 					job.Status.StartTime = nil
 				}
@@ -422,7 +422,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 				corev1.ConditionFalse, conditionReasonResumed, "Job resumed", c.clock.Now())
 			if changed {
 				suspendChanged = true
-				c.recorder.Event(job, corev1.EventTypeNormal, ReasonResumed, "Job resumed")
+				c.recorder.Event(job, corev1.EventTypeNormal, reasonResumed, "Job resumed")
 				// activeDeadlineSeconds counts continuous activity: restart it.
 				now := metav1.NewTime(c.clock.Now())
 				job.Status.StartTime = &now

@@ -731,7 +731,7 @@ func TestPodFailurePolicyInSync(t *testing.T) {
 		}
 		// As in KCM, an ignored failure still delays the replacement.
 		if d, ok := f.lastRequeue(); len(f.createdPods()) != 0 || !ok ||
-			d != PodFailureBackoffBase {
+			d != podFailureBackoffBase {
 			t.Errorf(
 				"created %d replacements, requeue %v %v; want none and the 10s back-off",
 				len(f.createdPods()),
@@ -899,7 +899,7 @@ func TestPodReplacementPolicy(t *testing.T) {
 			if len(f.createdPods()) != 0 {
 				t.Errorf("created %d pods, want none yet", len(f.createdPods()))
 			}
-			if d, ok := f.lastRequeue(); ok != tt.wantRequeue || ok && d != PodFailureBackoffBase {
+			if d, ok := f.lastRequeue(); ok != tt.wantRequeue || ok && d != podFailureBackoffBase {
 				t.Errorf("requeue %v %v, want %v", d, ok, tt.wantRequeue)
 			}
 		})

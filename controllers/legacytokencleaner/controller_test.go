@@ -104,7 +104,7 @@ func newFixture(t *testing.T, cm *corev1.ConfigMap, secrets []*corev1.Secret,
 		pods: corelisters.NewPodLister(
 			controllertest.NamespacedIndexer(t, controllertest.Pruned(t, d, pods...)...)),
 		period:   period,
-		interval: DefaultSyncInterval,
+		interval: defaultSyncInterval,
 		clock:    f.clock,
 	}
 	return f
@@ -318,7 +318,7 @@ func TestRunWithFakeClock(t *testing.T) {
 	}
 	// The informer brings the label.
 	controllertest.Mirror(t, f.client, f.store, corev1.SchemeGroupVersion.WithResource("secrets"))
-	f.clock.Step(DefaultSyncInterval - time.Second)
+	f.clock.Step(defaultSyncInterval - time.Second)
 	if passes() != 1 {
 		t.Fatal("a pass ran before the interval")
 	}

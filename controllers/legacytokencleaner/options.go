@@ -29,8 +29,8 @@ const (
 
 // Defaults, as KCM has them.
 const (
-	DefaultCleanUpPeriod = 365 * 24 * time.Hour
-	DefaultSyncInterval  = 24 * time.Hour
+	defaultCleanUpPeriod = 365 * 24 * time.Hour
+	defaultSyncInterval  = 24 * time.Hour
 )
 
 // clientName is KCM's name for the controller's client and ServiceAccount.
@@ -56,7 +56,7 @@ type Options struct {
 
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
-	return Options{CleanUpPeriod: DefaultCleanUpPeriod, SyncInterval: DefaultSyncInterval}
+	return Options{CleanUpPeriod: defaultCleanUpPeriod, SyncInterval: defaultSyncInterval}
 }
 
 // AddFlags binds --legacy-service-account-token-clean-up-period to o, with
@@ -69,7 +69,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 func (o Options) withDefaults() Options {
 	if o.SyncInterval == 0 {
-		o.SyncInterval = DefaultSyncInterval
+		o.SyncInterval = defaultSyncInterval
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -83,11 +83,11 @@ func (o Options) Validate() error {
 	if o.CleanUpPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--legacy-service-account-token-clean-up-period "+
 			"(CleanUpPeriod): must be positive, got %v; the default is %v",
-			o.CleanUpPeriod, DefaultCleanUpPeriod))
+			o.CleanUpPeriod, defaultCleanUpPeriod))
 	}
 	if o.SyncInterval < 0 {
 		errs = append(errs, fmt.Errorf("SyncInterval: must not be negative, got %v; "+
-			"leave it zero for the default, %v", o.SyncInterval, DefaultSyncInterval))
+			"leave it zero for the default, %v", o.SyncInterval, defaultSyncInterval))
 	}
 	return errors.Join(errs...)
 }

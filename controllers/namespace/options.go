@@ -17,8 +17,8 @@ const (
 
 // KCM's defaults.
 const (
-	DefaultConcurrentNamespaceSyncs = 10
-	DefaultNamespaceSyncPeriod      = 5 * time.Minute
+	defaultConcurrentNamespaceSyncs = 10
+	defaultNamespaceSyncPeriod      = 5 * time.Minute
 )
 
 // Options configures the controller. Start from NewOptions: a zero worker
@@ -42,8 +42,8 @@ type Options struct {
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
 	return Options{
-		ConcurrentNamespaceSyncs: DefaultConcurrentNamespaceSyncs,
-		NamespaceSyncPeriod:      DefaultNamespaceSyncPeriod,
+		ConcurrentNamespaceSyncs: defaultConcurrentNamespaceSyncs,
+		NamespaceSyncPeriod:      defaultNamespaceSyncPeriod,
 	}
 }
 

@@ -34,7 +34,7 @@ const (
 // The reasons of the controller's events, on the node, as in KCM.
 const (
 	ReasonCIDRNotAvailable     = "CIDRNotAvailable"
-	ReasonCIDRAssignmentFailed = "CIDRAssignmentFailed"
+	reasonCIDRAssignmentFailed = "CIDRAssignmentFailed"
 )
 
 // controller allocates node CIDRs; keys are node names.
@@ -263,7 +263,7 @@ func (c *controller) assign(ctx context.Context, log logr.Logger, name string,
 			return nil
 		}
 	}
-	c.event(node, ReasonCIDRAssignmentFailed)
+	c.event(node, reasonCIDRAssignmentFailed)
 	// After a timeout the write may have happened: the CIDRs stay taken
 	// (a restart frees them if it did not), as in KCM.
 	if !apierrors.IsServerTimeout(err) {

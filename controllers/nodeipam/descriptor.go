@@ -25,7 +25,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 			return nil, err
 		}
 		return newController(ctx, cc, s)
-	}).WithAliases(Alias).WithEventSource(EventSource).WithValidator(o.Validate).
+	}).WithAliases(Alias).WithEventSource(eventSource).WithValidator(o.Validate).
 		WithInformers(nodes).
 		// Its writes are patches: of a node it reads its CIDRs (and
 		// metadata: name, UID, deletion).

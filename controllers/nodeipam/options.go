@@ -19,9 +19,9 @@ const (
 	Alias = "nodeipam"
 )
 
-// EventSource is the source component of the controller's events: KCM's
+// eventSource is the source component of the controller's events: KCM's
 // range allocator records as "cidrAllocator".
-const EventSource = "cidrAllocator"
+const eventSource = "cidrAllocator"
 
 // clientName is KCM's name for the controller's client and ServiceAccount
 // (shared with the node lifecycle controller).
@@ -38,8 +38,8 @@ const (
 
 // The node CIDR mask sizes KCM uses when none is set for a family.
 const (
-	DefaultNodeCIDRMaskSizeIPv4 = 24
-	DefaultNodeCIDRMaskSizeIPv6 = 64
+	defaultNodeCIDRMaskSizeIPv4 = 24
+	defaultNodeCIDRMaskSizeIPv6 = 64
 )
 
 // Options configures the controller, under KCM's flag names and defaults.
@@ -179,7 +179,7 @@ func clusterCIDRs(value string) ([]*net.IPNet, error) {
 // decides it from the three mask flags, and checks it against the cluster
 // CIDR.
 func (o Options) maskSizes(cidrs []*net.IPNet) ([]int, error) {
-	v4, v6 := DefaultNodeCIDRMaskSizeIPv4, DefaultNodeCIDRMaskSizeIPv6
+	v4, v6 := defaultNodeCIDRMaskSizeIPv4, defaultNodeCIDRMaskSizeIPv6
 	switch {
 	case len(cidrs) > 1 && o.NodeCIDRMaskSize != 0:
 		return nil, errors.New("--node-cidr-mask-size: not allowed with a dual-stack " +

@@ -27,13 +27,13 @@ const (
 
 // KCM's defaults for the controller's flags.
 const (
-	DefaultNodeMonitorPeriod         = 5 * time.Second
-	DefaultNodeMonitorGracePeriod    = 50 * time.Second
-	DefaultNodeStartupGracePeriod    = time.Minute
-	DefaultNodeEvictionRate          = float32(0.1)
-	DefaultSecondaryNodeEvictionRate = float32(0.01)
-	DefaultLargeClusterSizeThreshold = int32(50)
-	DefaultUnhealthyZoneThreshold    = float32(0.55)
+	defaultNodeMonitorPeriod         = 5 * time.Second
+	defaultNodeMonitorGracePeriod    = 50 * time.Second
+	defaultNodeStartupGracePeriod    = time.Minute
+	defaultNodeEvictionRate          = float32(0.1)
+	defaultSecondaryNodeEvictionRate = float32(0.01)
+	defaultLargeClusterSizeThreshold = int32(50)
+	defaultUnhealthyZoneThreshold    = float32(0.55)
 )
 
 // FeatureNodeControllerLeaseCircuitBreaker: before a node whose Lease
@@ -87,13 +87,13 @@ type Options struct {
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
 	return Options{
-		NodeMonitorPeriod:         DefaultNodeMonitorPeriod,
-		NodeMonitorGracePeriod:    DefaultNodeMonitorGracePeriod,
-		NodeStartupGracePeriod:    DefaultNodeStartupGracePeriod,
-		NodeEvictionRate:          DefaultNodeEvictionRate,
-		SecondaryNodeEvictionRate: DefaultSecondaryNodeEvictionRate,
-		LargeClusterSizeThreshold: DefaultLargeClusterSizeThreshold,
-		UnhealthyZoneThreshold:    DefaultUnhealthyZoneThreshold,
+		NodeMonitorPeriod:         defaultNodeMonitorPeriod,
+		NodeMonitorGracePeriod:    defaultNodeMonitorGracePeriod,
+		NodeStartupGracePeriod:    defaultNodeStartupGracePeriod,
+		NodeEvictionRate:          defaultNodeEvictionRate,
+		SecondaryNodeEvictionRate: defaultSecondaryNodeEvictionRate,
+		LargeClusterSizeThreshold: defaultLargeClusterSizeThreshold,
+		UnhealthyZoneThreshold:    defaultUnhealthyZoneThreshold,
 	}
 }
 

@@ -108,7 +108,7 @@ func newFixture(
 			pods:       corelisters.NewPodLister(podIdx),
 			nodes:      corelisters.NewNodeLister(nodeIdx),
 			threshold:  threshold,
-			period:     DefaultGCCheckPeriod,
+			period:     defaultGCCheckPeriod,
 			quarantine: DefaultQuarantineTime,
 			clock:      clk,
 			suspects:   map[string]time.Time{},

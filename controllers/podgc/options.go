@@ -20,8 +20,8 @@ const (
 
 // Defaults, as kube-controller-manager has them.
 const (
-	DefaultTerminatedPodGCThreshold = 12500
-	DefaultGCCheckPeriod            = 20 * time.Second
+	defaultTerminatedPodGCThreshold = 12500
+	defaultGCCheckPeriod            = 20 * time.Second
 	DefaultQuarantineTime           = 40 * time.Second
 )
 
@@ -52,8 +52,8 @@ type Options struct {
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
 	return Options{
-		TerminatedPodGCThreshold: DefaultTerminatedPodGCThreshold,
-		GCCheckPeriod:            DefaultGCCheckPeriod,
+		TerminatedPodGCThreshold: defaultTerminatedPodGCThreshold,
+		GCCheckPeriod:            defaultGCCheckPeriod,
 		QuarantineTime:           DefaultQuarantineTime,
 	}
 }
@@ -73,7 +73,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // withDefaults returns a copy with the zero fields that have defaults set.
 func (o Options) withDefaults() Options {
 	if o.GCCheckPeriod == 0 {
-		o.GCCheckPeriod = DefaultGCCheckPeriod
+		o.GCCheckPeriod = defaultGCCheckPeriod
 	}
 	if o.QuarantineTime == 0 {
 		o.QuarantineTime = DefaultQuarantineTime

@@ -31,8 +31,8 @@ const queueName = "podgroupprotection"
 // not indexed.
 const ActivePodsByPodGroup = "ctrlhost.io/active-pod-podgroup"
 
-// Indexers is the pod index above, for a descriptor's WithIndexers.
-func Indexers() cache.Indexers {
+// indexers is the pod index above, for a descriptor's WithIndexers.
+func indexers() cache.Indexers {
 	return cache.Indexers{ActivePodsByPodGroup: activePodGroup}
 }
 

@@ -49,7 +49,7 @@ func member(ns, name, pg string, phase corev1.PodPhase) *corev1.Pod {
 // declared reads, indexed by the controller's index.
 func podIndexer(t *testing.T, pods ...*corev1.Pod) cache.Indexer {
 	t.Helper()
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, Indexers())
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, indexers())
 	for _, p := range controllertest.Pruned(t, Descriptor(NewOptions()), pods...) {
 		if err := idx.Add(p); err != nil {
 			t.Fatal(err)

@@ -25,7 +25,7 @@ func Descriptor(Options) descriptor.Descriptor {
 		}
 		return newController(cc)
 	}).WithInformers(podGroups).
-		WithIndexers(pods, Indexers()).
+		WithIndexers(pods, indexers()).
 		WithReads(pods, podReads...).
 		WhenServed(podGroups)
 }

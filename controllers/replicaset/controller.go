@@ -38,7 +38,7 @@ type config struct {
 	pods     coreinformers.PodInformer
 	recorder record.EventRecorder
 	workers  int
-	// burst caps creates and deletes per sync. Default: BurstReplicas.
+	// burst caps creates and deletes per sync. Default: burstReplicas.
 	burst int
 	// clock: nil means the real clock.
 	clock clock.Clock
@@ -89,7 +89,7 @@ func newController(cfg config) (*controller, error) {
 		cfg.clock = clock.RealClock{}
 	}
 	if cfg.burst < 1 {
-		cfg.burst = BurstReplicas
+		cfg.burst = burstReplicas
 	}
 	var c *controller
 	// As KCM 1.36+ does, a pod created for an owner holds the owner's key

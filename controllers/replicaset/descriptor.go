@@ -18,15 +18,15 @@ import (
 // Names, as kube-controller-manager has them.
 const (
 	ReplicaSetControllerName             = "replicaset-controller"
-	ReplicaSetControllerAlias            = "replicaset"
+	replicaSetControllerAlias            = "replicaset"
 	ReplicationControllerControllerName  = "replicationcontroller-controller"
-	ReplicationControllerControllerAlias = "replicationcontroller"
+	replicationControllerControllerAlias = "replicationcontroller"
 )
 
-// ReplicationControllerEventSource is the source component of the
+// replicationControllerEventSource is the source component of the
 // ReplicationController controller's events, KCM's (the ReplicaSet
 // controller's is its name).
-const ReplicationControllerEventSource = "replication-controller"
+const replicationControllerEventSource = "replication-controller"
 
 // replicationControllerClientName is KCM's name for the replication
 // controller's client and ServiceAccount (the replica set controller's is
@@ -36,12 +36,12 @@ const replicationControllerClientName = "replication-controller"
 // Feature gates consulted through descriptor.Context.FeatureGate when the
 // host registers them; otherwise their Kubernetes 1.37 defaults apply.
 const (
-	// FeatureTerminatingReplicas: report status.terminatingReplicas on
+	// featureTerminatingReplicas: report status.terminatingReplicas on
 	// ReplicaSets (beta, on by default since 1.35).
-	FeatureTerminatingReplicas featuregate.Feature = "DeploymentReplicaSetTerminatingReplicas"
-	// FeaturePodDeletionCost: honour the pod-deletion-cost annotation when
+	featureTerminatingReplicas featuregate.Feature = "DeploymentReplicaSetTerminatingReplicas"
+	// featurePodDeletionCost: honour the pod-deletion-cost annotation when
 	// scaling down (beta, on by default since 1.22).
-	FeaturePodDeletionCost featuregate.Feature = "PodDeletionCost"
+	featurePodDeletionCost featuregate.Feature = "PodDeletionCost"
 )
 
 // FeatureSpecs returns the gates above with their Kubernetes 1.37
@@ -49,8 +49,8 @@ const (
 // --feature-gates can set them).
 func FeatureSpecs() map[featuregate.Feature]featuregate.FeatureSpec {
 	return map[featuregate.Feature]featuregate.FeatureSpec{
-		FeatureTerminatingReplicas: {Default: true, PreRelease: featuregate.Beta},
-		FeaturePodDeletionCost:     {Default: true, PreRelease: featuregate.Beta},
+		featureTerminatingReplicas: {Default: true, PreRelease: featuregate.Beta},
+		featurePodDeletionCost:     {Default: true, PreRelease: featuregate.Beta},
 	}
 }
 
@@ -68,7 +68,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 				return rsKind{client: client, inf: cc.InformerFactory.Apps().V1().ReplicaSets()}
 			})
 	}).
-		WithAliases(ReplicaSetControllerAlias).
+		WithAliases(replicaSetControllerAlias).
 		WithValidator(func() error { return validateWorkers("concurrent-replicaset-syncs", workers) }).
 		WithIndexers(appsv1.SchemeGroupVersion.WithResource("replicasets"),
 			index.ByControllerUIDIndexers()).
@@ -108,8 +108,8 @@ func ReplicationControllerDescriptor(o Options) descriptor.Descriptor {
 				}
 			})
 	}).
-		WithAliases(ReplicationControllerControllerAlias).
-		WithEventSource(ReplicationControllerEventSource).
+		WithAliases(replicationControllerControllerAlias).
+		WithEventSource(replicationControllerEventSource).
 		WithClientName(replicationControllerClientName).
 		WithValidator(func() error { return validateWorkers("concurrent-rc-syncs", workers) }).
 		WithIndexers(corev1.SchemeGroupVersion.WithResource("replicationcontrollers"),
@@ -138,9 +138,9 @@ func build(
 		pods:                cc.InformerFactory.Core().V1().Pods(),
 		recorder:            cc.EventRecorder,
 		workers:             workers,
-		burst:               BurstReplicas,
-		terminatingReplicas: gate.Enabled(cc.FeatureGate, FeatureTerminatingReplicas, true),
-		deletionCost:        gate.Enabled(cc.FeatureGate, FeaturePodDeletionCost, true),
+		burst:               burstReplicas,
+		terminatingReplicas: gate.Enabled(cc.FeatureGate, featureTerminatingReplicas, true),
+		deletionCost:        gate.Enabled(cc.FeatureGate, featurePodDeletionCost, true),
 		log:                 logr.FromContextOrDiscard(ctx),
 	})
 	if err != nil {

@@ -79,7 +79,7 @@ func newFixture(t *testing.T, k fixtureKind, objs ...runtime.Object) *fixture {
 		pods:                factory.Core().V1().Pods(),
 		recorder:            f.recorder,
 		workers:             1,
-		burst:               BurstReplicas,
+		burst:               burstReplicas,
 		clock:               f.clock,
 		terminatingReplicas: true,
 		deletionCost:        true,

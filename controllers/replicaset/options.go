@@ -8,13 +8,13 @@ import (
 
 // Default worker counts, as kube-controller-manager has them.
 const (
-	DefaultConcurrentReplicaSetSyncs = 5
-	DefaultConcurrentRCSyncs         = 5
+	defaultConcurrentReplicaSetSyncs = 5
+	defaultConcurrentRCSyncs         = 5
 )
 
-// BurstReplicas is the most pods one sync creates or deletes; the rest wait
+// burstReplicas is the most pods one sync creates or deletes; the rest wait
 // until those have been observed (kube-controller-manager's value).
-const BurstReplicas = 500
+const burstReplicas = 500
 
 // Options configures both controllers of this package. Start from
 // NewOptions; a zero field is invalid, not defaulted, so that
@@ -31,8 +31,8 @@ type Options struct {
 // NewOptions returns Options with kube-controller-manager's defaults.
 func NewOptions() Options {
 	return Options{
-		ConcurrentReplicaSetSyncs: DefaultConcurrentReplicaSetSyncs,
-		ConcurrentRCSyncs:         DefaultConcurrentRCSyncs,
+		ConcurrentReplicaSetSyncs: defaultConcurrentReplicaSetSyncs,
+		ConcurrentRCSyncs:         defaultConcurrentRCSyncs,
 	}
 }
 

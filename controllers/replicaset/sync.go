@@ -24,12 +24,12 @@ import (
 
 // Event reasons this package records besides podcontrol's.
 const (
-	// ReasonInvalidSelector: the object's selector does not parse or is
+	// reasonInvalidSelector: the object's selector does not parse or is
 	// empty; it is not synced until it changes.
-	ReasonInvalidSelector = "InvalidSelector"
-	// ReasonInvalidOwnerRefs: a pod that would be the object's has
+	reasonInvalidSelector = "InvalidSelector"
+	// reasonInvalidOwnerRefs: a pod that would be the object's has
 	// malformed ownerReferences; it is left alone and not counted.
-	ReasonInvalidOwnerRefs = "InvalidOwnerReferences"
+	reasonInvalidOwnerRefs = "InvalidOwnerReferences"
 )
 
 // slowStartInitialBatch is the size of the first batch of creates.
@@ -72,7 +72,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		c.recorder.Eventf(
 			c.kind.object(rs),
 			corev1.EventTypeWarning,
-			ReasonInvalidSelector,
+			reasonInvalidSelector,
 			"Invalid selector: %v",
 			err,
 		)
@@ -95,7 +95,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 			c.recorder.Eventf(
 				c.kind.object(rs),
 				corev1.EventTypeWarning,
-				ReasonInvalidOwnerRefs,
+				reasonInvalidOwnerRefs,
 				"Ignoring pod: %v",
 				err,
 			)

@@ -125,15 +125,15 @@ func TestScaleUpSlowStart(t *testing.T) {
 
 func TestBurstLimit(t *testing.T) {
 	t.Run("creates", func(t *testing.T) {
-		f := newFixture(t, kindRS, newRS("web", BurstReplicas+100))
+		f := newFixture(t, kindRS, newRS("web", burstReplicas+100))
 		if err := f.sync("ns/web"); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.count("create pods"); got != BurstReplicas {
-			t.Errorf("%d creates, want %d", got, BurstReplicas)
+		if got := f.count("create pods"); got != burstReplicas {
+			t.Errorf("%d creates, want %d", got, burstReplicas)
 		}
-		if adds, _, _ := f.c.exp.Pending("ns/web"); adds != BurstReplicas {
-			t.Errorf("pending creations %d, want %d", adds, BurstReplicas)
+		if adds, _, _ := f.c.exp.Pending("ns/web"); adds != burstReplicas {
+			t.Errorf("pending creations %d, want %d", adds, burstReplicas)
 		}
 	})
 	t.Run("deletes", func(t *testing.T) {

@@ -18,8 +18,8 @@ const (
 
 // KCM's defaults.
 const (
-	DefaultConcurrentResourceQuotaSyncs = 5
-	DefaultResourceQuotaSyncPeriod      = 5 * time.Minute
+	defaultConcurrentResourceQuotaSyncs = 5
+	defaultResourceQuotaSyncPeriod      = 5 * time.Minute
 	// DiscoveryPeriod is how often the quotable resources are discovered
 	// again (KCM's fixed 30 s).
 	DiscoveryPeriod = 30 * time.Second
@@ -57,8 +57,8 @@ type Options struct {
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
 	return Options{
-		ConcurrentResourceQuotaSyncs: DefaultConcurrentResourceQuotaSyncs,
-		ResourceQuotaSyncPeriod:      DefaultResourceQuotaSyncPeriod,
+		ConcurrentResourceQuotaSyncs: defaultConcurrentResourceQuotaSyncs,
+		ResourceQuotaSyncPeriod:      defaultResourceQuotaSyncPeriod,
 	}
 }
 
@@ -81,10 +81,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 func (o Options) withDefaults() Options {
 	if o.ConcurrentResourceQuotaSyncs == 0 {
-		o.ConcurrentResourceQuotaSyncs = DefaultConcurrentResourceQuotaSyncs
+		o.ConcurrentResourceQuotaSyncs = defaultConcurrentResourceQuotaSyncs
 	}
 	if o.ResourceQuotaSyncPeriod == 0 {
-		o.ResourceQuotaSyncPeriod = DefaultResourceQuotaSyncPeriod
+		o.ResourceQuotaSyncPeriod = defaultResourceQuotaSyncPeriod
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

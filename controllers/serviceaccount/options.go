@@ -18,9 +18,9 @@ const (
 	Alias = "serviceaccount"
 )
 
-// DefaultServiceAccount is the service account KCM ensures in every
+// defaultServiceAccount is the service account KCM ensures in every
 // namespace.
-const DefaultServiceAccount = "default"
+const defaultServiceAccount = "default"
 
 // Options configures the service account controller. Use NewOptions for
 // KCM's defaults.
@@ -36,7 +36,7 @@ type Options struct {
 
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
-	return Options{ServiceAccounts: []string{DefaultServiceAccount}, Workers: 1}
+	return Options{ServiceAccounts: []string{defaultServiceAccount}, Workers: 1}
 }
 
 // AddFlags registers nothing: KCM has no flag for this controller. It exists
@@ -45,7 +45,7 @@ func (o *Options) AddFlags(*pflag.FlagSet) {}
 
 func (o Options) withDefaults() Options {
 	if o.ServiceAccounts == nil {
-		o.ServiceAccounts = []string{DefaultServiceAccount}
+		o.ServiceAccounts = []string{defaultServiceAccount}
 	}
 	if o.Workers == 0 {
 		o.Workers = 1

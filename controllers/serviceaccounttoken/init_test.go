@@ -72,8 +72,8 @@ func TestInitChoosesCAAndClient(t *testing.T) {
 			if c.client != tt.wantClient {
 				t.Error("the controller writes with the wrong client")
 			}
-			if c.workers != DefaultConcurrentSATokenSyncs {
-				t.Errorf("workers %d, want %d", c.workers, DefaultConcurrentSATokenSyncs)
+			if c.workers != defaultConcurrentSATokenSyncs {
+				t.Errorf("workers %d, want %d", c.workers, defaultConcurrentSATokenSyncs)
 			}
 		})
 	}

@@ -19,11 +19,11 @@ const (
 	Alias = "serviceaccount-token"
 )
 
-// DefaultConcurrentSATokenSyncs is KCM's default worker count.
-const DefaultConcurrentSATokenSyncs = 5
+// defaultConcurrentSATokenSyncs is KCM's default worker count.
+const defaultConcurrentSATokenSyncs = 5
 
-// DefaultMaxRetries is how many times KCM retries a key before it drops it.
-const DefaultMaxRetries = 10
+// defaultMaxRetries is how many times KCM retries a key before it drops it.
+const defaultMaxRetries = 10
 
 // clientName is the name KCM gives the token controller's client (its user
 // agent ends in it).
@@ -57,8 +57,8 @@ type Options struct {
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
 	return Options{
-		ConcurrentSATokenSyncs: DefaultConcurrentSATokenSyncs,
-		MaxRetries:             DefaultMaxRetries,
+		ConcurrentSATokenSyncs: defaultConcurrentSATokenSyncs,
+		MaxRetries:             defaultMaxRetries,
 	}
 }
 
@@ -92,10 +92,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 func (o Options) withDefaults() Options {
 	if o.ConcurrentSATokenSyncs == 0 {
-		o.ConcurrentSATokenSyncs = DefaultConcurrentSATokenSyncs
+		o.ConcurrentSATokenSyncs = defaultConcurrentSATokenSyncs
 	}
 	if o.MaxRetries == 0 {
-		o.MaxRetries = DefaultMaxRetries
+		o.MaxRetries = defaultMaxRetries
 	}
 	return o
 }

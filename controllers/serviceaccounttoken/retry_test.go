@@ -21,7 +21,7 @@ import (
 // controller runs with its informers in a synctest bubble, so the
 // back-offs pass on the bubble's clock.
 func TestFailingKeyIsDroppedAfterMaxRetries(t *testing.T) {
-	for _, retries := range []int{1, DefaultMaxRetries} {
+	for _, retries := range []int{1, defaultMaxRetries} {
 		synctest.Test(t, func(t *testing.T) {
 			client := fake.NewClientset(token("ghost-token", "ghost", "", nil))
 			var deletes atomic.Int32

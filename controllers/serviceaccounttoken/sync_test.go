@@ -212,7 +212,7 @@ func TestSyncSecret(t *testing.T) {
 			if err := tok.Claims(f.key.Public(), &claims); err != nil {
 				t.Fatalf("verifying with the public key: %v", err)
 			}
-			if claims[ClaimSecretName] != "builder-token" ||
+			if claims[claimSecretName] != "builder-token" ||
 				claims[ClaimServiceAccountUID] != "sa-uid" ||
 				claims["sub"] != "system:serviceaccount:ns:builder" {
 				t.Errorf("claims %v", claims)

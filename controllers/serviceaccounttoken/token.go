@@ -14,15 +14,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// LegacyIssuer is the issuer of secret-based service-account tokens; the
+// legacyIssuer is the issuer of secret-based service-account tokens; the
 // API server accepts it beside its --service-account-issuer.
-const LegacyIssuer = "kubernetes/serviceaccount"
+const legacyIssuer = "kubernetes/serviceaccount"
 
 // The private claims of a legacy token, as the API server's legacy
 // validator reads them.
 const (
-	ClaimNamespace          = "kubernetes.io/serviceaccount/namespace"
-	ClaimSecretName         = "kubernetes.io/serviceaccount/secret.name"
+	claimNamespace          = "kubernetes.io/serviceaccount/namespace"
+	claimSecretName         = "kubernetes.io/serviceaccount/secret.name"
 	ClaimServiceAccountName = "kubernetes.io/serviceaccount/service-account.name"
 	ClaimServiceAccountUID  = "kubernetes.io/serviceaccount/service-account.uid"
 )
@@ -87,10 +87,10 @@ func keyID(pub any) (string, error) {
 // legacyClaims are the claims of the token of secret for sa.
 func legacyClaims(sa *corev1.ServiceAccount, secret *corev1.Secret) map[string]any {
 	return map[string]any{
-		"iss":                   LegacyIssuer,
+		"iss":                   legacyIssuer,
 		"sub":                   "system:serviceaccount:" + sa.Namespace + ":" + sa.Name,
-		ClaimNamespace:          sa.Namespace,
-		ClaimSecretName:         secret.Name,
+		claimNamespace:          sa.Namespace,
+		claimSecretName:         secret.Name,
 		ClaimServiceAccountName: sa.Name,
 		ClaimServiceAccountUID:  string(sa.UID),
 	}

@@ -251,7 +251,7 @@ func (c *controller) updatePods(ctx context.Context, set *appsv1.StatefulSet,
 			return &st, err
 		}
 		if cur.Name != upd.Name {
-			c.setProgressing(&st, corev1.ConditionTrue, ReasonRecreateInProgress,
+			c.setProgressing(&st, corev1.ConditionTrue, reasonRecreateInProgress,
 				"Waiting for new-revision pods to be created")
 		}
 	}
@@ -501,7 +501,7 @@ func (c *controller) writeStatus(ctx context.Context, set *appsv1.StatefulSet,
 		st.CurrentRevision = st.UpdateRevision
 		if progressing(st) != nil && c.recreate &&
 			set.Spec.UpdateStrategy.Type == appsv1.RecreateStatefulSetStrategyType {
-			c.setProgressing(st, corev1.ConditionFalse, ReasonRecreateCompleted,
+			c.setProgressing(st, corev1.ConditionFalse, reasonRecreateCompleted,
 				"All pods recreated successfully")
 		}
 	}
@@ -545,8 +545,8 @@ func statusChanged(set *appsv1.StatefulSet, st *appsv1.StatefulSetStatus) bool {
 
 // Reasons of the Progressing condition under the Recreate strategy.
 const (
-	ReasonRecreateInProgress = "RecreateInProgress"
-	ReasonRecreateCompleted  = "RecreateCompleted"
+	reasonRecreateInProgress = "RecreateInProgress"
+	reasonRecreateCompleted  = "RecreateCompleted"
 )
 
 // recreateDeleteAndWait deletes every created pod not at the update
@@ -574,7 +574,7 @@ func (c *controller) recreateDeleteAndWait(ctx context.Context, set *appsv1.Stat
 		return false, err
 	}
 	if inProgress.Load() {
-		c.setProgressing(st, corev1.ConditionTrue, ReasonRecreateInProgress,
+		c.setProgressing(st, corev1.ConditionTrue, reasonRecreateInProgress,
 			"Deleting old revision pods")
 		return false, nil
 	}

@@ -19,7 +19,7 @@ func Descriptor(o Options) descriptor.Descriptor {
 	return descriptor.New(Name, func(ctx context.Context,
 		cc descriptor.Context) (descriptor.Controller, error) {
 		o := o.withDefaults()
-		client, err := cc.ClientBuilder.Client(ClientName)
+		client, err := cc.ClientBuilder.Client(clientName)
 		if err != nil {
 			return nil, err
 		}

@@ -23,8 +23,8 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podtemplate"
 )
 
-// HashLabel is the label a ControllerRevision carries its hash under.
-const HashLabel = "controller.kubernetes.io/hash"
+// hashLabel is the label a ControllerRevision carries its hash under.
+const hashLabel = "controller.kubernetes.io/hash"
 
 // hashRevision is KCM's revision hash: 32-bit FNV-1 over the data, then
 // over the decimal collision count if there is one, printed in decimal and
@@ -52,7 +52,7 @@ func newRevision(set *appsv1.StatefulSet, revision int64,
 	if lbls == nil {
 		lbls = map[string]string{}
 	}
-	lbls[HashLabel] = hash
+	lbls[hashLabel] = hash
 	annotations := maps.Clone(set.Annotations)
 	if annotations == nil {
 		annotations = map[string]string{}

@@ -43,7 +43,7 @@ func TestRevisionMatchesKCM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Name != "web-6b7ccbcc74" || r.Labels[HashLabel] != "6b7ccbcc74" ||
+	if r.Name != "web-6b7ccbcc74" || r.Labels[hashLabel] != "6b7ccbcc74" ||
 		r.Labels["app"] != "web" {
 		t.Errorf("revision %s labels %v, want KCM's web-6b7ccbcc74", r.Name, r.Labels)
 	}

@@ -12,16 +12,16 @@ import (
 const (
 	Name  = "statefulset-controller"
 	Alias = "statefulset"
-	// ClientName is the name KCM asks its client builder for: the user
+	// clientName is the name KCM asks its client builder for: the user
 	// agent's suffix and, with --use-service-account-credentials, the
 	// ServiceAccount (kube-system/statefulset-controller) whose bootstrap
 	// RBAC role grants what this controller does.
-	ClientName = "statefulset-controller"
+	clientName = "statefulset-controller"
 )
 
-// DefaultConcurrentStatefulSetSyncs is kube-controller-manager's default
+// defaultConcurrentStatefulSetSyncs is kube-controller-manager's default
 // worker count (--concurrent-statefulset-syncs).
-const DefaultConcurrentStatefulSetSyncs = 5
+const defaultConcurrentStatefulSetSyncs = 5
 
 // Feature gates consulted through descriptor.Context.FeatureGate when the
 // host registers them; otherwise their Kubernetes 1.37 defaults apply.
@@ -72,7 +72,7 @@ type Options struct {
 
 // NewOptions returns kube-controller-manager's defaults.
 func NewOptions() Options {
-	return Options{ConcurrentStatefulSetSyncs: DefaultConcurrentStatefulSetSyncs}
+	return Options{ConcurrentStatefulSetSyncs: defaultConcurrentStatefulSetSyncs}
 }
 
 // AddFlags binds --concurrent-statefulset-syncs to o, with KCM's name and

@@ -461,7 +461,7 @@ func TestRecreateStrategy(t *testing.T) {
 		t.Fatalf("pods %q, want every old pod deleted at once", got)
 	}
 	c := progressing(&f.set("web").Status)
-	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != ReasonRecreateInProgress {
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != reasonRecreateInProgress {
 		t.Fatalf("Progressing %+v", c)
 	}
 	f.settle("web", 10)
@@ -470,7 +470,7 @@ func TestRecreateStrategy(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	c = progressing(&st)
-	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonRecreateCompleted ||
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != reasonRecreateCompleted ||
 		c.Message != "All pods recreated successfully" {
 		t.Errorf("Progressing %+v", c)
 	}

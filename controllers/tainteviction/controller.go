@@ -379,7 +379,7 @@ func (c *controller) cancel(ctx context.Context, key types.NamespacedName) {
 func (c *controller) event(key types.NamespacedName, format string) {
 	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod",
 		Namespace: key.Namespace, Name: key.Name}
-	c.recorder.Eventf(ref, corev1.EventTypeNormal, EventReason, format, key.String())
+	c.recorder.Eventf(ref, corev1.EventTypeNormal, eventReason, format, key.String())
 }
 
 // evict is a deletion come due: an event, then up to five attempts to
@@ -440,7 +440,7 @@ func withDisruptionTarget(pod *corev1.Pod, now time.Time) (corev1.PodStatus, boo
 		ObservedGeneration: pod.Generation,
 		Status:             corev1.ConditionTrue,
 		Reason:             ConditionReason,
-		Message:            ConditionMessage,
+		Message:            conditionMessage,
 		LastTransitionTime: metav1.NewTime(now),
 	}
 	for i := range status.Conditions {

@@ -281,7 +281,7 @@ func TestDeletion(t *testing.T) {
 		t.Errorf("patch %s: no UID precondition", patch.GetPatch())
 	}
 	want := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
-		ObservedGeneration: 2, Reason: ConditionReason, Message: ConditionMessage,
+		ObservedGeneration: 2, Reason: ConditionReason, Message: conditionMessage,
 		LastTransitionTime: metav1.NewTime(controllertest.Epoch.Add(5 * time.Second))}
 	if len(doc.Status.Conditions) != 1 || !doc.Status.Conditions[0].LastTransitionTime.Equal(
 		&want.LastTransitionTime) || doc.Status.Conditions[0].Reason != want.Reason ||
@@ -309,7 +309,7 @@ func TestWithDisruptionTarget(t *testing.T) {
 	now := controllertest.Epoch
 	cond := func(status corev1.ConditionStatus, reason string) corev1.PodCondition {
 		return corev1.PodCondition{Type: corev1.DisruptionTarget, Status: status,
-			Reason: reason, Message: ConditionMessage, LastTransitionTime: then}
+			Reason: reason, Message: conditionMessage, LastTransitionTime: then}
 	}
 	for _, tt := range []struct {
 		name     string
@@ -350,7 +350,7 @@ func TestWithDisruptionTarget(t *testing.T) {
 func TestDeletionOfAMarkedPod(t *testing.T) {
 	p := pod("p", "n")
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget,
-		Status: corev1.ConditionTrue, Reason: ConditionReason, Message: ConditionMessage}}
+		Status: corev1.ConditionTrue, Reason: ConditionReason, Message: conditionMessage}}
 	f := newFixture(t, node("n", unreachable), p)
 	f.syncNode("n")
 	f.waitDeleted("p")

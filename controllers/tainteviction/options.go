@@ -15,15 +15,15 @@ const Name = "taint-eviction-controller"
 // controller's, whose ServiceAccount and RBAC it shares.
 const clientName = "node-controller"
 
-// EventReason is the reason of the events the controller records on pods
+// eventReason is the reason of the events the controller records on pods
 // it marks for deletion, or whose deletion it cancels, as KCM's.
-const EventReason = "TaintManagerEviction"
+const eventReason = "TaintManagerEviction"
 
 // The DisruptionTarget condition the controller sets on a pod before it
 // deletes it, as KCM's.
 const (
 	ConditionReason  = "DeletionByTaintManager"
-	ConditionMessage = "Taint manager: deleting due to NoExecute taint"
+	conditionMessage = "Taint manager: deleting due to NoExecute taint"
 )
 
 // FeatureSeparateTaintEvictionController is the gate KCM starts the

@@ -13,8 +13,8 @@ const (
 	Alias = "ttl-after-finished"
 )
 
-// DefaultConcurrentTTLSyncs is KCM's default worker count.
-const DefaultConcurrentTTLSyncs = 5
+// defaultConcurrentTTLSyncs is KCM's default worker count.
+const defaultConcurrentTTLSyncs = 5
 
 // Options configures the controller. Use NewOptions for KCM's defaults.
 type Options struct {
@@ -29,7 +29,7 @@ type Options struct {
 }
 
 // NewOptions returns KCM's defaults.
-func NewOptions() Options { return Options{ConcurrentTTLSyncs: DefaultConcurrentTTLSyncs} }
+func NewOptions() Options { return Options{ConcurrentTTLSyncs: defaultConcurrentTTLSyncs} }
 
 // AddFlags binds --concurrent-ttl-after-finished-syncs to o, with KCM's name
 // and help and o's current value as the default.
@@ -40,7 +40,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 func (o Options) withDefaults() Options {
 	if o.ConcurrentTTLSyncs == 0 {
-		o.ConcurrentTTLSyncs = DefaultConcurrentTTLSyncs
+		o.ConcurrentTTLSyncs = defaultConcurrentTTLSyncs
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

@@ -124,10 +124,10 @@ func TestSync(t *testing.T) {
 			}
 			for _, a := range client.Actions() {
 				if p, ok := a.(k8stesting.PatchActionImpl); ok {
-					if p.PatchOptions.FieldManager != FieldManager || p.PatchOptions.Force == nil ||
+					if p.PatchOptions.FieldManager != fieldManager || p.PatchOptions.Force == nil ||
 						!*p.PatchOptions.Force {
 						t.Errorf("applied as %q, force %v; want %q, forced",
-							p.PatchOptions.FieldManager, p.PatchOptions.Force, FieldManager)
+							p.PatchOptions.FieldManager, p.PatchOptions.Force, fieldManager)
 					}
 				}
 			}

@@ -14,11 +14,11 @@ const Name = "validatingadmissionpolicy-status-controller"
 // clientName is KCM's name for the controller's client and ServiceAccount.
 const clientName = Name
 
-// FieldManager owns the status fields the controller applies, KCM's.
-const FieldManager = "validatingadmissionpolicy-status"
+// fieldManager owns the status fields the controller applies, KCM's.
+const fieldManager = "validatingadmissionpolicy-status"
 
-// DefaultConcurrentPolicySyncs is KCM's default worker count.
-const DefaultConcurrentPolicySyncs = 5
+// defaultConcurrentPolicySyncs is KCM's default worker count.
+const defaultConcurrentPolicySyncs = 5
 
 // Options configures the controller. Use NewOptions for KCM's defaults.
 type Options struct {
@@ -31,7 +31,7 @@ type Options struct {
 
 // NewOptions returns KCM's defaults.
 func NewOptions() Options {
-	return Options{ConcurrentPolicySyncs: DefaultConcurrentPolicySyncs}
+	return Options{ConcurrentPolicySyncs: defaultConcurrentPolicySyncs}
 }
 
 // AddFlags binds KCM's flag for this controller to o, o's current value
@@ -44,7 +44,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 func (o Options) withDefaults() Options {
 	if o.ConcurrentPolicySyncs == 0 {
-		o.ConcurrentPolicySyncs = DefaultConcurrentPolicySyncs
+		o.ConcurrentPolicySyncs = defaultConcurrentPolicySyncs
 	}
 	return o
 }
@@ -54,7 +54,7 @@ func (o Options) Validate() error {
 	if o.ConcurrentPolicySyncs < 0 {
 		return fmt.Errorf("--concurrent-validating-admission-policy-status-syncs: "+
 			"must be at least 1 (0 for the default, %d), got %d",
-			DefaultConcurrentPolicySyncs, o.ConcurrentPolicySyncs)
+			defaultConcurrentPolicySyncs, o.ConcurrentPolicySyncs)
 	}
 	return nil
 }
