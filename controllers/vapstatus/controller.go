@@ -109,7 +109,7 @@ func (c *controller) sync(ctx context.Context, name string) error {
 			WithObservedGeneration(policy.Generation).
 			WithTypeChecking(typeChecking))
 	if _, err := c.client.AdmissionregistrationV1().ValidatingAdmissionPolicies().ApplyStatus(
-		ctx, status, metav1.ApplyOptions{fieldManager: fieldManager, Force: true}); err != nil {
+		ctx, status, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
 		return fmt.Errorf("applying the type-checking status of ValidatingAdmissionPolicy %s: %w",
 			name, err)
 	}
