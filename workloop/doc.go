@@ -40,5 +40,8 @@
 //     key until the object's next delivery or StaleTimeout), and the UIDs
 //     of objects whose deletion it delivered within the last StaleTimeout
 //     (a write that let its object go is then not held). It holds no entry
-//     per cached object.
+//     per cached object. A write it gives up on is counted
+//     (workloop_stale_writes_expired_total) and the first of each kind
+//     logged, naming the object and the likely cause (a handler that does
+//     not call Observe): the mistake is visible, not silent.
 package workloop

@@ -42,7 +42,8 @@ type Options struct {
 	// after a write. Default: 1m.
 	StaleTimeout time.Duration
 	// Metrics is the registry the loop's counters
-	// (workloop_sync_panics_total, workloop_stale_syncs_skipped_total) are
+	// (workloop_sync_panics_total, workloop_stale_syncs_skipped_total,
+	// workloop_stale_writes_expired_total) are
 	// on: in an InitFunc, descriptor.Context's Metrics, the registry the
 	// Manager serves. Loops sharing a registry share its counters, each
 	// its own series. Default: the process-wide counters RegisterMetrics
@@ -209,7 +210,9 @@ func (l *Loop) next(ctx context.Context) bool {
 	}
 	defer l.queue.Done(key)
 	log := logr.FromContextOrDiscard(ctx).WithValues("controller", l.name, "key", key)
-	if !l.guard.fresh(key) {
+	fresh, expired := l.guard.fresh(key)
+	l.reportExpired(log, expired)
+	if !fresh {
 		l.counters.staleSkips.WithLabelValues(l.name).Inc()
 		log.V(4).Info("Skipping sync until the informer delivers this controller's last write")
 		l.queue.AddAfter(key, l.opts.StaleRetry)
@@ -235,6 +238,26 @@ func (l *Loop) next(ctx context.Context) bool {
 		l.queue.AddRateLimited(key)
 	}
 	return true
+}
+
+// reportExpired counts the writes the staleness guard gave up on, and logs
+// the first of each kind of object: no informer delivered them within
+// StaleTimeout, so their key was held back that long. Either the informer
+// lags by that much, or the handler of that kind does not tell the Loop
+// what it delivers, and every write of the kind holds its key for the
+// whole timeout; the log line says how to fix the latter.
+func (l *Loop) reportExpired(log logr.Logger, expired []write) {
+	for _, w := range expired {
+		l.counters.staleExpired.WithLabelValues(l.name).Inc()
+		v := 2
+		if l.guard.firstExpiry(w.kind) {
+			v = 0
+		}
+		log.V(v).Info("A write was not delivered by an informer within StaleTimeout; the key was "+
+			"held back that long. If this repeats, the informer of this kind does not feed the "+
+			"Loop: register its handler with Loop.Watch, or call Loop.Observe, ObserveAdd and "+
+			"ObserveDelete in it", "object", w.kind+" "+w.name, "staleTimeout", l.opts.StaleTimeout)
+	}
 }
 
 var errPanicked = errors.New("sync panicked")

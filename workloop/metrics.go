@@ -7,9 +7,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// counters are the kit's two counters, as registered on one registry.
+// counters are the kit's counters, as registered on one registry.
 type counters struct {
-	panics, staleSkips *prometheus.CounterVec
+	panics, staleSkips, staleExpired *prometheus.CounterVec
 }
 
 func newCounters() *counters {
@@ -21,6 +21,11 @@ func newCounters() *counters {
 		staleSkips: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "workloop_stale_syncs_skipped_total",
 			Help: "Syncs skipped because the informer had not yet delivered the controller's own writes.",
+		}, []string{"controller"}),
+		staleExpired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "workloop_stale_writes_expired_total",
+			Help: "Writes no informer delivered within the staleness guard's timeout: their key " +
+				"was held back that long (a lagging informer, or a handler that does not call Observe).",
 		}, []string{"controller"}),
 	}
 }
@@ -38,6 +43,7 @@ func countersOn(reg prometheus.Registerer) (*counters, error) {
 	var errs []error
 	c.panics = registerVec(reg, c.panics, &errs)
 	c.staleSkips = registerVec(reg, c.staleSkips, &errs)
+	c.staleExpired = registerVec(reg, c.staleExpired, &errs)
 	return c, errors.Join(errs...)
 }
 
@@ -68,7 +74,8 @@ func registerVec(
 // Metrics). Registering twice with the same registry is not an error.
 func RegisterMetrics(reg prometheus.Registerer) error {
 	var errs []error
-	for _, c := range []prometheus.Collector{processCounters.panics, processCounters.staleSkips} {
+	for _, c := range []prometheus.Collector{processCounters.panics, processCounters.staleSkips,
+		processCounters.staleExpired} {
 		if err := reg.Register(c); err != nil {
 			if _, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
 				continue

@@ -30,13 +30,15 @@ func TestRegisterMetricsTwice(t *testing.T) {
 	}
 	processCounters.panics.WithLabelValues("registered").Add(0)
 	processCounters.staleSkips.WithLabelValues("registered").Add(0)
+	processCounters.staleExpired.WithLabelValues("registered").Add(0)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]bool{
-		"workloop_sync_panics_total":         false,
-		"workloop_stale_syncs_skipped_total": false,
+		"workloop_sync_panics_total":          false,
+		"workloop_stale_syncs_skipped_total":  false,
+		"workloop_stale_writes_expired_total": false,
 	}
 	for _, mf := range mfs {
 		if _, ok := want[mf.GetName()]; ok {

@@ -1,7 +1,9 @@
 package workloop
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,11 +44,16 @@ type guard struct {
 	gone map[types.UID]time.Time
 	// pruned is when gone was last pruned.
 	pruned time.Time
+	// expiredKinds are the Go types of the objects whose writes expired
+	// (no delivery within the timeout): the first of each is logged.
+	expiredKinds map[string]bool
 }
 
 type write struct {
-	rv string
-	at time.Time
+	rv   string
+	at   time.Time
+	kind string // the object's Go type, for the log line if it expires
+	name string // namespace/name
 }
 
 // delivery is an informer's delivery of an object at a resourceVersion.
@@ -99,7 +106,9 @@ func (l *Loop) Wrote(key string, obj any) {
 	if g.pending[key] == nil {
 		g.pending[key] = map[types.UID]write{}
 	}
-	g.pending[key][m.GetUID()] = write{rv: m.GetResourceVersion(), at: g.clock.Now()}
+	g.pending[key][m.GetUID()] = write{rv: m.GetResourceVersion(), at: g.clock.Now(),
+		kind: strings.TrimPrefix(fmt.Sprintf("%T", obj), "*"),
+		name: cache.NewObjectName(m.GetNamespace(), m.GetName()).String()}
 	if g.keysOf[m.GetUID()] == nil {
 		g.keysOf[m.GetUID()] = map[string]struct{}{}
 	}
@@ -214,19 +223,39 @@ func (g *guard) forget(key string, uid types.UID) {
 	}
 }
 
-// fresh reports whether key has no pending write younger than the timeout.
-func (g *guard) fresh(key string) bool {
+// fresh reports whether key has no pending write younger than the timeout,
+// and returns the writes it gave up on: none of their objects was
+// delivered within the timeout.
+func (g *guard) fresh(key string) (bool, []write) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.clock.Now()
+	var expired []write
 	for uid, w := range g.pending[key] {
 		if now.Sub(w.at) >= g.timeout {
 			g.forget(key, uid)
+			expired = append(expired, w)
 		}
 	}
-	return len(g.pending[key]) == 0
+	return len(g.pending[key]) == 0, expired
+}
+
+// firstExpiry reports whether no write of kind expired before on this
+// guard, and remembers that one has.
+func (g *guard) firstExpiry(kind string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.expiredKinds == nil {
+		g.expiredKinds = map[string]bool{}
+	}
+	first := !g.expiredKinds[kind]
+	g.expiredKinds[kind] = true
+	return first
 }
 
 // Stale reports whether the staleness guard is holding key back: a write
 // recorded with Wrote has not yet been delivered by an informer.
-func (l *Loop) Stale(key string) bool { return !l.guard.fresh(key) }
+func (l *Loop) Stale(key string) bool {
+	fresh, _ := l.guard.fresh(key)
+	return !fresh
+}

@@ -2,8 +2,13 @@ package workloop
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -216,3 +221,62 @@ func TestStalenessGuardOneObjectTwoKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestAnExpiredWriteIsCountedAndLogged: a write no informer delivers
+// within StaleTimeout (its handler does not call Observe) is counted, and
+// the first of its kind is logged at level 0 naming the object and the
+// fix; later ones of that kind only at level 2.
+func TestAnExpiredWriteIsCountedAndLogged(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	name := "stale-expired"
+	var synced int
+	l := New(name, func(context.Context, string) error { synced++; return nil },
+		Options{Clock: clk, StaleTimeout: time.Minute})
+	defer l.ShutDown()
+	type line struct {
+		level int
+		args  string
+	}
+	var lines []line
+	log := funcr.New(func(prefix, args string) { lines = append(lines, line{0, args}) },
+		funcr.Options{Verbosity: 2, LogInfoLevel: ptr("level")})
+	ctx := logr.NewContext(t.Context(), log)
+	before := counterValue(t, processCounters.staleExpired, name)
+
+	expire := func(pod string) {
+		t.Helper()
+		l.Wrote("ns/owner", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: pod,
+			UID: types.UID(pod), ResourceVersion: "5"}})
+		clk.Step(time.Minute)
+		l.Add("ns/owner")
+		if !l.next(ctx) {
+			t.Fatal("the queue shut down")
+		}
+	}
+	expire("p1")
+	expire("p2")
+	if synced != 2 {
+		t.Errorf("synced %d times, want 2: an expired write no longer holds its key", synced)
+	}
+	if got := counterValue(t, processCounters.staleExpired, name) - before; got != 2 {
+		t.Errorf("workloop_stale_writes_expired_total rose by %v, want 2", got)
+	}
+	var expiredLines []string
+	for _, l := range lines {
+		if strings.Contains(l.args, "not delivered") {
+			expiredLines = append(expiredLines, l.args)
+		}
+	}
+	switch {
+	case len(expiredLines) != 2:
+		t.Fatalf("logged %q, want one line per expired write", expiredLines)
+	case !strings.Contains(expiredLines[0], `"level"=0`) ||
+		!strings.Contains(expiredLines[0], "v1.Pod ns/p1") ||
+		!strings.Contains(expiredLines[0], "Loop.Watch"):
+		t.Errorf("first expiry logged %q, want level 0, the object and the fix", expiredLines[0])
+	case !strings.Contains(expiredLines[1], `"level"=2`):
+		t.Errorf("second expiry of the kind logged %q, want level 2", expiredLines[1])
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
