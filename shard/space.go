@@ -5,7 +5,6 @@ import (
 	"hash/fnv"
 	"math/bits"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -158,24 +157,4 @@ func (s Space) Selector(slots []int) sharding.Selector {
 		)
 	}
 	return sharding.NewSelector(reqs...)
-}
-
-// Describe writes a set of slots compactly, "0-3,7", for logs and health
-// output.
-func Describe(slots []int) string {
-	held := slices.Compact(slices.Sorted(slices.Values(slots)))
-	var parts []string
-	for i := 0; i < len(held); {
-		j := i
-		for j+1 < len(held) && held[j+1] == held[j]+1 {
-			j++
-		}
-		if i == j {
-			parts = append(parts, fmt.Sprint(held[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", held[i], held[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
 }
