@@ -30,6 +30,39 @@ type runner struct {
 	runs map[*state]*run // the controllers launched, until stopOne
 }
 
+// role is what one of a term's goroutines does for its controller. The
+// goroutine is named after the controller and its role (goroutineName),
+// which is how the term names it when it does not return in time.
+type role int
+
+const (
+	roleRun      role = iota // the controller's Run
+	roleInit                 // its InitFunc
+	roleUnit                 // a unit's start (WhenServed, SetControllers)
+	roleStopping             // a unit's stop (SetControllers, unserved)
+)
+
+var roleSuffixes = [...]string{
+	roleRun:      "",
+	roleInit:     " (InitFunc)",
+	roleUnit:     " (unit)",
+	roleStopping: " (stopping)",
+}
+
+// goroutineName names controller's goroutine of role r.
+func goroutineName(controller string, r role) string { return controller + roleSuffixes[r] }
+
+// ofController reports whether the goroutine named name is one of
+// controller's, in any role.
+func ofController(name, controller string) bool {
+	for r := range roleSuffixes {
+		if name == goroutineName(controller, role(r)) {
+			return true
+		}
+	}
+	return false
+}
+
 // run is one launched controller: its own context, a child of the
 // runner's, so that it can be stopped alone (SetControllers).
 type run struct {
@@ -73,7 +106,7 @@ func (r *runner) launch(s *state, c descriptor.Controller, jitter bool) <-chan s
 	r.mu.Lock()
 	r.runs[s] = one
 	r.mu.Unlock()
-	r.Go(name, func() {
+	r.Go(goroutineName(name, roleRun), func() {
 		defer close(one.done)
 		defer cancel()
 		if jitter && r.interval > 0 && ctx.Err() == nil {

@@ -275,9 +275,8 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 			stuck, leader.ErrTermStillRunning)
 		log.Error(stuckErr, "Abandoning controllers")
 		for _, st := range spec.states {
-			suffixes := []string{"", " (InitFunc)", " (unit)", " (stopping)"}
-			if slices.ContainsFunc(suffixes, func(suffix string) bool {
-				return slices.Contains(stuck, st.desc.Name()+suffix)
+			if slices.ContainsFunc(stuck, func(name string) bool {
+				return ofController(name, st.desc.Name())
 			}) {
 				st.fail(fmt.Errorf("controller %q: %w", st.desc.Name(), stuckErr))
 			}
@@ -431,7 +430,7 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 			s.desc.EventSource()),
 	}
 	call := &initCall{returned: make(chan struct{})}
-	r.Go(name+" (InitFunc)", func() {
+	r.Go(goroutineName(name, roleInit), func() {
 		var c descriptor.Controller
 		var err error
 		func() {

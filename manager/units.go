@@ -257,7 +257,7 @@ func (u *termUnits) stopStatic(s *state) {
 	un := &unit{cancel: func() {}, set: s.takeInformers(), done: make(chan struct{})}
 	un.why.phase, un.why.reason = PhaseDisabled, disabledAtRuntime
 	u.running[s] = un
-	u.r.Go(s.desc.Name()+" (stopping)", func() {
+	u.r.Go(goroutineName(s.desc.Name(), roleStopping), func() {
 		u.finish(s, un, func(stop *supervisor.Deadline) []string {
 			if stop.Wait(stopped, nil) {
 				return nil
@@ -279,7 +279,7 @@ func (u *termUnits) start(s *state) {
 	// too): what it requests is counted as its own, and released with it.
 	un := &unit{cancel: cancel, set: u.env.set.For(s.desc.Name()), done: make(chan struct{})}
 	u.running[s] = un
-	u.r.Go(s.desc.Name()+" (unit)", func() {
+	u.r.Go(goroutineName(s.desc.Name(), roleUnit), func() {
 		defer cancel()
 		env := u.env
 		env.ctx, env.started = uctx, make(chan struct{})
