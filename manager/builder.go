@@ -184,31 +184,11 @@ func (b *Builder) WithHealthCheck(name string, c healthz.Checker,
 // --controllers entries, invalid options, unloadable kubeconfig, duplicate
 // health checks. Build starts no goroutine and makes no API call.
 func (b *Builder) Build() (*Manager, error) {
-	var errs []error
-	if b.component == "" {
-		errs = append(errs, errors.New("component: must not be empty; pass a name such as "+
-			"\"my-controller-manager\" to NewBuilder"))
-	} else if msgs := validation.IsDNS1123Subdomain(b.component); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("component %q: must be a lowercase DNS-1123 "+
-			"name (it names the lease): %s", b.component, strings.Join(msgs, "; ")))
-	}
 	opts := b.opts.WithDefaults()
-	errs = append(errs, opts.validate()...)
-	if !b.cloud && includesCloudLoops(opts.CloudProvider) {
-		errs = append(errs, fmt.Errorf("--cloud-provider %q: built-in cloud providers are disabled, as "+
-			"in kube-controller-manager since v1.31; set --cloud-provider=external and run a "+
-			"cloud-controller-manager for %q", opts.CloudProvider, opts.CloudProvider))
-	}
-
+	errs := b.validate(opts)
 	set, err := descriptor.NewSet(b.descriptors...)
 	if err != nil {
 		errs = append(errs, err)
-	}
-	for _, d := range b.descriptors {
-		if err := informers.CheckFields(d.Reads()); err != nil {
-			errs = append(errs, fmt.Errorf("descriptor %q: WithReads: %w; name a field of "+
-				"the type, or leave the resource out to read it whole", d.Name(), err))
-		}
 	}
 	// --feature-gates are tried on a copy of the caller's gate: a Build
 	// that fails leaves it as it was; one that succeeds sets them on it.
@@ -226,7 +206,6 @@ func (b *Builder) Build() (*Manager, error) {
 	if opts.Serving.PairName == "" {
 		opts.Serving.PairName = b.component
 	}
-
 	m := &Manager{
 		component:   b.component,
 		opts:        opts,
@@ -239,10 +218,64 @@ func (b *Builder) Build() (*Manager, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-
 	if err := b.clients(m, opts); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, b.observability(m, opts, set)...)
+	p, perrs := newPlan(planInput{component: b.component, opts: opts, set: set,
+		controllers: controllers, featureGate: fg,
+		cloud:  cloudLoops{inProcess: b.cloud, provider: opts.CloudProvider},
+		client: m.client, restConfig: m.restConfig, log: m.log})
+	errs = append(errs, perrs...)
+	m.order, m.states, m.selected, m.locks = p.order, p.states, p.selected, p.locks
+	for _, l := range p.notes {
+		m.log.Info(l.msg, l.kv...)
+	}
+	h, herrs := b.endpoints(m, opts)
+	errs = append(errs, herrs...)
+	if fg != given {
+		errs = append(errs, b.shareGate(m, given, len(errs) == 0))
+		m.featureGate = given
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, opts.renameErr(fmt.Errorf("manager %q: invalid configuration:\n%w", b.component,
+			err))
+	}
+	m.health = h
+	m.handler = m.newMux(b.zpages(m))
+	return m, nil
+}
+
+// validate checks the component name, the options and the descriptors'
+// declared reads.
+func (b *Builder) validate(opts Options) []error {
+	var errs []error
+	if b.component == "" {
+		errs = append(errs, errors.New("component: must not be empty; pass a name such as "+
+			"\"my-controller-manager\" to NewBuilder"))
+	} else if msgs := validation.IsDNS1123Subdomain(b.component); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("component %q: must be a lowercase DNS-1123 "+
+			"name (it names the lease): %s", b.component, strings.Join(msgs, "; ")))
+	}
+	errs = append(errs, opts.validate()...)
+	if !b.cloud && includesCloudLoops(opts.CloudProvider) {
+		errs = append(errs, fmt.Errorf("--cloud-provider %q: built-in cloud providers are disabled, as "+
+			"in kube-controller-manager since v1.31; set --cloud-provider=external and run a "+
+			"cloud-controller-manager for %q", opts.CloudProvider, opts.CloudProvider))
+	}
+	for _, d := range b.descriptors {
+		if err := informers.CheckFields(d.Reads()); err != nil {
+			errs = append(errs, fmt.Errorf("descriptor %q: WithReads: %w; name a field of "+
+				"the type, or leave the resource out to read it whole", d.Name(), err))
+		}
+	}
+	return errs
+}
+
+// observability makes the Manager's logger, registry and controller
+// metrics (set nil: no controller is known).
+func (b *Builder) observability(m *Manager, opts Options, set *descriptor.Set) []error {
+	var errs []error
 	if b.logger != nil {
 		m.log = *b.logger
 	} else if l, flush, err := logging.New(opts.Logging, nil); err != nil {
@@ -272,16 +305,13 @@ func (b *Builder) Build() (*Manager, error) {
 			errs = append(errs, fmt.Errorf("metrics: %w", err))
 		}
 	}
-	p, perrs := newPlan(planInput{component: b.component, opts: opts, set: set,
-		controllers: controllers, featureGate: fg,
-		cloud:  cloudLoops{inProcess: b.cloud, provider: opts.CloudProvider},
-		client: m.client, restConfig: m.restConfig, log: m.log})
-	errs = append(errs, perrs...)
-	m.order, m.states, m.selected, m.locks = p.order, p.states, p.selected, p.locks
-	for _, l := range p.notes {
-		m.log.Info(l.msg, l.kv...)
-	}
+	return errs
+}
 
+// endpoints makes the health checks' handler and the server (unless its
+// options are invalid: they are reported once, with the other options).
+func (b *Builder) endpoints(m *Manager, opts Options) (*healthz.Handler, []error) {
+	var errs []error
 	reg := m.healthChecks()
 	for _, c := range b.checks {
 		reg.Add(c.check, c.eps...)
@@ -290,47 +320,36 @@ func (b *Builder) Build() (*Manager, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	// The served handler is resolved per request: it is built below, once
-	// every check is known to be valid.
+	// The served handler is resolved per request: it is built once every
+	// check is known to be valid.
 	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.handler.ServeHTTP(w, r)
 	})
-	// Invalid serving options are reported once, with the other options.
 	if m.client != nil && len(opts.Serving.Validate()) == 0 {
 		if m.server, err = serving.New(opts.Serving, served, m.client,
 			m.log.WithName("serving")); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if fg != given {
-		// Several Managers may share one gate (one process, one gate):
-		// flipping a gate that another one built or running set otherwise
-		// is an error, reported with the others, and not a silent change
-		// under its controllers (Run checks again).
-		set := featuregates.Check
-		if len(errs) == 0 {
-			held := weak.Make(m)
-			set = func(fg featuregate.FeatureGate, gates map[string]bool) error {
-				return featuregates.SetShared(fg, gates, m.component, func() bool {
-					// Until its Run starts (then Claim holds), unless the
-					// program dropped it unrun.
-					m := held.Value()
-					return m != nil && !m.ran.Load()
-				})
-			}
-		}
-		if err := set(given, opts.FeatureGates); err != nil {
-			errs = append(errs, err)
-		}
-		m.featureGate = given
+	return h, errs
+}
+
+// shareGate sets --feature-gates on the caller's gate. Several Managers
+// may share one gate (one process, one gate): flipping a gate that
+// another one built or running set otherwise is an error, reported with
+// the others, and not a silent change under its controllers (Run checks
+// again). Unless valid (the Build succeeds), it only checks.
+func (b *Builder) shareGate(m *Manager, given featuregate.FeatureGate, valid bool) error {
+	if !valid {
+		return featuregates.Check(given, m.opts.FeatureGates)
 	}
-	if len(errs) > 0 {
-		return nil, opts.renameErr(fmt.Errorf("manager %q: invalid configuration:\n%w", b.component,
-			errors.Join(errs...)))
-	}
-	m.health = h
-	m.handler = m.newMux(b.zpages(m))
-	return m, nil
+	held := weak.Make(m)
+	return featuregates.SetShared(given, m.opts.FeatureGates, m.component, func() bool {
+		// Until its Run starts (then Claim holds), unless the program
+		// dropped it unrun.
+		m := held.Value()
+		return m != nil && !m.ran.Load()
+	})
 }
 
 // clients resolves the REST config and root clients.
