@@ -149,48 +149,10 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	// context ends: the migration term ends first.
 	ctrlCtx, cancelCtrl := context.WithCancel(context.WithoutCancel(termCtx))
 	defer cancelCtrl()
-	env := termEnv{
-		ctx: ctrlCtx,
-		mapper: restmapper.NewDeferredDiscoveryRESTMapper(
-			memory.NewMemCacheClient(m.client.Discovery())),
-		started: make(chan struct{}),
-		slot:    spec.slot,
-	}
-	if spec.warm != nil {
-		env.set = spec.warm.Set()
-	} else {
-		client, dyn := kubernetes.Interface(m.client), m.dynClient
-		if spec.slot != nil {
-			client, dyn = spec.slot.client, spec.slot.dynamic
-		}
-		// The informers the term's first build requests are made before
-		// they start, and widen to what each holder reads; a WhenServed
-		// controller comes later, and is anticipated.
-		var later []*state
-		for _, s := range spec.states {
-			if len(s.desc.Served()) > 0 {
-				later = append(later, s)
-			}
-		}
-		env.set = informers.New(client, m.metaClient, m.informerOptions(dyn, later))
-	}
-	if lease != nil {
-		env.gate = lease.Gate()
-	}
-	env.events = &termEvents{m: m, log: log, gate: env.gate}
-	env.queues = queues.New(namesOf(spec.states))
+	env := m.newTermEnv(ctrlCtx, log, spec, lease)
 	r := newRunner(ctrlCtx, log, m)
 	t := &term{name: spec.name, set: env.set, slot: spec.slot != nil}
-	// The term builds the controllers selected now, WhenServed ones
-	// excepted; t.units starts and stops the others, and these, as the
-	// selection and discovery change.
-	static := spec
-	static.states = nil
-	for _, s := range spec.states {
-		if s.enabled.Load() && len(s.desc.Served()) == 0 {
-			static.states = append(static.states, s)
-		}
-	}
+	static := spec.static()
 	leases := []*leader.Term{lease, spec.parent}
 	t.units = m.newTermUnits(log, env, r, spec.warm, leases, spec.states, static.states)
 	m.addTerm(t)
@@ -203,30 +165,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 		spec.parent)
 	log.Info("Starting controllers", "count", len(spec.states), "warmCaches", spec.warm != nil)
 
-	var later []built
-	al, initErr := m.initAll(termCtx, log, static, env, r, &later)
-	if errors.Is(initErr, errStopping) {
-		log.Info("The term stopped before every controller was built; the rest are not built")
-		initErr = nil
-	} else if initErr == nil {
-		env.set.Start(termCtx.Done())
-		close(env.started)
-		log.V(1).Info("Informers started")
-		for _, b := range later {
-			r.start(b.s, b.c)
-		}
-		later = nil
-		bg.Go(func() { t.units.watch(termCtx) })
-		select {
-		case <-termCtx.Done():
-		case <-r.Failed():
-			log.Info("Stopping the term because a controller failed")
-		case <-al.returned():
-			log.Info("Stopping the term because the alongside function returned")
-		}
-	} else {
-		log.Error(initErr, "Stopping the term because a controller could not be built")
-	}
+	al, later, initErr := m.startTerm(termCtx, log, static, env, r, t, &bg)
 	// The controllers and alongside are told to stop at once.
 	cancel(errors.New("term ended"))
 	t.units.close()
@@ -260,7 +199,103 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	} else {
 		env.set.Shutdown()
 	}
+	stuckErr := settle(log, spec.states, stuck, stop.Limit())
+	return errors.Join(initErr, r.Err(), alErr, stuckErr)
+}
+
+// newTermEnv makes what spec's term hands its InitFuncs: its informer set
+// (the warm one, or a new one over the slot's clients in a slot term), its
+// write gate (lease's; none without leader election), event recorders and
+// queues.
+func (m *Manager) newTermEnv(ctrlCtx context.Context, log logr.Logger, spec termSpec,
+	lease *leader.Term) termEnv {
+	env := termEnv{
+		ctx: ctrlCtx,
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(
+			memory.NewMemCacheClient(m.client.Discovery())),
+		started: make(chan struct{}),
+		slot:    spec.slot,
+	}
+	if spec.warm != nil {
+		env.set = spec.warm.Set()
+	} else {
+		client, dyn := kubernetes.Interface(m.client), m.dynClient
+		if spec.slot != nil {
+			client, dyn = spec.slot.client, spec.slot.dynamic
+		}
+		// The informers the term's first build requests are made before
+		// they start, and widen to what each holder reads; a WhenServed
+		// controller comes later, and is anticipated.
+		var later []*state
+		for _, s := range spec.states {
+			if len(s.desc.Served()) > 0 {
+				later = append(later, s)
+			}
+		}
+		env.set = informers.New(client, m.metaClient, m.informerOptions(dyn, later))
+	}
+	if lease != nil {
+		env.gate = lease.Gate()
+	}
+	env.events = &termEvents{m: m, log: log, gate: env.gate}
+	env.queues = queues.New(namesOf(spec.states))
+	return env
+}
+
+// static is the part of spec its term builds at start: the controllers
+// selected now, WhenServed ones excepted. The term's units start and stop
+// the others, and these, as the selection and discovery change.
+func (spec termSpec) static() termSpec {
+	static := spec
+	static.states = nil
 	for _, s := range spec.states {
+		if s.enabled.Load() && len(s.desc.Served()) == 0 {
+			static.states = append(static.states, s)
+		}
+	}
+	return static
+}
+
+// startTerm builds static's controllers (initAll), starts the informers
+// and every controller built, and waits until the term is told to stop, a
+// controller fails or alongside returns. Controllers built but not
+// started (the term stopped first, or an InitFunc failed) are returned:
+// each still gets its Run call.
+func (m *Manager) startTerm(termCtx context.Context, log logr.Logger, static termSpec,
+	env termEnv, r *runner, t *term, bg *sync.WaitGroup) (*alongsideRun, []built, error) {
+	var later []built
+	al, initErr := m.initAll(termCtx, log, static, env, r, &later)
+	switch {
+	case errors.Is(initErr, errStopping):
+		log.Info("The term stopped before every controller was built; the rest are not built")
+		return al, later, nil
+	case initErr != nil:
+		log.Error(initErr, "Stopping the term because a controller could not be built")
+		return al, later, initErr
+	}
+	env.set.Start(termCtx.Done())
+	close(env.started)
+	log.V(1).Info("Informers started")
+	for _, b := range later {
+		r.start(b.s, b.c)
+	}
+	bg.Go(func() { t.units.watch(termCtx) })
+	select {
+	case <-termCtx.Done():
+	case <-r.Failed():
+		log.Info("Stopping the term because a controller failed")
+	case <-al.returned():
+		log.Info("Stopping the term because the alongside function returned")
+	}
+	return al, nil, nil
+}
+
+// settle leaves states ready for the next term once this one stopped, and
+// fails those whose goroutines are stuck: still running after the stop
+// deadline (limit, as the deadline says it). The error, unless nil, wraps leader.ErrTermStillRunning,
+// which keeps the lease from being released while they may still act.
+func settle(log logr.Logger, states []*state, stuck []string, limit string) error {
+	for _, s := range states {
 		s.setController(nil)
 		s.takeInformers()
 		if st, _ := s.snapshot(); st.Phase == PhaseUnserved {
@@ -269,12 +304,10 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	}
 	var stuckErr error
 	if len(stuck) > 0 {
-		// Wrapping leader.ErrTermStillRunning keeps the lease from being
-		// released while they may still act.
-		stuckErr = fmt.Errorf("%w: still running after %s: %v (%w)", ErrShutdownTimeout, stop.Limit(),
+		stuckErr = fmt.Errorf("%w: still running after %s: %v (%w)", ErrShutdownTimeout, limit,
 			stuck, leader.ErrTermStillRunning)
 		log.Error(stuckErr, "Abandoning controllers")
-		for _, st := range spec.states {
+		for _, st := range states {
 			if slices.ContainsFunc(stuck, func(name string) bool {
 				return ofController(name, st.desc.Name())
 			}) {
@@ -284,7 +317,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	} else {
 		log.Info("All controllers stopped")
 	}
-	return errors.Join(initErr, r.Err(), alErr, stuckErr)
+	return stuckErr
 }
 
 type built struct {
