@@ -431,65 +431,8 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 	view *informers.Set) (descriptor.Controller, error) {
 	name := s.desc.Name()
 	s.set(PhaseInitializing, nil)
-	// The clients' work on the host's behalf ends with the term, or when
-	// the controller is stopped alone (SetControllers), whichever is first.
-	cctx, stopClients := context.WithCancel(env.ctx)
-	s.setClientsStop(stopClients)
-	cb := clientBuilder{m: m, gate: env.gate, limiters: env.slot.rateLimiters(), ctx: cctx}
-	root := cb
-	root.root = true
-	// The handlers it adds through its factories are recorded, so that
-	// SetControllers can stop it alone and remove them from the informers
-	// it shares with the term's other controllers.
-	s.setInformers(view)
-	cc := descriptor.Context{
-		Name:                            name,
-		ClientBuilder:                   cb,
-		RootClientBuilder:               root,
-		InformerFactory:                 view.Typed(),
-		NamespacedInformerFactory:       view.TypedFor,
-		MetadataInformerFactory:         view.Metadata(),
-		ObjectOrMetadataInformerFactory: view.ObjectOrMetadata(),
-		DynamicInformerFactory:          view.Dynamic(),
-		Informers:                       view,
-		Metrics:                         m.registry,
-		Queues:                          env.queues.For(name),
-		InformersStarted:                env.started,
-		ResyncPeriod:                    m.resyncPeriod,
-		FeatureGate:                     m.featureGate,
-		RESTMapper:                      env.mapper,
-		Shard:                           env.slot.scope(),
-		EventRecorder: env.events.recorder(cb, name, s.desc.ClientName(),
-			s.desc.EventSource()),
-	}
-	call := &initCall{returned: make(chan struct{})}
-	r.Go(goroutineName(name, roleInit), func() {
-		var c descriptor.Controller
-		var err error
-		func() {
-			defer func() {
-				if v := recover(); v != nil {
-					err = &ControllerError{name, phaseInit, true, panicValue(log, name, v)}
-					m.metrics.Panicked(name)
-				}
-			}()
-			c, err = s.desc.Init()(logr.NewContext(ctx, log.WithName(name)), cc)
-		}()
-		if !call.deliver(c, err) {
-			// Abandoned: the term stopped while it ran.
-			if err != nil {
-				log.Info("InitFunc of a stopping term returned an error", "controller", name,
-					"err", err.Error())
-			}
-			if c != nil {
-				// Let it release what it holds.
-				r.run(r.ctx, name, c)
-			}
-			// And release what it took from the term's informers after
-			// its unit (if it was one) released the rest.
-			view.Shutdown()
-		}
-	})
+	cc := m.initContext(s, env, view)
+	call := m.callInit(ctx, log, s, cc, r, view)
 	select {
 	case <-call.returned:
 	case <-ctx.Done():
@@ -529,6 +472,80 @@ func (m *Manager) build(ctx context.Context, log logr.Logger, s *state, env term
 	s.setController(res.c)
 	s.set(PhaseStarting, nil)
 	return res.c, nil
+}
+
+// initContext is what s's InitFunc gets: clients fenced by the term's gate
+// (their work on the host's behalf, minting the controller's token, ends
+// with the term or when the controller is stopped alone), its own holder
+// of the term's informers (view), its queues and event recorder.
+func (m *Manager) initContext(s *state, env termEnv, view *informers.Set) descriptor.Context {
+	name := s.desc.Name()
+	cctx, stopClients := context.WithCancel(env.ctx)
+	s.setClientsStop(stopClients)
+	cb := clientBuilder{m: m, gate: env.gate, limiters: env.slot.rateLimiters(), ctx: cctx}
+	root := cb
+	root.root = true
+	// The handlers it adds through its factories are recorded, so that
+	// SetControllers can stop it alone and remove them from the informers
+	// it shares with the term's other controllers.
+	s.setInformers(view)
+	return descriptor.Context{
+		Name:                            name,
+		ClientBuilder:                   cb,
+		RootClientBuilder:               root,
+		InformerFactory:                 view.Typed(),
+		NamespacedInformerFactory:       view.TypedFor,
+		MetadataInformerFactory:         view.Metadata(),
+		ObjectOrMetadataInformerFactory: view.ObjectOrMetadata(),
+		DynamicInformerFactory:          view.Dynamic(),
+		Informers:                       view,
+		Metrics:                         m.registry,
+		Queues:                          env.queues.For(name),
+		InformersStarted:                env.started,
+		ResyncPeriod:                    m.resyncPeriod,
+		FeatureGate:                     m.featureGate,
+		RESTMapper:                      env.mapper,
+		Shard:                           env.slot.scope(),
+		EventRecorder: env.events.recorder(cb, name, s.desc.ClientName(),
+			s.desc.EventSource()),
+	}
+}
+
+// callInit calls s's InitFunc in a goroutine of r, recovering a panic. An
+// InitFunc the term gave up on (call.abandon) still has the controller it
+// returns run, with a done context, and then releases view.
+func (m *Manager) callInit(ctx context.Context, log logr.Logger, s *state,
+	cc descriptor.Context, r *runner, view *informers.Set) *initCall {
+	name := s.desc.Name()
+	call := &initCall{returned: make(chan struct{})}
+	r.Go(goroutineName(name, roleInit), func() {
+		var c descriptor.Controller
+		var err error
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					err = &ControllerError{name, phaseInit, true, panicValue(log, name, v)}
+					m.metrics.Panicked(name)
+				}
+			}()
+			c, err = s.desc.Init()(logr.NewContext(ctx, log.WithName(name)), cc)
+		}()
+		if !call.deliver(c, err) {
+			// Abandoned: the term stopped while it ran.
+			if err != nil {
+				log.Info("InitFunc of a stopping term returned an error", "controller", name,
+					"err", err.Error())
+			}
+			if c != nil {
+				// Let it release what it holds.
+				r.run(r.ctx, name, c)
+			}
+			// And release what it took from the term's informers after
+			// its unit (if it was one) released the rest.
+			view.Shutdown()
+		}
+	})
+	return call
 }
 
 // initCall hands an InitFunc's result from its goroutine to the term, or
