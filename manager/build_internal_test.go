@@ -62,7 +62,7 @@ func TestBuildWithRESTConfigAppliesOptions(t *testing.T) {
 				t.Errorf("REST config: QPS %v Burst %d ContentType %q UserAgent %q, want %v %d %q %q",
 					got.QPS, got.Burst, got.ContentType, got.UserAgent, tc.wantQPS, tc.wantBurst, tc.wantType, tc.wantAgent)
 			}
-			cc, err := clientBuilder{m: m}.Config("a-controller")
+			cc, err := clientBuilder{host: &m.hostClients}.Config("a-controller")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,8 +104,8 @@ func TestRootClientBuilderKeepsHostCredentials(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctrl, _ := clientBuilder{m: m}.Config("x-controller")
-		root, _ := clientBuilder{m: m, root: true}.Config("x-controller")
+		ctrl, _ := clientBuilder{host: &m.hostClients}.Config("x-controller")
+		root, _ := clientBuilder{host: &m.hostClients, root: true}.Config("x-controller")
 		if got, want := ctrl.BearerToken != "", !useSA; got != want {
 			t.Errorf("useSA=%v: ClientBuilder keeps the host token = %v, want %v", useSA, got, want)
 		}
@@ -137,10 +137,10 @@ func TestSlotTermsShareAControllersRateLimiter(t *testing.T) {
 		}
 		return cfg
 	}
-	slot1 := config(clientBuilder{m: m, limiters: limiters}, "a-controller")
-	slot2 := config(clientBuilder{m: m, limiters: limiters}, "a-controller")
-	root := config(clientBuilder{m: m, limiters: limiters, root: true}, "a-controller")
-	other := config(clientBuilder{m: m, limiters: limiters}, "b-controller")
+	slot1 := config(clientBuilder{host: &m.hostClients, limiters: limiters}, "a-controller")
+	slot2 := config(clientBuilder{host: &m.hostClients, limiters: limiters}, "a-controller")
+	root := config(clientBuilder{host: &m.hostClients, limiters: limiters, root: true}, "a-controller")
+	other := config(clientBuilder{host: &m.hostClients, limiters: limiters}, "b-controller")
 	switch {
 	case slot1.RateLimiter == nil:
 		t.Fatal("a slot term's client has no shared rate limiter")
@@ -152,7 +152,7 @@ func TestSlotTermsShareAControllersRateLimiter(t *testing.T) {
 	if qps := slot1.RateLimiter.QPS(); qps != 7 {
 		t.Errorf("shared limiter QPS %v, want --kube-api-qps 7", qps)
 	}
-	if plain := config(clientBuilder{m: m}, "a-controller"); plain.RateLimiter != nil {
+	if plain := config(clientBuilder{host: &m.hostClients}, "a-controller"); plain.RateLimiter != nil {
 		t.Error("a client outside shard groups got a shared rate limiter")
 	}
 }

@@ -354,6 +354,7 @@ func (b *Builder) shareGate(m *Manager, given featuregate.FeatureGate, valid boo
 
 // clients resolves the REST config and root clients.
 func (b *Builder) clients(m *Manager, opts Options) error {
+	m.budgets, m.serviceAccounts = opts.ClientBudgets, opts.UseServiceAccountCredentials
 	if b.clientSet {
 		if b.client == nil {
 			return errors.New("WithClient: the typed client must not be nil")

@@ -11,14 +11,31 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ctrlhost/ctrlhost/fence"
+	"github.com/ctrlhost/ctrlhost/internal/satoken"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 )
+
+// hostClients are the Manager's own clients and what its controllers'
+// clients are made of.
+type hostClients struct {
+	restConfig *rest.Config // nil when built WithClient
+	client     kubernetes.Interface
+	metaClient metadata.Interface
+	dynClient  dynamic.Interface // nil: no dynamic informers (built WithClient alone)
+	// credentials mint the controllers' ServiceAccount tokens
+	// (--use-service-account-credentials); nil when built WithClient.
+	credentials *satoken.Credentials
+	// budgets are Options.ClientBudgets; serviceAccounts is
+	// --use-service-account-credentials.
+	budgets         map[string]ClientBudget
+	serviceAccounts bool
+}
 
 // clientBuilder implements descriptor.ClientBuilder for one term:
 // per-controller user agents over the manager's REST config, fenced by the
 // term's gate, or the injected clients as they are (not fenced).
 type clientBuilder struct {
-	m        *Manager
+	host     *hostClients
 	gate     *fence.Gate          // nil: not fenced
 	root     bool                 // the host's credentials, never a ServiceAccount's
 	limiters *shardgroup.Limiters // nil: each client limits its own requests
@@ -28,10 +45,10 @@ type clientBuilder struct {
 }
 
 func (c clientBuilder) Config(name string) (*rest.Config, error) {
-	if c.m.restConfig == nil {
+	if c.host.restConfig == nil {
 		return nil, fmt.Errorf("controller %q: no REST config: the manager was built WithClient", name)
 	}
-	cfg := c.m.controllerConfig(c.ctx, name, c.root, c.gate)
+	cfg := c.host.controllerConfig(c.ctx, name, c.root, c.gate)
 	c.limiters.Apply(name, c.root, cfg)
 	if c.gate != nil {
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -42,8 +59,8 @@ func (c clientBuilder) Config(name string) (*rest.Config, error) {
 }
 
 func (c clientBuilder) Client(name string) (kubernetes.Interface, error) {
-	if c.m.restConfig == nil {
-		return c.m.client, nil
+	if c.host.restConfig == nil {
+		return c.host.client, nil
 	}
 	cfg, _ := c.Config(name)
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -54,12 +71,12 @@ func (c clientBuilder) Client(name string) (kubernetes.Interface, error) {
 }
 
 func (c clientBuilder) DynamicClient(name string) (dynamic.Interface, error) {
-	if c.m.restConfig == nil {
-		if c.m.dynClient == nil {
+	if c.host.restConfig == nil {
+		if c.host.dynClient == nil {
 			return nil, fmt.Errorf("controller %q: no dynamic client: the manager was built WithClient "+
 				"without WithDynamicClient", name)
 		}
-		return c.m.dynClient, nil
+		return c.host.dynClient, nil
 	}
 	cfg, _ := c.Config(name)
 	dc, err := dynamic.NewForConfig(cfg)
@@ -70,8 +87,8 @@ func (c clientBuilder) DynamicClient(name string) (dynamic.Interface, error) {
 }
 
 func (c clientBuilder) MetadataClient(name string) (metadata.Interface, error) {
-	if c.m.restConfig == nil {
-		return c.m.metaClient, nil
+	if c.host.restConfig == nil {
+		return c.host.metaClient, nil
 	}
 	cfg, _ := c.Config(name)
 	mc, err := metadata.NewForConfig(cfg)

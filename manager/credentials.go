@@ -25,10 +25,10 @@ type ClientBudget struct {
 // term's controllers' context: minting stops when they are told to stop),
 // through a client fenced by gate under the controller's name: the
 // ServiceAccount and TokenRequest it may create are writes of the term.
-func (m *Manager) controllerConfig(ctx context.Context, name string, root bool,
+func (h *hostClients) controllerConfig(ctx context.Context, name string, root bool,
 	gate *fence.Gate) *rest.Config {
-	cfg := withUserAgent(m.restConfig, name)
-	if b, ok := m.opts.ClientBudgets[name]; ok {
+	cfg := withUserAgent(h.restConfig, name)
+	if b, ok := h.budgets[name]; ok {
 		if b.QPS != 0 {
 			cfg.QPS = b.QPS
 		}
@@ -36,8 +36,8 @@ func (m *Manager) controllerConfig(ctx context.Context, name string, root bool,
 			cfg.Burst = int(b.Burst)
 		}
 	}
-	if root || !m.opts.UseServiceAccountCredentials || m.credentials == nil {
+	if root || !h.serviceAccounts || h.credentials == nil {
 		return cfg
 	}
-	return m.credentials.For(ctx, cfg, name, gate)
+	return h.credentials.For(ctx, cfg, name, gate)
 }

@@ -11,16 +11,11 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/internal/featuregates"
 	"github.com/ctrlhost/ctrlhost/internal/metrics"
-	"github.com/ctrlhost/ctrlhost/internal/satoken"
 	"github.com/ctrlhost/ctrlhost/internal/supervisor"
 	"github.com/ctrlhost/ctrlhost/serving"
 )
@@ -34,13 +29,7 @@ type Manager struct {
 	featureGate featuregate.FeatureGate
 	log         logr.Logger
 
-	restConfig *rest.Config // nil when built WithClient
-	client     kubernetes.Interface
-	// credentials mint the controllers' ServiceAccount tokens
-	// (--use-service-account-credentials); nil when built WithClient.
-	credentials *satoken.Credentials
-	metaClient  metadata.Interface
-	dynClient   dynamic.Interface // nil: no dynamic informers (built WithClient alone)
+	hostClients // the Manager's clients, and what each controller's are made of
 
 	order    []*state   // every registered controller, registration order
 	selectMu sync.Mutex // serialises SetControllers

@@ -292,8 +292,9 @@ func (m *Manager) startTerm(termCtx context.Context, log logr.Logger, static ter
 
 // settle leaves states ready for the next term once this one stopped, and
 // fails those whose goroutines are stuck: still running after the stop
-// deadline (limit, as the deadline says it). The error, unless nil, wraps leader.ErrTermStillRunning,
-// which keeps the lease from being released while they may still act.
+// deadline (limit, as the deadline says it). The error, unless nil, wraps
+// leader.ErrTermStillRunning, which keeps the lease from being released
+// while they may still act.
 func settle(log logr.Logger, states []*state, stuck []string, limit string) error {
 	for _, s := range states {
 		s.setController(nil)
@@ -482,7 +483,8 @@ func (m *Manager) initContext(s *state, env termEnv, view *informers.Set) descri
 	name := s.desc.Name()
 	cctx, stopClients := context.WithCancel(env.ctx)
 	s.setClientsStop(stopClients)
-	cb := clientBuilder{m: m, gate: env.gate, limiters: env.slot.rateLimiters(), ctx: cctx}
+	cb := clientBuilder{host: &m.hostClients, gate: env.gate, limiters: env.slot.rateLimiters(),
+		ctx: cctx}
 	root := cb
 	root.root = true
 	// The handlers it adds through its factories are recorded, so that
