@@ -18,7 +18,7 @@ import (
 // client (its credentials, its fenced transport), the gate is checked as
 // each write leaves, and the term waits for the writes in flight.
 type termEvents struct {
-	m    *Manager
+	host kubernetes.Interface // writes the events of a controller whose client cannot be built
 	log  logr.Logger
 	gate *fence.Gate
 
@@ -44,7 +44,7 @@ func (e *termEvents) recorder(cb clientBuilder, name, clientName,
 	if err != nil {
 		e.log.Error(err, "Cannot build the event client; events are written with the host's client",
 			"controller", name)
-		client = e.m.client
+		client = e.host
 	}
 	r := events.New(kubernetes.Interface(client).CoreV1(), e.gate, name, source, scheme.Scheme,
 		e.log.WithValues("controller", name))

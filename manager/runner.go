@@ -70,9 +70,13 @@ type run struct {
 	done   chan struct{} // closed when its Run returned
 }
 
-func newRunner(ctx context.Context, log logr.Logger, m *Manager) *runner {
-	return &runner{Group: supervisor.NewGroup(), ctx: ctx, log: log,
-		interval: m.opts.ControllerStartInterval, metrics: m.metrics, runs: map[*state]*run{}}
+// newRunner returns a runner of controllers on ctx that starts each
+// after up to interval of jitter (--controller-start-interval) and counts
+// them in metrics.
+func newRunner(ctx context.Context, log logr.Logger, interval time.Duration,
+	metrics *metrics.Controllers) *runner {
+	return &runner{Group: supervisor.NewGroup(), ctx: ctx, log: log, interval: interval,
+		metrics: metrics, runs: map[*state]*run{}}
 }
 
 // stopOne tells s's controller to stop, alone, and returns a channel

@@ -150,7 +150,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	ctrlCtx, cancelCtrl := context.WithCancel(context.WithoutCancel(termCtx))
 	defer cancelCtrl()
 	env := m.newTermEnv(ctrlCtx, log, spec, lease)
-	r := newRunner(ctrlCtx, log, m)
+	r := newRunner(ctrlCtx, log, m.opts.ControllerStartInterval, m.metrics)
 	t := &term{name: spec.name, set: env.set, slot: spec.slot != nil}
 	static := spec.static()
 	leases := []*leader.Term{lease, spec.parent}
@@ -237,7 +237,7 @@ func (m *Manager) newTermEnv(ctrlCtx context.Context, log logr.Logger, spec term
 	if lease != nil {
 		env.gate = lease.Gate()
 	}
-	env.events = &termEvents{m: m, log: log, gate: env.gate}
+	env.events = &termEvents{host: m.client, log: log, gate: env.gate}
 	env.queues = queues.New(namesOf(spec.states))
 	return env
 }

@@ -283,8 +283,8 @@ func (u *termUnits) start(s *state) {
 		defer cancel()
 		env := u.env
 		env.ctx, env.started = uctx, make(chan struct{})
-		env.events = &termEvents{m: u.m, log: u.log, gate: u.env.gate}
-		ur := newRunner(uctx, u.log, u.m)
+		env.events = &termEvents{host: u.m.client, log: u.log, gate: u.env.gate}
+		ur := newRunner(uctx, u.log, u.m.opts.ControllerStartInterval, u.m.metrics)
 		c, err := u.m.build(uctx, u.log, s, env, ur, un.set)
 		switch {
 		case errors.Is(err, errStopping):
