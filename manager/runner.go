@@ -172,6 +172,23 @@ func (r *runner) wait(stop *supervisor.Deadline) []string {
 	})
 }
 
+// stopBudget is how long a term, or one controller of it, may take to
+// stop: --controller-shutdown-timeout on the leader election clock.
+type stopBudget struct {
+	clock   clock.Clock
+	timeout time.Duration
+}
+
+// stopBudget returns the Manager's stop budget.
+func (m *Manager) stopBudget() stopBudget {
+	return stopBudget{clock: m.opts.LeaderElection.Clock, timeout: m.opts.ControllerShutdownTimeout}
+}
+
+// deadline is stopDeadline of b.
+func (b stopBudget) deadline(log logr.Logger, leases ...*leader.Term) *supervisor.Deadline {
+	return stopDeadline(b.clock, b.timeout, log, leases...)
+}
+
 // stopDeadline bounds how long a term stops, on the leader election clock
 // (Options.LeaderElection.Clock, the real one by default), the clock the
 // leases' StopBy instants are read on: ControllerShutdownTimeout from

@@ -161,8 +161,7 @@ func (m *Manager) runTerm(ctx context.Context, spec termSpec) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { wait.Until(env.mapper.Reset, restMapperResetPeriod, termCtx.Done()) })
 
-	stop := stopDeadline(m.opts.LeaderElection.Clock, m.opts.ControllerShutdownTimeout, log, lease,
-		spec.parent)
+	stop := m.stopBudget().deadline(log, lease, spec.parent)
 	log.Info("Starting controllers", "count", len(spec.states), "warmCaches", spec.warm != nil)
 
 	al, later, initErr := m.startTerm(termCtx, log, static, env, r, t, &bg)

@@ -10,8 +10,11 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/informers"
+	"github.com/ctrlhost/ctrlhost/internal/metrics"
 	"github.com/ctrlhost/ctrlhost/internal/served"
 	"github.com/ctrlhost/ctrlhost/internal/supervisor"
 	"github.com/ctrlhost/ctrlhost/leader"
@@ -33,11 +36,17 @@ import (
 // waits for it (and names it if it does not return); a unit's controller
 // that fails fails the term, as any controller does.
 type termUnits struct {
-	m      *Manager
-	log    logr.Logger
-	env    termEnv        // the term's: its ctx ends when the controllers are told to stop
-	r      *runner        // the term's
-	leases []*leader.Term // the term's lease and its parent's: a lost one cuts a stop
+	// build builds a unit's controller, as the term builds its own.
+	build func(ctx context.Context, log logr.Logger, s *state, env termEnv, r *runner,
+		view *informers.Set) (descriptor.Controller, error)
+	host          kubernetes.Interface // writes a unit's events when its own client fails
+	startInterval time.Duration        // --controller-start-interval
+	metrics       *metrics.Controllers
+	stop          stopBudget // how long a stopped unit may take
+	log           logr.Logger
+	env           termEnv        // the term's: its ctx ends when the controllers are told to stop
+	r             *runner        // the term's
+	leases        []*leader.Term // the term's lease and its parent's: a lost one cuts a stop
 	// warm, if set, is the warm set the term adopted: it holds the
 	// informers each controller declared until the controller stops or is
 	// found not to run (releaseIdle).
@@ -70,7 +79,9 @@ type unit struct {
 
 func (m *Manager) newTermUnits(log logr.Logger, env termEnv, r *runner, warm *informers.Warm,
 	leases []*leader.Term, states, static []*state) *termUnits {
-	u := &termUnits{m: m, log: log, env: env, r: r, warm: warm, leases: leases, states: states,
+	u := &termUnits{build: m.build, host: m.client, startInterval: m.opts.ControllerStartInterval,
+		metrics: m.metrics, stop: m.stopBudget(),
+		log: log, env: env, r: r, warm: warm, leases: leases, states: states,
 		served: served.New(log, m.client.Discovery(), m.metaClient, servedBy(states)),
 		kick:   make(chan struct{}, 1), static: map[*state]bool{}, running: map[*state]*unit{}}
 	for _, s := range static {
@@ -283,9 +294,9 @@ func (u *termUnits) start(s *state) {
 		defer cancel()
 		env := u.env
 		env.ctx, env.started = uctx, make(chan struct{})
-		env.events = &termEvents{host: u.m.client, log: u.log, gate: u.env.gate}
-		ur := newRunner(uctx, u.log, u.m.opts.ControllerStartInterval, u.m.metrics)
-		c, err := u.m.build(uctx, u.log, s, env, ur, un.set)
+		env.events = &termEvents{host: u.host, log: u.log, gate: u.env.gate}
+		ur := newRunner(uctx, u.log, u.startInterval, u.metrics)
+		c, err := u.build(uctx, u.log, s, env, ur, un.set)
 		switch {
 		case errors.Is(err, errStopping):
 		case err != nil:
@@ -329,8 +340,7 @@ func (u *termUnits) finish(s *state, un *unit, wait func(*supervisor.Deadline) [
 	idle func() <-chan struct{}, flush func()) {
 	name := s.desc.Name()
 	log := u.log.WithValues("controller", name)
-	clk, timeout := u.m.opts.LeaderElection.Clock, u.m.opts.ControllerShutdownTimeout
-	stop := stopDeadline(clk, timeout, log, u.leases...)
+	stop := u.stop.deadline(log, u.leases...)
 	cleanup := u.cleanups.Go
 	if stuck := wait(stop); len(stuck) > 0 {
 		err := fmt.Errorf("controller %q: %w: still running after %s: %v", name, ErrShutdownTimeout,

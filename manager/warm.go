@@ -52,9 +52,12 @@ func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string
 
 // warmSlot holds the warm set a campaign prepared until a term adopts it.
 type warmSlot struct {
-	m      *Manager
-	states []*state
-	lease  string
+	// prepareWarm is Manager.prepareWarm; selectionChanged is
+	// Manager.selectionChanged.
+	prepareWarm      func(context.Context, []*state, string, *served.View) *informers.Warm
+	selectionChanged func() <-chan struct{}
+	states           []*state
+	lease            string
 	// served, when the would-be term has WhenServed controllers, is what
 	// this replica knows of their resources while it follows: those
 	// served are kept warm.
@@ -69,7 +72,8 @@ type warmSlot struct {
 // Under warm standby with WhenServed controllers it asks discovery once
 // about their resources (bounded by ctx).
 func (m *Manager) newWarmSlot(ctx context.Context, states []*state, lease string) *warmSlot {
-	s := &warmSlot{m: m, states: states, lease: lease}
+	s := &warmSlot{prepareWarm: m.prepareWarm, selectionChanged: m.selectionChanged,
+		states: states, lease: lease}
 	if !m.opts.WarmStandby || !slices.ContainsFunc(states, func(st *state) bool {
 		return len(st.desc.Served()) > 0
 	}) {
@@ -84,7 +88,7 @@ func (m *Manager) newWarmSlot(ctx context.Context, states []*state, lease string
 // prepare starts a warm set for the current selection and served
 // resources.
 func (s *warmSlot) prepare(ctx context.Context) *informers.Warm {
-	return s.m.prepareWarm(ctx, s.states, s.lease, s.served)
+	return s.prepareWarm(ctx, s.states, s.lease, s.served)
 }
 
 // servedNow names the selected WhenServed controllers whose resources
@@ -134,7 +138,7 @@ func (s *warmSlot) stop() {
 // that the controllers it would start as leader are the ones kept warm,
 // until ctx ends.
 func (s *warmSlot) follow(ctx context.Context) {
-	changed := s.m.selectionChanged()
+	changed := s.selectionChanged()
 	var poll <-chan time.Time
 	var poller *served.Poller
 	kick := make(chan struct{}, 1)
@@ -158,7 +162,7 @@ func (s *warmSlot) follow(ctx context.Context) {
 		case <-changed:
 			// Taken before the set is prepared: a change meanwhile
 			// prepares it again.
-			changed = s.m.selectionChanged()
+			changed = s.selectionChanged()
 			if s.isLeading() {
 				continue // the term applies it; the next set is prepared after it
 			}
