@@ -302,8 +302,9 @@ func (w *World) recordLease(name, by string) {
 	defer w.mu.Unlock()
 	h := w.leases[name]
 	if len(h) == 0 || h[len(h)-1].holder != st.holder || (debugLease != "" && name == debugLease) {
-		w.trace = append(w.trace, fmt.Sprintf("%9v lease %s: holder %q (renewed %v, for %v)",
-			w.since(), name, st.holder, st.renew.Sub(w.origin).Round(time.Millisecond), st.duration))
+		w.trace = append(w.trace, fmt.Sprintf("%9v lease %s: holder %q (renewed %v, for %v) by %s",
+			w.since(), name, st.holder, st.renew.Sub(w.origin).Round(time.Millisecond), st.duration,
+			by))
 	}
 	w.leases[name] = append(h, st)
 }
