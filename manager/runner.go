@@ -184,21 +184,15 @@ func (m *Manager) stopBudget() stopBudget {
 	return stopBudget{clock: m.opts.LeaderElection.Clock, timeout: m.opts.ControllerShutdownTimeout}
 }
 
-// deadline is stopDeadline of b.
-func (b stopBudget) deadline(log logr.Logger, leases ...*leader.Term) *supervisor.Deadline {
-	return stopDeadline(b.clock, b.timeout, log, leases...)
-}
-
-// stopDeadline bounds how long a term stops, on the leader election clock
+// deadline bounds how long a term stops, on the leader election clock
 // (Options.LeaderElection.Clock, the real one by default), the clock the
 // leases' StopBy instants are read on: ControllerShutdownTimeout from
 // the moment stopping began, cut, the moment one of the leases the term
 // runs under is found lost, to that lease's Term.StopBy (another replica
 // cannot take it before then), whatever made the term stop. A migration
 // term runs under two leases: its own and the main term's.
-func stopDeadline(clk clock.Clock, timeout time.Duration, log logr.Logger,
-	leases ...*leader.Term) *supervisor.Deadline {
-	d := supervisor.NewDeadlineOn(clk, timeout, "--controller-shutdown-timeout")
+func (b stopBudget) deadline(log logr.Logger, leases ...*leader.Term) *supervisor.Deadline {
+	d := supervisor.NewDeadlineOn(b.clock, b.timeout, "--controller-shutdown-timeout")
 	for _, lease := range leases {
 		if lease == nil {
 			continue
@@ -206,7 +200,7 @@ func stopDeadline(clk clock.Clock, timeout time.Duration, log logr.Logger,
 		d.CutWhen(lease.Lost(), func() time.Time {
 			to := lease.StopBy()
 			log.Info("Lease lost; waiting only until another replica could take it",
-				"left", to.Sub(clk.Now()).Round(time.Millisecond))
+				"left", to.Sub(b.clock.Now()).Round(time.Millisecond))
 			return to
 		}, "the moment the lost lease could pass to another replica (the stop budget)")
 	}
