@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"reflect"
 	"slices"
@@ -17,9 +19,11 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/internal/fakeapi"
@@ -81,6 +85,8 @@ type World struct {
 	// request leaving a replica and each Lease write the server applied
 	// takes the next number.
 	seq atomic.Int64
+	// leaseWrites makes each Lease write and its record one step.
+	leaseWrites sync.Mutex
 	// calm is, by replica identity, when that replica was last disturbed
 	// (started, a fault on it began or ended) and, under "", when the
 	// cluster was (an API server restart, a change of selection, gadgets
@@ -239,6 +245,13 @@ func (w *World) violate(format string, args ...any) {
 
 // ServeHTTP serves the API and records every Lease write the server
 // applied, in order, for the fencing check.
+//
+// A Lease write and its record are one step (leaseWrites): the record is
+// what that write stored, read from the server's answer, and it is taken
+// before another Lease write is applied and before the writer hears the
+// answer. Otherwise a replica that saw the write's watch event, or the
+// writer itself reading the answer, could write again in between, and the
+// record would hold the earlier state after the later one.
 func (w *World) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	w.checkList(req)
 	if !strings.Contains(req.URL.Path, "/leases") || req.Method == http.MethodGet {
@@ -249,54 +262,36 @@ func (w *World) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		w.server.ServeHTTP(rw, req)
 		return
 	}
-	rec := &statusWriter{ResponseWriter: rw}
-	w.server.ServeHTTP(rec, req)
-	if rec.code < 200 || rec.code >= 300 {
-		if debugLease != "" && strings.HasSuffix(req.URL.Path, "/"+debugLease) {
-			w.tracef("lease %s: %s by %s failed: %d %s", debugLease, req.Method,
-				req.Header.Get(headerReplica), rec.code, rec.body)
-		}
-		return
+	by := req.Header.Get(headerReplica)
+	answer := httptest.NewRecorder()
+	w.leaseWrites.Lock()
+	w.server.ServeHTTP(answer, req)
+	if answer.Code >= 200 && answer.Code < 300 {
+		w.recordLease(req, answer.Body.Bytes(), by)
+	} else if debugLease != "" && strings.HasSuffix(req.URL.Path, "/"+debugLease) {
+		w.tracef("lease %s: %s by %s failed: %d %s", debugLease, req.Method, by, answer.Code,
+			answer.Body)
 	}
+	w.leaseWrites.Unlock()
+	maps.Copy(rw.Header(), answer.Header())
+	rw.WriteHeader(answer.Code)
+	_, _ = rw.Write(answer.Body.Bytes())
+}
+
+// recordLease records the Lease that a write by replica by stored, as the
+// server answered it (a deletion records no holder).
+func (w *World) recordLease(req *http.Request, answer []byte, by string) {
 	name := req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:]
-	if req.Method == http.MethodPost {
-		var body struct {
-			Metadata metav1.ObjectMeta `json:"metadata"`
-		}
-		_ = json.Unmarshal(rec.body, &body)
-		name = body.Metadata.Name
-	}
-	w.recordLease(name, req.Header.Get(headerReplica))
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-	body []byte
-}
-
-func (s *statusWriter) WriteHeader(code int) { s.code = code; s.ResponseWriter.WriteHeader(code) }
-
-func (s *statusWriter) Write(p []byte) (int, error) {
-	if s.code == 0 {
-		s.code = http.StatusOK
-	}
-	s.body = append(s.body, p...)
-	return s.ResponseWriter.Write(p)
-}
-
-func (w *World) recordLease(name, by string) {
-	l := w.server.Get(leaseGVR, namespace, name)
 	st := leaseState{at: time.Now(), seq: w.seq.Add(1), by: by}
-	if l != nil {
-		spec, _ := l["spec"].(map[string]any)
-		st.holder, _ = spec["holderIdentity"].(string)
-		if s, _ := spec["renewTime"].(string); s != "" {
-			st.renew, _ = time.Parse(metav1.RFC3339Micro, s)
+	if req.Method != http.MethodDelete {
+		var l coordinationv1.Lease
+		_ = json.Unmarshal(answer, &l)
+		name = l.Name
+		st.holder = ptr.Deref(l.Spec.HolderIdentity, "")
+		if l.Spec.RenewTime != nil {
+			st.renew = l.Spec.RenewTime.Time
 		}
-		if d, ok := spec["leaseDurationSeconds"].(float64); ok {
-			st.duration = time.Duration(d) * time.Second
-		}
+		st.duration = time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
