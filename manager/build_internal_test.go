@@ -2,7 +2,6 @@ package manager
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -10,7 +9,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 )
 
 func nopInit(context.Context, descriptor.Context) (descriptor.Controller, error) { return nil, nil }
@@ -57,17 +55,10 @@ func TestBuildWithRESTConfigAppliesOptions(t *testing.T) {
 			if given.String() != before {
 				t.Error("Build modified the caller's REST config")
 			}
-			got := m.restConfig
+			got := m.clients.RESTConfig
 			if got.QPS != tc.wantQPS || got.Burst != tc.wantBurst || got.ContentType != tc.wantType || got.UserAgent != tc.wantAgent {
 				t.Errorf("REST config: QPS %v Burst %d ContentType %q UserAgent %q, want %v %d %q %q",
 					got.QPS, got.Burst, got.ContentType, got.UserAgent, tc.wantQPS, tc.wantBurst, tc.wantType, tc.wantAgent)
-			}
-			cc, err := clientBuilder{host: &m.hostClients}.Config("a-controller")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := tc.wantAgent + "/a-controller"; cc.UserAgent != want || cc.QPS != tc.wantQPS {
-				t.Errorf("controller config: UserAgent %q QPS %v, want %q %v", cc.UserAgent, cc.QPS, want, tc.wantQPS)
 			}
 		})
 	}
@@ -93,70 +84,6 @@ func TestBuildWithoutOptionsDoesNotElect(t *testing.T) {
 	}
 }
 
-// TestRootClientBuilderKeepsHostCredentials: with service-account
-// credentials, ClientBuilder drops the host's bearer token (the controller
-// authenticates as its ServiceAccount) while RootClientBuilder keeps it.
-func TestRootClientBuilderKeepsHostCredentials(t *testing.T) {
-	for _, useSA := range []bool{false, true} {
-		m, err := NewBuilder("my-manager").
-			WithRESTConfig(&rest.Config{Host: "https://127.0.0.1:1", BearerToken: "host-token"}).
-			WithOptions(Options{UseServiceAccountCredentials: useSA}).Build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctrl, _ := clientBuilder{host: &m.hostClients}.Config("x-controller")
-		root, _ := clientBuilder{host: &m.hostClients, root: true}.Config("x-controller")
-		if got, want := ctrl.BearerToken != "", !useSA; got != want {
-			t.Errorf("useSA=%v: ClientBuilder keeps the host token = %v, want %v", useSA, got, want)
-		}
-		if root.BearerToken != "host-token" {
-			t.Errorf("useSA=%v: RootClientBuilder token = %q, want the host's", useSA, root.BearerToken)
-		}
-		if !strings.HasSuffix(root.UserAgent, "/x-controller") {
-			t.Errorf("useSA=%v: RootClientBuilder user agent %q does not name the controller", useSA, root.UserAgent)
-		}
-	}
-}
-
-// TestSlotTermsShareAControllersRateLimiter: the clients one controller
-// gets in different slot terms share one rate limiter (its budget per
-// replica), apart from its root client's and other controllers'; outside
-// shard groups every client limits itself, as in KCM.
-func TestSlotTermsShareAControllersRateLimiter(t *testing.T) {
-	m, err := NewBuilder("my-manager").WithRESTConfig(&rest.Config{Host: "https://127.0.0.1:1"}).
-		WithOptions(Options{KubeAPIQPS: 7, KubeAPIBurst: 9}).WithLogger(logr.Discard()).Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	limiters := shardgroup.NewLimiters()
-	config := func(b clientBuilder, name string) *rest.Config {
-		t.Helper()
-		cfg, err := b.Config(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg
-	}
-	slot1 := config(clientBuilder{host: &m.hostClients, limiters: limiters}, "a-controller")
-	slot2 := config(clientBuilder{host: &m.hostClients, limiters: limiters}, "a-controller")
-	root := config(clientBuilder{host: &m.hostClients, limiters: limiters, root: true}, "a-controller")
-	other := config(clientBuilder{host: &m.hostClients, limiters: limiters}, "b-controller")
-	switch {
-	case slot1.RateLimiter == nil:
-		t.Fatal("a slot term's client has no shared rate limiter")
-	case slot1.RateLimiter != slot2.RateLimiter:
-		t.Error("two slot terms' clients of one controller have rate limiters of their own")
-	case root.RateLimiter == slot1.RateLimiter, other.RateLimiter == slot1.RateLimiter:
-		t.Error("a root client or another controller shares the controller's rate limiter")
-	}
-	if qps := slot1.RateLimiter.QPS(); qps != 7 {
-		t.Errorf("shared limiter QPS %v, want --kube-api-qps 7", qps)
-	}
-	if plain := config(clientBuilder{host: &m.hostClients}, "a-controller"); plain.RateLimiter != nil {
-		t.Error("a client outside shard groups got a shared rate limiter")
-	}
-}
-
 // TestShardClientBudgetsTheGroupsLeases: a shard group's Leases get a
 // client of their own whose budget covers their renewals (at the default
 // --kube-api-qps 20, sixteen slot Leases at a 2s retry would take most of
@@ -168,7 +95,7 @@ func TestShardClientBudgetsTheGroupsLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := m.opts.LeaderElection.WithDefaults("my-manager")
-	cs, err := shardClient(planInput{opts: m.opts, client: m.client, restConfig: m.restConfig}, cfg)
+	cs, err := shardClient(planInput{opts: m.opts, client: m.clients.Client, restConfig: m.clients.RESTConfig}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package manager_test
 import (
 	"context"
 	"errors"
-	corev1 "k8s.io/api/core/v1"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"

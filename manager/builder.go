@@ -26,6 +26,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/internal/nometadata"
 	"github.com/ctrlhost/ctrlhost/internal/satoken"
 	"github.com/ctrlhost/ctrlhost/internal/selection"
+	"github.com/ctrlhost/ctrlhost/internal/term"
 	"github.com/ctrlhost/ctrlhost/logging"
 	"github.com/ctrlhost/ctrlhost/serving"
 )
@@ -210,7 +211,6 @@ func (b *Builder) Build() (*Manager, error) {
 		component:   b.component,
 		opts:        opts,
 		featureGate: fg,
-		terms:       map[*term]struct{}{},
 		started:     make(chan struct{}),
 		reselected:  make(chan struct{}),
 	}
@@ -225,9 +225,10 @@ func (b *Builder) Build() (*Manager, error) {
 	p, perrs := newPlan(planInput{component: b.component, opts: opts, set: set,
 		controllers: controllers, featureGate: fg,
 		cloud:  cloudLoops{inProcess: b.cloud, provider: opts.CloudProvider},
-		client: m.client, restConfig: m.restConfig, log: m.log})
+		client: m.clients.Client, restConfig: m.clients.RESTConfig, log: m.log})
 	errs = append(errs, perrs...)
 	m.order, m.states, m.selected, m.locks = p.order, p.states, p.selected, p.locks
+	m.host = m.newHost()
 	for _, l := range p.notes {
 		m.log.Info(l.msg, l.kv...)
 	}
@@ -325,8 +326,8 @@ func (b *Builder) endpoints(m *Manager, opts Options) (*healthz.Handler, []error
 	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.handler.ServeHTTP(w, r)
 	})
-	if m.client != nil && len(opts.Serving.Validate()) == 0 {
-		if m.server, err = serving.New(opts.Serving, served, m.client,
+	if m.clients.Client != nil && len(opts.Serving.Validate()) == 0 {
+		if m.server, err = serving.New(opts.Serving, served, m.clients.Client,
 			m.log.WithName("serving")); err != nil {
 			errs = append(errs, err)
 		}
@@ -354,14 +355,20 @@ func (b *Builder) shareGate(m *Manager, given featuregate.FeatureGate, valid boo
 
 // clients resolves the REST config and root clients.
 func (b *Builder) clients(m *Manager, opts Options) error {
-	m.budgets, m.serviceAccounts = opts.ClientBudgets, opts.UseServiceAccountCredentials
+	m.clients.ServiceAccounts = opts.UseServiceAccountCredentials
+	if len(opts.ClientBudgets) > 0 {
+		m.clients.Budgets = make(map[string]term.Budget, len(opts.ClientBudgets))
+		for name, b := range opts.ClientBudgets {
+			m.clients.Budgets[name] = term.Budget(b)
+		}
+	}
 	if b.clientSet {
 		if b.client == nil {
 			return errors.New("WithClient: the typed client must not be nil")
 		}
-		m.client, m.metaClient, m.dynClient = b.client, b.metaClient, b.dynClient
-		if m.metaClient == nil {
-			m.metaClient = nometadata.Client{}
+		m.clients.Client, m.clients.Metadata, m.clients.Dynamic = b.client, b.metaClient, b.dynClient
+		if m.clients.Metadata == nil {
+			m.clients.Metadata = nometadata.Client{}
 		}
 		return nil
 	}
@@ -387,36 +394,50 @@ func (b *Builder) clients(m *Manager, opts Options) error {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = b.component
 	}
-	m.restConfig = cfg
+	m.clients.RESTConfig = cfg
 	root, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
-	if m.client, err = kubernetes.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"),
-		root); err != nil {
+	informersConfig := term.WithUserAgent(cfg, "shared-informers")
+	if m.clients.Client, err = kubernetes.NewForConfigAndClient(informersConfig, root); err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
-	if m.metaClient, err = metadata.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"),
-		root); err != nil {
+	if m.clients.Metadata, err = metadata.NewForConfigAndClient(informersConfig, root); err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
-	if m.dynClient, err = dynamic.NewForConfigAndClient(withUserAgent(cfg, "shared-informers"),
-		root); err != nil {
+	if m.clients.Dynamic, err = dynamic.NewForConfigAndClient(informersConfig, root); err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
-	tokenConfig := withUserAgent(cfg, "tokens")
+	tokenConfig := term.WithUserAgent(cfg, "tokens")
 	tokens, err := kubernetes.NewForConfigAndClient(tokenConfig, root)
 	if err != nil {
 		return fmt.Errorf("REST config: %w", err)
 	}
-	m.credentials = &satoken.Credentials{Namespace: opts.ServiceAccountNamespace, Client: tokens,
-		Config: tokenConfig}
+	m.clients.Credentials = &satoken.Credentials{Namespace: opts.ServiceAccountNamespace,
+		Client: tokens, Config: tokenConfig}
 	return nil
 }
 
-// withUserAgent returns a copy of cfg whose user agent ends in "/name".
-func withUserAgent(cfg *rest.Config, name string) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.UserAgent = cfg.UserAgent + "/" + name
-	return c
+// newHost makes what the Manager's terms share, once its clients,
+// observability and plan are made.
+func (m *Manager) newHost() *term.Host {
+	states := make(map[string]*term.State, len(m.states))
+	for name, s := range m.states {
+		states[name] = s.State
+	}
+	return &term.Host{
+		Clients:         &m.clients,
+		StartInterval:   m.opts.ControllerStartInterval,
+		MinResyncPeriod: m.opts.MinResyncPeriod,
+		Stop: term.StopBudget{Clock: m.opts.LeaderElection.Clock,
+			Timeout: m.opts.ControllerShutdownTimeout},
+		WarmStandby:      m.opts.WarmStandby,
+		Metrics:          m.metrics,
+		Registry:         m.registry,
+		FeatureGate:      m.featureGate,
+		States:           states,
+		Failure:          controllerFailure,
+		SelectionChanged: m.selectionChanged,
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/ctrlhost/ctrlhost/internal/metrics"
+	"github.com/ctrlhost/ctrlhost/internal/term"
 	"github.com/ctrlhost/ctrlhost/leader"
 )
 
@@ -57,7 +58,7 @@ func (m *Manager) Leader() (holder, self string) {
 // runElected campaigns on e and runs spec as a term whenever it leads.
 // A term whose controllers did not stop in time ends the campaign: standing
 // again while they may still act would let two replicas act at once.
-func (m *Manager) runElected(ctx context.Context, g lockGroup, spec termSpec) error {
+func (m *Manager) runElected(ctx context.Context, g lockGroup, spec term.Spec) error {
 	e, lease := g.elector, g.lease
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -70,19 +71,19 @@ func (m *Manager) runElected(ctx context.Context, g lockGroup, spec termSpec) er
 	// this replica stands again (the recampaign policy). A change of
 	// selection, or of the WhenServed controllers' resources, while
 	// following prepares the set anew (warm.follow).
-	warm := m.newWarmSlot(ectx, spec.states, lease)
-	warm.put(warm.prepare(ectx))
-	defer warm.stop()
+	warm := m.host.NewWarmSlot(ectx, spec.States, lease)
+	warm.Put(warm.Prepare(ectx))
+	defer warm.Stop()
 	if m.opts.WarmStandby {
 		var following sync.WaitGroup
 		defer following.Wait()
 		defer cancel()
-		following.Go(func() { warm.follow(ectx) })
+		following.Go(func() { warm.Follow(ectx) })
 	}
 	err := e.Run(ectx, func(tctx context.Context) error {
 		s := spec
-		s.warm = warm.take()
-		err := m.runTerm(tctx, s)
+		s.Warm = warm.Take()
+		err := m.host.Run(tctx, s)
 		if errors.Is(err, ErrShutdownTimeout) && ctx.Err() == nil {
 			fatal = err
 			cancel()
@@ -91,7 +92,7 @@ func (m *Manager) runElected(ctx context.Context, g lockGroup, spec termSpec) er
 		// context ends while Run's does not); a term that returned on its
 		// own ends Run, and a set prepared then would list for nothing.
 		if m.opts.LostLeasePolicy == leader.Recampaign && tctx.Err() != nil && ectx.Err() == nil {
-			warm.put(warm.prepare(ectx))
+			warm.Put(warm.Prepare(ectx))
 		}
 		return err
 	})
@@ -112,7 +113,6 @@ func (m *Manager) runElected(ctx context.Context, g lockGroup, spec termSpec) er
 func (m *Manager) migrationCampaign(ctx context.Context) error {
 	logr.FromContextOrDiscard(ctx).Info("Main lock held and StartFirst controllers running; " +
 		"seeking the migration lock")
-	return m.runElected(ctx, m.locks.migration, termSpec{name: "migration",
-		states: m.locks.migration.states,
-		parent: leader.TermFrom(ctx)})
+	return m.runElected(ctx, m.locks.migration, term.Spec{Name: "migration",
+		States: records(m.locks.migration.states), Parent: leader.TermFrom(ctx)})
 }

@@ -51,7 +51,7 @@ func (m *Manager) healthChecks() *healthz.Registry {
 		reg.Add(healthz.Check{Name: CheckSharding, Checker: m.shardingCheck}, healthz.EndpointReadyz)
 	}
 	for _, s := range m.order {
-		st, _ := s.snapshot()
+		st, _ := s.status()
 		switch {
 		case st.Phase == PhaseDisabled && s.fixed != "":
 			continue // SetControllers cannot enable it
@@ -86,7 +86,7 @@ func (m *Manager) controllerCheck(s *state, readiness bool) healthz.Checker {
 	}
 	return func(req *http.Request) error {
 		err := check(req)
-		m.metrics.HealthCheck(s.desc.Name(), healthz.Passed(err))
+		m.metrics.HealthCheck(s.Desc.Name(), healthz.Passed(err))
 		return err
 	}
 }
@@ -111,7 +111,7 @@ func (m *Manager) controllerCheckOnce(s *state, readiness bool) healthz.Checker 
 		if s.group != nil {
 			return m.shardedCheck(s, readiness, req)
 		}
-		st, c := s.snapshot()
+		st, c := s.status()
 		switch st.Phase {
 		case PhaseFailed:
 			return st.Err
@@ -140,7 +140,7 @@ func (m *Manager) controllerCheckOnce(s *state, readiness bool) healthz.Checker 
 // informerSyncCheck is ready when the running term's informers started and
 // every started informer synced.
 func (m *Manager) informerSyncCheck(req *http.Request) error {
-	terms := m.runningTerms()
+	terms := m.host.Synced()
 	if len(terms) == 0 {
 		if e := m.locks.main.elector; e != nil && !e.IsLeader() {
 			return e.Ready(req)
@@ -150,16 +150,15 @@ func (m *Manager) informerSyncCheck(req *http.Request) error {
 	var errs []error
 	var notes []string
 	for _, t := range terms {
-		err := t.set.Synced() // units' informers included: they are the term's
-		m.metrics.InformersSynced(t.name, err == nil)
+		m.metrics.InformersSynced(t.Term, t.Err == nil)
 		switch {
-		case err == nil:
-		case t.slot:
+		case t.Err == nil:
+		case t.Slot:
 			// A slot term's caches fill while its slot changes hands:
 			// shown, not failing (see shardedCheck).
-			notes = append(notes, fmt.Sprintf("term %s: %v", t.name, err))
+			notes = append(notes, fmt.Sprintf("term %s: %v", t.Term, t.Err))
 		default:
-			errs = append(errs, fmt.Errorf("term %s: %w", t.name, err))
+			errs = append(errs, fmt.Errorf("term %s: %w", t.Term, t.Err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -192,7 +191,7 @@ func (m *Manager) debugHandler() http.Handler {
 	names := func() []string {
 		out := make([]string, 0, len(m.order))
 		for _, s := range m.order {
-			out = append(out, s.desc.Name())
+			out = append(out, s.Desc.Name())
 		}
 		return out
 	}
@@ -202,7 +201,7 @@ func (m *Manager) debugHandler() http.Handler {
 			// An alias reaches the controller too: KCM before 1.28 served
 			// these pages under the short names that are aliases now.
 			for _, o := range m.order {
-				if slices.Contains(o.desc.Aliases(), name) {
+				if slices.Contains(o.Desc.Aliases(), name) {
 					s, ok = o, true
 					break
 				}
@@ -211,7 +210,7 @@ func (m *Manager) debugHandler() http.Handler {
 		if !ok {
 			return nil, false
 		}
-		_, c := s.snapshot()
+		_, c := s.status()
 		return c, true
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/internal/featuregates"
 	"github.com/ctrlhost/ctrlhost/internal/metrics"
 	"github.com/ctrlhost/ctrlhost/internal/supervisor"
+	"github.com/ctrlhost/ctrlhost/internal/term"
 	"github.com/ctrlhost/ctrlhost/serving"
 )
 
@@ -29,7 +30,8 @@ type Manager struct {
 	featureGate featuregate.FeatureGate
 	log         logr.Logger
 
-	hostClients // the Manager's clients, and what each controller's are made of
+	clients term.Clients // the Manager's clients, and what each controller's are made of
+	host    *term.Host   // runs the terms
 
 	order    []*state   // every registered controller, registration order
 	selectMu sync.Mutex // serialises SetControllers
@@ -53,8 +55,6 @@ type Manager struct {
 	ran     atomic.Bool
 	running atomic.Bool
 	started chan struct{} // closed when Run starts
-	termsMu sync.Mutex
-	terms   map[*term]struct{} // running terms
 	addrMu  sync.Mutex
 	addr    net.Addr
 }
@@ -90,7 +90,7 @@ func (m *Manager) Handler() http.Handler { return m.handler }
 func (m *Manager) Controllers() []ControllerStatus {
 	out := make([]ControllerStatus, 0, len(m.order))
 	for _, s := range m.order {
-		st, _ := s.snapshot()
+		st, _ := s.status()
 		out = append(out, st)
 	}
 	return out
@@ -102,7 +102,7 @@ func (m *Manager) Status(name string) (ControllerStatus, bool) {
 	if !ok {
 		return ControllerStatus{}, false
 	}
-	st, _ := s.snapshot()
+	st, _ := s.status()
 	return st, true
 }
 
@@ -173,15 +173,15 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 	})
 	if len(m.locks.unelected) > 0 {
 		g.Go(ctx, func(ctx context.Context) error {
-			return m.runTerm(ctx, termSpec{name: "unelected", states: m.locks.unelected})
+			return m.host.Run(ctx, term.Spec{Name: "unelected", States: records(m.locks.unelected)})
 		})
 	}
 	for _, p := range m.locks.shards {
 		g.Go(ctx, func(ctx context.Context) error { return m.runShards(ctx, p) })
 	}
-	main := termSpec{name: "main", states: m.locks.main.states}
+	main := term.Spec{Name: "main", States: records(m.locks.main.states)}
 	if me := m.locks.migration.elector; me != nil {
-		main.alongside = m.migrationCampaign
+		main.Alongside = m.migrationCampaign
 		// Every replica follows the migration Lease, so that a follower of
 		// the main lock knows who runs the migrated controllers (and is
 		// ready), as it knows the main lock's holder.
@@ -189,7 +189,7 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 	}
 	switch {
 	case m.locks.main.elector == nil:
-		g.Go(ctx, func(ctx context.Context) error { return m.runTerm(ctx, main) })
+		g.Go(ctx, func(ctx context.Context) error { return m.host.Run(ctx, main) })
 	default:
 		g.Go(ctx, func(ctx context.Context) error { return m.runElected(ctx, m.locks.main, main) })
 	}
@@ -199,7 +199,7 @@ func (m *Manager) Run(ctx context.Context) (err error) {
 // logSelection logs one line per controller that will not run, with why.
 func (m *Manager) logSelection(log logr.Logger) {
 	for _, s := range m.order {
-		st, _ := s.snapshot()
+		st, _ := s.status()
 		switch st.Phase {
 		case PhaseDisabled:
 			log.Info("Controller is disabled", "controller", st.Name, "reason", st.Reason)

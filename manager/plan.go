@@ -12,6 +12,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/internal/selection"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
+	"github.com/ctrlhost/ctrlhost/internal/term"
 	"github.com/ctrlhost/ctrlhost/leader"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
@@ -154,10 +155,10 @@ func (p *plan) assignLocks(in planInput,
 	var selected []*state
 	sharded := map[shard.Keying][]*state{}
 	for _, s := range p.selected {
-		d := s.desc
+		d := s.Desc
 		keying, isSharded := d.IsSharded()
 		isSharded = isSharded && in.opts.LeaderElect && in.opts.Sharding.Enabled
-		if isSharded && !s.enabled.Load() {
+		if isSharded && !s.Enabled.Load() {
 			// Shard groups are made at Build for the selected controllers.
 			s.fixed = "sharded (--enable-sharding) and not selected when the Manager was built"
 			continue
@@ -181,8 +182,8 @@ func (p *plan) assignLocks(in planInput,
 		case assigned == leader.Unowned:
 			reason := "leader migration: run by another component under lock " +
 				migration.LeaseName()
-			if s.enabled.Load() {
-				s.skip(reason)
+			if s.Enabled.Load() {
+				s.Skip(reason)
 			}
 			// SetControllers may neither stop nor start it: it is not
 			// this component's to run.
@@ -234,7 +235,7 @@ func shardClient(in planInput, cfg leader.Config) (kubernetes.Interface, error) 
 	if in.restConfig == nil {
 		return in.client, nil
 	}
-	c := shardgroup.LeaseClientConfig(withUserAgent(in.restConfig, "shard"),
+	c := shardgroup.LeaseClientConfig(term.WithUserAgent(in.restConfig, "shard"),
 		in.opts.Sharding.Slots, cfg.RetryPeriod)
 	cs, err := kubernetes.NewForConfig(c)
 	if err != nil {
@@ -252,7 +253,7 @@ func (p *plan) planMigration(in planInput, cfg leader.Config,
 	if err := p.lockNamesDiffer(in, cfg, migration.ElectorConfig(cfg)); err != nil {
 		return []error{err}
 	}
-	enabled := func(s *state) bool { return s.enabled.Load() }
+	enabled := func(s *state) bool { return s.Enabled.Load() }
 	if !slices.ContainsFunc(p.locks.migration.states, enabled) {
 		for _, s := range p.locks.migration.states {
 			s.fixed = "migrated (leader migration), and this component seeks no migration lock: " +

@@ -96,7 +96,7 @@ func TestNewPlanSplitsTheControllers(t *testing.T) {
 			names := func(states []*state) []string {
 				var out []string
 				for _, s := range states {
-					out = append(out, s.desc.Name())
+					out = append(out, s.Desc.Name())
 				}
 				return out
 			}
@@ -119,16 +119,16 @@ func TestNewPlanSplitsTheControllers(t *testing.T) {
 			}
 			for _, s := range p.locks.main.states {
 				if s.lock != p.locks.main.elector {
-					t.Errorf("%s: not given the main lock's elector", s.desc.Name())
+					t.Errorf("%s: not given the main lock's elector", s.Desc.Name())
 				}
 			}
 			for _, s := range p.locks.migration.states {
 				if s.lock == nil || s.lock != p.locks.migration.elector {
-					t.Errorf("%s: not given the migration lock's elector", s.desc.Name())
+					t.Errorf("%s: not given the migration lock's elector", s.Desc.Name())
 				}
 			}
 			for _, name := range tc.skipped {
-				st, _ := p.states[name].snapshot()
+				st, _ := p.states[name].status()
 				if st.Phase != PhaseSkipped || p.states[name].fixed == "" ||
 					slices.Contains(p.selected, p.states[name]) {
 					t.Errorf("%s: %s, fixed %q; want skipped, fixed, not selected", name, st.Phase,

@@ -107,7 +107,7 @@ func (m *Manager) setControllers(entries []string) error {
 	}
 	ds := make([]descriptor.Descriptor, 0, len(m.order))
 	for _, s := range m.order {
-		ds = append(ds, s.desc)
+		ds = append(ds, s.Desc)
 	}
 	sel, err := selection.Resolve(ds, entries)
 	if err != nil {
@@ -118,15 +118,15 @@ func (m *Manager) setControllers(entries []string) error {
 	changes := map[*state]bool{}
 	var errs []error
 	for _, s := range m.order {
-		on := sel.Enabled(s.desc)
-		if on == s.enabled.Load() {
+		on := sel.Enabled(s.Desc)
+		if on == s.Enabled.Load() {
 			continue
 		}
-		_, sharded := s.desc.IsSharded()
+		_, sharded := s.Desc.IsSharded()
 		why := s.fixed
 		switch {
 		case why != "":
-		case s.desc.IsStartFirst():
+		case s.Desc.IsStartFirst():
 			why = "it is StartFirst, built before every other controller of its term; " +
 				"change --controllers and restart"
 		case sharded && s.group != nil:
@@ -137,7 +137,7 @@ func (m *Manager) setControllers(entries []string) error {
 			continue
 		}
 		errs = append(errs, fmt.Errorf("controller %q cannot be %s at runtime: %s",
-			s.desc.Name(), onOff(on), why))
+			s.Desc.Name(), onOff(on), why))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("manager: SetControllers: nothing changed:\n%w", errors.Join(errs...))
@@ -147,18 +147,16 @@ func (m *Manager) setControllers(entries []string) error {
 		if !ok {
 			continue
 		}
-		s.enabled.Store(on)
+		s.Enabled.Store(on)
 		m.log.Info("Controller "+onOff(on)+" at runtime",
-			"controller", s.desc.Name(), "controllers", entries)
+			"controller", s.Desc.Name(), "controllers", entries)
 		if on {
-			s.reenable()
+			s.Reenable()
 		} else {
-			s.disableWaiting()
+			s.DisableWaiting()
 		}
 	}
-	for _, t := range m.runningTerms() {
-		t.units.reselect()
-	}
+	m.host.Reselect()
 	if len(changes) > 0 {
 		close(m.reselected)
 		m.reselected = make(chan struct{})

@@ -11,11 +11,11 @@ import (
 	"sync"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/healthz"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
+	"github.com/ctrlhost/ctrlhost/internal/term"
 	"github.com/ctrlhost/ctrlhost/shard"
 )
 
@@ -46,31 +46,32 @@ func (m *Manager) runShards(ctx context.Context, p shardPlan) error {
 	var failed []error
 	name, space := p.group.Name(), p.group.Space()
 	limiters := shardgroup.NewLimiters()
-	scope := shardgroup.DiscoveryScope(m.client.Discovery())
+	scope := shardgroup.DiscoveryScope(m.clients.Client.Discovery())
 	err := p.group.Run(ctx, func(sctx context.Context, slot int) error {
-		client, err := shardgroup.NewClientset(m.client, space, []int{slot})
+		client, err := shardgroup.NewClientset(m.clients.Client, space, []int{slot})
 		if err != nil {
 			return err // a bad slot number: a bug, and the term would be empty
 		}
 		var dyn dynamic.Interface
-		if m.dynClient != nil {
-			if dyn, err = shardgroup.NewDynamic(m.dynClient, space, []int{slot}, scope); err != nil {
+		if m.clients.Dynamic != nil {
+			if dyn, err = shardgroup.NewDynamic(m.clients.Dynamic, space, []int{slot}, scope); err != nil {
 				return err
 			}
 		}
-		states := make([]*state, len(p.states))
+		states := make([]*term.State, len(p.states))
 		for i, s := range p.states {
-			states[i] = s.forSlot(slot)
+			states[i] = s.ForSlot(slot)
 		}
 		m.metrics.SlotHeld(name, slot, true)
 		defer func() {
 			m.metrics.SlotHeld(name, slot, false)
 			for _, s := range p.states {
-				s.dropSlot(slot)
+				s.DropSlot(slot)
 			}
 		}()
-		err = m.runTerm(sctx, termSpec{name: fmt.Sprintf("%s-slot-%d", name, slot), states: states,
-			slot: &slotTerm{client: client, dynamic: dyn, limiters: limiters, space: space, slot: slot}})
+		err = m.host.Run(sctx, term.Spec{Name: fmt.Sprintf("%s-slot-%d", name, slot), States: states,
+			Slot: &term.Slot{Client: client, Dynamic: dyn, Limiters: limiters, Space: space,
+				Index: slot}})
 		if err != nil {
 			mu.Lock()
 			failed = append(failed, fmt.Errorf("shard group %q, slot %d: %w", name, slot, err))
@@ -110,7 +111,7 @@ func (m *Manager) shardingCheck(*http.Request) error {
 // slots change hands (a rebalance is not a reason to take a replica out of
 // service). Liveness fails only for a failed instance.
 func (m *Manager) shardedCheck(s *state, readiness bool, req *http.Request) error {
-	slots := s.slotStates()
+	slots := s.SlotStates()
 	if readiness {
 		if err := s.group.Ready(); err != nil {
 			return err
@@ -126,7 +127,8 @@ func (m *Manager) shardedCheck(s *state, readiness bool, req *http.Request) erro
 	var running []int
 	var notes []string
 	for _, slot := range slices.Sorted(maps.Keys(slots)) {
-		st, c := slots[slot].snapshot()
+		ts, c := slots[slot].Snapshot()
+		st := publicStatus(ts)
 		var err error
 		switch st.Phase {
 		case PhaseFailed:
@@ -156,34 +158,4 @@ func (m *Manager) shardedCheck(s *state, readiness bool, req *http.Request) erro
 		note += " (" + strings.Join(notes, ", ") + ")"
 	}
 	return healthz.Note(note)
-}
-
-// slotTerm is what makes a term a slot term of a shard group.
-type slotTerm struct {
-	// the term's informers list and watch through it: a shardgroup.Clientset
-	// of the slot
-	client kubernetes.Interface
-	// the same for dynamic and custom informers: a shardgroup.Dynamic; nil
-	// without one
-	dynamic  dynamic.Interface
-	limiters *shardgroup.Limiters // rate limiters shared with the group's other slot terms
-	space    shard.Space
-	slot     int
-}
-
-// rateLimiters returns the shared rate limiters; nil outside slot terms.
-func (t *slotTerm) rateLimiters() *shardgroup.Limiters {
-	if t == nil {
-		return nil
-	}
-	return t.limiters
-}
-
-// scope returns a controller's descriptor.Context.Shard: a Scope of its
-// own; nil outside slot terms.
-func (t *slotTerm) scope() *shard.Scope {
-	if t == nil {
-		return nil
-	}
-	return &shard.Scope{Space: t.space, Slots: []int{t.slot}}
 }

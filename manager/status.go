@@ -1,16 +1,13 @@
 package manager
 
 import (
-	"context"
-	"maps"
-	"slices"
-	"sync"
-	"sync/atomic"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
-	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
+	"github.com/ctrlhost/ctrlhost/internal/term"
 	"github.com/ctrlhost/ctrlhost/leader"
 )
 
@@ -66,230 +63,110 @@ type ControllerStatus struct {
 	Slots []int
 }
 
-// state is the live record of one controller, shared between the term that
-// runs it and the health checks that read it.
+// ErrControllerFailed is matched (errors.Is) by the error Run returns when a
+// controller's InitFunc or Run failed or panicked: a *ControllerError.
+var ErrControllerFailed = errors.New("controller failed")
+
+// ControllerError is how a controller failed: its InitFunc or its Run
+// returned an error or panicked. It reads once, `controller "x": InitFunc
+// failed: <cause>` (or `Run panicked: <value>`); errors.Is matches
+// ErrControllerFailed, and Unwrap gives the cause.
+type ControllerError struct {
+	Controller string // its canonical name
+	Phase      string // "InitFunc" or "Run"
+	Panicked   bool
+	Err        error // what it returned, or the value it panicked with
+}
+
+func (e *ControllerError) Error() string {
+	verb := "failed"
+	if e.Panicked {
+		verb = "panicked"
+	}
+	return fmt.Sprintf("controller %q: %s %s: %v", e.Controller, e.Phase, verb, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *ControllerError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrControllerFailed.
+func (e *ControllerError) Is(target error) bool { return target == ErrControllerFailed }
+
+// phaseInit and phaseRun are ControllerError's phases.
+const (
+	phaseInit = "InitFunc"
+	phaseRun  = "Run"
+)
+
+// ErrShutdownTimeout is wrapped by the error Run returns when controllers
+// did not return within ControllerShutdownTimeout (or, after a lost lease,
+// within the lock's stop budget).
+var ErrShutdownTimeout = term.ErrShutdownTimeout
+
+// ClientBudget is a per-controller client-side rate limit.
+type ClientBudget struct {
+	// QPS, 0 for the manager's --kube-api-qps.
+	QPS float32
+	// Burst, 0 for the manager's --kube-api-burst.
+	Burst int32
+}
+
+// state is one controller as the Manager planned it: the live record its
+// terms keep (term.State), and which lock or shard group runs it.
 type state struct {
-	desc descriptor.Descriptor
+	*term.State
 	// lock is the elector whose terms run this controller; nil when it runs
 	// without leader election.
 	lock *leader.Elector
 	// group is the shard group whose slot terms run this controller (one
-	// instance each, with a state of its own in slots); nil unless sharded.
+	// instance each, with a state of its own); nil unless sharded.
 	group *shardgroup.Group
-
-	// enabled is the runtime selection (--controllers, then
-	// SetControllers); a term runs the controller only while it is set.
-	enabled atomic.Bool
-	// fixed, if set, says why SetControllers cannot change enabled: the
-	// controller is in no lock group's plan (skipped, sharded while
+	// fixed, if set, says why SetControllers cannot change its selection:
+	// the controller is in no lock group's plan (skipped, sharded while
 	// disabled, migrated without the migration lock).
 	fixed string
-
-	mu     sync.Mutex
-	status ControllerStatus
-	ctrl   descriptor.Controller // set while built in the current term
-	view   *informers.Set        // its build's view of the current term's informers
-	slots  map[int]*state        // sharded: the running slot terms' instances
-	// stopClients ends what its build's clients do on the host's behalf
-	// (minting its ServiceAccount token) in the current term.
-	stopClients context.CancelFunc
 }
 
 func newState(d descriptor.Descriptor, p Phase, reason string) *state {
-	s := &state{desc: d,
-		status: ControllerStatus{Name: d.Name(), Phase: p, Reason: reason, Since: time.Now()}}
-	s.enabled.Store(p != PhaseDisabled && p != PhaseSkipped)
+	s := &state{State: term.NewState(d, term.Phase(p), reason)}
 	if p == PhaseSkipped {
 		s.fixed = reason
 	}
 	return s
 }
 
-func (s *state) set(p Phase, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.status.Phase, s.status.Err, s.status.Since, s.status.Reason = p, err, time.Now(), ""
-	if p == PhaseRunning {
-		s.status.Starts++
+// status is the public snapshot of s, and its controller while a term
+// runs it.
+func (s *state) status() (ControllerStatus, descriptor.Controller) {
+	st, c := s.Snapshot()
+	return publicStatus(st), c
+}
+
+// publicStatus is st as ControllerStatus.
+func publicStatus(st term.Status) ControllerStatus {
+	return ControllerStatus{Name: st.Name, Phase: Phase(st.Phase), Reason: st.Reason, Err: st.Err,
+		Since: st.Since, Starts: st.Starts, Slots: st.Slots}
+}
+
+// records returns the terms' records of states.
+func records(states []*state) []*term.State {
+	out := make([]*term.State, len(states))
+	for i, s := range states {
+		out[i] = s.State
 	}
+	return out
 }
 
-// fail records a failure unless one is already recorded.
-func (s *state) fail(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.status.Phase == PhaseFailed {
-		return
-	}
-	s.status.Phase, s.status.Err, s.status.Since = PhaseFailed, err, time.Now()
-}
-
-func (s *state) setInformers(view *informers.Set) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.view = view
-}
-
-// setClientsStop records what ends its build's clients' work on the
-// host's behalf, and ends the previous build's.
-func (s *state) setClientsStop(stop context.CancelFunc) {
-	s.mu.Lock()
-	prev := s.stopClients
-	s.stopClients = stop
-	s.mu.Unlock()
-	if prev != nil {
-		prev()
-	}
-}
-
-// endClients ends its build's clients' work on the host's behalf: a
-// request then waiting for a token fails at once rather than when the
-// term ends.
-func (s *state) endClients() {
-	s.mu.Lock()
-	stop := s.stopClients
-	s.stopClients = nil
-	s.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-}
-
-// takeInformers returns its build's view of the term's informers (whose
-// Shutdown removes its handlers and releases its informers), and forgets
-// it.
-func (s *state) takeInformers() *informers.Set {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v := s.view
-	s.view = nil
-	return v
-}
-
-func (s *state) setController(c descriptor.Controller) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ctrl = c
-}
-
-func (s *state) snapshot() (ControllerStatus, descriptor.Controller) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.slots) == 0 {
-		return s.status, s.ctrl
-	}
-	// A sharded controller: its slot terms' instances, summed up. The
-	// controller shown (for its debug handler) is the lowest slot's.
-	st, c := s.status, descriptor.Controller(nil)
-	rank := func(p Phase) int {
-		return slices.Index([]Phase{PhaseFailed, PhaseWaiting, PhaseUnserved, PhaseInitializing,
-			PhaseStarting, PhaseRunning,
-			PhaseNotStarted, PhaseFinished, PhaseStopped}, p)
-	}
-	best := -1
-	for _, slot := range slices.Sorted(maps.Keys(s.slots)) {
-		cs, cc := s.slots[slot].snapshot()
-		st.Slots = append(st.Slots, slot)
-		st.Starts += cs.Starts
-		if c == nil {
-			c = cc
-		}
-		if r := rank(cs.Phase); best < 0 || r < best {
-			best, st.Phase, st.Err, st.Since = r, cs.Phase, cs.Err, cs.Since
+// controllerFailure is the Host's term.Failure: a ControllerError, unless
+// an InitFunc returned one of its own controller already.
+func controllerFailure(controller string, init, panicked bool, err error) error {
+	phase := phaseRun
+	if init {
+		phase = phaseInit
+		if ce := (*ControllerError)(nil); !panicked && errors.As(err, &ce) &&
+			ce.Controller == controller {
+			return err
 		}
 	}
-	return st, c
-}
-
-// forSlot returns a new state for this sharded controller's instance in
-// slot's term, recorded until dropSlot.
-func (s *state) forSlot(slot int) *state {
-	c := newState(s.desc, PhaseWaiting, "")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.slots == nil {
-		s.slots = map[int]*state{}
-	}
-	s.slots[slot] = c
-	return c
-}
-
-// dropSlot forgets slot's instance once its term ended, keeping its starts
-// and, if it failed, its failure.
-func (s *state) dropSlot(slot int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.slots[slot]
-	if !ok {
-		return
-	}
-	delete(s.slots, slot)
-	st, _ := c.snapshot()
-	s.status.Starts += st.Starts
-	switch {
-	case st.Phase == PhaseFailed:
-		s.status.Phase, s.status.Err, s.status.Since = PhaseFailed, st.Err, st.Since
-	case s.status.Phase != PhaseFailed:
-		s.status.Phase, s.status.Since = PhaseWaiting, time.Now()
-	}
-}
-
-// slotStates returns the running slot terms' instances by slot.
-func (s *state) slotStates() map[int]*state {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.slots)
-}
-
-// unserved records that a term waits for the controller's resources to be
-// served, unless the controller failed.
-func (s *state) unserved(reason string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.status.Phase == PhaseFailed:
-		return
-	case s.status.Phase == PhaseUnserved && s.status.Reason == reason:
-		return
-	}
-	s.status.Phase, s.status.Reason, s.status.Since = PhaseUnserved, reason, time.Now()
-}
-
-// disable records that the controller is not selected (SetControllers),
-// unless it failed; a controller disabled already keeps its reason.
-func (s *state) disable() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.status.Phase == PhaseFailed || s.status.Phase == PhaseDisabled {
-		return
-	}
-	s.status.Phase, s.status.Reason, s.status.Since = PhaseDisabled, disabledAtRuntime, time.Now()
-}
-
-// disableWaiting records at once that a controller waiting for a term
-// (none runs it now: before Run, or on a follower) is disabled; one a term
-// runs is recorded by the term once it has stopped.
-func (s *state) disableWaiting() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.status.Phase == PhaseWaiting {
-		s.status.Phase, s.status.Reason, s.status.Since = PhaseDisabled, disabledAtRuntime, time.Now()
-	}
-}
-
-// reenable records that a disabled controller is selected again: it
-// waits for a term to start it.
-func (s *state) reenable() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.status.Phase == PhaseDisabled {
-		s.status.Phase, s.status.Reason, s.status.Since = PhaseWaiting, "", time.Now()
-	}
-}
-
-// skip marks a selected controller as skipped, before any term.
-func (s *state) skip(reason string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.status.Phase, s.status.Reason, s.status.Since = PhaseSkipped, reason, time.Now()
+	return &ControllerError{controller, phase, panicked, err}
 }

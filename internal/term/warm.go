@@ -1,4 +1,4 @@
-package manager
+package term
 
 import (
 	"context"
@@ -13,50 +13,50 @@ import (
 )
 
 // prepareWarm starts the warm informer set (informers.Warm) of a would-be
-// term of states under warm standby (Options.WarmStandby): the informers
+// term of states under warm standby (Host.WarmStandby): the informers
 // and indexes its descriptors declare. It returns nil when warm standby is
-// off or nothing is declared. Exactly one term adopts the set (runTerm
+// off or nothing is declared. Exactly one term adopts the set (Run
 // runs on it and stops it); a set no term adopted is stopped when the
 // campaign ends. No controller is built for it: nothing is written.
 // Controllers not selected now are left out, and WhenServed ones whose
 // resources served does not show served (all of them without a view).
-func (m *Manager) prepareWarm(ctx context.Context, states []*state, lease string,
+func (h *Host) prepareWarm(ctx context.Context, states []*State, lease string,
 	sv *served.View) *informers.Warm {
-	if !m.opts.WarmStandby {
+	if !h.WarmStandby {
 		return nil
 	}
 	var declared []informers.Declared
-	var running []*state
+	var running []*State
 	for _, s := range states {
-		unserved := len(s.desc.Served()) > 0 &&
-			(sv == nil || len(sv.Missing(s.desc.Served())) > 0)
-		if !s.enabled.Load() || unserved {
+		unserved := len(s.Desc.Served()) > 0 &&
+			(sv == nil || len(sv.Missing(s.Desc.Served())) > 0)
+		if !s.Enabled.Load() || unserved {
 			// Not selected, or its resources are not served: it builds
 			// its informers when it starts (termUnits).
 			continue
 		}
 		running = append(running, s)
-		for _, gvr := range s.desc.Informers() {
-			declared = informers.Declare(declared, s.desc.Name(), gvr, s.desc.ObjectType(gvr),
-				s.desc.Indexers(gvr))
+		for _, gvr := range s.Desc.Informers() {
+			declared = informers.Declare(declared, s.Desc.Name(), gvr, s.Desc.ObjectType(gvr),
+				s.Desc.Indexers(gvr))
 		}
 	}
 	ctx = logr.NewContext(ctx, logr.FromContextOrDiscard(ctx).WithValues("lock", lease))
 	// The set lives until Stop, not until the campaign's context ends: the
 	// term that adopts it stops it once its controllers have stopped (as a
 	// term stops a set of its own), and the campaign stops one no term
-	// adopted (warmSlot's stop and replace).
-	return informers.StartWarm(context.WithoutCancel(ctx), m.client, m.metaClient,
-		m.informerOptions(m.dynClient, running), declared)
+	// adopted (WarmSlot's stop and replace).
+	return informers.StartWarm(context.WithoutCancel(ctx), h.Clients.Client, h.Clients.Metadata,
+		h.informerOptions(h.Clients.Dynamic, running), declared)
 }
 
-// warmSlot holds the warm set a campaign prepared until a term adopts it.
-type warmSlot struct {
-	// prepareWarm is Manager.prepareWarm; selectionChanged is
-	// Manager.selectionChanged.
-	prepareWarm      func(context.Context, []*state, string, *served.View) *informers.Warm
+// WarmSlot holds the warm set a campaign prepared until a term adopts it.
+type WarmSlot struct {
+	// prepareWarm is Host.prepareWarm; selectionChanged is
+	// Host.SelectionChanged.
+	prepareWarm      func(context.Context, []*State, string, *served.View) *informers.Warm
 	selectionChanged func() <-chan struct{}
-	states           []*state
+	states           []*State
 	lease            string
 	// served, when the would-be term has WhenServed controllers, is what
 	// this replica knows of their resources while it follows: those
@@ -68,51 +68,51 @@ type warmSlot struct {
 	leading bool // a term took the set, and none is put back yet
 }
 
-// newWarmSlot returns the warm slot of a campaign for a term of states.
+// NewWarmSlot returns the warm slot of a campaign for a term of states.
 // Under warm standby with WhenServed controllers it asks discovery once
 // about their resources (bounded by ctx).
-func (m *Manager) newWarmSlot(ctx context.Context, states []*state, lease string) *warmSlot {
-	s := &warmSlot{prepareWarm: m.prepareWarm, selectionChanged: m.selectionChanged,
+func (h *Host) NewWarmSlot(ctx context.Context, states []*State, lease string) *WarmSlot {
+	s := &WarmSlot{prepareWarm: h.prepareWarm, selectionChanged: h.SelectionChanged,
 		states: states, lease: lease}
-	if !m.opts.WarmStandby || !slices.ContainsFunc(states, func(st *state) bool {
-		return len(st.desc.Served()) > 0
+	if !h.WarmStandby || !slices.ContainsFunc(states, func(st *State) bool {
+		return len(st.Desc.Served()) > 0
 	}) {
 		return s
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("lock", lease)
-	s.served = served.New(log, m.client.Discovery(), m.metaClient, servedBy(states))
+	s.served = served.New(log, h.Clients.Client.Discovery(), h.Clients.Metadata, servedBy(states))
 	s.served.Refresh(ctx)
 	return s
 }
 
-// prepare starts a warm set for the current selection and served
+// Prepare starts a warm set for the current selection and served
 // resources.
-func (s *warmSlot) prepare(ctx context.Context) *informers.Warm {
+func (s *WarmSlot) Prepare(ctx context.Context) *informers.Warm {
 	return s.prepareWarm(ctx, s.states, s.lease, s.served)
 }
 
 // servedNow names the selected WhenServed controllers whose resources
 // are served now, as the last prepare would have seen them.
-func (s *warmSlot) servedNow() []string {
+func (s *WarmSlot) servedNow() []string {
 	var out []string
 	for _, st := range s.states {
-		served := st.desc.Served()
-		if st.enabled.Load() && len(served) > 0 && len(s.served.Missing(served)) == 0 {
-			out = append(out, st.desc.Name())
+		served := st.Desc.Served()
+		if st.Enabled.Load() && len(served) > 0 && len(s.served.Missing(served)) == 0 {
+			out = append(out, st.Desc.Name())
 		}
 	}
 	return out
 }
 
-// put stores w (nil: none) for the next term; it is no longer leading.
-func (s *warmSlot) put(w *informers.Warm) {
+// Put stores w (nil: none) for the next term; it is no longer leading.
+func (s *WarmSlot) Put(w *informers.Warm) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.warm, s.leading = w, false
 }
 
-// take hands the set to a term that starts.
-func (s *warmSlot) take() *informers.Warm {
+// Take hands the set to a term that starts.
+func (s *WarmSlot) Take() *informers.Warm {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.warm
@@ -120,8 +120,8 @@ func (s *warmSlot) take() *informers.Warm {
 	return w
 }
 
-// stop stops a set no term adopted.
-func (s *warmSlot) stop() {
+// Stop stops a set no term adopted.
+func (s *WarmSlot) Stop() {
 	s.mu.Lock()
 	w := s.warm
 	s.warm = nil
@@ -131,13 +131,13 @@ func (s *warmSlot) stop() {
 	}
 }
 
-// follow prepares the set anew whenever SetControllers changes the
+// Follow prepares the set anew whenever SetControllers changes the
 // selection while this replica follows, and, with WhenServed controllers,
 // whenever discovery shows one's resources come or go (asked at each tick
 // of a served.Poller, and at once when a CRD or APIService changes), so
 // that the controllers it would start as leader are the ones kept warm,
 // until ctx ends.
-func (s *warmSlot) follow(ctx context.Context) {
+func (s *WarmSlot) Follow(ctx context.Context) {
 	changed := s.selectionChanged()
 	var poll <-chan time.Time
 	var poller *served.Poller
@@ -178,12 +178,12 @@ func (s *warmSlot) follow(ctx context.Context) {
 		if s.served != nil {
 			last = s.servedNow()
 		}
-		s.replace(s.prepare(ctx))
+		s.replace(s.Prepare(ctx))
 	}
 }
 
 // isLeading reports whether a term took the set and none is put back yet.
-func (s *warmSlot) isLeading() bool {
+func (s *WarmSlot) isLeading() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.leading
@@ -191,7 +191,7 @@ func (s *warmSlot) isLeading() bool {
 
 // servedChanged asks discovery again and reports whether the served
 // WhenServed controllers differ from last.
-func (s *warmSlot) servedChanged(ctx context.Context, last *[]string) bool {
+func (s *WarmSlot) servedChanged(ctx context.Context, last *[]string) bool {
 	s.served.Refresh(ctx)
 	return !slices.Equal(s.servedNow(), *last)
 }
@@ -199,7 +199,7 @@ func (s *warmSlot) servedChanged(ctx context.Context, last *[]string) bool {
 // replace makes next the set for the next term, and stops the one it
 // replaces; if a term took the set meanwhile, it stops next instead (that
 // term started from the selection anyway).
-func (s *warmSlot) replace(next *informers.Warm) {
+func (s *WarmSlot) replace(next *informers.Warm) {
 	s.mu.Lock()
 	old := s.warm
 	if s.leading {

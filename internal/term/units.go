@@ -1,4 +1,4 @@
-package manager
+package term
 
 import (
 	"context"
@@ -37,12 +37,12 @@ import (
 // that fails fails the term, as any controller does.
 type termUnits struct {
 	// build builds a unit's controller, as the term builds its own.
-	build func(ctx context.Context, log logr.Logger, s *state, env termEnv, r *runner,
+	build func(ctx context.Context, log logr.Logger, s *State, env termEnv, r *runner,
 		view *informers.Set) (descriptor.Controller, error)
 	host          kubernetes.Interface // writes a unit's events when its own client fails
 	startInterval time.Duration        // --controller-start-interval
 	metrics       *metrics.Controllers
-	stop          stopBudget // how long a stopped unit may take
+	stop          StopBudget // how long a stopped unit may take
 	log           logr.Logger
 	env           termEnv        // the term's: its ctx ends when the controllers are told to stop
 	r             *runner        // the term's
@@ -51,7 +51,7 @@ type termUnits struct {
 	// informers each controller declared until the controller stops or is
 	// found not to run (releaseIdle).
 	warm   *informers.Warm
-	states []*state // every controller of the term
+	states []*State // every controller of the term
 	served *served.View
 	kick   chan struct{} // a change of selection: reconcile now
 	// cleanups are the shutdowns of stopped controllers' informers.
@@ -59,8 +59,8 @@ type termUnits struct {
 
 	mu      sync.Mutex
 	closed  bool             // the term is stopping: nothing starts
-	static  map[*state]bool  // built by the term at its start, and not stopped since
-	running map[*state]*unit // started or stopping units, and static ones stopping
+	static  map[*State]bool  // built by the term at its start, and not stopped since
+	running map[*State]*unit // started or stopping units, and static ones stopping
 }
 
 // unit is one start of a controller outside the term's first build, or
@@ -77,13 +77,13 @@ type unit struct {
 	}
 }
 
-func (m *Manager) newTermUnits(log logr.Logger, env termEnv, r *runner, warm *informers.Warm,
-	leases []*leader.Term, states, static []*state) *termUnits {
-	u := &termUnits{build: m.build, host: m.client, startInterval: m.opts.ControllerStartInterval,
-		metrics: m.metrics, stop: m.stopBudget(),
+func (h *Host) newTermUnits(log logr.Logger, env termEnv, r *runner, warm *informers.Warm,
+	leases []*leader.Term, states, static []*State) *termUnits {
+	u := &termUnits{build: h.build, host: h.Clients.Client, startInterval: h.StartInterval,
+		metrics: h.Metrics, stop: h.Stop,
 		log: log, env: env, r: r, warm: warm, leases: leases, states: states,
-		served: served.New(log, m.client.Discovery(), m.metaClient, servedBy(states)),
-		kick:   make(chan struct{}, 1), static: map[*state]bool{}, running: map[*state]*unit{}}
+		served: served.New(log, h.Clients.Client.Discovery(), h.Clients.Metadata, servedBy(states)),
+		kick:   make(chan struct{}, 1), static: map[*State]bool{}, running: map[*State]*unit{}}
 	for _, s := range static {
 		u.static[s] = true
 	}
@@ -92,10 +92,10 @@ func (m *Manager) newTermUnits(log logr.Logger, env termEnv, r *runner, warm *in
 
 // servedBy lists the resources the WhenServed controllers of states wait
 // for.
-func servedBy(states []*state) []schema.GroupVersionResource {
+func servedBy(states []*State) []schema.GroupVersionResource {
 	var out []schema.GroupVersionResource
 	for _, s := range states {
-		out = append(out, s.desc.Served()...)
+		out = append(out, s.Desc.Served()...)
 	}
 	return out
 }
@@ -147,15 +147,15 @@ func (u *termUnits) reconcile(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		enabled := s.enabled.Load()
+		enabled := s.Enabled.Load()
 		var missing []string
 		if enabled {
-			missing = u.served.Missing(s.desc.Served())
+			missing = u.served.Missing(s.Desc.Served())
 		}
 		u.mu.Lock()
 		static, un := u.static[s], u.running[s]
 		u.mu.Unlock()
-		name := s.desc.Name()
+		name := s.Desc.Name()
 		switch {
 		case static && !enabled:
 			u.log.Info("Stopping controller: disabled at runtime", "controller", name)
@@ -173,7 +173,7 @@ func (u *termUnits) reconcile(ctx context.Context) {
 			u.releaseIdle(s)
 		default:
 			why := "enabled at runtime"
-			if len(s.desc.Served()) > 0 {
+			if len(s.Desc.Served()) > 0 {
 				why = "the resources it waits for are served"
 			}
 			u.log.Info("Starting controller: "+why, "controller", name)
@@ -186,9 +186,9 @@ func (u *termUnits) reconcile(ctx context.Context) {
 // that does not run: the informers it declared (a follower kept them warm
 // while its resources were served; they went, or it was disabled, before
 // it started).
-func (u *termUnits) releaseIdle(s *state) {
+func (u *termUnits) releaseIdle(s *State) {
 	if u.warm != nil {
-		u.warm.Release(s.desc.Name())
+		u.warm.Release(s.Desc.Name())
 	}
 }
 
@@ -197,7 +197,7 @@ func (u *termUnits) releaseIdle(s *state) {
 // holds for its declarations. Nothing of it will run in this term, so
 // informers only it wanted stop (or never start), as for a controller that
 // stopped.
-func (u *termUnits) releaseUnstarted(s *state, view *informers.Set) {
+func (u *termUnits) releaseUnstarted(s *State, view *informers.Set) {
 	if view != nil {
 		view.Shutdown()
 	}
@@ -206,7 +206,7 @@ func (u *termUnits) releaseUnstarted(s *state, view *informers.Set) {
 
 // tellToStop stops a running unit that should not run, unless it was told
 // already.
-func (u *termUnits) tellToStop(s *state, un *unit, enabled bool, missing []string) {
+func (u *termUnits) tellToStop(s *State, un *unit, enabled bool, missing []string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if un.why.phase != "" {
@@ -214,20 +214,20 @@ func (u *termUnits) tellToStop(s *state, un *unit, enabled bool, missing []strin
 	}
 	// Keys sent to it from now on are held for its next start: the queue
 	// it handed them to is about to shut down.
-	u.env.queues.Forget(s.desc.Name())
+	u.env.queues.Forget(s.Desc.Name())
 	if !enabled {
-		un.why.phase, un.why.reason = PhaseDisabled, disabledAtRuntime
-		u.log.Info("Stopping controller: disabled at runtime", "controller", s.desc.Name())
+		un.why.phase, un.why.reason = PhaseDisabled, DisabledAtRuntime
+		u.log.Info("Stopping controller: disabled at runtime", "controller", s.Desc.Name())
 	} else {
 		un.why.phase, un.why.reason = PhaseUnserved, "not served: "+strings.Join(missing, ", ")
 		u.log.Info("Stopping controller: a resource it needs is no longer served",
-			"controller", s.desc.Name(), "missing", missing)
+			"controller", s.Desc.Name(), "missing", missing)
 	}
 	un.cancel()
 }
 
-// disabledAtRuntime is the Reason of a controller SetControllers disabled.
-const disabledAtRuntime = "disabled at runtime (Manager.SetControllers)"
+// DisabledAtRuntime is the Reason of a controller SetControllers disabled.
+const DisabledAtRuntime = "disabled at runtime (Manager.SetControllers)"
 
 // close keeps anything from starting: the term is stopping, and its
 // runner takes no new goroutine once it waits for them.
@@ -244,14 +244,14 @@ func (u *termUnits) close() {
 // it, on the term's runner, within the term's stop bound. Once it has
 // stopped, the event handlers it added are removed and its informers
 // released: those the term's other controllers share stay.
-func (u *termUnits) stopStatic(s *state) {
+func (u *termUnits) stopStatic(s *State) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed {
 		return
 	}
 	delete(u.static, s)
-	u.env.queues.Forget(s.desc.Name())
+	u.env.queues.Forget(s.Desc.Name())
 	stopped, ok := u.r.stopOne(s)
 	// A request of its Run waiting for a token minted on the term's
 	// context would hold it past its stop bound (simulation seed 832).
@@ -266,20 +266,20 @@ func (u *termUnits) stopStatic(s *state) {
 		return
 	}
 	un := &unit{cancel: func() {}, set: s.takeInformers(), done: make(chan struct{})}
-	un.why.phase, un.why.reason = PhaseDisabled, disabledAtRuntime
+	un.why.phase, un.why.reason = PhaseDisabled, DisabledAtRuntime
 	u.running[s] = un
-	u.r.Go(goroutineName(s.desc.Name(), roleStopping), func() {
+	u.r.Go(goroutineName(s.Desc.Name(), roleStopping), func() {
 		u.finish(s, un, func(stop *supervisor.Deadline) []string {
 			if stop.Wait(stopped, nil) {
 				return nil
 			}
-			return []string{s.desc.Name()}
+			return []string{s.Desc.Name()}
 		}, func() <-chan struct{} { return stopped }, func() {})
 	})
 }
 
 // start builds and runs s as a new unit, unless the term is stopping.
-func (u *termUnits) start(s *state) {
+func (u *termUnits) start(s *State) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed {
@@ -288,14 +288,14 @@ func (u *termUnits) start(s *state) {
 	uctx, cancel := context.WithCancel(u.env.ctx)
 	// The set is the term's, seen as this controller (build sees it so
 	// too): what it requests is counted as its own, and released with it.
-	un := &unit{cancel: cancel, set: u.env.set.For(s.desc.Name()), done: make(chan struct{})}
+	un := &unit{cancel: cancel, set: u.env.set.For(s.Desc.Name()), done: make(chan struct{})}
 	u.running[s] = un
-	u.r.Go(goroutineName(s.desc.Name(), roleUnit), func() {
+	u.r.Go(goroutineName(s.Desc.Name(), roleUnit), func() {
 		defer cancel()
 		env := u.env
 		env.ctx, env.started = uctx, make(chan struct{})
 		env.events = &termEvents{host: u.host, log: u.log, gate: u.env.gate}
-		ur := newRunner(uctx, u.log, u.startInterval, u.metrics)
+		ur := newRunner(uctx, u.log, u.startInterval, u.metrics, u.r.failure)
 		c, err := u.build(uctx, u.log, s, env, ur, un.set)
 		switch {
 		case errors.Is(err, errStopping):
@@ -336,9 +336,9 @@ func (u *termUnits) start(s *state) {
 // is lost), it flushes its events, releases its informers (removing its
 // handlers), forgets it, and records why it stopped; the term waits for that before
 // it returns (waitCleanups).
-func (u *termUnits) finish(s *state, un *unit, wait func(*supervisor.Deadline) []string,
+func (u *termUnits) finish(s *State, un *unit, wait func(*supervisor.Deadline) []string,
 	idle func() <-chan struct{}, flush func()) {
-	name := s.desc.Name()
+	name := s.Desc.Name()
 	log := u.log.WithValues("controller", name)
 	stop := u.stop.deadline(log, u.leases...)
 	cleanup := u.cleanups.Go

@@ -1,4 +1,4 @@
-package manager
+package term
 
 import (
 	"context"
@@ -25,9 +25,10 @@ type runner struct {
 	log      logr.Logger
 	interval time.Duration
 	metrics  *metrics.Controllers
+	failure  Failure
 
 	mu   sync.Mutex
-	runs map[*state]*run // the controllers launched, until stopOne
+	runs map[*State]*run // the controllers launched, until stopOne
 }
 
 // role is what one of a term's goroutines does for its controller. The
@@ -71,17 +72,17 @@ type run struct {
 }
 
 // newRunner returns a runner of controllers on ctx that starts each
-// after up to interval of jitter (--controller-start-interval) and counts
-// them in metrics.
+// after up to interval of jitter (--controller-start-interval), counts
+// them in metrics and makes a failed one's error with failure.
 func newRunner(ctx context.Context, log logr.Logger, interval time.Duration,
-	metrics *metrics.Controllers) *runner {
+	metrics *metrics.Controllers, failure Failure) *runner {
 	return &runner{Group: supervisor.NewGroup(), ctx: ctx, log: log, interval: interval,
-		metrics: metrics, runs: map[*state]*run{}}
+		metrics: metrics, failure: failure, runs: map[*State]*run{}}
 }
 
 // stopOne tells s's controller to stop, alone, and returns a channel
 // closed when its Run has returned; false if the runner launched none.
-func (r *runner) stopOne(s *state) (<-chan struct{}, bool) {
+func (r *runner) stopOne(s *State) (<-chan struct{}, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	one, ok := r.runs[s]
@@ -94,16 +95,16 @@ func (r *runner) stopOne(s *state) (<-chan struct{}, bool) {
 }
 
 // start runs c in its own goroutine, after the start interval's jitter.
-func (r *runner) start(s *state, c descriptor.Controller) { r.launch(s, c, true) }
+func (r *runner) start(s *State, c descriptor.Controller) { r.launch(s, c, true) }
 
 // startNow runs c in its own goroutine at once, without the jitter; the
 // returned channel is closed just before c's Run is called.
-func (r *runner) startNow(s *state, c descriptor.Controller) <-chan struct{} {
+func (r *runner) startNow(s *State, c descriptor.Controller) <-chan struct{} {
 	return r.launch(s, c, false)
 }
 
-func (r *runner) launch(s *state, c descriptor.Controller, jitter bool) <-chan struct{} {
-	name := s.desc.Name()
+func (r *runner) launch(s *State, c descriptor.Controller, jitter bool) <-chan struct{} {
+	name := s.Desc.Name()
 	running := make(chan struct{})
 	ctx, cancel := context.WithCancel(r.ctx)
 	one := &run{cancel: cancel, done: make(chan struct{})}
@@ -133,7 +134,7 @@ func (r *runner) launch(s *state, c descriptor.Controller, jitter bool) <-chan s
 		switch {
 		case panicked || (err != nil && ctx.Err() == nil):
 			r.metrics.Failed(name)
-			err = &ControllerError{name, phaseRun, panicked, err}
+			err = r.failure(name, false, panicked, err)
 			r.log.Error(err, "Controller failed", "controller", name)
 			s.fail(err)
 			r.Fail(err)
@@ -172,27 +173,21 @@ func (r *runner) wait(stop *supervisor.Deadline) []string {
 	})
 }
 
-// stopBudget is how long a term, or one controller of it, may take to
-// stop: --controller-shutdown-timeout on the leader election clock.
-type stopBudget struct {
-	clock   clock.Clock
-	timeout time.Duration
+// StopBudget is how long a term, or one controller of it, may take to
+// stop: --controller-shutdown-timeout (Timeout) on the leader election
+// clock (Clock), the clock the leases' StopBy instants are read on.
+type StopBudget struct {
+	Clock   clock.Clock
+	Timeout time.Duration
 }
 
-// stopBudget returns the Manager's stop budget.
-func (m *Manager) stopBudget() stopBudget {
-	return stopBudget{clock: m.opts.LeaderElection.Clock, timeout: m.opts.ControllerShutdownTimeout}
-}
-
-// deadline bounds how long a term stops, on the leader election clock
-// (Options.LeaderElection.Clock, the real one by default), the clock the
-// leases' StopBy instants are read on: ControllerShutdownTimeout from
-// the moment stopping began, cut, the moment one of the leases the term
+// deadline bounds how long a term stops, on b.Clock: b.Timeout from the
+// moment stopping began, cut, the moment one of the leases the term
 // runs under is found lost, to that lease's Term.StopBy (another replica
 // cannot take it before then), whatever made the term stop. A migration
 // term runs under two leases: its own and the main term's.
-func (b stopBudget) deadline(log logr.Logger, leases ...*leader.Term) *supervisor.Deadline {
-	d := supervisor.NewDeadlineOn(b.clock, b.timeout, "--controller-shutdown-timeout")
+func (b StopBudget) deadline(log logr.Logger, leases ...*leader.Term) *supervisor.Deadline {
+	d := supervisor.NewDeadlineOn(b.Clock, b.Timeout, "--controller-shutdown-timeout")
 	for _, lease := range leases {
 		if lease == nil {
 			continue
@@ -200,7 +195,7 @@ func (b stopBudget) deadline(log logr.Logger, leases ...*leader.Term) *superviso
 		d.CutWhen(lease.Lost(), func() time.Time {
 			to := lease.StopBy()
 			log.Info("Lease lost; waiting only until another replica could take it",
-				"left", to.Sub(b.clock.Now()).Round(time.Millisecond))
+				"left", to.Sub(b.Clock.Now()).Round(time.Millisecond))
 			return to
 		}, "the moment the lost lease could pass to another replica (the stop budget)")
 	}

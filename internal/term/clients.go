@@ -1,4 +1,4 @@
-package manager
+package term
 
 import (
 	"context"
@@ -15,27 +15,34 @@ import (
 	"github.com/ctrlhost/ctrlhost/internal/shardgroup"
 )
 
-// hostClients are the Manager's own clients and what its controllers'
-// clients are made of.
-type hostClients struct {
-	restConfig *rest.Config // nil when built WithClient
-	client     kubernetes.Interface
-	metaClient metadata.Interface
-	dynClient  dynamic.Interface // nil: no dynamic informers (built WithClient alone)
-	// credentials mint the controllers' ServiceAccount tokens
-	// (--use-service-account-credentials); nil when built WithClient.
-	credentials *satoken.Credentials
-	// budgets are Options.ClientBudgets; serviceAccounts is
+// Clients are the host's own clients and what its controllers' clients
+// are made of.
+type Clients struct {
+	RESTConfig *rest.Config // nil when the host was given clients instead
+	Client     kubernetes.Interface
+	Metadata   metadata.Interface
+	Dynamic    dynamic.Interface // nil: no dynamic informers
+	// Credentials mint the controllers' ServiceAccount tokens
+	// (--use-service-account-credentials); nil without a REST config.
+	Credentials *satoken.Credentials
+	// Budgets are the controllers' own rate limits; ServiceAccounts is
 	// --use-service-account-credentials.
-	budgets         map[string]ClientBudget
-	serviceAccounts bool
+	Budgets         map[string]Budget
+	ServiceAccounts bool
+}
+
+// Budget is a controller's client-side rate limit: 0 leaves the host's
+// (--kube-api-qps, --kube-api-burst).
+type Budget struct {
+	QPS   float32
+	Burst int32
 }
 
 // clientBuilder implements descriptor.ClientBuilder for one term:
 // per-controller user agents over the manager's REST config, fenced by the
 // term's gate, or the injected clients as they are (not fenced).
 type clientBuilder struct {
-	host     *hostClients
+	host     *Clients
 	gate     *fence.Gate          // nil: not fenced
 	root     bool                 // the host's credentials, never a ServiceAccount's
 	limiters *shardgroup.Limiters // nil: each client limits its own requests
@@ -45,7 +52,7 @@ type clientBuilder struct {
 }
 
 func (c clientBuilder) Config(name string) (*rest.Config, error) {
-	if c.host.restConfig == nil {
+	if c.host.RESTConfig == nil {
 		return nil, fmt.Errorf("controller %q: no REST config: the manager was built WithClient", name)
 	}
 	cfg := c.host.controllerConfig(c.ctx, name, c.root, c.gate)
@@ -59,8 +66,8 @@ func (c clientBuilder) Config(name string) (*rest.Config, error) {
 }
 
 func (c clientBuilder) Client(name string) (kubernetes.Interface, error) {
-	if c.host.restConfig == nil {
-		return c.host.client, nil
+	if c.host.RESTConfig == nil {
+		return c.host.Client, nil
 	}
 	cfg, _ := c.Config(name)
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -71,12 +78,12 @@ func (c clientBuilder) Client(name string) (kubernetes.Interface, error) {
 }
 
 func (c clientBuilder) DynamicClient(name string) (dynamic.Interface, error) {
-	if c.host.restConfig == nil {
-		if c.host.dynClient == nil {
+	if c.host.RESTConfig == nil {
+		if c.host.Dynamic == nil {
 			return nil, fmt.Errorf("controller %q: no dynamic client: the manager was built WithClient "+
 				"without WithDynamicClient", name)
 		}
-		return c.host.dynClient, nil
+		return c.host.Dynamic, nil
 	}
 	cfg, _ := c.Config(name)
 	dc, err := dynamic.NewForConfig(cfg)
@@ -87,8 +94,8 @@ func (c clientBuilder) DynamicClient(name string) (dynamic.Interface, error) {
 }
 
 func (c clientBuilder) MetadataClient(name string) (metadata.Interface, error) {
-	if c.host.restConfig == nil {
-		return c.host.metaClient, nil
+	if c.host.RESTConfig == nil {
+		return c.host.Metadata, nil
 	}
 	cfg, _ := c.Config(name)
 	mc, err := metadata.NewForConfig(cfg)
@@ -96,4 +103,37 @@ func (c clientBuilder) MetadataClient(name string) (metadata.Interface, error) {
 		return nil, fmt.Errorf("controller %q: metadata client: %w", name, err)
 	}
 	return mc, nil
+}
+
+// controllerConfig is the REST config of one controller: the manager's,
+// with a user agent naming the controller, its own rate-limit budget, and
+// with --use-service-account-credentials a bearer token of its own
+// ServiceAccount instead of the manager's credentials (unless root).
+//
+// The token is minted on the first request that needs it, on ctx (the
+// term's controllers' context: minting stops when they are told to stop),
+// through a client fenced by gate under the controller's name: the
+// ServiceAccount and TokenRequest it may create are writes of the term.
+func (h *Clients) controllerConfig(ctx context.Context, name string, root bool,
+	gate *fence.Gate) *rest.Config {
+	cfg := WithUserAgent(h.RESTConfig, name)
+	if b, ok := h.Budgets[name]; ok {
+		if b.QPS != 0 {
+			cfg.QPS = b.QPS
+		}
+		if b.Burst != 0 {
+			cfg.Burst = int(b.Burst)
+		}
+	}
+	if root || !h.ServiceAccounts || h.Credentials == nil {
+		return cfg
+	}
+	return h.Credentials.For(ctx, cfg, name, gate)
+}
+
+// WithUserAgent returns a copy of cfg whose user agent ends in "/name".
+func WithUserAgent(cfg *rest.Config, name string) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.UserAgent = cfg.UserAgent + "/" + name
+	return c
 }
