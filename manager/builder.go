@@ -224,7 +224,7 @@ func (b *Builder) Build() (*Manager, error) {
 	errs = append(errs, b.observability(m, opts, set)...)
 	p, perrs := newPlan(planInput{component: b.component, opts: opts, set: set,
 		controllers: controllers, featureGate: fg,
-		cloud:  cloudLoops{inProcess: b.cloud, provider: opts.CloudProvider},
+		cloud:  selection.Cloud{InProcess: b.cloud, Provider: opts.CloudProvider},
 		client: m.clients.Client, restConfig: m.clients.RESTConfig, log: m.log})
 	errs = append(errs, perrs...)
 	m.order, m.states, m.selected, m.locks = p.order, p.states, p.selected, p.locks
@@ -259,7 +259,7 @@ func (b *Builder) validate(opts Options) []error {
 			"name (it names the lease): %s", b.component, strings.Join(msgs, "; ")))
 	}
 	errs = append(errs, opts.validate()...)
-	if !b.cloud && includesCloudLoops(opts.CloudProvider) {
+	if !b.cloud && selection.IncludesCloudLoops(opts.CloudProvider) {
 		errs = append(errs, fmt.Errorf("--cloud-provider %q: built-in cloud providers are disabled, as "+
 			"in kube-controller-manager since v1.31; set --cloud-provider=external and run a "+
 			"cloud-controller-manager for %q", opts.CloudProvider, opts.CloudProvider))

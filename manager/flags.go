@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ctrlhost/ctrlhost/internal/featuregates"
+	"github.com/ctrlhost/ctrlhost/internal/flagprefix"
 	"github.com/ctrlhost/ctrlhost/leader"
 )
 
@@ -200,7 +201,7 @@ func (o *Options) addFlagsWhere(fs *pflag.FlagSet, prefix string, process bool) 
 		}
 		g := *f
 		g.Name = prefix + f.Name
-		g.Usage = renameFlags(f.Usage, prefix, true)
+		g.Usage = flagprefix.Renamer{Prefix: prefix, Names: managerFlagNames}.Help(f.Usage)
 		if prefix != "" {
 			g.Shorthand = "" // -v stays the process's
 		}

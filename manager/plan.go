@@ -43,7 +43,7 @@ type planInput struct {
 	set         *descriptor.Set
 	controllers selection.Selection // --controllers, resolved
 	featureGate featuregate.FeatureGate
-	cloud       cloudLoops
+	cloud       selection.Cloud
 	// client is the client of the Leases; nil when the clients could not
 	// be made: no lock is planned then.
 	client     kubernetes.Interface
@@ -81,7 +81,7 @@ func (p *plan) addStates(in planInput) []error {
 	var errs []error
 	for _, d := range in.set.All() {
 		st := newState(d, PhaseWaiting, "")
-		reason, err := skipReason(d, in.featureGate, in.cloud)
+		reason, err := selection.Skip(d, in.featureGate, in.cloud)
 		if err != nil {
 			errs = append(errs, err)
 		}
