@@ -17,7 +17,9 @@ import (
 // its Guarantees and Non-guarantees; Options, NewOptions and
 // (*Options).AddFlags in options.go; every exported func named
 // ...Descriptor in descriptor.go and nowhere else; a TestMain that checks
-// for leaked goroutines.
+// for leaked goroutines; metrics registered through
+// controllers/internal/collectors only, so that every term of a
+// controller counts on the same collectors.
 func TestEveryBuiltinHasTheShape(t *testing.T) {
 	dirs, err := os.ReadDir("..")
 	if err != nil {
@@ -44,6 +46,7 @@ type shape struct {
 	doc         map[string]string   // file → package doc
 	decls       map[string][]string // file → top-level funcs and types ("Options", "(*Options).AddFlags")
 	verifyLeaks bool
+	registers   []string // "file: what" for each registration outside collectors
 }
 
 func checkShape(t *testing.T, dir string) {
@@ -85,6 +88,9 @@ func checkShape(t *testing.T, dir string) {
 	if !s.verifyLeaks {
 		t.Error("no test calls goleak.VerifyTestMain")
 	}
+	for _, r := range s.registers {
+		t.Errorf("%s: register metrics through controllers/internal/collectors", r)
+	}
 }
 
 func readShape(t *testing.T, dir string) shape {
@@ -114,6 +120,19 @@ func readShape(t *testing.T, dir string) shape {
 		if f.Doc != nil {
 			s.doc[name] = f.Doc.Text()
 		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			switch id, _ := sel.X.(*ast.Ident); {
+			case sel.Sel.Name == "AlreadyRegisteredError",
+				(sel.Sel.Name == "Register" || sel.Sel.Name == "MustRegister") &&
+					(id == nil || id.Name != "collectors"):
+				s.registers = append(s.registers, name+": "+sel.Sel.Name)
+			}
+			return true
+		})
 		for _, decl := range f.Decls {
 			switch decl := decl.(type) {
 			case *ast.FuncDecl:

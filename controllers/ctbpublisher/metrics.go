@@ -2,12 +2,13 @@ package ctbpublisher
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/collectors"
 )
 
 // metrics are KCM's: syncs counted, and timed, by the HTTP code of their
@@ -31,40 +32,13 @@ func metricsOn(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 		}, []string{"code"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var errs []error
-	if err := reg.Register(m.syncs); err != nil {
-		existing, ok := alreadyRegistered[*prometheus.CounterVec](err)
-		if !ok {
-			errs = append(errs, fmt.Errorf("registering metrics: %w", err))
-		}
-		m.syncs = existing
-	}
-	if err := reg.Register(m.duration); err != nil {
-		existing, ok := alreadyRegistered[*prometheus.HistogramVec](err)
-		if !ok {
-			errs = append(errs, fmt.Errorf("registering metrics: %w", err))
-		}
-		m.duration = existing
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	r := collectors.On(reg)
+	collectors.Register(r, &m.syncs)
+	collectors.Register(r, &m.duration)
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return m, nil
-}
-
-// alreadyRegistered returns the collector of type T that err says is
-// registered already.
-func alreadyRegistered[T prometheus.Collector](err error) (T, bool) {
-	var zero T
-	are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
-	if !ok {
-		return zero, false
-	}
-	c, ok := are.ExistingCollector.(T)
-	return c, ok
 }
 
 // observe records one sync that began at start and ended with err.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/collectors"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/workloop"
@@ -243,21 +244,8 @@ func metricsOn(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Number of PersistentVolumeClaim creation requests that failed",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var errs []error
-	for _, c := range []*prometheus.Counter{&m.creates, &m.createFailures} {
-		err := reg.Register(*c)
-		if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-			if existing, ok := are.ExistingCollector.(prometheus.Counter); ok {
-				*c = existing
-				continue
-			}
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("registering metrics: %w", err))
-		}
-	}
-	return m, errors.Join(errs...)
+	r := collectors.On(reg)
+	collectors.Register(r, &m.creates)
+	collectors.Register(r, &m.createFailures)
+	return m, r.Err()
 }

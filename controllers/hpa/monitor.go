@@ -2,11 +2,12 @@ package hpa
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/collectors"
 )
 
 // errSpec marks an error that comes from the HPA's spec (the error label
@@ -80,37 +81,19 @@ func newMonitor(reg prometheus.Registerer) (*monitor, error) {
 			Help: "Current desired replica count for HPA objects.",
 		}, []string{"namespace", "hpa_name"}),
 	}
-	if reg != nil {
-		var errs []error
-		register(reg, &m.reconciliations, &errs)
-		register(reg, &m.reconcileTime, &errs)
-		register(reg, &m.computations, &errs)
-		register(reg, &m.computeTime, &errs)
-		register(reg, &m.hpas, &errs)
-		register(reg, &m.desired, &errs)
-		if len(errs) > 0 {
-			return nil, errors.Join(errs...)
-		}
+	r := collectors.On(reg)
+	collectors.Register(r, &m.reconciliations)
+	collectors.Register(r, &m.reconcileTime)
+	collectors.Register(r, &m.computations)
+	collectors.Register(r, &m.computeTime)
+	collectors.Register(r, &m.hpas)
+	collectors.Register(r, &m.desired)
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	m.hpas.Set(0)
 	m.desired.Reset()
 	return m, nil
-}
-
-// register registers *c on reg, or takes the collector of its kind
-// registered there already.
-func register[T prometheus.Collector](reg prometheus.Registerer, c *T, errs *[]error) {
-	err := reg.Register(*c)
-	if err == nil {
-		return
-	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			*c = existing
-			return
-		}
-	}
-	*errs = append(*errs, fmt.Errorf("registering the HPA controller's metrics: %w", err))
 }
 
 func errorLabel(err error) string {

@@ -1,10 +1,9 @@
 package nodelifecycle
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/collectors"
 )
 
 // metrics are KCM's node_collector series.
@@ -52,34 +51,15 @@ func newMetrics() *metrics {
 // registered there, else new ones; on a nil reg, unregistered ones.
 func metricsOn(reg prometheus.Registerer) (*metrics, error) {
 	m := newMetrics()
-	if reg == nil {
-		return m, nil
-	}
-	var errs []error
-	m.zoneHealth = register(reg, m.zoneHealth, &errs)
-	m.zoneSize = register(reg, m.zoneSize, &errs)
-	m.unhealthyNodes = register(reg, m.unhealthyNodes, &errs)
-	m.evictions = register(reg, m.evictions, &errs)
-	m.nodeHealth = register(reg, m.nodeHealth, &errs)
-	m.allNodesHealth = register(reg, m.allNodesHealth, &errs)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	r := collectors.On(reg)
+	collectors.Register(r, &m.zoneHealth)
+	collectors.Register(r, &m.zoneSize)
+	collectors.Register(r, &m.unhealthyNodes)
+	collectors.Register(r, &m.evictions)
+	collectors.Register(r, &m.nodeHealth)
+	collectors.Register(r, &m.allNodesHealth)
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c on reg, or returns the collector of its kind
-// registered there already.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T, errs *[]error) T {
-	err := reg.Register(c)
-	if err == nil {
-		return c
-	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing
-		}
-	}
-	*errs = append(*errs, fmt.Errorf("registering metrics: %w", err))
-	return c
 }

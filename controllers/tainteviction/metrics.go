@@ -1,10 +1,9 @@
 package tainteviction
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ctrlhost/ctrlhost/controllers/internal/collectors"
 )
 
 // metrics are KCM's: pods deleted, and the time from a deletion's due
@@ -29,38 +28,11 @@ func metricsOn(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: []float64{0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240},
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	var errs []error
-	if err := reg.Register(m.deletions); err != nil {
-		existing, ok := alreadyRegistered[prometheus.Counter](err)
-		if !ok {
-			errs = append(errs, fmt.Errorf("registering metrics: %w", err))
-		}
-		m.deletions = existing
-	}
-	if err := reg.Register(m.latency); err != nil {
-		existing, ok := alreadyRegistered[prometheus.Histogram](err)
-		if !ok {
-			errs = append(errs, fmt.Errorf("registering metrics: %w", err))
-		}
-		m.latency = existing
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	r := collectors.On(reg)
+	collectors.Register(r, &m.deletions)
+	collectors.Register(r, &m.latency)
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return m, nil
-}
-
-// alreadyRegistered returns the collector of type T that err says is
-// registered already.
-func alreadyRegistered[T prometheus.Collector](err error) (T, bool) {
-	var zero T
-	are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
-	if !ok {
-		return zero, false
-	}
-	c, ok := are.ExistingCollector.(T)
-	return c, ok
 }
