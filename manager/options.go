@@ -152,7 +152,7 @@ type Options struct {
 	FeatureGates map[string]bool
 
 	// flagPrefix is the prefix AddManagerFlags bound these options' flags
-	// under: messages name the flags so (flagText).
+	// under: messages name the flags so (renamer).
 	flagPrefix string
 }
 

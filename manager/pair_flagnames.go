@@ -46,14 +46,10 @@ func (o Options) renamer() flagprefix.Renamer {
 // the name, with o's prefix unless the flag is process-wide.
 func (o Options) flagName(name string) string { return o.renamer().Name(name) }
 
-// flagText is s, a message, with the flags it names renamed as o's user
-// types them.
-func (o Options) flagText(s string) string { return o.renamer().Text(s) }
-
-// renameErr is err with its message in o's flag names (flagText). It
-// unwraps to err, so errors.Is and errors.As see what they saw before.
+// renameErr is err with its message in o's flag names. It unwraps to err,
+// so errors.Is and errors.As see what they saw before.
 func (o Options) renameErr(err error) error { return o.renamer().Err(err) }
 
 // renameLog returns l writing every message, string value and error in
-// o's flag names (flagText); l itself when o has no prefix.
+// o's flag names; l itself when o has no prefix.
 func (o Options) renameLog(l logr.Logger) logr.Logger { return o.renamer().Logger(l) }
