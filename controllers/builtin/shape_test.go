@@ -19,7 +19,11 @@ import (
 // ...Descriptor in descriptor.go and nowhere else; a TestMain that checks
 // for leaked goroutines; metrics registered through
 // controllers/internal/collectors only, so that every term of a
-// controller counts on the same collectors.
+// controller counts on the same collectors; and event handlers registered
+// with Loop.Watch, or by hand where a comment in the same function says
+// why not Loop.Watch, with the staleness guard fed (Loop.Observe and its
+// kin) in a package that records its writes, unless a comment says it
+// "needs no Observe".
 func TestEveryBuiltinHasTheShape(t *testing.T) {
 	dirs, err := os.ReadDir("..")
 	if err != nil {
@@ -47,6 +51,14 @@ type shape struct {
 	decls       map[string][]string // file → top-level funcs and types ("Options", "(*Options).AddFlags")
 	verifyLeaks bool
 	registers   []string // "file: what" for each registration outside collectors
+	// unexplained lists "file: func" for each function that registers an
+	// event handler by hand without a comment naming Loop.Watch.
+	unexplained []string
+	// byHand: some handler is registered by hand; records: the package
+	// records its writes for the staleness guard (Loop.Wrote); observes:
+	// it calls Observe, ObserveAdd or ObserveDelete; excused: a comment
+	// says the guard needs no Observe.
+	byHand, records, observes, excused bool
 }
 
 func checkShape(t *testing.T, dir string) {
@@ -91,6 +103,15 @@ func checkShape(t *testing.T, dir string) {
 	for _, r := range s.registers {
 		t.Errorf("%s: register metrics through controllers/internal/collectors", r)
 	}
+	for _, f := range s.unexplained {
+		t.Errorf("%s registers an event handler by hand; use Loop.Watch, or say in a "+
+			"comment there why not Loop.Watch", f)
+	}
+	if s.byHand && s.records && !s.observes && !s.excused {
+		t.Error("the package records its writes (Loop.Wrote) and registers handlers by hand, " +
+			"but never calls Observe, ObserveAdd or ObserveDelete: its staleness guard " +
+			"waits for deliveries it is never told of (or say it \"needs no Observe\")")
+	}
 }
 
 func readShape(t *testing.T, dir string) shape {
@@ -120,10 +141,29 @@ func readShape(t *testing.T, dir string) shape {
 		if f.Doc != nil {
 			s.doc[name] = f.Doc.Text()
 		}
+		for _, c := range f.Comments {
+			if strings.Contains(c.Text(), "needs no Observe") {
+				s.excused = true
+			}
+		}
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && registersByHand(fn) {
+				s.byHand = true
+				if !explains(f, fn) {
+					s.unexplained = append(s.unexplained, name+": "+fn.Name.Name)
+				}
+			}
+		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			sel, ok := n.(*ast.SelectorExpr)
 			if !ok {
 				return true
+			}
+			switch sel.Sel.Name {
+			case "Wrote":
+				s.records = true
+			case "Observe", "ObserveAdd", "ObserveDelete":
+				s.observes = true
 			}
 			switch id, _ := sel.X.(*ast.Ident); {
 			case sel.Sel.Name == "AlreadyRegisteredError",
@@ -164,4 +204,31 @@ func funcName(d *ast.FuncDecl) string {
 		return "(" + r.Name + ")." + d.Name.Name
 	}
 	return d.Name.Name
+}
+
+// registersByHand reports whether fn calls an informer's AddEventHandler
+// (or AddEventHandlerWith...).
+func registersByHand(fn *ast.FuncDecl) bool {
+	found := false
+	ast.Inspect(fn, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok &&
+			strings.HasPrefix(sel.Sel.Name, "AddEventHandler") {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// explains reports whether a comment of fn (its doc, or one inside it)
+// names Loop.Watch.
+func explains(f *ast.File, fn *ast.FuncDecl) bool {
+	for _, c := range f.Comments {
+		if c.Pos() >= fn.Pos() && c.End() <= fn.End() || c == fn.Doc {
+			if strings.Contains(c.Text(), "Loop.Watch") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -98,6 +98,8 @@ func newController(cfg config) (*controller, error) {
 		workloop.Options{Clock: cfg.clock, Metrics: cfg.metrics},
 	)
 	c.enqueueNow, c.enqueueAfter = c.loop.Add, c.loop.AddAfter
+	// Not Loop.Watch: a changed schedule or time zone requeues the CronJob at
+	// its next schedule time (updateCronJob), as KCM does, not at once.
 	if _, err := cjInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: c.updateCronJob,
@@ -106,6 +108,8 @@ func newController(cfg config) (*controller, error) {
 		c.loop.ShutDown()
 		return nil, fmt.Errorf("cronjob event handler: %w", err)
 	}
+	// Not Loop.Watch: a Job queues the CronJob that owns it, looked up in the
+	// cache (owner), and only then.
 	if _, err := jobInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addJob,
 		UpdateFunc: c.updateJob,

@@ -180,6 +180,9 @@ func newController(cfg config) (*controller, error) {
 			UpdateFunc: c.updatePod, DeleteFunc: c.deletePod}},
 		{nodeInf, cache.ResourceEventHandlerDetailedFuncs{AddFunc: c.addNode, UpdateFunc: c.updateNode}},
 	} {
+		// Not Loop.Watch: the handlers keep KCM's expectations and map pods and
+		// nodes to daemon sets through the cache; they feed the staleness guard
+		// themselves (ObserveAdd, Observe, ObserveDelete).
 		if _, err := reg.inf.AddEventHandler(reg.h); err != nil {
 			c.loop.ShutDown()
 			return nil, err

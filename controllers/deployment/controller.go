@@ -116,6 +116,9 @@ func newController(cfg config) (*controller, error) {
 			UpdateFunc: c.updateReplicaSet, DeleteFunc: c.deleteReplicaSet}},
 		{podInf, cache.ResourceEventHandlerFuncs{DeleteFunc: c.deletePod}},
 	} {
+		// Not Loop.Watch: ReplicaSets and pods map to their Deployment through the
+		// cache (an orphan to every Deployment that selects it); the handlers
+		// feed the staleness guard themselves (ObserveAdd, Observe, ObserveDelete).
 		reg, err := h.inf.AddEventHandler(h.h)
 		if err != nil {
 			c.loop.ShutDown()

@@ -157,6 +157,10 @@ func newController(cfg config) (*controller, error) {
 		shutDown()
 		return nil, fmt.Errorf("PodDisruptionBudget event handler: %w", err)
 	}
+	// Not Loop.Watch: a pod queues its budget, looked up through the cache,
+	// and a stale DisruptionTarget condition on the second queue. The guard
+	// needs no Observe here: only budgets are written through it, and they
+	// are watched with Loop.Watch above.
 	reg, err := cfg.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addPod,
 		UpdateFunc: func(_, cur any) { c.addPod(cur) },

@@ -120,6 +120,8 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 		},
 	}
 	for _, h := range handlers {
+		// Not Loop.Watch: services queue through c.after (a test's fixture
+		// records the delays), and pods go through the batching pod queue.
 		reg, err := h.inf.AddEventHandler(h.h)
 		if err != nil {
 			c.loop.ShutDown()

@@ -129,6 +129,9 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 		}},
 	}
 	for _, h := range handlers {
+		// Not Loop.Watch: pods go through the batching pod queue, slices map to
+		// their Service only when this controller manages them, and nodes queue
+		// the topology key.
 		reg, err := h.inf.AddEventHandler(h.h)
 		if err != nil {
 			c.loop.ShutDown()

@@ -102,6 +102,8 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 		c.loop.ShutDown()
 		return nil, err
 	}
+	// Not Loop.Watch: a mirrored slice queues its Endpoints only when the
+	// tracker says it may be stale (ShouldSync).
 	reg, err := sliceInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.sliceAdded,
 		UpdateFunc: c.sliceUpdated,

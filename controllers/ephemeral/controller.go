@@ -77,12 +77,16 @@ func (c *controller) watch(podInformer, pvcInformer cache.SharedIndexInformer) e
 	if err := index.AddPodsByClaim(podInformer); err != nil {
 		return fmt.Errorf("adding the pod index %s: %w", index.PodsByClaim, err)
 	}
+	// Not Loop.Watch: only pods added with ephemeral volumes are queued, and
+	// deleted claims queue the pods that name them (below).
 	podReg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.podAdded,
 	})
 	if err != nil {
 		return fmt.Errorf("adding the pod handler: %w", err)
 	}
+	// Not Loop.Watch: a deleted claim queues the pods naming it, found through
+	// the pod index.
 	pvcReg, err := pvcInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: c.claimDeleted,
 	})

@@ -107,6 +107,8 @@ func (gc *collector) syncMonitors(
 			errs = append(errs, fmt.Errorf("couldn't start monitor for resource %q: %w", r, err))
 			continue
 		}
+		// Not Loop.Watch: the monitors feed the dependency graph's builder (KCM's
+		// graphChanges), not a queue of keys.
 		reg, err := inf.Informer().AddEventHandler(gc.handlers(kind))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("couldn't start monitor for resource %q: %w", r, err))

@@ -175,6 +175,9 @@ func newController(o Options, d deps) (*controller, error) {
 	lo := d.loopOpts
 	lo.RateLimiter = fixedInterval(o.SyncPeriod)
 	c.loop = workloop.New(d.name, c.sync, lo)
+	// Not Loop.Watch: the handlers keep the selector cache and the HPA gauges
+	// and need KCM's resync period; they feed the staleness guard themselves
+	// (ObserveAdd, Observe, ObserveDelete).
 	reg, err := d.hpas.AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    c.added,
 		UpdateFunc: c.updated,

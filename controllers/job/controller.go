@@ -174,6 +174,9 @@ func newController(cfg config) (*controller, error) {
 	})
 	c.enqueueAfter = c.loop.AddAfter
 	shutDown := func() { c.loop.ShutDown(); c.orphans.ShutDown() }
+	// Not Loop.Watch: the handlers keep KCM's expectations and its orphan
+	// queue beside the main one; they feed the staleness guard themselves
+	// (ObserveAdd, Observe, ObserveDelete).
 	if _, err := jobInf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    c.addJob,
 		UpdateFunc: c.updateJob,
@@ -182,6 +185,7 @@ func newController(cfg config) (*controller, error) {
 		shutDown()
 		return nil, fmt.Errorf("job event handler: %w", err)
 	}
+	// Not Loop.Watch: see the Job handler above (expectations, Observe).
 	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    c.addPod,
 		UpdateFunc: c.updatePod,

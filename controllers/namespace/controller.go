@@ -78,6 +78,8 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 	// No handler resync period: client-go raises one asked for after the
 	// informer started (a warm standby's takeover) to the informer's check
 	// period, hours; Run's own ticker gives KCM's periodic pass instead.
+	// Not Loop.Watch: a namespace being deleted is queued after KCM's delay
+	// (deletionDelay), not at once.
 	reg, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.namespaceChanged,
 		UpdateFunc: func(_, obj any) { c.namespaceChanged(obj) },

@@ -80,6 +80,8 @@ func newController(ctx context.Context, cc descriptor.Context,
 	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{Metrics: cc.Metrics})
 	// One handler both releases and enqueues, so that a node deleted
 	// before another is added frees its CIDRs before the other is synced.
+	// Not Loop.Watch: a deletion releases the node's CIDRs in the handler; the
+	// handlers feed the staleness guard themselves (Observe).
 	reg, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.enqueue(obj) },
 		UpdateFunc: func(_, obj any) {

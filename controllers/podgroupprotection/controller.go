@@ -104,6 +104,8 @@ func (c *controller) watch(pgInformer, podInformer cache.SharedIndexInformer) er
 	if err := c.loop.Watch(pgInformer, workloop.EnqueueKey(), isDeletionCandidate); err != nil {
 		return err
 	}
+	// Not Loop.Watch: a pod queues its group only once it terminated, or its
+	// old group when its UID changed.
 	reg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.podChanged(nil, obj) },
 		UpdateFunc: c.podChanged,

@@ -82,6 +82,8 @@ func (c *controller) watch(pvcInformer, podInformer cache.SharedIndexInformer) e
 	if err := index.AddPodsByClaim(podInformer); err != nil {
 		return fmt.Errorf("adding the pod index %s: %w", index.PodsByClaim, err)
 	}
+	// Not Loop.Watch: the claim and pod handlers share c.enqueue, which keys
+	// by namespace and name from either kind.
 	pvcReg, err := pvcInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.claimChanged,
 		UpdateFunc: func(_, obj any) { c.claimChanged(obj) },
@@ -89,6 +91,8 @@ func (c *controller) watch(pvcInformer, podInformer cache.SharedIndexInformer) e
 	if err != nil {
 		return fmt.Errorf("adding the claim handler: %w", err)
 	}
+	// Not Loop.Watch: a pod maps to the claims it uses only when it may have
+	// released them (podChanged's deleted argument tells a deletion apart).
 	podReg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.podChanged(obj, false) },
 		UpdateFunc: c.podUpdated,

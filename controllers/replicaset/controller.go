@@ -129,6 +129,10 @@ func newController(cfg config) (*controller, error) {
 	// The queue exists from here on; release it if construction fails.
 	c.loop = workloop.New(cfg.name, c.sync, workloop.Options{Metrics: cfg.metrics})
 	c.enqueueAfter = c.loop.AddAfter
+	// Not Loop.Watch: the handlers keep KCM's expectations and map pods to
+	// their owner through the cache (an orphan to every owner that selects
+	// it); they feed the staleness guard themselves (ObserveAdd, Observe,
+	// ObserveDelete).
 	if _, err := owners.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    c.addOwner,
 		UpdateFunc: c.updateOwner,
@@ -137,6 +141,7 @@ func newController(cfg config) (*controller, error) {
 		c.loop.ShutDown()
 		return nil, err
 	}
+	// Not Loop.Watch: see the owner handler above (expectations, Observe).
 	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    c.addPodUnlessListed,
 		UpdateFunc: c.updatePod,

@@ -106,6 +106,8 @@ func newController(ctx context.Context, cc descriptor.Context, o Options) (*cont
 
 	informer := cc.InformerFactory.Core().V1().ResourceQuotas()
 	c.quotas = informer.Lister()
+	// Not Loop.Watch: a quota whose hard limits changed goes to the priority
+	// queue (KCM's missingUsageQueue), ahead of the others.
 	reg, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.addQuota,
 		UpdateFunc: func(oldObj, newObj any) {

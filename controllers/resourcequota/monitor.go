@@ -190,6 +190,8 @@ func (m *monitors) watch(gvr schema.GroupVersionResource) (*monitor, error) {
 			m.objectChanged(gr, obj)
 		},
 	}
+	// Not Loop.Watch: a monitor has no key of its own to queue; it tells the
+	// quota controller which namespace changed, with KCM's resync period.
 	reg, err := inf.Informer().AddEventHandlerWithResyncPeriod(handler, m.resync)
 	if err != nil {
 		return nil, err

@@ -79,6 +79,8 @@ func newController(
 		c.secretLoop.ShutDown()
 		return nil, err
 	}
+	// Not Loop.Watch: two loops, one per kind, as KCM's two queues; keys carry
+	// the UID (serviceAccountKey, secretKey).
 	saReg, err := saInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.serviceAccountChanged,
 		UpdateFunc: func(_, obj any) { c.serviceAccountChanged(obj) },
@@ -87,6 +89,7 @@ func newController(
 	if err != nil {
 		return fail(fmt.Errorf("service account event handler: %w", err))
 	}
+	// Not Loop.Watch: the secret loop's keys carry the UID (see above).
 	secretReg, err := secretInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.secretChanged,
 		UpdateFunc: func(_, obj any) { c.secretChanged(obj) },

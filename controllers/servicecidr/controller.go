@@ -89,6 +89,8 @@ func newController(cc descriptor.Context) (*controller, error) {
 
 // watch adds the handlers and makes the loop wait for both caches.
 func (c *controller) watch(cidrInformer, ipInformer cache.SharedIndexInformer) error {
+	// Not Loop.Watch: an added ServiceCIDR also queues every cached one that
+	// shares an address with it (cidrAdded), whose deletion it may unblock.
 	cidrReg, err := cidrInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			for _, name := range c.cidrAdded(obj) {
@@ -106,6 +108,8 @@ func (c *controller) watch(cidrInformer, ipInformer cache.SharedIndexInformer) e
 			c.loop.Add(name)
 		}
 	}
+	// Not Loop.Watch: an IPAddress queues every CIDR that holds it
+	// (holdersOf), not a key of its own kind.
 	ipReg, err := ipInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    ipChanged,
 		DeleteFunc: ipChanged,

@@ -129,6 +129,9 @@ func newController(cfg config) (*controller, error) {
 			UpdateFunc: func(_, obj any) { c.loop.Observe(obj) },
 			DeleteFunc: c.loop.ObserveDelete}},
 	} {
+		// Not Loop.Watch: a pod maps to its set through the cache (an orphan to
+		// every set that selects it), and claims only feed the staleness guard;
+		// the handlers call Observe, ObserveAdd and ObserveDelete themselves.
 		if _, err := reg.inf.AddEventHandler(reg.h); err != nil {
 			c.loop.ShutDown()
 			return nil, err

@@ -68,12 +68,15 @@ func newController(cc descriptor.Context) (*controller, error) {
 // watch adds the handlers; both loops wait for both caches, as KCM starts
 // its workers once both have synced.
 func (c *controller) watch(leaseInformer, svInformer cache.SharedIndexInformer) error {
+	// Not Loop.Watch: two loops, as KCM's two queues: deleted identity Leases
+	// to one, StorageVersions naming a missing server to the other.
 	leaseReg, err := leaseInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: c.leaseDeleted,
 	})
 	if err != nil {
 		return fmt.Errorf("adding the Lease handler: %w", err)
 	}
+	// Not Loop.Watch: see the Lease handler above (two loops).
 	svReg, err := svInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.storageVersionChanged,
 		UpdateFunc: func(_, obj any) { c.storageVersionChanged(obj) },

@@ -99,6 +99,8 @@ func newController(cc descriptor.Context) (*controller, error) {
 	// The loop exists before the handler: a running informer (warm
 	// standby) calls it at once. On a later failure it is shut down here.
 	c.loop = workloop.New(cc.Name, c.sync, workloop.Options{Metrics: cc.Metrics})
+	// Not Loop.Watch: the handlers also count the cluster's nodes, which set
+	// the TTL every node gets.
 	reg, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.nodeAdded,
 		UpdateFunc: func(_, obj any) { c.nodeUpdated(obj) },

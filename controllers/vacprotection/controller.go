@@ -74,10 +74,13 @@ func (c *controller) watch(vacInformer, pvInformer, pvcInformer cache.SharedInde
 	if err := c.loop.Watch(vacInformer, workloop.EnqueueKey(), needsWrite); err != nil {
 		return err
 	}
+	// Not Loop.Watch: a volume or claim queues only the classes it stopped
+	// using (userHandler), not a key of its own kind.
 	pvReg, err := pvInformer.AddEventHandler(userHandler(c.loop.Add, pvClasses))
 	if err != nil {
 		return fmt.Errorf("adding the volume handler: %w", err)
 	}
+	// Not Loop.Watch: as for volumes above.
 	pvcReg, err := pvcInformer.AddEventHandler(userHandler(c.loop.Add, pvcClasses))
 	if err != nil {
 		return fmt.Errorf("adding the claim handler: %w", err)
