@@ -23,7 +23,8 @@ import (
 // with Loop.Watch, or by hand where a comment in the same function says
 // why not Loop.Watch, with the staleness guard fed (Loop.Observe and its
 // kin) in a package that records its writes, unless a comment says it
-// "needs no Observe".
+// "needs no Observe"; and periodic passes through controllers/internal/passes,
+// not wait.Until and its kin.
 func TestEveryBuiltinHasTheShape(t *testing.T) {
 	dirs, err := os.ReadDir("..")
 	if err != nil {
@@ -59,6 +60,8 @@ type shape struct {
 	// it calls Observe, ObserveAdd or ObserveDelete; excused: a comment
 	// says the guard needs no Observe.
 	byHand, records, observes, excused bool
+	// loops lists "file: wait.X" for each periodic loop outside passes.
+	loops []string
 }
 
 func checkShape(t *testing.T, dir string) {
@@ -102,6 +105,9 @@ func checkShape(t *testing.T, dir string) {
 	}
 	for _, r := range s.registers {
 		t.Errorf("%s: register metrics through controllers/internal/collectors", r)
+	}
+	for _, l := range s.loops {
+		t.Errorf("%s: run periodic passes through controllers/internal/passes", l)
 	}
 	for _, f := range s.unexplained {
 		t.Errorf("%s registers an event handler by hand; use Loop.Watch, or say in a "+
@@ -166,6 +172,9 @@ func readShape(t *testing.T, dir string) shape {
 				s.observes = true
 			}
 			switch id, _ := sel.X.(*ast.Ident); {
+			case id != nil && id.Name == "wait" &&
+				(strings.Contains(sel.Sel.Name, "Until") || sel.Sel.Name == "Forever"):
+				s.loops = append(s.loops, name+": wait."+sel.Sel.Name)
 			case sel.Sel.Name == "AlreadyRegisteredError",
 				(sel.Sel.Name == "Register" || sel.Sel.Name == "MustRegister") &&
 					(id == nil || id.Name != "collectors"):

@@ -27,6 +27,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/controllers/internal/expectations"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/index"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/ownership"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/passes"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podcontrol"
 	"github.com/ctrlhost/ctrlhost/controllers/internal/podstate"
 	"github.com/ctrlhost/ctrlhost/workloop"
@@ -202,17 +203,10 @@ func (c *controller) Run(ctx context.Context) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// KCM's wait.Until of the back-off's GC: at once, then an interval
+	// after each.
 	wg.Go(func() {
-		t := c.clock.NewTicker(backoffGCInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C():
-				c.backoff.GC()
-			}
-		}
+		passes.Every(ctx, c.clock, backoffGCInterval, func(context.Context) { c.backoff.GC() })
 	})
 	c.loop.WaitFor(c.synced...)
 	err := c.loop.RunWorkers(ctx, c.workers)

@@ -25,9 +25,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/apiresources"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/passes"
 	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/workloop"
 )
@@ -169,17 +171,10 @@ func waitUntil(ctx context.Context, cond func() bool) bool {
 // refreshLoop is KCM's Sync: at once and then every sync period, the
 // deletable resources are discovered and the monitors follow them.
 func (gc *collector) refreshLoop(ctx context.Context) {
-	t := time.NewTicker(gc.syncPeriod)
-	defer t.Stop()
 	var old map[schema.GroupVersionResource]struct{}
-	for {
+	passes.Every(ctx, clock.RealClock{}, gc.syncPeriod, func(ctx context.Context) {
 		old = gc.safeRefresh(ctx, old)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // safeRefresh is refresh, turning a panic (say, in a discovery client)

@@ -215,7 +215,9 @@ func (c *controller) Run(ctx context.Context) error {
 }
 
 // periodicPass queues every namespace being deleted once per sync period
-// until ctx is done, as KCM's informer resync does.
+// until ctx is done, as KCM's informer resync does. A ticker, not
+// passes.Every: like a resync, the first pass comes a period after the
+// start (the informer's initial list has just queued every namespace).
 func (c *controller) periodicPass(ctx context.Context) {
 	if c.every <= 0 {
 		return

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/ctrlhost/ctrlhost/controllers/internal/passes"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 )
 
@@ -75,9 +76,9 @@ func newController(cc descriptor.Context, o Options) (*controller, error) {
 	}, nil
 }
 
-// Run waits for the pod and node caches, then runs a pass at once and then
-// one every period until ctx is done. The ticker is created after the first
-// pass, so a fake clock has a waiter only once that pass has ended.
+// Run waits for the pod and node caches, then runs a pass at once and the
+// next a period after each pass ended (KCM's wait.Until), until ctx is
+// done: a fake clock has a waiter only once a pass has ended.
 func (c *controller) Run(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
@@ -93,17 +94,8 @@ func (c *controller) Run(ctx context.Context) error {
 		c.threshold,
 	)
 	defer log.Info("Stopped pod garbage collection")
-	c.gc(ctx)
-	t := c.clock.NewTicker(c.period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C():
-			c.gc(ctx)
-		}
-	}
+	passes.Every(ctx, c.clock, c.period, c.gc)
+	return nil
 }
 
 // gc is one pass.

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	kinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ctrlhost/ctrlhost/controllers/internal/gate"
+	"github.com/ctrlhost/ctrlhost/controllers/internal/passes"
 	"github.com/ctrlhost/ctrlhost/descriptor"
 	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/workloop"
@@ -203,12 +203,10 @@ func (c *controller) Run(ctx context.Context) error {
 		wg.Go(func() { errs <- l.RunWorkers(ctx, c.workers) })
 	}
 	wg.Go(func() {
-		if !cache.WaitForCacheSync(ctx.Done(), c.quotaSynced, c.monitors.synced) {
-			return
-		}
-		wait.UntilWithContext(ctx, c.enqueueAll, c.syncPeriod)
+		synced := func() bool { return c.quotaSynced() && c.monitors.synced() }
+		passes.Run(ctx, clock.RealClock{}, synced, c.syncPeriod, c.enqueueAll)
 	})
-	wg.Go(func() { wait.UntilWithContext(ctx, c.rediscover(), c.discoveryPeriod) })
+	wg.Go(func() { passes.Every(ctx, clock.RealClock{}, c.discoveryPeriod, c.rediscover()) })
 	<-ctx.Done()
 	wg.Wait()
 	close(errs)
