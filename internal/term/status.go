@@ -12,57 +12,35 @@ import (
 	"github.com/ctrlhost/ctrlhost/informers"
 )
 
-// Phase is where a controller is in its life: the values of the public
-// manager.Phase, which the Manager converts its States' to.
+// Phase is where a controller is in its life. The phases and Status are
+// manager.Phase and manager.ControllerStatus, value for value (a test in
+// package manager keeps them equal); their meaning is documented there.
 type Phase string
 
 // The phases, in the order a controller goes through them.
 const (
-	// PhaseDisabled: --controllers (or Manager.SetControllers) does not
-	// select it.
-	PhaseDisabled Phase = "disabled"
-	// PhaseSkipped: selected, but a feature gate is off or it is a cloud
-	// loop while cloud loops are not included.
-	PhaseSkipped Phase = "skipped"
-	// PhaseWaiting: selected; no term has built it yet.
-	PhaseWaiting Phase = "waiting"
-	// PhaseUnserved: selected, and a term runs it, but the API server does
-	// not serve every resource it waits for (WhenServed); Reason says which.
-	PhaseUnserved Phase = "unserved"
-	// PhaseInitializing: its InitFunc is running.
+	PhaseDisabled     Phase = "disabled"
+	PhaseSkipped      Phase = "skipped"
+	PhaseWaiting      Phase = "waiting"
+	PhaseUnserved     Phase = "unserved"
 	PhaseInitializing Phase = "initializing"
-	// PhaseNotStarted: its InitFunc returned (nil, nil).
-	PhaseNotStarted Phase = "not-started"
-	// PhaseStarting: built; waiting for the informers or the start interval.
-	PhaseStarting Phase = "starting"
-	// PhaseRunning: its Run is executing.
-	PhaseRunning Phase = "running"
-	// PhaseFinished: Run returned nil before the term ended.
-	PhaseFinished Phase = "finished"
-	// PhaseFailed: InitFunc or Run returned an error or panicked.
-	PhaseFailed Phase = "failed"
-	// PhaseStopped: Run returned after the term ended.
-	PhaseStopped Phase = "stopped"
+	PhaseNotStarted   Phase = "not-started"
+	PhaseStarting     Phase = "starting"
+	PhaseRunning      Phase = "running"
+	PhaseFinished     Phase = "finished"
+	PhaseFailed       Phase = "failed"
+	PhaseStopped      Phase = "stopped"
 )
 
-// Status is a snapshot of one controller (manager.Status).
+// Status is a snapshot of one controller.
 type Status struct {
-	Name  string
-	Phase Phase
-	// Reason explains PhaseDisabled, PhaseSkipped and PhaseUnserved.
+	Name   string
+	Phase  Phase
 	Reason string
-	// Err is set in PhaseFailed.
-	Err error
-	// Since is when the controller entered Phase.
-	Since time.Time
-	// Starts counts how many times Run was called (once per term, or per
-	// start of a WhenServed controller; for a sharded controller, once per
-	// slot term).
+	Err    error
+	Since  time.Time
 	Starts int
-	// Slots lists, for a sharded controller, the slots whose terms run it
-	// on this replica now, ascending; its Phase is then that of the slot
-	// terms' instances (the first failed one, else the least advanced).
-	Slots []int
+	Slots  []int
 }
 
 // State is the live record of one controller, shared between the terms
