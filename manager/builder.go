@@ -24,7 +24,6 @@ import (
 	"github.com/ctrlhost/ctrlhost/internal/featuregates"
 	"github.com/ctrlhost/ctrlhost/internal/metrics"
 	"github.com/ctrlhost/ctrlhost/internal/nometadata"
-	"github.com/ctrlhost/ctrlhost/internal/satoken"
 	"github.com/ctrlhost/ctrlhost/internal/selection"
 	"github.com/ctrlhost/ctrlhost/internal/term"
 	"github.com/ctrlhost/ctrlhost/logging"
@@ -381,42 +380,9 @@ func (b *Builder) clients(m *Manager, opts Options) error {
 				opts.Kubeconfig, opts.Master, err)
 		}
 	}
-	cfg = rest.CopyConfig(cfg)
-	if cfg.QPS == 0 {
-		cfg.QPS = opts.KubeAPIQPS
-	}
-	if cfg.Burst == 0 {
-		cfg.Burst = int(opts.KubeAPIBurst)
-	}
-	if cfg.ContentType == "" {
-		cfg.ContentType = opts.KubeAPIContentType
-	}
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = b.component
-	}
-	m.clients.RESTConfig = cfg
-	root, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return fmt.Errorf("REST config: %w", err)
-	}
-	informersConfig := term.WithUserAgent(cfg, "shared-informers")
-	if m.clients.Client, err = kubernetes.NewForConfigAndClient(informersConfig, root); err != nil {
-		return fmt.Errorf("REST config: %w", err)
-	}
-	if m.clients.Metadata, err = metadata.NewForConfigAndClient(informersConfig, root); err != nil {
-		return fmt.Errorf("REST config: %w", err)
-	}
-	if m.clients.Dynamic, err = dynamic.NewForConfigAndClient(informersConfig, root); err != nil {
-		return fmt.Errorf("REST config: %w", err)
-	}
-	tokenConfig := term.WithUserAgent(cfg, "tokens")
-	tokens, err := kubernetes.NewForConfigAndClient(tokenConfig, root)
-	if err != nil {
-		return fmt.Errorf("REST config: %w", err)
-	}
-	m.clients.Credentials = &satoken.Credentials{Namespace: opts.ServiceAccountNamespace,
-		Client: tokens, Config: tokenConfig}
-	return nil
+	return m.clients.FromConfig(cfg, term.Defaults{QPS: opts.KubeAPIQPS, Burst: opts.KubeAPIBurst,
+		ContentType: opts.KubeAPIContentType, UserAgent: b.component,
+		TokenNamespace: opts.ServiceAccountNamespace})
 }
 
 // newHost makes what the Manager's terms share, once its clients,

@@ -73,7 +73,7 @@ var ErrControllerFailed = errors.New("controller failed")
 // ErrControllerFailed, and Unwrap gives the cause.
 type ControllerError struct {
 	Controller string // its canonical name
-	Phase      string // "InitFunc" or "Run"
+	Stage      Stage  // where it failed: StageInit or StageRun
 	Panicked   bool
 	Err        error // what it returned, or the value it panicked with
 }
@@ -83,7 +83,7 @@ func (e *ControllerError) Error() string {
 	if e.Panicked {
 		verb = "panicked"
 	}
-	return fmt.Sprintf("controller %q: %s %s: %v", e.Controller, e.Phase, verb, e.Err)
+	return fmt.Sprintf("controller %q: %s %s: %v", e.Controller, e.Stage, verb, e.Err)
 }
 
 // Unwrap returns the cause.
@@ -92,10 +92,14 @@ func (e *ControllerError) Unwrap() error { return e.Err }
 // Is reports whether target is ErrControllerFailed.
 func (e *ControllerError) Is(target error) bool { return target == ErrControllerFailed }
 
-// phaseInit and phaseRun are ControllerError's phases.
+// Stage is where a controller failed (ControllerError): not a Phase of
+// its life, but which of its two calls failed.
+type Stage string
+
+// The stages a controller can fail in.
 const (
-	phaseInit = "InitFunc"
-	phaseRun  = "Run"
+	StageInit Stage = "InitFunc" // its InitFunc
+	StageRun  Stage = "Run"      // its Controller's Run
 )
 
 // ErrShutdownTimeout is wrapped by the error Run returns when controllers
@@ -160,13 +164,13 @@ func records(states []*state) []*term.State {
 // controllerFailure is the Host's term.Failure: a ControllerError, unless
 // an InitFunc returned one of its own controller already.
 func controllerFailure(controller string, init, panicked bool, err error) error {
-	phase := phaseRun
+	stage := StageRun
 	if init {
-		phase = phaseInit
+		stage = StageInit
 		if ce := (*ControllerError)(nil); !panicked && errors.As(err, &ce) &&
 			ce.Controller == controller {
 			return err
 		}
 	}
-	return &ControllerError{controller, phase, panicked, err}
+	return &ControllerError{controller, stage, panicked, err}
 }

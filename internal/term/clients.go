@@ -38,6 +38,60 @@ type Budget struct {
 	Burst int32
 }
 
+// Defaults fill what a REST config leaves zero: the host's flags.
+type Defaults struct {
+	QPS         float32 // --kube-api-qps
+	Burst       int32   // --kube-api-burst
+	ContentType string  // --kube-api-content-type
+	UserAgent   string  // the component
+	// TokenNamespace is where the controllers' ServiceAccounts live
+	// (--use-service-account-credentials).
+	TokenNamespace string
+}
+
+// FromConfig makes c's clients from cfg, copied, its zero client settings
+// filled from d: the shared informers' typed, metadata and dynamic
+// clients, on one connection pool, and the minting of the controllers'
+// ServiceAccount tokens.
+func (c *Clients) FromConfig(cfg *rest.Config, d Defaults) error {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS = d.QPS
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = int(d.Burst)
+	}
+	if cfg.ContentType == "" {
+		cfg.ContentType = d.ContentType
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = d.UserAgent
+	}
+	c.RESTConfig = cfg
+	root, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("REST config: %w", err)
+	}
+	informersConfig := WithUserAgent(cfg, "shared-informers")
+	if c.Client, err = kubernetes.NewForConfigAndClient(informersConfig, root); err != nil {
+		return fmt.Errorf("REST config: %w", err)
+	}
+	if c.Metadata, err = metadata.NewForConfigAndClient(informersConfig, root); err != nil {
+		return fmt.Errorf("REST config: %w", err)
+	}
+	if c.Dynamic, err = dynamic.NewForConfigAndClient(informersConfig, root); err != nil {
+		return fmt.Errorf("REST config: %w", err)
+	}
+	tokenConfig := WithUserAgent(cfg, "tokens")
+	tokens, err := kubernetes.NewForConfigAndClient(tokenConfig, root)
+	if err != nil {
+		return fmt.Errorf("REST config: %w", err)
+	}
+	c.Credentials = &satoken.Credentials{Namespace: d.TokenNamespace, Client: tokens,
+		Config: tokenConfig}
+	return nil
+}
+
 // clientBuilder implements descriptor.ClientBuilder for one term:
 // per-controller user agents over the manager's REST config, fenced by the
 // term's gate, or the injected clients as they are (not fenced).
