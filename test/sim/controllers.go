@@ -197,14 +197,7 @@ func (c *controller) Run(ctx context.Context) error {
 	defer w.stopped(c.key, in)
 	mail := w.keys != nil && w.keys.takes(c.spec)
 	if mail {
-		// A key handed to a start told to stop is lost, as in a workqueue
-		// shut down.
-		c.queues.Handle(func(key string) {
-			if ctx.Err() == nil {
-				w.keys.received(key)
-			}
-		})
-		w.keys.handled(c.r.identity, c.term, c.spec.Name)
+		w.keys.take(ctx, c.r.identity, c.term, c.spec.Name, c.queues)
 	}
 	tick := time.NewTicker(c.spec.Period)
 	defer tick.Stop()

@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/ctrlhost/ctrlhost/descriptor"
@@ -13,9 +15,12 @@ import (
 // through the term's queues (Config.Keys), to check the promise of
 // descriptor.Queues: a key sent to a controller that is not running (being
 // built, told to stop, stopped) is held for its next start in the term.
-// A key is lost when its receiver never took it although the receiver
-// called Handle again in the same term of the same replica after the key
-// was sent: that start must have been handed it.
+// A key is lost when its receiver never took it although a start of the
+// receiver in the same term of the same replica had its handler in place,
+// while running, after the key was sent: that start must have been handed
+// it. A start whose Handle the host ignored (it was told to stop first) or
+// whose context ended while it was handed the held keys (its term ended:
+// nothing is kept across terms) proves nothing, and is not counted.
 type keyBook struct {
 	w     *World
 	order []string // the controllers that send and take keys
@@ -23,6 +28,7 @@ type keyBook struct {
 	mu      sync.Mutex
 	seq     int64
 	n       int
+	probes  int
 	sent    map[string]sentKey
 	got     map[string]bool
 	handles []handleCall
@@ -35,7 +41,8 @@ type sentKey struct {
 	description string
 }
 
-// handleCall is a start of a controller calling Queues.Handle.
+// handleCall is a start of a controller whose handler took keys while it
+// ran.
 type handleCall struct {
 	seq                 int64
 	replica, controller string
@@ -87,14 +94,44 @@ func (k *keyBook) received(key string) {
 	k.got[key] = true
 }
 
-// handled records that a start of controller called Handle.
-func (k *keyBook) handled(replica string, term *leader.Term, controller string) {
+// take is a start of controller calling Queues.Handle: the keys it is
+// handed while ctx is live are taken; one handed after is lost, as in a
+// work queue shut down. Once Handle returned, a probe sent to itself shows
+// whether its handler is the one in place (Send hands it over at once) and
+// the start still running; only then is the start counted as one that was
+// handed every key held for it.
+func (k *keyBook) take(ctx context.Context, replica string, term *leader.Term, controller string,
+	q descriptor.Queues) {
+	k.mu.Lock()
+	k.probes++
+	probe := fmt.Sprintf("%s%s#%d", probePrefix, controller, k.probes)
+	k.mu.Unlock()
+	inPlace := false
+	q.Handle(func(key string) {
+		switch {
+		case ctx.Err() != nil:
+		case key == probe:
+			inPlace = true
+		case strings.HasPrefix(key, probePrefix): // an earlier start's, held for this one
+		default:
+			k.received(key)
+		}
+	})
+	if err := q.Send(controller, probe); err != nil {
+		k.w.violate("%s's %s: Queues.Send to itself: %v", replica, controller, err)
+	}
+	if !inPlace {
+		return
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.seq++
 	k.handles = append(k.handles, handleCall{seq: k.seq, replica: replica,
 		controller: controller, term: term})
 }
+
+// probePrefix starts the keys a start sends to itself (keyBook.take).
+const probePrefix = "probe:"
 
 // lost describes the keys a later start of their receiver should have
 // taken, and did not.
