@@ -3,18 +3,16 @@
 // ForResource that answers with the typed informer where client-go has one
 // and a metadata informer otherwise (so that generic controllers such as the
 // garbage collector work for custom resources too). TypedFor adds typed
-// factories restricted to one namespace, with the same lifecycle. A Warm
-// (StartWarm) is a Set started ahead of its term, for warm standby: only
-// declared informers, their declared indexes built during the LIST.
+// factories restricted to one namespace, with the same lifecycle. Declared
+// is the informer a descriptor's declaration names; a host keeps those
+// warm ahead of a term under warm standby.
 //
 // Informers are reference-counted. Set.For(user) is a new holder of the
 // Set for one user (a controller's start): every informer requested
 // through it counts that holder, the event handlers added through it are
 // recorded, and its Shutdown releases them. An informer no holder holds
 // any more is stopped and dropped, and its cache freed; one that others
-// hold goes on, untouched. A warm set (StartWarm) holds each declared
-// informer for the users that declared it, until Warm.Release. That is
-// how a host stops one controller while the others run
+// hold goes on, untouched. That is how a host stops one controller while the others run
 // (manager.SetControllers, descriptor WhenServed). The factories are the
 // Set's own, not client-go's: client-go's cannot stop one informer of
 // many. The typed one hands out informers through client-go's generated

@@ -53,7 +53,7 @@ type Options struct {
 	// they come and they need no informer of their own. What an
 	// anticipated user reads of a type is what it declared (Reads); one
 	// that did not declare the type reads it whole, unless Informers says
-	// it requests no informer of that type. A warm set (StartWarm)
+	// it requests no informer of that type. A warm set (warm standby)
 	// anticipates every controller of the term that will adopt it.
 	// Default: none.
 	Anticipate []string

@@ -19,6 +19,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/fence"
 	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/internal/queues"
+	"github.com/ctrlhost/ctrlhost/internal/warmset"
 	"github.com/ctrlhost/ctrlhost/leader"
 )
 
@@ -58,7 +59,7 @@ type Spec struct {
 	Alongside func(ctx context.Context) error
 	// Warm, if set, is the informer set the term runs on (warm standby):
 	// already started and usually synced. The term stops it when it ends.
-	Warm *informers.Warm
+	Warm *warmset.Set
 	// Slot, if set, makes this a slot term of a shard group.
 	Slot *Slot
 	// Parent, if set, is the lease of the term this one runs inside (the
@@ -182,7 +183,7 @@ func (h *Host) newTermEnv(ctrlCtx context.Context, log logr.Logger, spec Spec,
 		slot:    spec.Slot,
 	}
 	if spec.Warm != nil {
-		env.set = spec.Warm.Set()
+		env.set = spec.Warm.Informers()
 	} else {
 		client, dyn := kubernetes.Interface(h.Clients.Client), h.Clients.Dynamic
 		if spec.Slot != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/ctrlhost/ctrlhost/internal/metrics"
 	"github.com/ctrlhost/ctrlhost/internal/served"
 	"github.com/ctrlhost/ctrlhost/internal/supervisor"
+	"github.com/ctrlhost/ctrlhost/internal/warmset"
 	"github.com/ctrlhost/ctrlhost/leader"
 )
 
@@ -50,7 +51,7 @@ type termUnits struct {
 	// warm, if set, is the warm set the term adopted: it holds the
 	// informers each controller declared until the controller stops or is
 	// found not to run (releaseIdle).
-	warm   *informers.Warm
+	warm   *warmset.Set
 	states []*State // every controller of the term
 	served *served.View
 	kick   chan struct{} // a change of selection: reconcile now
@@ -77,7 +78,7 @@ type unit struct {
 	}
 }
 
-func (h *Host) newTermUnits(log logr.Logger, env termEnv, r *runner, warm *informers.Warm,
+func (h *Host) newTermUnits(log logr.Logger, env termEnv, r *runner, warm *warmset.Set,
 	leases []*leader.Term, states, static []*State) *termUnits {
 	u := &termUnits{build: h.build, host: h.Clients.Client, startInterval: h.StartInterval,
 		metrics: h.Metrics, stop: h.Stop,

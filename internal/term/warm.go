@@ -8,11 +8,11 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/ctrlhost/ctrlhost/informers"
 	"github.com/ctrlhost/ctrlhost/internal/served"
+	"github.com/ctrlhost/ctrlhost/internal/warmset"
 )
 
-// prepareWarm starts the warm informer set (informers.Warm) of a would-be
+// prepareWarm starts the warm informer set (warmset.Set) of a would-be
 // term of states under warm standby (Host.WarmStandby): the informers
 // and indexes its descriptors declare. It returns nil when warm standby is
 // off or nothing is declared. Exactly one term adopts the set (Run
@@ -21,11 +21,11 @@ import (
 // Controllers not selected now are left out, and WhenServed ones whose
 // resources served does not show served (all of them without a view).
 func (h *Host) prepareWarm(ctx context.Context, states []*State, lease string,
-	sv *served.View) *informers.Warm {
+	sv *served.View) *warmset.Set {
 	if !h.WarmStandby {
 		return nil
 	}
-	var declared []informers.Declared
+	var declared []warmset.Declared
 	var running []*State
 	for _, s := range states {
 		unserved := len(s.Desc.Served()) > 0 &&
@@ -37,7 +37,7 @@ func (h *Host) prepareWarm(ctx context.Context, states []*State, lease string,
 		}
 		running = append(running, s)
 		for _, gvr := range s.Desc.Informers() {
-			declared = informers.Declare(declared, s.Desc.Name(), gvr, s.Desc.ObjectType(gvr),
+			declared = warmset.Declare(declared, s.Desc.Name(), gvr, s.Desc.ObjectType(gvr),
 				s.Desc.Indexers(gvr))
 		}
 	}
@@ -46,7 +46,7 @@ func (h *Host) prepareWarm(ctx context.Context, states []*State, lease string,
 	// term that adopts it stops it once its controllers have stopped (as a
 	// term stops a set of its own), and the campaign stops one no term
 	// adopted (WarmSlot's stop and replace).
-	return informers.StartWarm(context.WithoutCancel(ctx), h.Clients.Client, h.Clients.Metadata,
+	return warmset.Start(context.WithoutCancel(ctx), h.Clients.Client, h.Clients.Metadata,
 		h.informerOptions(h.Clients.Dynamic, running), declared)
 }
 
@@ -54,7 +54,7 @@ func (h *Host) prepareWarm(ctx context.Context, states []*State, lease string,
 type WarmSlot struct {
 	// prepareWarm is Host.prepareWarm; selectionChanged is
 	// Host.SelectionChanged.
-	prepareWarm      func(context.Context, []*State, string, *served.View) *informers.Warm
+	prepareWarm      func(context.Context, []*State, string, *served.View) *warmset.Set
 	selectionChanged func() <-chan struct{}
 	states           []*State
 	lease            string
@@ -64,7 +64,7 @@ type WarmSlot struct {
 	served *served.View
 
 	mu      sync.Mutex
-	warm    *informers.Warm
+	warm    *warmset.Set
 	leading bool // a term took the set, and none is put back yet
 }
 
@@ -87,7 +87,7 @@ func (h *Host) NewWarmSlot(ctx context.Context, states []*State, lease string) *
 
 // Prepare starts a warm set for the current selection and served
 // resources.
-func (s *WarmSlot) Prepare(ctx context.Context) *informers.Warm {
+func (s *WarmSlot) Prepare(ctx context.Context) *warmset.Set {
 	return s.prepareWarm(ctx, s.states, s.lease, s.served)
 }
 
@@ -105,14 +105,14 @@ func (s *WarmSlot) servedNow() []string {
 }
 
 // Put stores w (nil: none) for the next term; it is no longer leading.
-func (s *WarmSlot) Put(w *informers.Warm) {
+func (s *WarmSlot) Put(w *warmset.Set) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.warm, s.leading = w, false
 }
 
 // Take hands the set to a term that starts.
-func (s *WarmSlot) Take() *informers.Warm {
+func (s *WarmSlot) Take() *warmset.Set {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.warm
@@ -199,7 +199,7 @@ func (s *WarmSlot) servedChanged(ctx context.Context, last *[]string) bool {
 // replace makes next the set for the next term, and stops the one it
 // replaces; if a term took the set meanwhile, it stops next instead (that
 // term started from the selection anyway).
-func (s *WarmSlot) replace(next *informers.Warm) {
+func (s *WarmSlot) replace(next *warmset.Set) {
 	s.mu.Lock()
 	old := s.warm
 	if s.leading {

@@ -1,4 +1,20 @@
-package informers
+// Package warmset keeps a controller host's declared informers started and
+// synced ahead of the term that will adopt them (warm standby): a Set is an
+// informers.Set holding only the informers the would-be term's controllers
+// declare (descriptor.WithInformers), each with its declared indexes added
+// before it starts, so that they are built during the LIST.
+//
+// Guarantees: one informer per declared resource, however many
+// controllers declare it; the first object type and the first indexer of
+// each name declared win; an informer declared by controllers is held for
+// each of them until Release of the last; Stop stops every informer and
+// waits for them.
+//
+// Non-guarantees: an informer or index that cannot be made is logged and
+// left out (the term that adopts the set requests it again, and fails
+// there if it must); nothing checks that a controller reads only what it
+// declared (informers.Options.Reads does, for fields).
+package warmset
 
 import (
 	"context"
@@ -12,6 +28,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ctrlhost/ctrlhost/informers"
 )
 
 // Declared is an informer a would-be term's controllers declare, with the
@@ -20,10 +38,10 @@ type Declared struct {
 	Resource schema.GroupVersionResource
 	Indexers cache.Indexers
 	// Object, if set, is the Go type the informer's objects are converted
-	// into (Custom): the warm informer is that custom one.
+	// into (informers.Custom): the warm informer is that custom one.
 	Object runtime.Object
 	// Users are who declared it (controllers): the warm set holds it for
-	// each, until Warm.Release of the last of them. None: it is the Set's
+	// each, until Set.Release of the last of them. None: it is the set's
 	// own, for its whole life.
 	Users []string
 }
@@ -56,39 +74,38 @@ func Declare(declared []Declared, user string, resource schema.GroupVersionResou
 	return declared
 }
 
-// Warm is a Set kept started and synced ahead of the term that will adopt
-// it (warm standby): only the declared informers are in it, each with its
-// declared indexes added before it starts, so that they are built during
-// the LIST. Exactly one term adopts it, through Set, and stops it with
-// Stop when the term ends; a Warm no term adopted is stopped by its owner.
-type Warm struct {
-	set       *Set
+// Set is an informers.Set kept started and synced ahead of the term that
+// will adopt it. Exactly one term adopts it, through Informers, and stops
+// it with Stop when the term ends; a Set no term adopted is stopped by its
+// owner.
+type Set struct {
+	set       *informers.Set
 	mu        sync.Mutex
-	holders   map[string]*Set // by user: what Declared.Users hold, until Release
+	holders   map[string]*informers.Set // by user: what Declared.Users hold, until Release
 	resources int
 	cancel    context.CancelFunc
 	bg        sync.WaitGroup
 }
 
-// StartWarm starts a Warm of the declared informers, or returns nil when
-// none is declared. It logs "Warm standby: caches synced" once they are.
-// It stops when ctx ends, or earlier with Stop.
-func StartWarm(
+// Start starts a Set of the declared informers, or returns nil when none
+// is declared. It logs "Warm standby: caches synced" once they are. It
+// stops when ctx ends, or earlier with Stop.
+func Start(
 	ctx context.Context,
 	client kubernetes.Interface,
 	metaClient metadata.Interface,
-	opts Options,
+	opts informers.Options,
 	declared []Declared,
-) *Warm {
+) *Set {
 	if len(declared) == 0 {
 		return nil
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	set := New(client, metaClient, opts)
-	holders := map[string]*Set{}
+	set := informers.New(client, metaClient, opts)
+	holders := map[string]*informers.Set{}
 	resources := 0
 	for _, d := range declared {
-		views := []*Set{set}
+		views := []*informers.Set{set}
 		if len(d.Users) > 0 {
 			views = views[:0]
 			for _, u := range d.Users {
@@ -101,7 +118,7 @@ func StartWarm(
 		var shared cache.SharedIndexInformer
 		var err error
 		for _, v := range views {
-			if shared, err = v.declared(d); err != nil {
+			if shared, err = v.Declared(d.Resource, d.Object); err != nil {
 				break
 			}
 		}
@@ -127,7 +144,7 @@ func StartWarm(
 		}
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	w := &Warm{set: set, holders: holders, resources: resources, cancel: cancel}
+	w := &Set{set: set, holders: holders, resources: resources, cancel: cancel}
 	set.Start(wctx.Done())
 	start := time.Now()
 	w.bg.Go(func() {
@@ -144,32 +161,15 @@ func StartWarm(
 	return w
 }
 
-// declared is the informer a declaration names: a custom one when it has
-// an Object, the typed one where client-go has it, else (with a dynamic
-// client) the dynamic one, else the metadata one.
-func (s *Set) declared(d Declared) (cache.SharedIndexInformer, error) {
-	if d.Object != nil {
-		obj := d.Object
-		return s.customFor(d.Resource, func() runtime.Object { return obj.DeepCopyObject() })
-	}
-	if inf, err := s.Typed().ForResource(d.Resource); err == nil {
-		return inf.Informer(), nil
-	}
-	if dyn := s.Dynamic(); dyn != nil {
-		return dyn.ForResource(d.Resource).Informer(), nil
-	}
-	return s.Metadata().ForResource(d.Resource).Informer(), nil
-}
-
-// Set is the warm informer set, for the term that adopts it.
-func (w *Warm) Set() *Set { return w.set }
+// Informers is the warm informer set, for the term that adopts it.
+func (w *Set) Informers() *informers.Set { return w.set }
 
 // Release releases what the warm set holds for user's declarations
 // (Declared.Users): an informer no other holder holds is stopped. A term
 // calls it once user's controller holds its informers itself, or will not
 // run. It is safe to call more than once, and for a user that declared
 // nothing.
-func (w *Warm) Release(user string) {
+func (w *Set) Release(user string) {
 	w.mu.Lock()
 	h := w.holders[user]
 	delete(w.holders, user) // a term asks again every poll: once is enough
@@ -179,8 +179,8 @@ func (w *Warm) Release(user string) {
 	}
 }
 
-// Stop stops the Warm's informers and waits for them.
-func (w *Warm) Stop() {
+// Stop stops the set's informers and waits for them.
+func (w *Set) Stop() {
 	w.cancel()
 	w.bg.Wait()
 	w.set.Shutdown()

@@ -1,4 +1,4 @@
-package informers_test
+package warmset_test
 
 import (
 	"context"
@@ -13,15 +13,16 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ctrlhost/ctrlhost/informers"
+	"github.com/ctrlhost/ctrlhost/internal/warmset"
 )
 
-// TestStartWarm: a Warm holds the declared informers synced with their
+// TestStart: a Set holds the declared informers synced with their
 // declared indexes built, and nothing else; an informer declared by users
 // goes when the last of them is released; with nothing declared there is
-// no Warm.
-func TestStartWarm(t *testing.T) {
-	if w := informers.StartWarm(context.Background(), fake.NewClientset(), nil, informers.Options{}, nil); w != nil {
-		t.Fatal("a Warm of nothing")
+// no Set.
+func TestStart(t *testing.T) {
+	if w := warmset.Start(context.Background(), fake.NewClientset(), nil, informers.Options{}, nil); w != nil {
+		t.Fatal("a Set of nothing")
 	}
 	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	byNode := func(obj any) ([]string, error) { return []string{obj.(*corev1.Pod).Spec.NodeName}, nil }
@@ -39,12 +40,12 @@ func TestStartWarm(t *testing.T) {
 			Spec:       corev1.PodSpec{NodeName: "n2"},
 		},
 	)
-	w := informers.StartWarm(
+	w := warmset.Start(
 		context.Background(),
 		client,
 		metadatafake.NewSimpleMetadataClient(scheme),
 		informers.Options{},
-		[]informers.Declared{
+		[]warmset.Declared{
 			{Resource: pods, Indexers: cache.Indexers{"by-node": byNode}},
 			{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
 				Users: []string{"x-controller", "y-controller"}},
@@ -53,18 +54,18 @@ func TestStartWarm(t *testing.T) {
 	defer w.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	if err := w.Set().WaitForCacheSync(ctx); err != nil {
+	if err := w.Informers().WaitForCacheSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	inf := w.Set().Typed().Core().V1().Pods().Informer()
+	inf := w.Informers().Typed().Core().V1().Pods().Informer()
 	got, err := inf.GetIndexer().ByIndex("by-node", "n2")
 	if err != nil || len(got) != 1 {
 		t.Fatalf("by-node index: %v, %v; want pod b", got, err)
 	}
-	if !isClosed(w.Set().Started()) {
+	if !isClosed(w.Informers().Started()) {
 		t.Error("the warm set is not started")
 	}
-	user := w.Set().For("z-controller")
+	user := w.Informers().For("z-controller")
 	cms := user.Typed().Core().V1().ConfigMaps().Informer()
 	user.Shutdown() // another holder's release: the declarations still hold it
 	w.Release("x-controller")
@@ -88,12 +89,12 @@ func TestDeclareMerges(t *testing.T) {
 	second := func(any) ([]string, error) { return []string{"second"}, nil }
 	mine := cache.Indexers{"byNode": first}
 
-	var d []informers.Declared
-	d = informers.Declare(d, "a", pods, nil, mine)
-	d = informers.Declare(d, "b", nodes, &corev1.Node{}, nil)
-	d = informers.Declare(d, "c", pods, &corev1.Pod{}, cache.Indexers{"byNode": second,
+	var d []warmset.Declared
+	d = warmset.Declare(d, "a", pods, nil, mine)
+	d = warmset.Declare(d, "b", nodes, &corev1.Node{}, nil)
+	d = warmset.Declare(d, "c", pods, &corev1.Pod{}, cache.Indexers{"byNode": second,
 		"byIP": second})
-	d = informers.Declare(d, "d", pods, &corev1.Node{}, nil)
+	d = warmset.Declare(d, "d", pods, &corev1.Node{}, nil)
 
 	if len(d) != 2 || d[0].Resource != pods || d[1].Resource != nodes {
 		t.Fatalf("declared %v, want pods then nodes, once each", d)
