@@ -30,7 +30,7 @@ VAPSTATUS := $(GO) -C controllers/vapstatus
 FAILURES := bash hack/failures.sh
 
 .PHONY: all help deps build test verify unit integration testbin demo bench fuzz chaos clean api sim \
-	sim-mutants compare-operators clusterparts load
+	sim-mutants compare-operators clusterparts load matrix
 
 all: build
 
@@ -105,6 +105,26 @@ integration: testbin
 ## github.com/ctrlhost/ctrlhost/cmd/testbin@<version>`.
 testbin: deps
 	$(GO) run ./cmd/testbin -go "$(GO)" -dir "$(TESTBIN_DIR)"
+
+## matrix: the host's integration suite (the contract table's rows among
+## it), the widget operator's integration tests and testenv's against every
+## kube-apiserver minor of the tested window (`go run ./cmd/testbin
+## -list-minors`; MATRIX_MINORS picks some), each minor's etcd and
+## kube-apiserver built first into _output/testbin/<version>. make test
+## runs the newest only. Time and result: docs/versioning.md.
+MATRIX_MINORS ?= $(shell $(GO) run ./cmd/testbin -list-minors)
+MATRIX_PKGS := ./testenv/... ./test/integration/... ./examples/widget-operator/
+matrix: deps
+	@status=0; for minor in $(MATRIX_MINORS); do \
+		version="$$($(GO) run ./cmd/testbin -minor $$minor -print-version)" || exit 1; \
+		dir="$(CURDIR)/_output/testbin/$$version"; \
+		$(GO) run ./cmd/testbin -go "$(GO)" -minor $$minor -dir "$$dir" || exit 1; \
+		echo "== kube-apiserver $$version"; \
+		start=$$(date +%s); \
+		CTRLHOST_TESTBIN="$$dir" CTRLHOST_KUBERNETES_VERSION="$$version" $(FAILURES) \
+			$(GO) test $(GOTEST_FLAGS) -timeout 30m -tags integration $(MATRIX_PKGS) || status=1; \
+		echo "== kube-apiserver $$version: $$(( $$(date +%s) - start )) s"; \
+	done; exit $$status
 
 ## demo: a local control plane plus the example controller manager.
 demo: testbin

@@ -35,17 +35,19 @@ const (
 	sourceCache       = "the per-user cache directory"
 )
 
-// defaultBinDir is the directory, relative to the ctrlhost module root, that
-// "make testbin" writes to and that BinaryPaths looks in first by default.
-func defaultBinDir() string { return filepath.Join("_output", "testbin", KubernetesVersion) }
+// defaultBinDir is the directory of version's binaries, relative to the
+// ctrlhost module root, that "make testbin" (make matrix, for older
+// minors) writes to and that BinaryPaths looks in first by default.
+func defaultBinDir(version string) string { return filepath.Join("_output", "testbin", version) }
 
 // BinaryPaths returns the paths of the kube-apiserver and etcd binaries that
 // Start would run for opts, after checking that both are executable files
 // and, unless the check is off (see Options.SkipVersionCheck), that
-// kube-apiserver reports KubernetesVersion. Every error names the path it is
+// kube-apiserver reports Options.KubernetesVersion. Every error names the path it is
 // about and says how to build the binaries.
 func BinaryPaths(opts Options) (apiserver, etcd string, err error) {
-	dir, source, err := binDir(opts)
+	version := opts.kubernetesVersion()
+	dir, source, err := binDir(opts, version)
 	if err != nil {
 		return "", "", err
 	}
@@ -68,7 +70,7 @@ func BinaryPaths(opts Options) (apiserver, etcd string, err error) {
 		return "", "", err
 	}
 	if !opts.SkipVersionCheck && source != sourceKubebuilder {
-		if err := checkAPIServerVersion(apiserver); err != nil {
+		if err := checkAPIServerVersion(apiserver, version); err != nil {
 			return "", "", err
 		}
 	}
@@ -76,7 +78,7 @@ func BinaryPaths(opts Options) (apiserver, etcd string, err error) {
 }
 
 // binDir resolves the binary directory and says where it came from.
-func binDir(opts Options) (dir, source string, err error) {
+func binDir(opts Options, version string) (dir, source string, err error) {
 	switch {
 	case opts.BinDir != "":
 		dir, source = opts.BinDir, sourceOption
@@ -85,7 +87,7 @@ func binDir(opts Options) (dir, source string, err error) {
 	case os.Getenv(EnvKubebuilderAssets) != "":
 		dir, source = os.Getenv(EnvKubebuilderAssets), sourceKubebuilder
 	default:
-		dir, source, err = defaultDir()
+		dir, source, err = defaultDir(version)
 		if err != nil {
 			return "", "", err
 		}
@@ -102,7 +104,7 @@ func binDir(opts Options) (dir, source string, err error) {
 // ctrlhost module) and the per-user cache directory that cmd/testbin builds
 // into. When neither exists it returns the first of them, so that the
 // error names the directory that was expected.
-func defaultDir() (dir, source string, err error) {
+func defaultDir(version string) (dir, source string, err error) {
 	type candidate struct{ dir, source string }
 	var candidates []candidate
 	var problems []string
@@ -111,9 +113,10 @@ func defaultDir() (dir, source string, err error) {
 	} else if root, err := findModuleRoot(wd, modulePath); err != nil {
 		problems = append(problems, err.Error())
 	} else {
-		candidates = append(candidates, candidate{filepath.Join(root, defaultBinDir()), sourceModule})
+		candidates = append(candidates, candidate{filepath.Join(root, defaultBinDir(version)),
+			sourceModule})
 	}
-	if cache, err := testbin.CacheDir(KubernetesVersion); err != nil {
+	if cache, err := testbin.CacheDir(version); err != nil {
 		problems = append(problems, err.Error())
 	} else {
 		candidates = append(candidates, candidate{cache, sourceCache})
@@ -196,8 +199,8 @@ func checkExecutable(path, source string) error {
 }
 
 // checkAPIServerVersion runs "kube-apiserver --version" and compares the
-// result with KubernetesVersion.
-func checkAPIServerVersion(path string) error {
+// result with want.
+func checkAPIServerVersion(path, want string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), versionCheckTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, path, "--version").CombinedOutput()
@@ -206,12 +209,12 @@ func checkAPIServerVersion(path string) error {
 			path, err, truncate(strings.TrimSpace(string(out)), 512), buildAdvice())
 	}
 	found := parseKubeVersion(out)
-	if found != KubernetesVersion {
+	if found != want {
 		if found == "" {
 			found = fmt.Sprintf("unrecognised output %q", truncate(strings.TrimSpace(string(out)), 512))
 		}
 		return fmt.Errorf("testenv: %s is version %s, want %s: %s (or set Options.SkipVersionCheck)",
-			path, found, KubernetesVersion, buildAdvice())
+			path, found, want, buildAdvice())
 	}
 	return nil
 }

@@ -43,6 +43,7 @@ func binDirWith(t *testing.T, version string) string {
 func clearBinEnv(t *testing.T) string {
 	t.Setenv(EnvTestBin, "")
 	t.Setenv(EnvKubebuilderAssets, "")
+	t.Setenv(EnvKubernetesVersion, "") // make matrix sets it for the integration tests
 	return isolateUserCache(t)
 }
 
@@ -106,6 +107,7 @@ func TestBinaryPathsResolutionOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(EnvTestBin, tc.testbin)
 			t.Setenv(EnvKubebuilderAssets, tc.assets)
+			t.Setenv(EnvKubernetesVersion, "")
 			cache := isolateUserCache(t)
 			if tc.cache {
 				writeBin(t, cache, etcdBinary, "#!/bin/sh\n")
@@ -262,5 +264,52 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An older minor of the tested window is chosen with
+// Options.KubernetesVersion or, for a whole suite, $CTRLHOST_KUBERNETES_VERSION:
+// its version names the default directory and is the one checked.
+func TestBinaryPathsOfAnOlderMinor(t *testing.T) {
+	const older = "v1.34.4"
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "go.mod"), "module github.com/ctrlhost/ctrlhost\n")
+	bins := filepath.Join(root, "_output", "testbin", older)
+	writeBin(t, bins, etcdBinary, "#!/bin/sh\n")
+	writeBin(t, bins, apiserverBinary, fakeAPIServer(older))
+	t.Chdir(root)
+	for _, tc := range []struct {
+		name    string
+		opts    Options
+		env     string
+		wantErr string
+	}{
+		{name: "Options.KubernetesVersion", opts: Options{KubernetesVersion: older}},
+		{name: "the environment variable", env: older},
+		{name: "the option before the variable", opts: Options{KubernetesVersion: older},
+			env: KubernetesVersion},
+		{name: "a binary of another version", opts: Options{KubernetesVersion: older,
+			BinDir: binDirWith(t, KubernetesVersion)},
+			wantErr: "is version " + KubernetesVersion + ", want " + older},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clearBinEnv(t)
+			isolateUserCache(t)
+			t.Setenv(EnvKubernetesVersion, tc.env)
+			apiserver, _, err := BinaryPaths(tc.opts)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("BinaryPaths = %s, %v; want an error containing %q", apiserver, err,
+						tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := filepath.Join(bins, apiserverBinary); apiserver != want {
+				t.Errorf("apiserver = %s, want %s", apiserver, want)
+			}
+		})
 	}
 }

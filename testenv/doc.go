@@ -66,7 +66,8 @@
 //   - It is not for production, and not hardened: tokens are written to disk
 //     in plain text, etcd runs without TLS and without fsync.
 //   - It does not guarantee that binaries found through KUBEBUILDER_ASSETS
-//     or Options.BinDir are the KubernetesVersion this package was written
-//     against; see Options.SkipVersionCheck.
+//     are the Options.KubernetesVersion asked for; see
+//     Options.SkipVersionCheck. What ctrlhost proves on each minor of the
+//     tested window is what make matrix runs (docs/versioning.md).
 //   - It runs only where process groups exist (Linux and other Unix systems).
 package testenv

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -12,8 +13,16 @@ import (
 )
 
 const (
-	// KubernetesVersion is the kube-apiserver version this package expects.
+	// KubernetesVersion is the kube-apiserver version this package expects
+	// by default: the newest minor of the tested window, the one make test
+	// starts. Options.KubernetesVersion names another (make matrix).
 	KubernetesVersion = "v1.37.1"
+
+	// EnvKubernetesVersion names the environment variable that sets the
+	// default of Options.KubernetesVersion, so that a whole test suite
+	// runs against an older minor of the window without a code change
+	// (make matrix sets it, with EnvTestBin).
+	EnvKubernetesVersion = "CTRLHOST_KUBERNETES_VERSION"
 
 	// BuildHint is the command that builds the binaries Start needs, run
 	// in the ctrlhost repository.
@@ -55,17 +64,25 @@ const (
 type Options struct {
 	// BinDir is the directory holding the etcd and kube-apiserver binaries.
 	// Default: $CTRLHOST_TESTBIN if set, else $KUBEBUILDER_ASSETS if set,
-	// else <module root>/_output/testbin/<KubernetesVersion> if it exists,
+	// else <module root>/_output/testbin/<Options.KubernetesVersion> if it exists,
 	// where the module root is found by walking up from the working
 	// directory to the go.mod of module github.com/ctrlhost/ctrlhost, else
 	// the per-user cache directory that cmd/testbin builds into,
-	// <os.UserCacheDir()>/ctrlhost/testbin/<KubernetesVersion> (see
+	// <os.UserCacheDir()>/ctrlhost/testbin/<Options.KubernetesVersion> (see
 	// testbin.CacheDir). A relative path is taken relative to the working
 	// directory.
 	BinDir string
 
+	// KubernetesVersion is the version kube-apiserver must report (unless
+	// SkipVersionCheck), which also names the default binary directories:
+	// one of the tested window, such as "v1.34.4" (docs/versioning.md;
+	// `go run github.com/ctrlhost/ctrlhost/cmd/testbin -minor 1.34` builds
+	// it). Default: $CTRLHOST_KUBERNETES_VERSION if set, else
+	// KubernetesVersion.
+	KubernetesVersion string
+
 	// SkipVersionCheck turns off the check that "kube-apiserver --version"
-	// reports KubernetesVersion. Default: false, the check runs, except when
+	// reports Options.KubernetesVersion. Default: false, the check runs, except when
 	// the directory came from $KUBEBUILDER_ASSETS, whose binaries are
 	// controller-runtime's and of whatever version its tooling installed.
 	SkipVersionCheck bool
@@ -122,12 +139,24 @@ type User struct {
 	UID string
 }
 
+// kubernetesVersion is KubernetesVersion's default applied.
+func (o Options) kubernetesVersion() string {
+	switch {
+	case o.KubernetesVersion != "":
+		return o.KubernetesVersion
+	case os.Getenv(EnvKubernetesVersion) != "":
+		return os.Getenv(EnvKubernetesVersion)
+	}
+	return KubernetesVersion
+}
+
 // withDefaults returns a copy of o with every unset field defaulted. It does
 // not resolve BinDir; BinaryPaths does that.
 func (o Options) withDefaults() Options {
 	if o.Authorization == "" {
 		o.Authorization = AuthorizationRBAC
 	}
+	o.KubernetesVersion = o.kubernetesVersion()
 	if o.StartTimeout == 0 {
 		o.StartTimeout = defaultStartTimeout
 	}

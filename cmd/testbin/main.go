@@ -13,6 +13,9 @@
 //
 //	-dir DIR           build into DIR instead
 //	-go CMD            the go command (default: $GO, else go)
+//	-minor MINOR       the kube-apiserver minor of the tested window, such as 1.34
+//	                   (default: the newest, the one testenv expects by default)
+//	-list-minors       print the tested window's minors, oldest first, and exit
 //	-print-dir         print the output directory and exit
 //	-print-version     print the Kubernetes version and exit
 //	-write-module DIR  write the tools module (go.mod, go.sum) into DIR and exit
@@ -29,6 +32,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/ctrlhost/ctrlhost/internal/testbin"
@@ -53,6 +57,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	)
 	goCmd := fs.String("go", os.Getenv("GO"), "the go command (default: $GO, else go)")
 	printDir := fs.Bool("print-dir", false, "print the output directory and exit")
+	minor := fs.String("minor", "", "the kube-apiserver minor to build, one of "+
+		strings.Join(testbin.Minors(), ", ")+" (default: the newest)")
+	listMinors := fs.Bool("list-minors", false, "print the tested window's minors and exit")
 	printVersion := fs.Bool(
 		"print-version",
 		false,
@@ -73,7 +80,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "testbin: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	versions, err := testbin.ModuleVersions()
+	if *listMinors {
+		fmt.Fprintln(stdout, strings.Join(testbin.Minors(), " "))
+		return 0
+	}
+	module, err := testbin.ModuleOf(*minor)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	versions, err := module.Versions()
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -83,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, versions.Kubernetes)
 		return 0
 	case *writeModule != "":
-		if err := testbin.WriteModule(*writeModule); err != nil {
+		if err := module.Write(*writeModule); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
@@ -100,7 +116,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	built, err := testbin.Build(
 		ctx,
-		testbin.BuildOptions{Dir: out, Go: *goCmd, Log: stderr, Stderr: stderr},
+		testbin.BuildOptions{Dir: out, Go: *goCmd, Minor: module.Minor(), Log: stderr,
+			Stderr: stderr},
 	)
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -27,6 +27,20 @@ func TestRunWithoutBuilding(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	oldModule, err := testbin.ModuleOf(testbin.Minors()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldVersions, err := oldModule.Versions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldest := oldVersions.Kubernetes
+	oldestCache, err := testbin.CacheDir(oldest)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	tests := []struct {
 		name       string
 		args       []string
@@ -51,6 +65,13 @@ func TestRunWithoutBuilding(t *testing.T) {
 			"/from/flag\n",
 		},
 		{"write-module", []string{"-write-module", moduleDir}, "", 0, ""},
+		{"list-minors", []string{"-list-minors"}, "", 0,
+			strings.Join(testbin.Minors(), " ") + "\n"},
+		{"print-version of an older minor", []string{"-minor", testbin.Minors()[0],
+			"-print-version"}, "", 0, oldest + "\n"},
+		{"print-dir of an older minor", []string{"-minor", testbin.Minors()[0], "-print-dir"},
+			"", 0, oldestCache + "\n"},
+		{"a minor outside the window", []string{"-minor", "1.20", "-print-version"}, "", 2, ""},
 		{"stray argument", []string{"extra"}, "", 2, ""},
 		{"unknown flag", []string{"-nope"}, "", 2, ""},
 	}

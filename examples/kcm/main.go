@@ -18,8 +18,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ctrlhost/ctrlhost/controllers/builtin"
 	"github.com/ctrlhost/ctrlhost/logging"
@@ -92,9 +97,49 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		return 1
 	}
+	// As KCM would fail later, in a controller, on an API or field an older
+	// server lacks: refused at start instead, with KCM's skew rule.
+	if err := checkServer(ctx, host); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
 	if err := m.Run(ctx); err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
 	}
 	return 0
+}
+
+// serverWait bounds how long checkServer waits for the API server to
+// answer, as KCM waits for its health at start.
+const serverWait = time.Minute
+
+// checkServer asks the API server host's flags name for its version, every
+// second until it answers or serverWait passed, and applies the built-ins'
+// skew rule (builtin.CheckServerVersion). Told to stop meanwhile, it
+// checks nothing.
+func checkServer(ctx context.Context, host manager.Options) error {
+	cfg, err := clientcmd.BuildConfigFromFlags(host.Master, host.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig %q / --master %q: %w", host.Kubeconfig, host.Master, err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var v *version.Info
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, time.Second, serverWait, true,
+		func(context.Context) (bool, error) {
+			v, last = dc.ServerVersion()
+			return last == nil, nil
+		})
+	if ctx.Err() != nil {
+		return nil // told to stop: Run returns at once, and nothing runs
+	}
+	if err != nil {
+		return fmt.Errorf("the API server did not say its version within %v: %w (last: %v)",
+			serverWait, err, last)
+	}
+	return builtin.CheckServerVersion(v)
 }

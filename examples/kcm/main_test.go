@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,15 +161,53 @@ func TestAcceptsUpstreamMigrationFiles(t *testing.T) {
 	}
 }
 
+// TestRefusesAnAPIServerOutsideKCMsSkew: against kube-apiserver 1.34 the
+// program stops at start, saying why, instead of failing later in a
+// controller that uses a 1.37 API.
+func TestRefusesAnAPIServerOutsideKCMsSkew(t *testing.T) {
+	for _, tc := range []struct {
+		minor, git string
+		code       int
+		want       string
+	}{
+		{"34", "v1.34.4", 1, "kube-apiserver v1.34.4 is older than these controllers"},
+		{"39", "v1.39.0", 1, "more than one minor newer"},
+	} {
+		t.Run(tc.git, func(t *testing.T) {
+			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter,
+				r *http.Request) {
+				if r.URL.Path != "/version" {
+					http.NotFound(w, r)
+					return
+				}
+				fmt.Fprintf(w, `{"major":"1","minor":%q,"gitVersion":%q}`, tc.minor, tc.git)
+			}))
+			defer server.Close()
+			var out strings.Builder
+			args := []string{"--kubeconfig=" + kubeconfigFor(t, server.URL), "--secure-port=0",
+				"--leader-elect=false"}
+			if code := run(context.Background(), args, &out); code != tc.code ||
+				!strings.Contains(out.String(), tc.want) {
+				t.Fatalf("run = %d, want %d and %q:\n%s", code, tc.code, tc.want, out.String())
+			}
+		})
+	}
+}
+
 // unreachableKubeconfig is a valid kubeconfig for a server nothing listens
 // on: Build accepts it, and a Run whose context is already done never
 // calls it.
 func unreachableKubeconfig(t *testing.T) string {
+	return kubeconfigFor(t, "https://127.0.0.1:1")
+}
+
+// kubeconfigFor is a kubeconfig for the API server at url.
+func kubeconfigFor(t *testing.T, url string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	const config = `apiVersion: v1
+	config := `apiVersion: v1
 kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+clusters: [{name: c, cluster: {server: "` + url + `"}}]
 users: [{name: u, user: {token: t}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c

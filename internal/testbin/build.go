@@ -17,7 +17,7 @@ import (
 // cache directory with the go command on PATH.
 type BuildOptions struct {
 	// Dir is the output directory, created if missing. Default:
-	// CacheDir(<the module's Kubernetes version>).
+	// CacheDir(<the Kubernetes version of Minor's module>).
 	Dir string
 	// Go is the go command. Default: "go", looked up on PATH.
 	Go string
@@ -25,6 +25,10 @@ type BuildOptions struct {
 	Log io.Writer
 	// Stderr receives the go command's output. Default: os.Stderr.
 	Stderr io.Writer
+	// Minor is the kube-apiserver minor Build builds, one of Minors().
+	// Default: the newest (DefaultModule). BuildCluster builds only the
+	// newest.
+	Minor string
 	// NoE2E has BuildCluster leave e2e.test out: only the conformance run
 	// needs it, and it takes most of BuildCluster's time.
 	NoE2E bool
@@ -68,7 +72,11 @@ func (o *BuildOptions) prepare(kubernetes string) (goCmd, dir string, err error)
 // and returns the directory. Errors name the binary and the step that
 // failed.
 func Build(ctx context.Context, o BuildOptions) (string, error) {
-	v, err := ModuleVersions()
+	m, err := ModuleOf(o.Minor)
+	if err != nil {
+		return "", err
+	}
+	v, err := m.Versions()
 	if err != nil {
 		return "", err
 	}
@@ -81,7 +89,7 @@ func Build(ctx context.Context, o BuildOptions) (string, error) {
 		return "", fmt.Errorf("testbin: tools module directory: %w", err)
 	}
 	defer os.RemoveAll(mod)
-	if err := WriteModule(mod); err != nil {
+	if err := m.Write(mod); err != nil {
 		return "", err
 	}
 	ldflags, err := APIServerLDFlags(v.Kubernetes)

@@ -90,7 +90,9 @@ func ClusterModuleVersions() (ClusterVersions, error) {
 }
 
 // moduleVersion returns the version a go.mod selects for module: its
-// requirement, or the version a replace directive gives it instead.
+// requirement, or the version a replace directive gives it instead. It
+// understands the subset of go.mod syntax a tidy file uses: single-line and
+// parenthesised require and replace directives, and // comments.
 func moduleVersion(gomod []byte, module string) (string, error) {
 	required := map[string]string{}
 	replaced := map[string]string{}
@@ -176,6 +178,10 @@ func clusterTargets(v ClusterVersions, ldflags string) []clusterTarget {
 // name and renames it into place only after it ran, and its errors name the
 // binary and the step. Each binary built is logged with the time it took.
 func BuildCluster(ctx context.Context, o BuildOptions) (string, error) {
+	if o.Minor != "" && o.Minor != DefaultModule().Minor() {
+		return "", fmt.Errorf("testbin: BuildOptions.Minor %s: the cluster binaries are built "+
+			"for %s only; leave Minor empty", o.Minor, DefaultModule().Minor())
+	}
 	v, err := ClusterModuleVersions()
 	if err != nil {
 		return "", err

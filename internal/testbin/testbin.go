@@ -19,7 +19,6 @@
 package testbin
 
 import (
-	"bufio"
 	"bytes"
 	_ "embed"
 	"fmt"
@@ -60,14 +59,7 @@ func GoSum() []byte { return bytes.Clone(goSum) }
 // WriteModule writes the tools module (go.mod and go.sum) into dir, which
 // must exist. To change the pinned versions, write it somewhere, run
 // `go get` there, and copy both files back over go.mod.txt and go.sum.txt.
-func WriteModule(dir string) error {
-	for name, data := range map[string][]byte{"go.mod": goMod, "go.sum": goSum} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return fmt.Errorf("testbin: writing the tools module: %w", err)
-		}
-	}
-	return nil
-}
+func WriteModule(dir string) error { return DefaultModule().Write(dir) }
 
 // Versions are the module versions the tools module selects.
 type Versions struct {
@@ -79,50 +71,16 @@ type Versions struct {
 }
 
 // ModuleVersions returns the versions the embedded go.mod selects.
-func ModuleVersions() (Versions, error) { return parseVersions(goMod) }
+func ModuleVersions() (Versions, error) { return DefaultModule().Versions() }
 
-// parseVersions reads the versions of the two pinned modules from a go.mod,
-// honouring a replace directive that gives one of them another version. It
-// understands the subset of go.mod syntax a tidy file uses: single-line and
-// parenthesised require and replace directives, and // comments.
+// parseVersions reads the versions of the two pinned modules from a go.mod
+// (moduleVersion), honouring a replace directive that gives one of them
+// another version.
 func parseVersions(gomod []byte) (Versions, error) {
-	required := map[string]string{}
-	replaced := map[string]string{}
-	var block string
-	sc := bufio.NewScanner(bytes.NewReader(gomod))
-	for sc.Scan() {
-		line := sc.Text()
-		if i := strings.Index(line, "//"); i >= 0 {
-			line = line[:i]
-		}
-		f := strings.Fields(line)
-		switch {
-		case len(f) == 0:
-			continue
-		case block != "" && f[0] == ")":
-			block = ""
-			continue
-		case block == "" && len(f) == 2 && f[1] == "(" && (f[0] == "require" || f[0] == "replace"):
-			block = f[0]
-			continue
-		case block == "" && (f[0] == "require" || f[0] == "replace"):
-			addDirective(f[0], f[1:], required, replaced)
-			continue
-		}
-		if block != "" {
-			addDirective(block, f, required, replaced)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return Versions{}, fmt.Errorf("testbin: reading go.mod: %w", err)
-	}
 	pick := func(module string) (string, error) {
-		v := required[module]
-		if r, ok := replaced[module]; ok {
-			v = r
-		}
-		if v == "" {
-			return "", fmt.Errorf("testbin: go.mod does not require %s", module)
+		v, err := moduleVersion(gomod, module)
+		if err != nil {
+			return "", fmt.Errorf("testbin: go.mod does not require %s (%w)", module, err)
 		}
 		return v, nil
 	}
