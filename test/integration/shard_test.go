@@ -4,7 +4,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,14 +20,16 @@ import (
 )
 
 // TestShardedInformersOnARealServer: informers over shardgroup.Clientset cache
-// only their slots' pods and namespaces on kube-apiserver v1.37 with
+// only their slots' pods and namespaces on kube-apiserver with
 // ShardedListAndWatch on (the server filters, and says so in ShardInfo)
-// and off (the server ignores the selector; the client filters).
+// and off (the server ignores the selector; the client filters), and on a
+// server older than the gate (1.34, 1.35: as off).
 func TestShardedInformersOnARealServer(t *testing.T) {
-	for _, gate := range []bool{true, false} {
-		t.Run(fmt.Sprintf("ShardedListAndWatch=%v", gate), func(t *testing.T) {
+	for _, setting := range shardedListSettings(t) {
+		gate := setting.Applies
+		t.Run(setting.Name, func(t *testing.T) {
 			env, err := testenv.Start(t.Context(), testenv.Options{
-				FeatureGates: map[string]bool{"ShardedListAndWatch": gate},
+				FeatureGates: setting.Gates,
 				Logf:         t.Logf,
 			})
 			if err != nil {

@@ -132,14 +132,15 @@ func (r *replicas) assertNoSlotOverlap() {
 // --enable-sharding share replicaset-controller's namespaces and a
 // recording sharded controller's slots, on kube-apiserver with
 // ShardedListAndWatch on (the server filters) and off (each replica's
-// client does). Three replicas balance the slots; SIGTERM of one hands
-// its slots over at once; a fourth joining takes its share; SIGKILL of one
-// hands its slots over once their Leases expire, not before; the
-// ReplicaSets converge all along; no slot is ever worked by two replicas.
+// client does), or on a server older than the gate (as off). Three
+// replicas balance the slots; SIGTERM of one hands its slots over at once;
+// a fourth joining takes its share; SIGKILL of one hands its slots over
+// once their Leases expire, not before; the ReplicaSets converge all
+// along; no slot is ever worked by two replicas.
 func TestShardedReplicasAcrossProcesses(t *testing.T) {
-	for _, gate := range []bool{true, false} {
-		t.Run(fmt.Sprintf("ShardedListAndWatch=%v", gate), func(t *testing.T) {
-			env := startEnv(t, testenv.Options{FeatureGates: map[string]bool{"ShardedListAndWatch": gate}})
+	for _, setting := range shardedListSettings(t) {
+		t.Run(setting.Name, func(t *testing.T) {
+			env := startEnv(t, testenv.Options{FeatureGates: setting.Gates})
 			kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 			if err := env.WriteKubeconfig(kubeconfig); err != nil {
 				t.Fatal(err)

@@ -1,0 +1,51 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/ctrlhost/ctrlhost/testenv"
+)
+
+// serverMinor is the minor of the kube-apiserver testenv starts: the
+// default, or the one make matrix names ($CTRLHOST_KUBERNETES_VERSION).
+func serverMinor(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv(testenv.EnvKubernetesVersion)
+	if v == "" {
+		v = testenv.KubernetesVersion
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "v%d.%d.", &major, &minor); err != nil || major != 1 {
+		t.Fatalf("kube-apiserver version %q: %v", v, err)
+	}
+	return minor
+}
+
+// shardedListSettings are the ShardedListAndWatch settings a sharding test
+// runs with, by whether the server applies the shard selector: on and off
+// where kube-apiserver has the gate (alpha since 1.36); on an older server,
+// none, and the server ignores the selector as with the gate off. That is
+// the degradation docs/sharding.md states, shown on the window's oldest.
+func shardedListSettings(t *testing.T) []struct {
+	Name    string
+	Gates   map[string]bool
+	Applies bool
+} {
+	type setting = struct {
+		Name    string
+		Gates   map[string]bool
+		Applies bool
+	}
+	if serverMinor(t) < 36 {
+		return []setting{{Name: "no ShardedListAndWatch (before 1.36)"}}
+	}
+	return []setting{
+		{Name: "ShardedListAndWatch=true", Gates: map[string]bool{"ShardedListAndWatch": true},
+			Applies: true},
+		{Name: "ShardedListAndWatch=false", Gates: map[string]bool{"ShardedListAndWatch": false}},
+	}
+}
