@@ -331,12 +331,24 @@ func (g *Gate) send(next http.RoundTripper, req *http.Request,
 		}
 		w.deliver(answer{resp, err})
 	})
+	// Once answered, the write is applied or refused, and the Gate knows
+	// which: reading the answer's body is the caller's, and ends with the
+	// caller's context, as any request's body read does. (On the write's
+	// own context alone, a read held up by a cut connection would keep
+	// a controller told to stop from returning.)
+	take := func(a answer) (*http.Response, error) {
+		if a.resp != nil {
+			stop := context.AfterFunc(ctx, cancel)
+			a.resp.Body = &releasingBody{ReadCloser: a.resp.Body, release: func() { stop() }}
+		}
+		return a.resp, a.err
+	}
 	select {
 	case a := <-w.answer:
-		return a.resp, a.err
+		return take(a)
 	case <-ctx.Done():
 		if a, ok := w.leave(); ok {
-			return a.resp, a.err
+			return take(a)
 		}
 		return nil, ctx.Err()
 	}

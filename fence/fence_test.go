@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -343,4 +344,64 @@ func TestDrainWaitsForWritesWhoseCallersLeft(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ctxBody is an answer's body whose data does not come (a connection cut
+// after the headers): a read returns only when the request's context
+// ends, as net/http's does.
+type ctxBody struct{ ctx context.Context }
+
+func (b ctxBody) Read([]byte) (int, error) {
+	<-b.ctx.Done()
+	return 0, b.ctx.Err()
+}
+
+func (ctxBody) Close() error { return nil }
+
+// A write goes on after its caller left, until the server answers, so
+// that the Gate knows whether it was applied. Once answered, reading the
+// answer's body is the caller's: it ends with the caller's context, as any
+// request's body read does. Before, it ran on the write's detached context,
+// and a controller told to stop while a partition held its answer's data
+// could not return (simulation seed 352).
+func TestReadingAnAnswerEndsWithTheCallersContext(t *testing.T) {
+	synctest.Test(t, readingAnAnswerEndsWithTheCallersContext)
+}
+
+func readingAnAnswerEndsWithTheCallersContext(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	g := fence.NewGate("main", clk)
+	g.Extend(clk.Now().Add(time.Hour))
+	server := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: ctxBody{r.Context()}}, nil
+	})
+	rt := fence.RoundTripper(g, "writer", server)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, http.MethodPut,
+		"http://x/api/v1/namespaces/a/configmaps/c", strings.NewReader("{}"))
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := g.InFlight(); n != 0 {
+		t.Errorf("InFlight = %d once the server answered, want 0", n)
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := resp.Body.Read(make([]byte, 1))
+		read <- err
+	}()
+	cancel()
+	timer := time.NewTimer(time.Minute)
+	defer timer.Stop()
+	select {
+	case err := <-read:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the read returned %v, want context.Canceled", err)
+		}
+	case <-timer.C:
+		t.Fatal("the read of the answer's body goes on a minute after the caller's context ended")
+	}
+	_ = resp.Body.Close()
 }

@@ -110,8 +110,8 @@ func TestStartStop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("server version: %v", err)
 	}
-	if v.GitVersion != testenv.KubernetesVersion {
-		t.Errorf("server version %s, want %s", v.GitVersion, testenv.KubernetesVersion)
+	if v.GitVersion != serverVersion() {
+		t.Errorf("server version %s, want %s", v.GitVersion, serverVersion())
 	}
 
 	// The kubeconfig works for clientcmd, as it would for kubectl.

@@ -10,14 +10,19 @@ import (
 	"github.com/ctrlhost/ctrlhost/testenv"
 )
 
-// serverMinor is the minor of the kube-apiserver testenv starts: the
+// serverVersion is the version of the kube-apiserver testenv starts: the
 // default, or the one make matrix names ($CTRLHOST_KUBERNETES_VERSION).
+func serverVersion() string {
+	if v := os.Getenv(testenv.EnvKubernetesVersion); v != "" {
+		return v
+	}
+	return testenv.KubernetesVersion
+}
+
+// serverMinor is serverVersion's minor.
 func serverMinor(t *testing.T) int {
 	t.Helper()
-	v := os.Getenv(testenv.EnvKubernetesVersion)
-	if v == "" {
-		v = testenv.KubernetesVersion
-	}
+	v := serverVersion()
 	var major, minor int
 	if _, err := fmt.Sscanf(v, "v%d.%d.", &major, &minor); err != nil || major != 1 {
 		t.Fatalf("kube-apiserver version %q: %v", v, err)
