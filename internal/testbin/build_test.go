@@ -128,3 +128,36 @@ func TestBuildNoGo(t *testing.T) {
 		t.Fatalf("Build = %v, want an error naming the go command", err)
 	}
 }
+
+// Build of an older minor of the window builds from that minor's module:
+// its kube-apiserver version and the etcd its release requires.
+func TestBuildAnOlderMinor(t *testing.T) {
+	minor := testbin.Minors()[0]
+	m, err := testbin.ModuleOf(minor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := m.Versions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	goCmd, log := setupFakeGo(t, v.Kubernetes, strings.TrimPrefix(v.Etcd, "v"))
+	out := t.TempDir()
+	if _, err := testbin.Build(t.Context(), testbin.BuildOptions{Dir: out, Go: goCmd,
+		Minor: minor}); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls(t, log); len(got) != 2 || !strings.Contains(got[1], "gitVersion="+v.Kubernetes) {
+		t.Fatalf("go calls = %q, want etcd, then kube-apiserver %s", got, v.Kubernetes)
+	}
+	_, err = testbin.Build(t.Context(), testbin.BuildOptions{Dir: t.TempDir(), Go: goCmd,
+		Minor: "1.20"})
+	if err == nil || !strings.Contains(err.Error(), "not in the tested window") {
+		t.Errorf("Build of 1.20 = %v, want an error naming the window", err)
+	}
+	_, err = testbin.BuildCluster(t.Context(), testbin.BuildOptions{Dir: t.TempDir(), Go: goCmd,
+		Minor: minor})
+	if err == nil || !strings.Contains(err.Error(), "the cluster binaries are built for") {
+		t.Errorf("BuildCluster of %s = %v, want an error: only the newest", minor, err)
+	}
+}
