@@ -22,10 +22,13 @@ var (
 	flagFirst  = flag.Uint64("sim.first", 1, "the first seed TestSimulation runs")
 	flagSeed   = flag.Uint64("sim.seed", 0, "run only this seed (a failing seed's replay), with its whole trace")
 	flagRepeat = flag.Int("sim.repeat", 1, "run each seed this many times")
+	flagStacks = flag.String("sim.stacks", "", "write every goroutine's stack to this file "+
+		"at each violation (replay one seed with -test.parallel=1)")
 )
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	StacksFile = *flagStacks
 	// client-go logs through klog, process-wide: the simulated replicas'
 	// client-go lines are not wanted among the test's output.
 	klog.SetLogger(logr.Discard())

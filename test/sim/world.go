@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -234,6 +235,13 @@ func (w *World) tracef(format string, args ...any) {
 	w.trace = append(w.trace, fmt.Sprintf("%9v ", w.since())+fmt.Sprintf(format, args...))
 }
 
+// StacksFile, when set, is where violate writes every goroutine's stack
+// at each violation (the test's -sim.stacks): what a replica's
+// goroutines were blocked on when a promise broke, which the trace cannot
+// show. Replay the seed alone (-test.parallel=1) so that the dump is of
+// its bubble only.
+var StacksFile string
+
 // violate records a broken promise.
 func (w *World) violate(format string, args ...any) {
 	msg := fmt.Sprintf("%v: ", w.since()) + fmt.Sprintf(format, args...)
@@ -241,6 +249,13 @@ func (w *World) violate(format string, args ...any) {
 	defer w.mu.Unlock()
 	w.violations = append(w.violations, msg)
 	w.trace = append(w.trace, "VIOLATION "+msg)
+	if StacksFile != "" {
+		buf := make([]byte, 64<<20)
+		n := runtime.Stack(buf, true)
+		if err := os.WriteFile(StacksFile, buf[:n], 0o644); err != nil {
+			w.trace = append(w.trace, "writing the stacks: "+err.Error())
+		}
+	}
 }
 
 // ServeHTTP serves the API and records every Lease write the server
