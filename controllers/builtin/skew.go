@@ -3,6 +3,7 @@ package builtin
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/version"
 )
@@ -29,7 +30,8 @@ func CheckServerVersion(v *version.Info) error {
 		return fmt.Errorf("builtin: no API server version to check")
 	}
 	major, errMajor := strconv.Atoi(v.Major)
-	minor, errMinor := strconv.Atoi(trimPlus(v.Minor))
+	// Some distributions append "+" to the minor ("37+").
+	minor, errMinor := strconv.Atoi(strings.TrimSuffix(v.Minor, "+"))
 	if errMajor != nil || errMinor != nil {
 		return fmt.Errorf("builtin: the API server reports version %q (major %q, minor %q), "+
 			"which is not a Kubernetes release number", v.GitVersion, v.Major, v.Minor)
@@ -48,12 +50,4 @@ func CheckServerVersion(v *version.Info) error {
 		"(kube-controller-manager %d.%d), which run against kube-apiserver %d.%d or %d.%d only; "+
 		"upgrade the controller manager", v.GitVersion, kcmMajor, kcmMinor, kcmMajor, kcmMinor,
 		kcmMajor, kcmMinor+1)
-}
-
-// trimPlus drops the "+" some distributions append to the minor ("37+").
-func trimPlus(s string) string {
-	if n := len(s); n > 0 && s[n-1] == '+' {
-		return s[:n-1]
-	}
-	return s
 }

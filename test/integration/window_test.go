@@ -30,21 +30,22 @@ func serverMinor(t *testing.T) int {
 	return minor
 }
 
+// shardedListSetting is one ShardedListAndWatch setting of the server:
+// its name, the gates testenv passes, and whether the server applies the
+// shard selector.
+type shardedListSetting struct {
+	Name    string
+	Gates   map[string]bool
+	Applies bool
+}
+
 // shardedListSettings are the ShardedListAndWatch settings a sharding test
 // runs with, by whether the server applies the shard selector: on and off
 // where kube-apiserver has the gate (alpha since 1.36); on an older server,
 // none, and the server ignores the selector as with the gate off. That is
 // the degradation docs/sharding.md states, shown on the window's oldest.
-func shardedListSettings(t *testing.T) []struct {
-	Name    string
-	Gates   map[string]bool
-	Applies bool
-} {
-	type setting = struct {
-		Name    string
-		Gates   map[string]bool
-		Applies bool
-	}
+func shardedListSettings(t *testing.T) []shardedListSetting {
+	type setting = shardedListSetting
 	if serverMinor(t) < 36 {
 		return []setting{{Name: "no ShardedListAndWatch (before 1.36)"}}
 	}
